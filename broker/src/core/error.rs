@@ -1,0 +1,59 @@
+//! The failures the core reports to callers; the dispatcher turns each into
+//! its JSON-RPC error in one function (`crate::errors`).
+
+use a2a_proto::types::State;
+
+/// One variant per caller-visible failure.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CoreError {
+    /// The token is absent, malformed, unknown or invalidated.
+    #[error("unknown or invalidated token")]
+    UnknownToken,
+    /// The named agent is not live or may not be addressed by the caller.
+    #[error("unknown agent `{0}`")]
+    UnknownAgent(String),
+    /// `to` was omitted and several peers could be meant.
+    #[error("ambiguous recipient: name one of the candidates in `to`")]
+    AmbiguousRecipient(Vec<String>),
+    /// No task has this id.
+    #[error("unknown task `{0}`")]
+    UnknownTask(String),
+    /// The caller is not a party to the task (or not the party the call needs).
+    #[error("{0}")]
+    CrossContextDenied(&'static str),
+    /// The state machine does not allow this move.
+    #[error("cannot move a task from {from} to {to}", from = .from.as_str(), to = .to.as_str())]
+    InvalidTransition { from: State, to: State },
+    /// The task is in a terminal state.
+    #[error("task is {} and can no longer change", .0.as_str())]
+    TaskTerminal(State),
+    /// A count bound of §7 would be exceeded.
+    #[error("{limit} reached")]
+    SendCap {
+        limit: &'static str,
+        max: u64,
+        actual: u64,
+    },
+    /// The caller has no peer to address.
+    #[error("no peers to address")]
+    NoPeers,
+    /// A size bound of §7 would be exceeded.
+    #[error("payload exceeds {limit}")]
+    PayloadTooLarge {
+        limit: &'static str,
+        max: u64,
+        actual: u64,
+    },
+    /// The params are well-formed JSON of the wrong shape or meaning.
+    #[error("{0}")]
+    InvalidParams(String),
+    /// The database failed, or a bug.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<rusqlite::Error> for CoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        CoreError::Internal(format!("database: {e}"))
+    }
+}

@@ -1,0 +1,17 @@
+//! The broker's rules, free of JSON framing and transports.
+//!
+//! - [`error`]: every caller-visible failure of the core, one variant each.
+//! - [`state`]: the task state machine of PROTOCOL.md §6.
+//! - [`validate`]: part and message checks, and the §7 payload bounds.
+//! - [`task`]: the in-memory task record and its parties.
+//! - [`registry`]: live agents, peer ids and capability tokens.
+//! - [`addressing`]: who may address whom, and the `to` resolution rules.
+
+pub mod addressing;
+pub mod error;
+pub mod registry;
+pub mod state;
+pub mod task;
+pub mod validate;
+
+pub use error::CoreError;

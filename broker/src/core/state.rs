@@ -1,0 +1,72 @@
+//! The task state machine (PROTOCOL.md §6).
+
+use super::CoreError;
+use a2a_proto::types::State;
+
+/// May a task move from `from` to `to`? (The table of §6.)
+pub fn can_move(from: State, to: State) -> bool {
+    use State::*;
+    match from {
+        Submitted => to != Submitted,
+        Working => to != Submitted,
+        InputRequired | AuthRequired => matches!(to, Working | Canceled | Failed | Rejected),
+        Completed | Canceled | Failed | Rejected => false,
+    }
+}
+
+/// Checks a move: `A2A_TASK_TERMINAL` out of a terminal state, else
+/// `A2A_INVALID_TRANSITION` for any move the table does not allow.
+pub fn check_move(from: State, to: State) -> Result<(), CoreError> {
+    if from.is_terminal() {
+        return Err(CoreError::TaskTerminal(from));
+    }
+    if !can_move(from, to) {
+        return Err(CoreError::InvalidTransition { from, to });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use State::*;
+
+    #[test]
+    fn table_of_section_6() {
+        let allowed: &[(State, &[State])] = &[
+            (
+                Submitted,
+                &[Working, InputRequired, AuthRequired, Completed, Canceled, Failed, Rejected],
+            ),
+            (
+                Working,
+                &[Working, InputRequired, AuthRequired, Completed, Canceled, Failed, Rejected],
+            ),
+            (InputRequired, &[Working, Canceled, Failed, Rejected]),
+            (AuthRequired, &[Working, Canceled, Failed, Rejected]),
+            (Completed, &[]),
+            (Canceled, &[]),
+            (Failed, &[]),
+            (Rejected, &[]),
+        ];
+        for (from, tos) in allowed {
+            for to in State::ALL {
+                assert_eq!(can_move(*from, to), tos.contains(&to), "{from:?} -> {to:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn terminal_is_reported_before_invalid() {
+        assert_eq!(check_move(Completed, Working), Err(CoreError::TaskTerminal(Completed)));
+        assert_eq!(
+            check_move(InputRequired, Completed),
+            Err(CoreError::InvalidTransition { from: InputRequired, to: Completed })
+        );
+        assert_eq!(
+            check_move(Working, Submitted),
+            Err(CoreError::InvalidTransition { from: Working, to: Submitted })
+        );
+        assert!(check_move(Working, Working).is_ok());
+    }
+}

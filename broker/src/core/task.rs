@@ -1,0 +1,115 @@
+//! The in-memory record of one task, as the writer keeps it and readers see
+//! it after commit.
+//!
+//! Records are immutable once shared (`Arc<TaskRecord>`): the writer clones,
+//! changes and republishes, so a reader never sees a half-applied call.
+
+use a2a_proto::types::{Artifact, Message, PushConfig, Role, State, TaskStatus};
+use std::sync::Arc;
+
+/// One side of a task: an agent identified by the context it registered
+/// under and its peer id. The same pair after a re-registration is the same party.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Party {
+    pub context_id: String,
+    pub peer_id: String,
+}
+
+/// A task with everything a reader or the writer needs.
+#[derive(Debug, Clone)]
+pub struct TaskRecord {
+    pub id: String,
+    /// The requester's context (the task's `contextId`).
+    pub context_id: String,
+    pub requester: Party,
+    pub worker: Party,
+    pub status: TaskStatus,
+    pub history: Vec<Arc<Message>>,
+    pub artifacts: Vec<Artifact>,
+    /// Starts at 1; +1 per change.
+    pub version: u64,
+    /// The `messageId` of the message that created the task (idempotency key).
+    pub create_message_id: String,
+    /// Created by a `to: "*"` broadcast.
+    pub broadcast: bool,
+    /// Push configs, each owned by the party that set it.
+    pub push_configs: Vec<(Party, PushConfig)>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl TaskRecord {
+    /// The state the task is in.
+    pub fn state(&self) -> State {
+        self.status.state
+    }
+
+    /// The caller's role on the task, if it is a party.
+    pub fn role_of(&self, party: &Party) -> Option<Role> {
+        if *party == self.requester {
+            Some(Role::User)
+        } else if *party == self.worker {
+            Some(Role::Agent)
+        } else {
+            None
+        }
+    }
+
+    /// The other party.
+    pub fn counterpart(&self, party: &Party) -> &Party {
+        if *party == self.requester {
+            &self.worker
+        } else {
+            &self.requester
+        }
+    }
+
+    /// The push config a party set, if any.
+    pub fn push_config_of(&self, party: &Party) -> Option<&PushConfig> {
+        self.push_configs
+            .iter()
+            .find(|(owner, _)| owner == party)
+            .map(|(_, c)| c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn party(c: &str, p: &str) -> Party {
+        Party {
+            context_id: c.into(),
+            peer_id: p.into(),
+        }
+    }
+
+    #[test]
+    fn roles_and_counterparts() {
+        let rec = TaskRecord {
+            id: "t".into(),
+            context_id: "c1".into(),
+            requester: party("c1", "a"),
+            worker: party("c2", "b"),
+            status: TaskStatus {
+                state: State::Submitted,
+                message: None,
+                timestamp: String::new(),
+            },
+            history: vec![],
+            artifacts: vec![],
+            version: 1,
+            create_message_id: "m".into(),
+            broadcast: false,
+            push_configs: vec![],
+            created_at: String::new(),
+            updated_at: String::new(),
+        };
+        assert_eq!(rec.role_of(&party("c1", "a")), Some(Role::User));
+        assert_eq!(rec.role_of(&party("c2", "b")), Some(Role::Agent));
+        // Same peer id under another context is a stranger.
+        assert_eq!(rec.role_of(&party("c9", "a")), None);
+        assert_eq!(rec.counterpart(&party("c1", "a")), &party("c2", "b"));
+        assert_eq!(rec.counterpart(&party("c2", "b")), &party("c1", "a"));
+    }
+}

@@ -1,0 +1,319 @@
+//! A connection's outbox: responses and notifications waiting for the
+//! connection's writer, which serializes them in its own thread.
+//!
+//! Responses are never dropped. Events are bounded: past the bound the
+//! oldest queued event is dropped and counted, and the writer emits an
+//! `a2a.lagged` for its recipient before anything else it drains, so a
+//! client that stops reading costs the broker bounded memory and never
+//! blocks the writer thread of the core.
+
+use crate::reply::Reply;
+use a2a_proto::error::RpcError;
+use a2a_proto::jsonrpc::Id;
+use a2a_proto::types::{LaggedParams, Notification};
+use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// One answer to a request.
+#[derive(Debug)]
+pub struct Response {
+    pub id: Id,
+    pub result: Result<Reply, RpcError>,
+}
+
+/// What a connection's writer writes.
+#[derive(Debug)]
+pub enum Outgoing {
+    Response(Response),
+    /// The responses of one batch, in the batch's order.
+    Batch(Vec<Response>),
+    Event(Arc<Notification>),
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<Outgoing>,
+    /// Events in `queue`.
+    events: usize,
+    /// Dropped events not yet reported, per recipient.
+    lagged: Vec<LaggedParams>,
+    closed: bool,
+    writer_waiting: bool,
+}
+
+/// A connection's outbox.
+pub struct Outbox {
+    state: Mutex<State>,
+    ready: Condvar,
+    event_bound: usize,
+}
+
+impl std::fmt::Debug for Outbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outbox").field("event_bound", &self.event_bound).finish()
+    }
+}
+
+impl Outbox {
+    /// An outbox holding at most `event_bound` undelivered events.
+    pub fn new(event_bound: usize) -> Self {
+        Self {
+            state: Mutex::new(State::default()),
+            ready: Condvar::new(),
+            event_bound: event_bound.max(1),
+        }
+    }
+
+    fn push(&self, item: Outgoing) {
+        let mut st = self.state.lock();
+        if st.closed {
+            return;
+        }
+        if matches!(item, Outgoing::Event(_)) {
+            if st.events >= self.event_bound {
+                Self::drop_oldest_event(&mut st);
+            }
+            st.events += 1;
+        }
+        st.queue.push_back(item);
+        // Wake the writer only when it sleeps: a busy writer drains anyway.
+        if st.writer_waiting {
+            st.writer_waiting = false;
+            self.ready.notify_one();
+        }
+    }
+
+    fn drop_oldest_event(st: &mut State) {
+        let Some(pos) = st.queue.iter().position(|o| matches!(o, Outgoing::Event(_))) else {
+            return;
+        };
+        let Some(Outgoing::Event(n)) = st.queue.remove(pos) else {
+            return;
+        };
+        st.events -= 1;
+        let (recipient, ctx) = n.recipient();
+        match st
+            .lagged
+            .iter_mut()
+            .find(|l| l.recipient == recipient && l.recipient_context_id == ctx)
+        {
+            Some(l) => l.dropped += 1,
+            None => st.lagged.push(LaggedParams {
+                recipient: recipient.to_owned(),
+                recipient_context_id: ctx.to_owned(),
+                dropped: 1,
+            }),
+        }
+    }
+
+    /// Queues a response.
+    pub fn push_response(&self, r: Response) {
+        self.push(Outgoing::Response(r));
+    }
+
+    /// Queues an event, dropping the oldest queued event past the bound.
+    pub fn push_event(&self, n: Arc<Notification>) {
+        self.push(Outgoing::Event(n));
+    }
+
+    /// Moves everything queued into `out`, blocking while there is nothing.
+    /// Returns `false` once the outbox is closed and empty.
+    pub fn drain_blocking(&self, out: &mut Vec<Outgoing>) -> bool {
+        let mut st = self.state.lock();
+        loop {
+            if !st.queue.is_empty() || !st.lagged.is_empty() {
+                Self::take(&mut st, out);
+                return true;
+            }
+            if st.closed {
+                return false;
+            }
+            st.writer_waiting = true;
+            self.ready.wait(&mut st);
+        }
+    }
+
+    /// Moves everything queued into `out` without blocking.
+    pub fn drain_now(&self, out: &mut Vec<Outgoing>) {
+        Self::take(&mut self.state.lock(), out);
+    }
+
+    fn take(st: &mut State, out: &mut Vec<Outgoing>) {
+        for l in st.lagged.drain(..) {
+            out.push(Outgoing::Event(Arc::new(Notification::Lagged(l))));
+        }
+        out.extend(st.queue.drain(..));
+        st.events = 0;
+    }
+
+    /// Stops accepting items; the writer drains what is left and stops.
+    pub fn close(&self) {
+        let mut st = self.state.lock();
+        st.closed = true;
+        self.ready.notify_all();
+    }
+
+    /// Closed?
+    pub fn is_closed(&self) -> bool {
+        self.state.lock().closed
+    }
+}
+
+/// Collects the responses of one batch and releases them together.
+pub struct BatchCollector {
+    outbox: Arc<Outbox>,
+    slots: Mutex<(Vec<Option<Response>>, usize)>,
+}
+
+impl BatchCollector {
+    /// A batch with `n` requests that expect a response.
+    pub fn new(outbox: Arc<Outbox>, n: usize) -> Arc<Self> {
+        Arc::new(Self {
+            outbox,
+            slots: Mutex::new(((0..n).map(|_| None).collect(), n)),
+        })
+    }
+
+    fn fill(&self, index: usize, r: Response) {
+        let mut slots = self.slots.lock();
+        if slots.0[index].is_none() {
+            slots.0[index] = Some(r);
+            slots.1 -= 1;
+        }
+        if slots.1 == 0 {
+            let all: Vec<Response> = slots.0.drain(..).flatten().collect();
+            drop(slots);
+            self.outbox.push(Outgoing::Batch(all));
+        }
+    }
+}
+
+enum Target {
+    Direct(Arc<Outbox>),
+    Batch(Arc<BatchCollector>, usize),
+    /// A client notification: executed, never answered.
+    Discard,
+}
+
+/// Answers one request exactly once. Dropped unanswered (a bug, or a
+/// panic), it answers `-32603` so that no request is left hanging.
+pub struct Responder {
+    inner: Option<(Target, Id)>,
+}
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Responder")
+    }
+}
+
+impl Responder {
+    /// Answers on the connection directly.
+    pub fn direct(outbox: Arc<Outbox>, id: Id) -> Self {
+        Self {
+            inner: Some((Target::Direct(outbox), id)),
+        }
+    }
+
+    /// Answers into slot `index` of a batch.
+    pub fn in_batch(batch: Arc<BatchCollector>, index: usize, id: Id) -> Self {
+        Self {
+            inner: Some((Target::Batch(batch, index), id)),
+        }
+    }
+
+    /// For a notification: the call runs, its answer goes nowhere.
+    pub fn discard() -> Self {
+        Self {
+            inner: Some((Target::Discard, Id::Null)),
+        }
+    }
+
+    /// Sends the answer.
+    pub fn send(mut self, result: Result<Reply, RpcError>) {
+        self.finish(result);
+    }
+
+    fn finish(&mut self, result: Result<Reply, RpcError>) {
+        if let Some((target, id)) = self.inner.take() {
+            let r = Response { id, result };
+            match target {
+                Target::Direct(outbox) => outbox.push_response(r),
+                Target::Batch(batch, index) => batch.fill(index, r),
+                Target::Discard => {}
+            }
+        }
+    }
+}
+
+impl Drop for Responder {
+    fn drop(&mut self) {
+        if self.inner.is_some() {
+            self.finish(Err(RpcError::internal("request dropped without an answer")));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use a2a_proto::types::LaggedParams;
+
+    fn event(recipient: &str, n: u64) -> Arc<Notification> {
+        Arc::new(Notification::Lagged(LaggedParams {
+            recipient: recipient.into(),
+            recipient_context_id: "c".into(),
+            dropped: n,
+        }))
+    }
+
+    #[test]
+    fn events_past_the_bound_are_dropped_oldest_first_and_reported() {
+        let o = Outbox::new(2);
+        o.push_event(event("a", 1));
+        o.push_response(Response { id: Id::Uint(1), result: Ok(Reply::Ok) });
+        o.push_event(event("a", 2));
+        o.push_event(event("a", 3));
+        let mut out = Vec::new();
+        assert!(o.drain_blocking(&mut out));
+        assert_eq!(out.len(), 4);
+        match &out[0] {
+            Outgoing::Event(n) => assert_eq!(**n, Notification::Lagged(LaggedParams {
+                recipient: "a".into(),
+                recipient_context_id: "c".into(),
+                dropped: 1
+            })),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(out[1], Outgoing::Response(_)));
+    }
+
+    #[test]
+    fn batches_release_in_order_when_complete() {
+        let o = Arc::new(Outbox::new(4));
+        let b = BatchCollector::new(o.clone(), 2);
+        Responder::in_batch(b.clone(), 1, Id::Uint(2)).send(Ok(Reply::Ok));
+        let mut out = Vec::new();
+        o.drain_now(&mut out);
+        assert!(out.is_empty());
+        drop(Responder::in_batch(b, 0, Id::Uint(1)));
+        o.drain_now(&mut out);
+        match &out[..] {
+            [Outgoing::Batch(rs)] => {
+                assert_eq!(rs[0].id, Id::Uint(1));
+                assert!(rs[0].result.is_err(), "a dropped responder answers -32603");
+                assert_eq!(rs[1].id, Id::Uint(2));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn closed_outbox_ends_the_writer() {
+        let o = Outbox::new(1);
+        o.close();
+        o.push_response(Response { id: Id::Null, result: Ok(Reply::Ok) });
+        assert!(!o.drain_blocking(&mut Vec::new()));
+    }
+}

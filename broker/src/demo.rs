@@ -1,0 +1,1 @@
+pub fn run() -> Result<(), String> { Err("x".into()) }

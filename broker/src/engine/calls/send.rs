@@ -1,0 +1,282 @@
+//! `a2a.message.send` and `a2a.message.stream`: create a task (one worker,
+//! or every addressable peer with `to: "*"`), or append to one; both
+//! idempotent by `messageId`.
+
+use super::super::effects::{BlockingSpec, Effects, Routed};
+use super::super::{Engine, Undo};
+use super::{check_history_room, party_role, stamp};
+use crate::clock;
+use crate::core::addressing::resolve_workers;
+use crate::core::registry::Agent;
+use crate::core::task::TaskRecord;
+use crate::core::CoreError;
+use crate::reply::{Reply, TaskView};
+use crate::store::{read, write};
+use a2a_proto::limits::{A2A_MAX_SENDS_PER_RUN, A2A_MAX_TASKS_PER_CONTEXT};
+use a2a_proto::params::{SendConfiguration, SendParams};
+use a2a_proto::types::{Message, Role, State, StatusUpdate, StreamEvent, TaskStatus};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+impl Engine {
+    pub(in crate::engine) fn send(&mut self, p: SendParams, stream: bool, undo: &mut Undo) -> Result<Effects, CoreError> {
+        let agent = self.caller(p.token.as_deref())?;
+        let cfg = p.configuration.unwrap_or_default();
+        match p.message.task_id.clone() {
+            Some(id) => self.append(&agent, p.message, &id, &cfg, stream, undo),
+            None => self.create(&agent, p.message, &cfg, stream, undo),
+        }
+    }
+
+    fn check_sends(agent: &Agent, n: usize) -> Result<(), CoreError> {
+        let after = agent.sends() as u64 + n as u64;
+        if after > A2A_MAX_SENDS_PER_RUN as u64 {
+            return Err(CoreError::SendCap {
+                limit: "A2A_MAX_SENDS_PER_RUN",
+                max: A2A_MAX_SENDS_PER_RUN as u64,
+                actual: after,
+            });
+        }
+        Ok(())
+    }
+
+    fn charge(agent: &Arc<Agent>, n: usize, undo: &mut Undo) {
+        if !undo.sends.iter().any(|(a, _)| a.same(agent)) {
+            undo.sends.push((agent.clone(), agent.sends()));
+        }
+        agent.sends.fetch_add(n as u32, Ordering::Relaxed);
+    }
+
+    fn blocking_spec(cfg: &SendConfiguration, recs: &[Arc<TaskRecord>], broadcast: bool) -> Option<BlockingSpec> {
+        cfg.blocking.unwrap_or(false).then(|| BlockingSpec {
+            task_ids: recs.iter().map(|r| r.id.clone()).collect(),
+            history_length: cfg.history_length.map(|n| n as usize),
+            broadcast,
+        })
+    }
+
+    fn views(cfg: &SendConfiguration, recs: Vec<Arc<TaskRecord>>, broadcast: bool) -> Reply {
+        let hl = cfg.history_length.map(|n| n as usize);
+        let mut views: Vec<TaskView> = recs
+            .into_iter()
+            .map(|rec| TaskView {
+                rec,
+                history_length: hl,
+            })
+            .collect();
+        if broadcast {
+            Reply::Tasks(views)
+        } else {
+            Reply::Task(views.pop().expect("one task"))
+        }
+    }
+
+    fn create(
+        &mut self,
+        agent: &Arc<Agent>,
+        msg: Message,
+        cfg: &SendConfiguration,
+        stream: bool,
+        undo: &mut Undo,
+    ) -> Result<Effects, CoreError> {
+        let me = agent.party();
+        let to = msg.to.clone();
+        let broadcast = to.as_deref() == Some("*");
+
+        // A retry of a creation returns what the first one made.
+        let prior = read::creations(&self.conn, &me, &msg.message_id)?;
+        if !prior.is_empty() {
+            let mut same = Vec::new();
+            for id in prior {
+                let rec = self.task(&id)?;
+                let matches = if broadcast {
+                    rec.broadcast
+                } else {
+                    !rec.broadcast && to.as_deref().is_none_or(|t| rec.worker.peer_id == t)
+                };
+                if matches {
+                    same.push(rec);
+                }
+            }
+            if let Some(first) = same.first() {
+                if first.history.first().is_some_and(|m| m.parts != msg.parts) {
+                    return Err(CoreError::InvalidParams(format!(
+                        "messageId `{}` was already used with different parts",
+                        msg.message_id
+                    )));
+                }
+                if !broadcast {
+                    same.truncate(1);
+                }
+                return Ok(Effects {
+                    blocking: Self::blocking_spec(cfg, &same, broadcast),
+                    reply: Self::views(cfg, same, broadcast),
+                    events: Vec::new(),
+                });
+            }
+        }
+
+        let workers = resolve_workers(&self.shared.registry.read(), agent, to.as_deref())?;
+        let n = workers.len();
+        Self::check_sends(agent, n)?;
+        let open_after = self.open_count(&me.context_id) + n;
+        if open_after > A2A_MAX_TASKS_PER_CONTEXT {
+            return Err(CoreError::SendCap {
+                limit: "A2A_MAX_TASKS_PER_CONTEXT",
+                max: A2A_MAX_TASKS_PER_CONTEXT as u64,
+                actual: open_after as u64,
+            });
+        }
+
+        let now = clock::now();
+        let base_seq = self.next_seq;
+        let mut created = Vec::with_capacity(n);
+        let mut events = Vec::with_capacity(n * 2);
+        for (i, worker) in workers.iter().enumerate() {
+            let id = clock::uuid();
+            let stamped = Arc::new(stamp(msg.clone(), &id, &me.context_id, Role::User, &me.peer_id, &worker.peer_id));
+            let mut rec = TaskRecord {
+                id: id.clone(),
+                context_id: me.context_id.clone(),
+                requester: me.clone(),
+                worker: worker.party(),
+                status: TaskStatus {
+                    state: State::Submitted,
+                    message: Some(stamped.clone()),
+                    timestamp: now.clone(),
+                },
+                history: vec![stamped.clone()],
+                artifacts: Vec::new(),
+                version: 1,
+                create_message_id: msg.message_id.clone(),
+                broadcast,
+                push_configs: Vec::new(),
+                created_at: now.clone(),
+                updated_at: now.clone(),
+            };
+            write::insert_task(&self.conn, &rec, base_seq + i as i64)?;
+            write::insert_message(&self.conn, &id, 0, &stamped)?;
+            if let Some(pc) = &cfg.push_notification_config {
+                write::put_push_config(&self.conn, &id, &me, pc)?;
+                rec.push_configs.push((me.clone(), pc.clone()));
+            }
+            let event = StreamEvent::Status(StatusUpdate {
+                task_id: id.clone(),
+                context_id: me.context_id.clone(),
+                status: rec.status.clone(),
+                is_final: false,
+            });
+            write::append_log(&self.conn, &id, 1, &event, &me.peer_id, &now)?;
+            events.push(Routed::Task {
+                to: rec.worker.clone(),
+                context_id: me.context_id.clone(),
+                version: 1,
+                event,
+            });
+            if stream {
+                events.push(Self::current_status_event(&rec, me.clone()));
+            }
+            created.push(rec);
+        }
+
+        // Every write succeeded: now the writer's memory.
+        undo.next_seq.get_or_insert(self.next_seq);
+        self.next_seq = base_seq + n as i64;
+        self.add_open(&me.context_id, n as isize, undo);
+        Self::charge(agent, n, undo);
+        let recs: Vec<Arc<TaskRecord>> = created.into_iter().map(|r| self.put_task(r, undo)).collect();
+        Ok(Effects {
+            blocking: Self::blocking_spec(cfg, &recs, broadcast),
+            reply: Self::views(cfg, recs, broadcast),
+            events,
+        })
+    }
+
+    fn append(
+        &mut self,
+        agent: &Arc<Agent>,
+        msg: Message,
+        task_id: &str,
+        cfg: &SendConfiguration,
+        stream: bool,
+        undo: &mut Undo,
+    ) -> Result<Effects, CoreError> {
+        let rec = self.task(task_id)?;
+        let role = party_role(&rec, agent)?;
+        let me = agent.party();
+
+        // A retry of an append returns the task and writes nothing.
+        if let Some(prev) = rec.history.iter().find(|m| m.message_id == msg.message_id) {
+            let same_sender = prev.from.as_deref() == Some(me.peer_id.as_str()) && prev.role == role;
+            if !same_sender {
+                return Err(CoreError::InvalidParams(format!(
+                    "messageId `{}` is already used on this task by another sender",
+                    msg.message_id
+                )));
+            }
+            if prev.parts != msg.parts {
+                return Err(CoreError::InvalidParams(format!(
+                    "messageId `{}` was already used with different parts",
+                    msg.message_id
+                )));
+            }
+            return Ok(Effects {
+                blocking: Self::blocking_spec(cfg, std::slice::from_ref(&rec), false),
+                reply: Self::views(cfg, vec![rec], false),
+                events: Vec::new(),
+            });
+        }
+        if rec.state().is_terminal() {
+            return Err(CoreError::TaskTerminal(rec.state()));
+        }
+        Self::check_sends(agent, 1)?;
+        check_history_room(&rec)?;
+
+        let counterpart = rec.counterpart(&me).clone();
+        let stamped = stamp(msg, &rec.id, &rec.context_id, role, &me.peer_id, &counterpart.peer_id);
+        let mut events = Vec::new();
+        let mut next = if role == Role::User && rec.state().is_interrupted() {
+            // The requester's answer resumes the task.
+            self.transition(&rec, State::Working, Some(stamped), true, &me, &mut events, undo)?
+        } else {
+            let now = clock::now();
+            let m = Arc::new(stamped);
+            let mut next = (*rec).clone();
+            write::insert_message(&self.conn, &rec.id, next.history.len(), &m)?;
+            next.history.push(m.clone());
+            next.version += 1;
+            next.updated_at = now.clone();
+            let event = StreamEvent::Status(StatusUpdate {
+                task_id: next.id.clone(),
+                context_id: next.context_id.clone(),
+                status: TaskStatus {
+                    state: next.state(),
+                    message: Some(m),
+                    timestamp: now.clone(),
+                },
+                is_final: false,
+            });
+            write::update_task(&self.conn, &next)?;
+            write::append_log(&self.conn, &next.id, next.version, &event, &me.peer_id, &now)?;
+            events.push(Routed::Task {
+                to: counterpart,
+                context_id: next.context_id.clone(),
+                version: next.version,
+                event,
+            });
+            self.put_task(next, undo)
+        };
+        if let Some(pc) = &cfg.push_notification_config {
+            next = self.set_push_config(&next, &me, pc.clone(), undo)?;
+        }
+        if stream {
+            events.push(Self::current_status_event(&next, me));
+        }
+        Self::charge(agent, 1, undo);
+        Ok(Effects {
+            blocking: Self::blocking_spec(cfg, std::slice::from_ref(&next), false),
+            reply: Self::views(cfg, vec![next], false),
+            events,
+        })
+    }
+}

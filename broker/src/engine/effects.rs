@@ -1,0 +1,200 @@
+//! What a call leaves for after its commit: events to route, the response,
+//! and blocking sends that wait for their tasks to settle.
+
+use super::{Command, Engine};
+use crate::core::task::Party;
+use crate::reply::{Reply, TaskView};
+use crate::delivery::Responder;
+use a2a_proto::limits::A2A_DEFAULT_STREAM_WAIT_SECONDS;
+use a2a_proto::types::{Notification, PushParams, StreamEvent, TaskEventParams, TaskStatus};
+use std::time::{Duration, Instant};
+
+/// A notification to route once the call is committed.
+#[derive(Debug)]
+pub(super) enum Routed {
+    /// `a2a.task.event` to a party.
+    Task {
+        to: Party,
+        context_id: String,
+        version: u64,
+        event: StreamEvent,
+    },
+    /// `a2a.push` to the party that set a push config.
+    Push {
+        to: Party,
+        task_id: String,
+        context_id: String,
+        token: Option<String>,
+        status: TaskStatus,
+    },
+}
+
+/// A blocking send's wait: which tasks must settle, and how to answer.
+#[derive(Debug)]
+pub(super) struct BlockingSpec {
+    pub task_ids: Vec<String>,
+    pub history_length: Option<usize>,
+    pub broadcast: bool,
+}
+
+/// A blocking send that is waiting.
+pub(super) struct Blocking {
+    spec: BlockingSpec,
+    reply: Responder,
+}
+
+/// A committed call's aftermath.
+#[derive(Debug)]
+pub(super) struct Effects {
+    pub reply: Reply,
+    pub events: Vec<Routed>,
+    pub blocking: Option<BlockingSpec>,
+}
+
+impl Effects {
+    pub fn reply(reply: Reply) -> Self {
+        Self {
+            reply,
+            events: Vec::new(),
+            blocking: None,
+        }
+    }
+}
+
+impl Engine {
+    /// Routes a committed call's events, then answers it (or parks it).
+    pub(super) fn release(&mut self, effects: Effects, reply: Responder) {
+        self.route(effects.events);
+        match effects.blocking {
+            Some(spec) if !self.settled(&spec) => {
+                self.next_waiter += 1;
+                let id = self.next_waiter;
+                for t in &spec.task_ids {
+                    self.waiters_by_task.entry(t.clone()).or_default().push(id);
+                }
+                self.waiters.insert(id, Blocking { spec, reply });
+                let tx = self.tx.clone();
+                let at = Instant::now() + Duration::from_secs(A2A_DEFAULT_STREAM_WAIT_SECONDS);
+                self.shared.timer.schedule(at, move || {
+                    let _ = tx.send(Command::BlockingExpired(id));
+                });
+            }
+            _ => reply.send(Ok(effects.reply)),
+        }
+    }
+
+    /// Delivers notifications to the live agents that are their recipients;
+    /// a recipient that is not live misses them (and can replay them with
+    /// `resubscribe` + `afterVersion`).
+    pub(super) fn route(&self, events: Vec<Routed>) {
+        if events.is_empty() {
+            return;
+        }
+        let reg = self.shared.registry.read();
+        for ev in events {
+            let to = match &ev {
+                Routed::Task { to, .. } | Routed::Push { to, .. } => to,
+            };
+            let Some(agent) = reg.live_party(to) else {
+                continue;
+            };
+            let seq = agent.next_seq();
+            let n = match ev {
+                Routed::Task {
+                    context_id,
+                    version,
+                    event,
+                    ..
+                } => Notification::TaskEvent(TaskEventParams {
+                    recipient: agent.peer_id.clone(),
+                    recipient_context_id: agent.context_id.clone(),
+                    context_id,
+                    seq,
+                    task_version: version,
+                    event,
+                }),
+                Routed::Push {
+                    task_id,
+                    context_id,
+                    token,
+                    status,
+                    ..
+                } => Notification::Push(PushParams {
+                    recipient: agent.peer_id.clone(),
+                    recipient_context_id: agent.context_id.clone(),
+                    context_id,
+                    seq,
+                    task_id,
+                    token,
+                    status,
+                }),
+            };
+            agent.endpoint.deliver(n);
+        }
+    }
+
+    fn settled(&self, spec: &BlockingSpec) -> bool {
+        spec.task_ids.iter().all(|id| {
+            self.tasks
+                .get(id)
+                .is_none_or(|r| r.state().is_terminal() || r.state().is_interrupted())
+        })
+    }
+
+    /// Answers the blocking sends whose tasks have all settled.
+    pub(super) fn wake_waiters<'a>(&mut self, touched: impl Iterator<Item = &'a String>) {
+        let mut ready = Vec::new();
+        for id in touched {
+            if let Some(ws) = self.waiters_by_task.get(id) {
+                for w in ws {
+                    if self.waiters.get(w).is_some_and(|b| self.settled(&b.spec)) {
+                        ready.push(*w);
+                    }
+                }
+            }
+        }
+        ready.sort_unstable();
+        ready.dedup();
+        for w in ready {
+            self.finish_waiter(w);
+        }
+    }
+
+    /// A blocking send's time ran out: answer with the tasks as they are.
+    pub(super) fn expire_waiter(&mut self, id: u64) {
+        self.finish_waiter(id);
+    }
+
+    fn finish_waiter(&mut self, id: u64) {
+        let Some(b) = self.waiters.remove(&id) else {
+            return;
+        };
+        for t in &b.spec.task_ids {
+            if let Some(ws) = self.waiters_by_task.get_mut(t) {
+                ws.retain(|w| *w != id);
+                if ws.is_empty() {
+                    self.waiters_by_task.remove(t);
+                }
+            }
+        }
+        let mut views = Vec::new();
+        for t in &b.spec.task_ids {
+            match self.task(t) {
+                Ok(rec) => views.push(TaskView {
+                    rec,
+                    history_length: b.spec.history_length,
+                }),
+                Err(e) => {
+                    b.reply.send(Err(crate::errors::to_rpc(e)));
+                    return;
+                }
+            }
+        }
+        let reply = if b.spec.broadcast {
+            Reply::Tasks(views)
+        } else {
+            Reply::Task(views.pop().expect("a blocking send waits on one task at least"))
+        };
+        b.reply.send(Ok(reply));
+    }
+}

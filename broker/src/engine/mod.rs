@@ -1,0 +1,371 @@
+//! The writer: one thread that owns the SQLite write connection and every
+//! mutating call, in the order it receives them.
+//!
+//! It drains its queue in batches (take one, then whatever else is waiting,
+//! up to `batch_max`; it never waits to fill a batch), runs each call inside
+//! its own savepoint of one transaction, commits once, and only then
+//! publishes the changed tasks to readers, routes the calls' events and
+//! releases their responses. A refused call rolls back alone; a failed
+//! commit fails the whole batch and restores the writer's memory.
+//!
+//! Architecture invariant: nothing a client can observe (a response, an
+//! event, a task read) reflects a write before the commit that holds it.
+//!
+//! - [`calls`]: what each mutating method does (validation and writes).
+//! - [`effects`]: what a call leaves to do after the commit: events, replies,
+//!   blocking waits.
+
+mod calls;
+mod effects;
+
+use crate::core::registry::{ConnId, Registry};
+use crate::core::task::TaskRecord;
+use crate::core::CoreError;
+use crate::delivery::{Outbox, Responder, Timer};
+use crate::errors::to_rpc;
+use crate::store::read;
+use a2a_proto::error::RpcError;
+use a2a_proto::params::{
+    ArtifactParams, CancelParams, PushSetParams, RegisterParams, ResubscribeParams, SendParams,
+    StatusParams,
+};
+use crossbeam_channel::{Receiver, Sender};
+use effects::{Blocking, Effects};
+use parking_lot::RwLock;
+use rusqlite::Connection;
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+/// How many terminal tasks the writer and the read cache keep in memory
+/// before evicting (they are reloaded from SQLite on demand).
+const TASK_CACHE_TARGET: usize = 8192;
+
+/// State shared by the writer and the readers.
+pub struct Shared {
+    /// Live agents. Written only by the writer thread.
+    pub registry: RwLock<Registry>,
+    /// Committed task records: readers look here before SQLite.
+    pub tasks: RwLock<HashMap<String, Arc<TaskRecord>>>,
+    pub timer: Timer,
+}
+
+/// A mutating method with its parsed params.
+#[derive(Debug)]
+pub enum Op {
+    Register {
+        conn: ConnId,
+        outbox: Arc<Outbox>,
+        params: RegisterParams,
+    },
+    Deregister {
+        token: Option<String>,
+    },
+    Send {
+        params: SendParams,
+        stream: bool,
+    },
+    Status(StatusParams),
+    Cancel(CancelParams),
+    Artifact(ArtifactParams),
+    Resubscribe(ResubscribeParams),
+    PushSet(PushSetParams),
+}
+
+/// What the writer's queue carries.
+pub enum Command {
+    Call { op: Op, reply: Responder },
+    /// A connection closed: its agents' tokens die, their tasks stay open.
+    ConnectionClosed(ConnId),
+    /// A blocking send's wait ran out.
+    BlockingExpired(u64),
+    /// Finish the calls queued so far, then stop; signals `done`.
+    Shutdown(Sender<()>),
+}
+
+/// A handle to the writer thread.
+#[derive(Clone)]
+pub struct EngineHandle {
+    tx: Sender<Command>,
+}
+
+impl EngineHandle {
+    /// Queues a call. If the writer has stopped, the responder answers `-32603`.
+    pub fn call(&self, op: Op, reply: Responder) {
+        let _ = self.tx.send(Command::Call { op, reply });
+    }
+
+    /// Tells the writer a connection closed.
+    pub fn connection_closed(&self, conn: ConnId) {
+        let _ = self.tx.send(Command::ConnectionClosed(conn));
+    }
+
+    /// Commits everything queued so far, then stops the writer. Returns
+    /// once the last commit is done (or the writer is gone).
+    pub fn shutdown(&self) {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        if self.tx.send(Command::Shutdown(tx)).is_ok() {
+            let _ = rx.recv();
+        }
+    }
+}
+
+/// Starts the writer thread on an open write connection.
+pub fn start(conn: Connection, shared: Arc<Shared>, batch_max: usize) -> Result<EngineHandle, CoreError> {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let open_counts = read::open_counts(&conn)?;
+    let next_seq = read::max_seq(&conn)? + 1;
+    let engine = Engine {
+        conn,
+        shared,
+        tasks: HashMap::new(),
+        open_counts,
+        next_seq,
+        waiters: HashMap::new(),
+        waiters_by_task: HashMap::new(),
+        next_waiter: 0,
+        tx: tx.clone(),
+        batch_max: batch_max.max(1),
+    };
+    std::thread::Builder::new()
+        .name("a2a-writer".into())
+        .spawn(move || engine.run(rx))
+        .map_err(|e| CoreError::Internal(format!("spawn writer: {e}")))?;
+    Ok(EngineHandle { tx })
+}
+
+/// What a batch changed in the writer's memory, to restore if its commit fails.
+#[derive(Default)]
+struct Undo {
+    /// Each task touched, as it was before the batch.
+    tasks: HashMap<String, Option<Arc<TaskRecord>>>,
+    open_counts: HashMap<String, usize>,
+    sends: Vec<(Arc<crate::core::registry::Agent>, u32)>,
+    registered: Vec<Arc<crate::core::registry::Agent>>,
+    next_seq: Option<i64>,
+}
+
+struct Engine {
+    conn: Connection,
+    shared: Arc<Shared>,
+    /// The writer's view of tasks, including the open batch's changes.
+    tasks: HashMap<String, Arc<TaskRecord>>,
+    /// Non-terminal tasks per requester context (`A2A_MAX_TASKS_PER_CONTEXT`).
+    open_counts: HashMap<String, usize>,
+    /// The next task creation sequence number.
+    next_seq: i64,
+    waiters: HashMap<u64, Blocking>,
+    waiters_by_task: HashMap<String, Vec<u64>>,
+    next_waiter: u64,
+    /// To queue commands to itself (blocking-send expiries from the timer).
+    tx: Sender<Command>,
+    batch_max: usize,
+}
+
+/// One call's result, waiting for the commit.
+struct Done {
+    reply: Responder,
+    result: Result<Effects, RpcError>,
+}
+
+impl Engine {
+    fn run(mut self, rx: Receiver<Command>) {
+        while let Ok(first) = rx.recv() {
+            let mut batch = vec![first];
+            while batch.len() < self.batch_max {
+                match rx.try_recv() {
+                    Ok(c) => batch.push(c),
+                    Err(_) => break,
+                }
+            }
+            if let Some(done) = self.process(batch) {
+                let _ = done.send(());
+                return;
+            }
+        }
+    }
+
+    /// Runs one batch: returns the shutdown signal if the batch asked to stop.
+    fn process(&mut self, batch: Vec<Command>) -> Option<Sender<()>> {
+        let mut undo = Undo::default();
+        let mut done: Vec<Done> = Vec::with_capacity(batch.len());
+        let mut expired = Vec::new();
+        let mut shutdown = None;
+        let began = self.conn.execute_batch("BEGIN IMMEDIATE");
+        for cmd in batch {
+            match cmd {
+                Command::Call { op, reply } => {
+                    let result = match &began {
+                        Ok(()) => self.run_call(op, &mut undo),
+                        Err(e) => Err(RpcError::internal(format!("database: {e}"))),
+                    };
+                    done.push(Done { reply, result });
+                }
+                Command::ConnectionClosed(conn) => self.connection_closed(conn),
+                Command::BlockingExpired(id) => expired.push(id),
+                Command::Shutdown(tx) => shutdown = Some(tx),
+            }
+        }
+        if began.is_ok() {
+            if let Err(e) = self.conn.execute_batch("COMMIT") {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                self.restore(undo);
+                let err = RpcError::internal(format!("commit failed: {e}"));
+                for d in done {
+                    d.reply.send(Err(err.clone()));
+                }
+                return shutdown;
+            }
+        }
+        self.publish(&undo);
+        for d in done {
+            match d.result {
+                Ok(effects) => self.release(effects, d.reply),
+                Err(e) => d.reply.send(Err(e)),
+            }
+        }
+        self.wake_waiters(undo.tasks.keys());
+        for id in expired {
+            self.expire_waiter(id);
+        }
+        self.evict(&undo);
+        shutdown
+    }
+
+    /// One call inside its own savepoint, behind a panic boundary.
+    fn run_call(&mut self, op: Op, undo: &mut Undo) -> Result<Effects, RpcError> {
+        if let Err(e) = self.conn.execute_batch("SAVEPOINT call") {
+            return Err(RpcError::internal(format!("database: {e}")));
+        }
+        let result = catch_unwind(AssertUnwindSafe(|| self.execute(op, undo)));
+        let result = match result {
+            Ok(Ok(effects)) => {
+                if let Err(e) = self.conn.execute_batch("RELEASE call") {
+                    return Err(RpcError::internal(format!("database: {e}")));
+                }
+                return Ok(effects);
+            }
+            Ok(Err(e)) => to_rpc(e),
+            Err(_) => RpcError::internal("the call failed inside the broker"),
+        };
+        let _ = self.conn.execute_batch("ROLLBACK TO call; RELEASE call");
+        Err(result)
+    }
+
+    fn execute(&mut self, op: Op, undo: &mut Undo) -> Result<Effects, CoreError> {
+        match op {
+            Op::Register {
+                conn,
+                outbox,
+                params,
+            } => self.register(conn, outbox, params, undo),
+            Op::Deregister { token } => self.deregister(token.as_deref(), undo),
+            Op::Send { params, stream } => self.send(params, stream, undo),
+            Op::Status(p) => self.status(p, undo),
+            Op::Cancel(p) => self.cancel(p, undo),
+            Op::Artifact(p) => self.artifact(p, undo),
+            Op::Resubscribe(p) => self.resubscribe(p),
+            Op::PushSet(p) => self.push_set(p, undo),
+        }
+    }
+
+    /// Restores the writer's memory after a failed commit.
+    fn restore(&mut self, undo: Undo) {
+        for (id, before) in undo.tasks {
+            match before {
+                Some(rec) => self.tasks.insert(id, rec),
+                None => self.tasks.remove(&id),
+            };
+        }
+        for (ctx, n) in undo.open_counts {
+            self.open_counts.insert(ctx, n);
+        }
+        for (agent, n) in undo.sends {
+            agent.sends.store(n, std::sync::atomic::Ordering::Relaxed);
+        }
+        if let Some(seq) = undo.next_seq {
+            self.next_seq = seq;
+        }
+        let mut reg = self.shared.registry.write();
+        for agent in undo.registered {
+            reg.remove(&agent);
+        }
+    }
+
+    /// Makes the batch's committed task records visible to readers.
+    fn publish(&self, undo: &Undo) {
+        if undo.tasks.is_empty() {
+            return;
+        }
+        let mut shared = self.shared.tasks.write();
+        for id in undo.tasks.keys() {
+            if let Some(rec) = self.tasks.get(id) {
+                shared.insert(id.clone(), rec.clone());
+            }
+        }
+    }
+
+    /// Drops terminal tasks from memory when the caches grow past their target.
+    fn evict(&mut self, undo: &Undo) {
+        if self.tasks.len() <= TASK_CACHE_TARGET {
+            return;
+        }
+        let waiting = &self.waiters_by_task;
+        let victims: Vec<String> = self
+            .tasks
+            .iter()
+            .filter(|(id, rec)| {
+                rec.state().is_terminal() && !undo.tasks.contains_key(*id) && !waiting.contains_key(*id)
+            })
+            .map(|(id, _)| id.clone())
+            .take(self.tasks.len() - TASK_CACHE_TARGET / 2)
+            .collect();
+        let mut shared = self.shared.tasks.write();
+        for id in victims {
+            self.tasks.remove(&id);
+            shared.remove(&id);
+        }
+    }
+
+    fn connection_closed(&mut self, conn: ConnId) {
+        let gone = self.shared.registry.write().remove_connection(conn);
+        for agent in gone {
+            if let crate::delivery::Endpoint::Pull(q) = &agent.endpoint {
+                q.close(to_rpc(CoreError::UnknownToken));
+            }
+        }
+    }
+
+    // ---- helpers shared by the calls ----
+
+    /// The writer's current record of a task, loading it if needed.
+    fn task(&mut self, id: &str) -> Result<Arc<TaskRecord>, CoreError> {
+        if let Some(rec) = self.tasks.get(id) {
+            return Ok(rec.clone());
+        }
+        let rec = read::load_task(&self.conn, id)?.ok_or_else(|| CoreError::UnknownTask(id.to_owned()))?;
+        let rec = Arc::new(rec);
+        self.tasks.insert(id.to_owned(), rec.clone());
+        Ok(rec)
+    }
+
+    /// Replaces a task record, remembering the old one for a failed commit.
+    fn put_task(&mut self, rec: TaskRecord, undo: &mut Undo) -> Arc<TaskRecord> {
+        let before = self.tasks.get(&rec.id).cloned();
+        undo.tasks.entry(rec.id.clone()).or_insert(before);
+        let rec = Arc::new(rec);
+        self.tasks.insert(rec.id.clone(), rec.clone());
+        rec
+    }
+
+    fn add_open(&mut self, ctx: &str, delta: isize, undo: &mut Undo) {
+        let cur = self.open_counts.get(ctx).copied().unwrap_or(0);
+        undo.open_counts.entry(ctx.to_owned()).or_insert(cur);
+        self.open_counts
+            .insert(ctx.to_owned(), cur.saturating_add_signed(delta));
+    }
+
+    fn open_count(&self, ctx: &str) -> usize {
+        self.open_counts.get(ctx).copied().unwrap_or(0)
+    }
+}

@@ -1,0 +1,94 @@
+//! The `a2a-broker` command line.
+
+use a2a_broker::store::Durability;
+use a2a_broker::{demo, inspect, server};
+use a2a_proto::limits::DEFAULT_BATCH_MAX;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// The A2A broker: durable agent-to-agent tasks in SQLite, spoken as
+/// JSON-RPC 2.0 (the a2a.* protocol) over NDJSON on stdin/stdout.
+#[derive(Parser)]
+#[command(name = "a2a-broker", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Serve the a2a.* protocol on stdin/stdout until stdin closes (exit 0),
+    /// or SIGTERM/SIGINT. Prints {"ready":true,...} on stderr once serving.
+    Serve {
+        /// SQLite database file (created and migrated to schema 12 if needed).
+        #[arg(long)]
+        db: PathBuf,
+        /// full: a committed call survives power loss (synchronous=FULL).
+        /// normal: survives a broker crash, may lose the last commits on power loss.
+        #[arg(long, value_enum, default_value_t = Durability::Full)]
+        durability: Durability,
+        /// Most calls committed in one SQLite transaction.
+        #[arg(long, default_value_t = DEFAULT_BATCH_MAX as u64, value_parser = clap::value_parser!(u64).range(1..=65536))]
+        batch_max: u64,
+    },
+    /// Run a short delegation through a broker on a temporary database and
+    /// print what happens.
+    Demo,
+    /// Read-only audit of the durable task history.
+    Tasks {
+        #[command(subcommand)]
+        cmd: TasksCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum TasksCmd {
+    /// List tasks, newest first: who asked whom, state, version.
+    List {
+        /// SQLite database file of a broker.
+        #[arg(long)]
+        db: PathBuf,
+        /// Only tasks of this requester context.
+        #[arg(long)]
+        context: Option<String>,
+        /// Most tasks to show.
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// Show one task: its parties, history, artifacts and every transition.
+    Show {
+        /// SQLite database file of a broker.
+        #[arg(long)]
+        db: PathBuf,
+        /// The task id.
+        id: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Serve {
+            db,
+            durability,
+            batch_max,
+        } => server::serve(server::ServeConfig {
+            db,
+            durability,
+            batch_max: batch_max as usize,
+        }),
+        Cmd::Demo => demo::run(),
+        Cmd::Tasks { cmd } => match cmd {
+            TasksCmd::List { db, context, limit } => inspect::list(&db, context.as_deref(), limit),
+            TasksCmd::Show { db, id } => inspect::show(&db, &id),
+        },
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(line) => {
+            eprintln!("a2a-broker: {line}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! Typed results of every method. The core builds these; the transport
+//! serializes them in the connection's writer thread (off the core's path).
+
+use crate::core::task::TaskRecord;
+use a2a_proto::params::{HandshakeResult, RegisterResult};
+use a2a_proto::types::{AgentCard, Notification, PushConfig};
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
+use std::sync::Arc;
+
+/// A task as a caller sees it, with its history trimmed to the last
+/// `history_length` entries when asked.
+#[derive(Debug, Clone)]
+pub struct TaskView {
+    pub rec: Arc<TaskRecord>,
+    pub history_length: Option<usize>,
+}
+
+impl TaskView {
+    /// The whole task.
+    pub fn full(rec: Arc<TaskRecord>) -> Self {
+        Self {
+            rec,
+            history_length: None,
+        }
+    }
+}
+
+impl Serialize for TaskView {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = &*self.rec;
+        let history = match self.history_length {
+            Some(n) => &r.history[r.history.len().saturating_sub(n)..],
+            None => &r.history[..],
+        };
+        let mut st = s.serialize_struct("Task", 9)?;
+        st.serialize_field("kind", "task")?;
+        st.serialize_field("id", &r.id)?;
+        st.serialize_field("contextId", &r.context_id)?;
+        st.serialize_field("status", &r.status)?;
+        st.serialize_field("history", history)?;
+        st.serialize_field("artifacts", &r.artifacts)?;
+        st.serialize_field("agentName", &r.worker.peer_id)?;
+        st.serialize_field("requesterName", &r.requester.peer_id)?;
+        st.serialize_field("version", &r.version)?;
+        st.end()
+    }
+}
+
+impl Reply {
+    /// `{task}` for one task.
+    pub fn task(rec: Arc<TaskRecord>, history_length: Option<usize>) -> Reply {
+        Reply::Task(TaskView { rec, history_length })
+    }
+}
+
+/// The result of a method.
+#[derive(Debug)]
+pub enum Reply {
+    Handshake(HandshakeResult),
+    Registered(RegisterResult),
+    /// `{ok: true}`.
+    Ok,
+    Agents(Vec<AgentCard>),
+    Task(TaskView),
+    /// A broadcast's tasks.
+    Tasks(Vec<TaskView>),
+    TaskList {
+        tasks: Vec<TaskView>,
+        next_cursor: Option<String>,
+    },
+    Config(Option<PushConfig>),
+    Events {
+        events: Vec<Arc<Notification>>,
+        timed_out: bool,
+    },
+}
+
+impl Serialize for Reply {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Reply::Handshake(h) => h.serialize(s),
+            Reply::Registered(r) => r.serialize(s),
+            Reply::Ok => {
+                let mut st = s.serialize_struct("Ok", 1)?;
+                st.serialize_field("ok", &true)?;
+                st.end()
+            }
+            Reply::Agents(agents) => {
+                let mut st = s.serialize_struct("Agents", 1)?;
+                st.serialize_field("agents", agents)?;
+                st.end()
+            }
+            Reply::Task(t) => {
+                let mut st = s.serialize_struct("TaskResult", 1)?;
+                st.serialize_field("task", t)?;
+                st.end()
+            }
+            Reply::Tasks(ts) => {
+                let mut st = s.serialize_struct("TasksResult", 1)?;
+                st.serialize_field("tasks", ts)?;
+                st.end()
+            }
+            Reply::TaskList { tasks, next_cursor } => {
+                let n = if next_cursor.is_some() { 2 } else { 1 };
+                let mut st = s.serialize_struct("TaskList", n)?;
+                st.serialize_field("tasks", tasks)?;
+                if let Some(c) = next_cursor {
+                    st.serialize_field("nextCursor", c)?;
+                }
+                st.end()
+            }
+            Reply::Config(c) => {
+                let mut st = s.serialize_struct("Config", 1)?;
+                st.serialize_field("config", c)?;
+                st.end()
+            }
+            Reply::Events { events, timed_out } => {
+                let mut st = s.serialize_struct("Events", 2)?;
+                st.serialize_field("events", events)?;
+                st.serialize_field("timedOut", timed_out)?;
+                st.end()
+            }
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! Reads: whole tasks, listings, the task log. Used by reader threads on
+//! read-only connections, and by the writer on its own connection (where it
+//! also sees the writes of its open batch).
+
+use crate::core::task::{Party, TaskRecord};
+use crate::core::CoreError;
+use a2a_proto::params::ListRole;
+use a2a_proto::types::{Artifact, Message, PushConfig, State, StreamEvent, TaskStatus};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+fn decode<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, CoreError> {
+    serde_json::from_str(text).map_err(|e| CoreError::Internal(format!("decoding a stored row: {e}")))
+}
+
+/// Loads a whole task, or `None` if no task has this id.
+pub fn load_task(c: &Connection, id: &str) -> Result<Option<TaskRecord>, CoreError> {
+    let row = c
+        .prepare_cached(
+            "SELECT context_id, requester_peer, worker_ctx, worker_peer, status, version,
+                    create_message_id, broadcast, created_at, updated_at
+             FROM a2a_tasks WHERE id = ?1",
+        )?
+        .query_row([id], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, i64>(5)?,
+                r.get::<_, String>(6)?,
+                r.get::<_, bool>(7)?,
+                r.get::<_, String>(8)?,
+                r.get::<_, String>(9)?,
+            ))
+        })
+        .optional()?;
+    let Some((ctx, req_peer, w_ctx, w_peer, status, version, mid, broadcast, created, updated)) = row else {
+        return Ok(None);
+    };
+    let status: TaskStatus = decode(&status)?;
+    let mut history: Vec<(i64, Message)> = Vec::new();
+    {
+        let mut st = c.prepare_cached("SELECT pos, body FROM a2a_messages WHERE task_id = ?1")?;
+        let mut rows = st.query([id])?;
+        while let Some(r) = rows.next()? {
+            history.push((r.get(0)?, decode(&r.get::<_, String>(1)?)?));
+        }
+    }
+    history.sort_by_key(|(pos, _)| *pos);
+    let mut artifacts: Vec<(i64, Artifact)> = Vec::new();
+    {
+        let mut st = c.prepare_cached("SELECT pos, body FROM a2a_artifacts WHERE task_id = ?1")?;
+        let mut rows = st.query([id])?;
+        while let Some(r) = rows.next()? {
+            artifacts.push((r.get(0)?, decode(&r.get::<_, String>(1)?)?));
+        }
+    }
+    artifacts.sort_by_key(|(pos, _)| *pos);
+    let mut push_configs = Vec::new();
+    {
+        let mut st = c.prepare_cached(
+            "SELECT owner_ctx, owner_peer, config FROM a2a_push_configs WHERE task_id = ?1 ORDER BY owner_ctx, owner_peer",
+        )?;
+        let mut rows = st.query([id])?;
+        while let Some(r) = rows.next()? {
+            let owner = Party {
+                context_id: r.get(0)?,
+                peer_id: r.get(1)?,
+            };
+            let cfg: PushConfig = decode(&r.get::<_, String>(2)?)?;
+            push_configs.push((owner, cfg));
+        }
+    }
+    Ok(Some(TaskRecord {
+        id: id.to_owned(),
+        context_id: ctx.clone(),
+        requester: Party {
+            context_id: ctx,
+            peer_id: req_peer,
+        },
+        worker: Party {
+            context_id: w_ctx,
+            peer_id: w_peer,
+        },
+        status,
+        history: history.into_iter().map(|(_, m)| Arc::new(m)).collect(),
+        artifacts: artifacts.into_iter().map(|(_, a)| a).collect(),
+        version: version as u64,
+        create_message_id: mid,
+        broadcast,
+        push_configs,
+        created_at: created,
+        updated_at: updated,
+    }))
+}
+
+/// Ids of the tasks a requester created with `message_id`, oldest first.
+pub fn creations(c: &Connection, requester: &Party, message_id: &str) -> Result<Vec<String>, CoreError> {
+    let mut st = c.prepare_cached(
+        "SELECT id FROM a2a_tasks WHERE context_id = ?1 AND requester_peer = ?2 AND create_message_id = ?3 ORDER BY seq",
+    )?;
+    let ids = st
+        .query_map(params![requester.context_id, requester.peer_id, message_id], |r| r.get(0))?
+        .collect::<Result<Vec<String>, _>>()?;
+    Ok(ids)
+}
+
+const OPEN: &str = "state NOT IN ('completed', 'canceled', 'failed', 'rejected')";
+
+/// Ids of a party's non-terminal tasks, as worker or as requester.
+pub fn open_tasks_of(c: &Connection, party: &Party, as_worker: bool) -> Result<Vec<String>, CoreError> {
+    let sql = if as_worker {
+        format!("SELECT id FROM a2a_tasks WHERE worker_ctx = ?1 AND worker_peer = ?2 AND {OPEN} ORDER BY seq")
+    } else {
+        format!("SELECT id FROM a2a_tasks WHERE context_id = ?1 AND requester_peer = ?2 AND {OPEN} ORDER BY seq")
+    };
+    let mut st = c.prepare_cached(&sql)?;
+    let ids = st
+        .query_map(params![party.context_id, party.peer_id], |r| r.get(0))?
+        .collect::<Result<Vec<String>, _>>()?;
+    Ok(ids)
+}
+
+/// Non-terminal tasks per requester context.
+pub fn open_counts(c: &Connection) -> Result<HashMap<String, usize>, CoreError> {
+    let mut st = c.prepare(&format!(
+        "SELECT context_id, count(*) FROM a2a_tasks WHERE {OPEN} GROUP BY context_id"
+    ))?;
+    let counts = st
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as usize)))?
+        .collect::<Result<HashMap<_, _>, _>>()?;
+    Ok(counts)
+}
+
+/// The highest task creation sequence number so far.
+pub fn max_seq(c: &Connection) -> Result<i64, CoreError> {
+    Ok(c.query_row("SELECT coalesce(max(seq), 0) FROM a2a_tasks", [], |r| r.get(0))?)
+}
+
+/// One page of a party's tasks, newest first: `(ids, next cursor)`.
+pub fn list_task_ids(
+    c: &Connection,
+    party: &Party,
+    role: ListRole,
+    state: Option<State>,
+    limit: usize,
+    before_seq: Option<i64>,
+) -> Result<(Vec<String>, Option<i64>), CoreError> {
+    let (as_req, as_worker) = match role {
+        ListRole::Requester => (true, false),
+        ListRole::Worker => (false, true),
+        ListRole::Any => (true, true),
+    };
+    let mut st = c.prepare_cached(
+        "SELECT seq, id FROM a2a_tasks
+         WHERE ((?3 AND context_id = ?1 AND requester_peer = ?2) OR (?4 AND worker_ctx = ?1 AND worker_peer = ?2))
+           AND (?5 IS NULL OR state = ?5) AND seq < ?6
+         ORDER BY seq DESC LIMIT ?7",
+    )?;
+    let rows = st
+        .query_map(
+            params![
+                party.context_id,
+                party.peer_id,
+                as_req,
+                as_worker,
+                state.map(|s| s.as_str()),
+                before_seq.unwrap_or(i64::MAX),
+                (limit + 1) as i64
+            ],
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)),
+        )?
+        .collect::<Result<Vec<_>, _>>()?;
+    let more = rows.len() > limit;
+    let page: Vec<(i64, String)> = rows.into_iter().take(limit).collect();
+    let next = if more { page.last().map(|(s, _)| *s) } else { None };
+    Ok((page.into_iter().map(|(_, id)| id).collect(), next))
+}
+
+/// The logged events of a task with a version above `after`, in order.
+pub fn log_after(c: &Connection, task_id: &str, after: u64) -> Result<Vec<(u64, StreamEvent)>, CoreError> {
+    let mut st = c.prepare_cached(
+        "SELECT version, payload FROM a2a_task_log WHERE task_id = ?1 AND version > ?2 ORDER BY version",
+    )?;
+    let mut rows = st.query(params![task_id, after as i64])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push((r.get::<_, i64>(0)? as u64, decode(&r.get::<_, String>(1)?)?));
+    }
+    Ok(out)
+}
+
+/// One entry of the task log, for the audit view.
+#[derive(Debug, Clone)]
+pub struct LogEntry {
+    pub version: u64,
+    pub kind: String,
+    pub actor: String,
+    pub payload: String,
+    pub at: String,
+}
+
+/// The whole log of a task.
+pub fn full_log(c: &Connection, task_id: &str) -> Result<Vec<LogEntry>, CoreError> {
+    let mut st = c.prepare_cached(
+        "SELECT version, kind, actor, payload, at FROM a2a_task_log WHERE task_id = ?1 ORDER BY version",
+    )?;
+    let rows = st
+        .query_map([task_id], |r| {
+            Ok(LogEntry {
+                version: r.get::<_, i64>(0)? as u64,
+                kind: r.get(1)?,
+                actor: r.get(2)?,
+                payload: r.get(3)?,
+                at: r.get(4)?,
+            })
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}

@@ -1,0 +1,129 @@
+//! NDJSON framing (PROTOCOL.md §1.1): reading lines with a size cap, and
+//! writing the outbox's typed items as JSON lines.
+
+use crate::delivery::{Outgoing, Response};
+use a2a_proto::jsonrpc::{write_notification, write_response, write_response_body};
+use a2a_proto::types::Notification;
+use std::io::{self, BufRead, Write};
+
+/// One read from a [`LineReader`].
+#[derive(Debug, PartialEq)]
+pub enum Line<'a> {
+    /// A line, without its `\n`.
+    Line(&'a [u8]),
+    /// A line longer than the cap, discarded up to its `\n`.
+    TooLarge,
+    /// End of input.
+    Eof,
+}
+
+/// Reads `\n`-separated lines, discarding (and reporting) any longer than
+/// `max` bytes without ever holding more than `max` bytes of one.
+pub struct LineReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    max: usize,
+}
+
+impl<R: BufRead> LineReader<R> {
+    pub fn new(inner: R, max: usize) -> Self {
+        Self {
+            inner,
+            buf: Vec::new(),
+            max,
+        }
+    }
+
+    /// The next line.
+    pub fn next_line(&mut self) -> io::Result<Line<'_>> {
+        self.buf.clear();
+        let mut discarding = false;
+        loop {
+            let avail = match self.inner.fill_buf() {
+                Ok(a) => a,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if avail.is_empty() {
+                return Ok(if discarding {
+                    Line::TooLarge
+                } else if self.buf.is_empty() {
+                    Line::Eof
+                } else {
+                    Line::Line(&self.buf)
+                });
+            }
+            let (chunk, found) = match avail.iter().position(|&b| b == b'\n') {
+                Some(i) => (&avail[..i], Some(i)),
+                None => (avail, None),
+            };
+            if !discarding {
+                if self.buf.len() + chunk.len() > self.max {
+                    discarding = true;
+                    self.buf = Vec::new();
+                } else {
+                    self.buf.extend_from_slice(chunk);
+                }
+            }
+            let used = found.map_or(chunk.len(), |i| i + 1);
+            self.inner.consume(used);
+            if found.is_some() {
+                return Ok(if discarding {
+                    Line::TooLarge
+                } else {
+                    Line::Line(&self.buf)
+                });
+            }
+        }
+    }
+}
+
+fn write_resp<W: Write>(w: &mut W, r: &Response) -> io::Result<()> {
+    write_response(w, &r.id, r.result.as_ref())
+}
+
+/// Writes one outbox item as a JSON line (a batch as one array line).
+pub fn write_outgoing<W: Write>(w: &mut W, item: &Outgoing) -> io::Result<()> {
+    match item {
+        Outgoing::Response(r) => write_resp(w, r),
+        Outgoing::Batch(rs) => {
+            w.write_all(b"[")?;
+            for (i, r) in rs.iter().enumerate() {
+                if i > 0 {
+                    w.write_all(b",")?;
+                }
+                write_response_body(w, &r.id, r.result.as_ref())?;
+            }
+            w.write_all(b"]\n")
+        }
+        Outgoing::Event(n) => match &**n {
+            Notification::TaskEvent(p) => write_notification(w, a2a_proto::methods::TASK_EVENT, p),
+            Notification::Push(p) => write_notification(w, a2a_proto::methods::PUSH, p),
+            Notification::Lagged(p) => write_notification(w, a2a_proto::methods::LAGGED, p),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_are_discarded_and_reading_resumes() {
+        let input = b"short\nthis-line-is-too-long\n\nlast".to_vec();
+        let mut r = LineReader::new(io::BufReader::with_capacity(4, &input[..]), 8);
+        assert_eq!(r.next_line().unwrap(), Line::Line(b"short"));
+        assert_eq!(r.next_line().unwrap(), Line::TooLarge);
+        assert_eq!(r.next_line().unwrap(), Line::Line(b""));
+        assert_eq!(r.next_line().unwrap(), Line::Line(b"last"));
+        assert_eq!(r.next_line().unwrap(), Line::Eof);
+    }
+
+    #[test]
+    fn a_line_of_exactly_max_bytes_passes() {
+        let input = b"12345678\n123456789\n".to_vec();
+        let mut r = LineReader::new(&input[..], 8);
+        assert_eq!(r.next_line().unwrap(), Line::Line(b"12345678"));
+        assert_eq!(r.next_line().unwrap(), Line::TooLarge);
+    }
+}

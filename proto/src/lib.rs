@@ -1,0 +1,24 @@
+//! Wire types and the NDJSON envelope codec of the `a2a.*` protocol (protocol 10).
+//!
+//! This crate is I/O free: it knows the shapes of the contract in
+//! `PROTOCOL.md` and how to read and write them, never a pipe or a socket.
+//! Both the broker and its clients build on it.
+//!
+//! - [`limits`]: the §7 bounds, named exactly as in the contract.
+//! - [`methods`]: method and notification names.
+//! - [`error`]: JSON-RPC error codes, the A2A error codes and the error object.
+//! - [`types`]: parts, messages, artifacts, tasks, cards, events (§3, §5 Events).
+//! - [`params`]: the params and results of every method (§2, §5).
+//! - [`jsonrpc`]: the JSON-RPC 2.0 envelope: request ids, incoming lines, responses.
+
+pub mod error;
+pub mod jsonrpc;
+pub mod limits;
+pub mod methods;
+pub mod params;
+pub mod types;
+
+/// The protocol version this crate speaks (`app.handshake`).
+pub const PROTOCOL_VERSION: u32 = 10;
+/// The database schema version the broker migrates to.
+pub const SCHEMA_VERSION: i64 = 12;

@@ -1,0 +1,317 @@
+//! Params and results of every method (PROTOCOL.md §2, §5).
+//!
+//! `token` fields are read leniently: an absent or non-string token is kept
+//! as `None` so that the broker answers `A2A_UNKNOWN_TOKEN` (as the contract
+//! says) rather than a params error.
+
+use crate::types::{
+    AgentCard, Artifact, Delivery, Message, Notification, PushConfig, State, Task,
+};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+fn lenient_token<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(s) => Some(s),
+        _ => None,
+    })
+}
+
+/// `app.handshake` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HandshakeParams {
+    pub protocol_version: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locale: Option<String>,
+    /// (ext) The broker's secret; required on local-socket connections.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    /// (ext) Ask for a shared-memory event ring of this size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_ring: Option<EventRingRequest>,
+}
+
+/// (ext) The size of the event ring a client asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventRingRequest {
+    pub bytes: u64,
+}
+
+/// (ext) The event ring the broker made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventRingInfo {
+    pub name: String,
+    pub bytes: u64,
+}
+
+/// `app.handshake` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HandshakeResult {
+    pub protocol_version: u32,
+    pub host: String,
+    pub host_version: String,
+    pub features: Vec<String>,
+    pub capabilities: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_ring: Option<EventRingInfo>,
+}
+
+/// `a2a.agents.register` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisterParams {
+    pub context_id: String,
+    pub card: AgentCard,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Delivery>,
+}
+
+/// `a2a.agents.register` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisterResult {
+    pub agent_id: String,
+    pub token: String,
+    pub card: AgentCard,
+}
+
+/// Params of methods that take only a token (`a2a.agents.deregister`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct TokenParams {
+    #[serde(default, deserialize_with = "lenient_token")]
+    pub token: Option<String>,
+}
+
+/// `{ok: true}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OkResult {
+    pub ok: bool,
+}
+
+/// `a2a.agents.list` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ListAgentsParams {
+    #[serde(default, deserialize_with = "lenient_token")]
+    pub token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skill: Option<String>,
+}
+
+/// `a2a.agents.list` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentsResult {
+    pub agents: Vec<AgentCard>,
+}
+
+/// `configuration` of `a2a.message.send`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct SendConfiguration {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocking: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_length: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push_notification_config: Option<PushConfig>,
+}
+
+/// `a2a.message.send` and `a2a.message.stream` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SendParams {
+    #[serde(default, deserialize_with = "lenient_token")]
+    pub token: Option<String>,
+    pub message: Message,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configuration: Option<SendConfiguration>,
+}
+
+/// `{task}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskResult {
+    pub task: Task,
+}
+
+/// `{tasks}` (a broadcast send).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TasksResult {
+    pub tasks: Vec<Task>,
+}
+
+/// `a2a.tasks.get` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetParams {
+    #[serde(default, deserialize_with = "lenient_token")]
+    pub token: Option<String>,
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_length: Option<u64>,
+}
+
+/// `a2a.tasks.status` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusParams {
+    #[serde(default, deserialize_with = "lenient_token")]
+    pub token: Option<String>,
+    pub id: String,
+    pub state: State,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Message>,
+}
+
+/// `a2a.tasks.cancel` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CancelParams {
+    #[serde(default, deserialize_with = "lenient_token")]
+    pub token: Option<String>,
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Message>,
+}
+
+/// `a2a.tasks.resubscribe` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResubscribeParams {
+    #[serde(default, deserialize_with = "lenient_token")]
+    pub token: Option<String>,
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_version: Option<u64>,
+}
+
+/// `a2a.tasks.pushNotificationConfig.set` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushSetParams {
+    #[serde(default, deserialize_with = "lenient_token")]
+    pub token: Option<String>,
+    pub task_id: String,
+    pub config: PushConfig,
+}
+
+/// `a2a.tasks.pushNotificationConfig.get` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushGetParams {
+    #[serde(default, deserialize_with = "lenient_token")]
+    pub token: Option<String>,
+    pub task_id: String,
+}
+
+/// `{config}`; `null` when none is set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigResult {
+    pub config: Option<PushConfig>,
+}
+
+/// Which of the caller's tasks `a2a.tasks.list` returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ListRole {
+    Worker,
+    Requester,
+    #[default]
+    Any,
+}
+
+/// `a2a.tasks.list` (ext) params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ListTasksParams {
+    #[serde(default, deserialize_with = "lenient_token")]
+    pub token: Option<String>,
+    #[serde(default)]
+    pub role: ListRole,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<State>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// `a2a.tasks.list` (ext) result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskListResult {
+    pub tasks: Vec<Task>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `a2a.tasks.artifact` (ext) params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArtifactParams {
+    #[serde(default, deserialize_with = "lenient_token")]
+    pub token: Option<String>,
+    pub id: String,
+    pub artifact: Artifact,
+    #[serde(default)]
+    pub append: bool,
+    #[serde(default = "yes")]
+    pub last_chunk: bool,
+}
+
+/// `a2a.events.wait` (ext) params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitParams {
+    #[serde(default, deserialize_with = "lenient_token")]
+    pub token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_seq: Option<u64>,
+}
+
+/// `a2a.events.wait` (ext) result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitResult {
+    pub events: Vec<Notification>,
+    pub timed_out: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn token_is_lenient() {
+        let p: TokenParams = serde_json::from_value(json!({"token": 5})).unwrap();
+        assert_eq!(p.token, None);
+        let p: TokenParams = serde_json::from_value(json!({})).unwrap();
+        assert_eq!(p.token, None);
+        let p: TokenParams = serde_json::from_value(json!({"token": "t"})).unwrap();
+        assert_eq!(p.token.as_deref(), Some("t"));
+    }
+
+    #[test]
+    fn artifact_defaults() {
+        let p: ArtifactParams = serde_json::from_value(json!({
+            "token": "t", "id": "x",
+            "artifact": {"artifactId": "a", "parts": [{"kind": "text", "text": "hi"}]}
+        }))
+        .unwrap();
+        assert!(!p.append);
+        assert!(p.last_chunk);
+    }
+
+    #[test]
+    fn config_null_is_written() {
+        let r = ConfigResult { config: None };
+        assert_eq!(serde_json::to_value(&r).unwrap(), json!({"config": null}));
+    }
+}

@@ -1,0 +1,454 @@
+//! §7 bounds: text chars, file bytes, data size, history length, open tasks
+//! per context and sends per registration. A refused call writes nothing,
+//! routes nothing and is not charged.
+
+use a2a_integration::*;
+use base64::Engine;
+
+const MAX_TEXT: usize = 16000;
+const MAX_FILE: usize = 20 * 1024 * 1024;
+
+fn tid(t: &Value) -> String {
+    t["id"].as_str().expect("task id").to_string()
+}
+
+fn text_parts(lens: &[(usize, char)]) -> Value {
+    Value::Array(
+        lens.iter()
+            .map(|(n, c)| json!({"kind": "text", "text": c.to_string().repeat(*n)}))
+            .collect(),
+    )
+}
+
+#[test]
+fn text_bound_counts_unicode_scalars_summed_over_text_parts() {
+    let db = TestDb::new();
+    let mut b = Broker::open(&db.path);
+    let (req, wrk) = pair(&mut b);
+    // At the limit: accepted, in multi-byte and astral characters too.
+    for parts in [
+        text_parts(&[(MAX_TEXT, 'a')]),
+        text_parts(&[(8000, 'é'), (8000, '😀')]),
+        // Data parts and file names do not count as text.
+        json!([{"kind": "text", "text": "x".repeat(MAX_TEXT)}, {"kind": "data", "data": {"t": "y".repeat(100)}}]),
+    ] {
+        let r = b.ok(
+            "a2a.message.send",
+            json!({"token": req.token, "message": parts_msg(parts, &wrk.id)}),
+        );
+        assert_eq!(r["task"]["status"]["state"], "submitted");
+    }
+    for _ in 0..3 {
+        b.expect_event(&wrk.id);
+    }
+    let before = listed_task_ids(&mut b, &req).len();
+    for (parts, actual) in [
+        (text_parts(&[(MAX_TEXT + 1, 'a')]), MAX_TEXT + 1),
+        (text_parts(&[(8000, 'é'), (8001, '😀')]), MAX_TEXT + 1),
+        (text_parts(&[(6000, 'a'), (6000, 'b'), (6000, 'c')]), 18000),
+    ] {
+        let resp = b.call(
+            "a2a.message.send",
+            json!({"token": req.token, "message": parts_msg(parts, &wrk.id)}),
+        );
+        assert_bound_error(
+            &resp,
+            "A2A_PAYLOAD_TOO_LARGE",
+            "A2A_MAX_TEXT_CHARS",
+            MAX_TEXT as u64,
+            Some(actual as u64),
+        );
+    }
+    assert_eq!(
+        listed_task_ids(&mut b, &req).len(),
+        before,
+        "a refused creation made a task"
+    );
+    // On an existing task, by either party, and in a status message.
+    let t = b.create_task(&req, &wrk, "ok");
+    let id = tid(&t);
+    let big = json!({"role": "user", "messageId": unique("m"), "taskId": id, "parts": text_parts(&[(MAX_TEXT + 1, 'z')])});
+    for who in [&req, &wrk] {
+        let resp = b.call(
+            "a2a.message.send",
+            json!({"token": who.token, "message": big}),
+        );
+        assert_bound_error(
+            &resp,
+            "A2A_PAYLOAD_TOO_LARGE",
+            "A2A_MAX_TEXT_CHARS",
+            MAX_TEXT as u64,
+            Some(MAX_TEXT as u64 + 1),
+        );
+    }
+    let resp = b.call(
+        "a2a.tasks.status",
+        json!({"token": wrk.token, "id": id, "state": "working", "message": big}),
+    );
+    assert_bound_error(
+        &resp,
+        "A2A_PAYLOAD_TOO_LARGE",
+        "A2A_MAX_TEXT_CHARS",
+        MAX_TEXT as u64,
+        Some(MAX_TEXT as u64 + 1),
+    );
+    let resp = b.call(
+        "a2a.tasks.cancel",
+        json!({"token": req.token, "id": id, "message": big}),
+    );
+    assert_bound_error(
+        &resp,
+        "A2A_PAYLOAD_TOO_LARGE",
+        "A2A_MAX_TEXT_CHARS",
+        MAX_TEXT as u64,
+        Some(MAX_TEXT as u64 + 1),
+    );
+    // Artifact parts too.
+    let art = json!({"artifactId": "a", "parts": text_parts(&[(MAX_TEXT + 1, 'q')])});
+    let resp = b.call(
+        "a2a.tasks.artifact",
+        json!({"token": wrk.token, "id": id, "artifact": art}),
+    );
+    assert_bound_error(
+        &resp,
+        "A2A_PAYLOAD_TOO_LARGE",
+        "A2A_MAX_TEXT_CHARS",
+        MAX_TEXT as u64,
+        Some(MAX_TEXT as u64 + 1),
+    );
+    let t = b.get_task(&req, &id);
+    assert_eq!(
+        t["version"], 1,
+        "a refused call changed the task: {}",
+        t["status"]
+    );
+    assert_eq!(t["status"]["state"], "submitted");
+    assert_eq!(t["artifacts"], json!([]));
+    // Nothing was routed: the worker's next event follows the creation's.
+    b.barrier(&wrk.id, 4, |_| {});
+    b.barrier(&wrk.id, 5, |b| {
+        b.ok(
+            "a2a.message.send",
+            json!({"token": req.token, "message": text_msg_on("small", &id)}),
+        );
+    });
+    assert!(b.notifications_for(&req.id).is_empty());
+}
+
+#[test]
+fn file_bound_counts_decoded_bytes() {
+    let db = TestDb::new();
+    let mut b = Broker::open(&db.path);
+    let (req, wrk) = pair(&mut b);
+    let b64 = |n: usize| base64::engine::general_purpose::STANDARD.encode(vec![0x5au8; n]);
+    let over = json!([{"kind": "file", "file": {"name": "big.bin", "bytes": b64(MAX_FILE + 1)}}]);
+    let resp = b.call(
+        "a2a.message.send",
+        json!({"token": req.token, "message": parts_msg(over, &wrk.id)}),
+    );
+    assert_bound_error(
+        &resp,
+        "A2A_PAYLOAD_TOO_LARGE",
+        "A2A_MAX_FILE_BYTES",
+        MAX_FILE as u64,
+        Some(MAX_FILE as u64 + 1),
+    );
+    assert!(listed_task_ids(&mut b, &req).is_empty());
+    // Exactly at the limit: accepted (28 MB of base64 stays under the frame bound).
+    let at = json!([{"kind": "file", "file": {"name": "big.bin", "bytes": b64(MAX_FILE)}}]);
+    let r = b.ok(
+        "a2a.message.send",
+        json!({"token": req.token, "message": parts_msg(at, &wrk.id), "configuration": {"historyLength": 0}}),
+    );
+    let id = tid(&r["task"]);
+    let n = b.expect_event(&wrk.id);
+    assert_eq!(seq(&n), 1);
+    let got = n["params"]["event"]["status"]["message"]["parts"][0]["file"]["bytes"]
+        .as_str()
+        .unwrap()
+        .len();
+    assert_eq!(got, b64(MAX_FILE).len());
+    // An artifact's file part is bounded too.
+    let art = json!({"artifactId": "f", "parts": [{"kind": "file", "file": {"bytes": b64(MAX_FILE + 1)}}]});
+    let resp = b.call(
+        "a2a.tasks.artifact",
+        json!({"token": wrk.token, "id": id, "artifact": art}),
+    );
+    assert_bound_error(
+        &resp,
+        "A2A_PAYLOAD_TOO_LARGE",
+        "A2A_MAX_FILE_BYTES",
+        MAX_FILE as u64,
+        Some(MAX_FILE as u64 + 1),
+    );
+    let t = b.ok(
+        "a2a.tasks.get",
+        json!({"token": req.token, "id": id, "historyLength": 0}),
+    )["task"]
+        .clone();
+    assert_eq!(t["version"], 1);
+}
+
+#[test]
+fn data_part_bound_counts_serialized_size() {
+    let db = TestDb::new();
+    let mut b = Broker::open(&db.path);
+    let (req, wrk) = pair(&mut b);
+    let big = json!([{"kind": "data", "data": {"s": "d".repeat(MAX_FILE)}}]);
+    let resp = b.call(
+        "a2a.message.send",
+        json!({"token": req.token, "message": parts_msg(big, &wrk.id)}),
+    );
+    assert_bound_error(
+        &resp,
+        "A2A_PAYLOAD_TOO_LARGE",
+        "A2A_MAX_FILE_BYTES",
+        MAX_FILE as u64,
+        None,
+    );
+    assert!(listed_task_ids(&mut b, &req).is_empty());
+    b.barrier(&wrk.id, 0, |b| {
+        b.create_task(&req, &wrk, "fine");
+    });
+}
+
+#[test]
+fn history_bound_refuses_the_257th_message_but_not_status_changes() {
+    let db = TestDb::new();
+    let mut b = Broker::open(&db.path);
+    let (req, wrk) = pair(&mut b);
+    let id = tid(&b.create_task(&req, &wrk, "m1"));
+    // 255 more messages, as worker status messages (not charged as sends).
+    let reqs = (0..255)
+        .map(|i| {
+            let m = json!({"role": "agent", "messageId": format!("h{i}"), "parts": [{"kind": "text", "text": format!("m{}", i + 2)}]});
+            ("a2a.tasks.status", json!({"token": wrk.token, "id": id, "state": "working", "message": m}))
+        })
+        .collect();
+    for resp in b.pipeline(reqs) {
+        result(&resp);
+    }
+    let t = b.get_task(&req, &id);
+    assert_eq!(t["history"].as_array().unwrap().len(), 256);
+    assert_eq!(t["version"], 256);
+    let hist = t["history"].as_array().unwrap();
+    assert_eq!(hist[255]["parts"][0]["text"], "m256");
+    for who in [&req, &wrk] {
+        let resp = b.call(
+            "a2a.message.send",
+            json!({"token": who.token, "message": text_msg_on("one too many", &id)}),
+        );
+        assert_bound_error(&resp, "A2A_SEND_CAP", "A2A_MAX_TASK_HISTORY", 256, None);
+    }
+    let m = json!({"role": "agent", "messageId": unique("m"), "parts": [{"kind": "text", "text": "x"}]});
+    let resp = b.call(
+        "a2a.tasks.status",
+        json!({"token": wrk.token, "id": id, "state": "input-required", "message": m}),
+    );
+    assert_bound_error(&resp, "A2A_SEND_CAP", "A2A_MAX_TASK_HISTORY", 256, None);
+    assert_eq!(b.get_task(&req, &id)["version"], 256);
+    // A status change without a message is always possible.
+    let t = b.set_state(&wrk, &id, "input-required");
+    assert_eq!(t["version"], 257);
+    assert_eq!(t["history"].as_array().unwrap().len(), 256);
+    // The requester's resuming reply is refused and so does not resume.
+    let resp = b.call(
+        "a2a.message.send",
+        json!({"token": req.token, "message": text_msg_on("answer", &id)}),
+    );
+    assert_bound_error(&resp, "A2A_SEND_CAP", "A2A_MAX_TASK_HISTORY", 256, None);
+    assert_eq!(b.get_task(&req, &id)["status"]["state"], "input-required");
+    let t = b.set_state(&wrk, &id, "completed");
+    assert_eq!(t["version"], 258);
+}
+
+#[test]
+fn open_task_bound_is_per_context_and_frees_on_terminal() {
+    let db = TestDb::new();
+    let mut b = Broker::open(&db.path);
+    let a1 = b.agent("ctx-a", "a1");
+    let a2 = b.agent("ctx-a", "a2");
+    let other = b.agent("ctx-b", "other");
+    let w = b.agent("ctx-w", "w");
+    // 128 open tasks in ctx-a, from two agents of that context.
+    let reqs = (0..128)
+        .map(|i| {
+            let who = if i % 2 == 0 { &a1 } else { &a2 };
+            (
+                "a2a.message.send",
+                json!({"token": who.token, "message": text_msg_to("t", &w.id)}),
+            )
+        })
+        .collect();
+    let ids: Vec<String> = b
+        .pipeline(reqs)
+        .iter()
+        .map(|r| tid(&result(r)["task"]))
+        .collect();
+    for who in [&a1, &a2] {
+        let resp = b.call(
+            "a2a.message.send",
+            json!({"token": who.token, "message": text_msg_to("t", &w.id)}),
+        );
+        assert_bound_error(
+            &resp,
+            "A2A_SEND_CAP",
+            "A2A_MAX_TASKS_PER_CONTEXT",
+            128,
+            None,
+        );
+        let mut m = text_msg("all");
+        m["to"] = json!("*");
+        let resp = b.call(
+            "a2a.message.send",
+            json!({"token": who.token, "message": m}),
+        );
+        assert_a2a_error(&resp, "A2A_SEND_CAP");
+    }
+    // Another context is not affected.
+    b.create_task(&other, &w, "fine");
+    // Interrupted tasks still count; a terminal one frees a slot.
+    b.set_state(&w, &ids[0], "input-required");
+    let resp = b.call(
+        "a2a.message.send",
+        json!({"token": a1.token, "message": text_msg_to("t", &w.id)}),
+    );
+    assert_a2a_error(&resp, "A2A_SEND_CAP");
+    b.set_state(&w, &ids[1], "completed");
+    b.create_task(&a2, &w, "now it fits");
+    let resp = b.call(
+        "a2a.message.send",
+        json!({"token": a1.token, "message": text_msg_to("t", &w.id)}),
+    );
+    assert_a2a_error(&resp, "A2A_SEND_CAP");
+    b.ok("a2a.tasks.cancel", json!({"token": a1.token, "id": ids[2]}));
+    b.create_task(&a1, &w, "fits again");
+    // The worker got exactly 128 + 1 + 1 + 1 creations and the cancel.
+    let got = (0..132).map(|_| b.expect_event(&w.id)).collect::<Vec<_>>();
+    assert_eq!(
+        got.iter().map(seq).collect::<Vec<_>>(),
+        (1..=132).collect::<Vec<_>>()
+    );
+    b.barrier(&w.id, 132, |b| {
+        b.create_task(&other, &w, "probe");
+    });
+}
+
+#[test]
+fn send_bound_counts_successful_sends_per_registration() {
+    let db = TestDb::new();
+    let mut b = Broker::open(&db.path);
+    let (a, w) = pair(&mut b);
+    let first = text_msg_to("start", &w.id);
+    let id = tid(&b.ok(
+        "a2a.message.send",
+        json!({"token": a.token, "message": first}),
+    )["task"]); // 1
+    let mut reqs: Vec<(&str, Value)> = Vec::new();
+    for i in 0..198 {
+        // Sends and streams both count: 198 more -> 199.
+        let method = if i % 3 == 0 {
+            "a2a.message.stream"
+        } else {
+            "a2a.message.send"
+        };
+        reqs.push((
+            method,
+            json!({"token": a.token, "message": text_msg_on("more", &id)}),
+        ));
+        if i % 40 == 0 {
+            // Refused calls, replays, status changes and pushes are not charged.
+            let big = json!({"role": "user", "messageId": unique("m"), "taskId": id, "parts": text_parts(&[(MAX_TEXT + 1, 'x')])});
+            reqs.push((
+                "a2a.message.send",
+                json!({"token": a.token, "message": big}),
+            ));
+            reqs.push((
+                "a2a.message.send",
+                json!({"token": a.token, "message": first}),
+            ));
+            reqs.push((
+                "a2a.tasks.pushNotificationConfig.set",
+                json!({"token": a.token, "taskId": id, "config": {"id": "c"}}),
+            ));
+            reqs.push((
+                "a2a.tasks.status",
+                json!({"token": w.token, "id": id, "state": "working"}),
+            ));
+            reqs.push((
+                "a2a.message.send",
+                json!({"token": a.token, "message": text_msg_to("nobody", "nobody")}),
+            ));
+        }
+    }
+    let resps = b.pipeline(reqs);
+    let errors: Vec<_> = resps.iter().filter(|r| r.get("error").is_some()).collect();
+    assert_eq!(
+        errors.len(),
+        10,
+        "only the deliberately bad calls fail: {:?}",
+        errors.first()
+    );
+    // The 200th succeeds, the 201st is refused.
+    b.ok(
+        "a2a.message.send",
+        json!({"token": a.token, "message": text_msg_on("200th", &id)}),
+    );
+    let resp = b.call(
+        "a2a.message.send",
+        json!({"token": a.token, "message": text_msg_on("201st", &id)}),
+    );
+    assert_bound_error(&resp, "A2A_SEND_CAP", "A2A_MAX_SENDS_PER_RUN", 200, None);
+    let resp = b.call(
+        "a2a.message.stream",
+        json!({"token": a.token, "message": text_msg_to("new", &w.id)}),
+    );
+    assert_bound_error(&resp, "A2A_SEND_CAP", "A2A_MAX_SENDS_PER_RUN", 200, None);
+    // Still allowed: cancel, reads, and the worker's own sends.
+    b.ok(
+        "a2a.message.send",
+        json!({"token": w.token, "message": text_msg_on("from worker", &id)}),
+    );
+    let t = b.get_task(&a, &id);
+    assert_eq!(t["history"].as_array().unwrap().len(), 201);
+    b.ok("a2a.tasks.cancel", json!({"token": a.token, "id": id}));
+    // A new registration has its own count.
+    b.ok("a2a.agents.deregister", json!({"token": a.token}));
+    let a = b.agent("ctx-req", "req");
+    b.create_task(&a, &w, "fresh start");
+}
+
+#[test]
+fn a_broadcast_is_charged_one_send_per_task() {
+    let db = TestDb::new();
+    let mut b = Broker::open(&db.path);
+    let a = b.agent("ctx-a", "a");
+    let peers: Vec<_> = (0..4)
+        .map(|i| b.agent(&format!("ctx-{i}"), &format!("p{i}")))
+        .collect();
+    let mut m = text_msg("mine");
+    m["to"] = json!("*");
+    let r = b.ok("a2a.message.send", json!({"token": a.token, "message": m})); // 4
+    let id = tid(&r["tasks"][0]);
+    let reqs = (0..195)
+        .map(|_| {
+            (
+                "a2a.message.send",
+                json!({"token": a.token, "message": text_msg_on("x", &id)}),
+            )
+        })
+        .collect();
+    for resp in b.pipeline(reqs) {
+        result(&resp); // 199
+    }
+    b.ok(
+        "a2a.message.send",
+        json!({"token": a.token, "message": text_msg_on("200th", &id)}),
+    );
+    let resp = b.call(
+        "a2a.message.send",
+        json!({"token": a.token, "message": text_msg_on("201st", &id)}),
+    );
+    assert_bound_error(&resp, "A2A_SEND_CAP", "A2A_MAX_SENDS_PER_RUN", 200, None);
+    assert_eq!(peers.len(), 4);
+}
