@@ -19,9 +19,9 @@ pub struct ServeConfig {
     pub batch_max: usize,
 }
 
-/// Runs the broker until stdin ends or a signal arrives. `Err` carries the
-/// one line to print when it cannot start.
-pub fn serve(cfg: ServeConfig) -> Result<(), String> {
+/// Opens the store and starts the writer: a broker ready for sessions of
+/// any transport (also used in-process by benchmarks and tests).
+pub fn start(cfg: &ServeConfig) -> Result<Arc<Broker>, String> {
     let conn = store::open_writer(&cfg.db, cfg.durability).map_err(|e| e.to_string())?;
     let shared = Arc::new(Shared {
         registry: RwLock::new(Default::default()),
@@ -29,7 +29,14 @@ pub fn serve(cfg: ServeConfig) -> Result<(), String> {
         timer: Timer::start(),
     });
     let engine = engine::start(conn, shared.clone(), cfg.batch_max).map_err(|e| e.to_string())?;
-    let broker = Arc::new(Broker::new(shared, engine.clone(), cfg.db.clone()));
+    Ok(Arc::new(Broker::new(shared, engine, cfg.db.clone())))
+}
+
+/// Runs the broker until stdin ends or a signal arrives. `Err` carries the
+/// one line to print when it cannot start.
+pub fn serve(cfg: ServeConfig) -> Result<(), String> {
+    let broker = start(&cfg)?;
+    let engine = broker.engine.clone();
 
     let outbox = stdio::outbox();
     let writer = stdio::spawn_writer(outbox.clone(), std::io::stdout());
