@@ -18,10 +18,10 @@ use crate::reply::Reply;
 use a2a_proto::error::RpcError;
 use a2a_proto::jsonrpc::{parse_line, Id, Incoming, Request};
 use a2a_proto::limits::{A2A_DEFAULT_STREAM_WAIT_SECONDS, A2A_MAX_STREAM_WAIT_SECONDS};
+use a2a_proto::call::Call;
 use a2a_proto::methods as m;
-use a2a_proto::params::*;
+use a2a_proto::params::{HandshakeParams, HandshakeResult, WaitParams};
 use a2a_proto::PROTOCOL_VERSION;
-use serde::de::DeserializeOwned;
 use serde_json::json;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -54,6 +54,10 @@ pub struct Session {
     pub conn: ConnId,
     pub outbox: Arc<Outbox>,
     handshaken: bool,
+    /// Required in the handshake (local-socket connections); never logged.
+    secret: Option<Arc<Secret>>,
+    /// Set when the connection must close (a bad secret).
+    pub closing: bool,
     /// Opened on the first read that misses the cache.
     reader: Option<rusqlite::Connection>,
 }
@@ -74,8 +78,17 @@ impl Broker {
             conn: self.next_conn.fetch_add(1, Ordering::Relaxed),
             outbox,
             handshaken: false,
+            secret: None,
+            closing: false,
             reader: None,
         }
+    }
+
+    /// A new connection whose handshake must present `secret`.
+    pub fn session_with_secret(&self, outbox: Arc<Outbox>, secret: Arc<Secret>) -> Session {
+        let mut s = self.session(outbox);
+        s.secret = Some(secret);
+        s
     }
 
     /// The connection ended: its agents' tokens die, their tasks stay open.
@@ -102,7 +115,7 @@ impl Broker {
                     Some(id) => Responder::direct(s.outbox.clone(), id.clone()),
                     None => Responder::discard(),
                 };
-                self.handle(s, req, responder);
+                self.handle_json(s, &req, responder);
             }
             Incoming::Single(Err(rej)) => Responder::direct(s.outbox.clone(), rej.id).send(Err(rej.error)),
             Incoming::Batch(items) => {
@@ -124,7 +137,7 @@ impl Broker {
                                 Some(id) => next_responder(id.clone()),
                                 None => Responder::discard(),
                             };
-                            self.handle(s, req, responder);
+                            self.handle_json(s, &req, responder);
                         }
                         Err(rej) => next_responder(rej.id).send(Err(rej.error)),
                     }
@@ -133,10 +146,25 @@ impl Broker {
         }
     }
 
-    /// Runs one request behind the panic boundary.
-    pub fn handle(&self, s: &mut Session, req: Request<'_>, responder: Responder) {
+    /// A JSON request: the session rule first, then its params into a [`Call`].
+    fn handle_json(&self, s: &mut Session, req: &Request<'_>, responder: Responder) {
+        let method = req.method.as_ref();
+        if method != m::HANDSHAKE && !s.handshaken {
+            return responder.send(Err(RpcError::invalid_request("handshake required")));
+        }
+        match Call::from_json(method, req.params_str()) {
+            Ok(call) => self.handle_call(s, call, responder),
+            Err(e) => responder.send(Err(e)),
+        }
+    }
+
+    /// Runs one typed call behind the panic boundary.
+    pub fn handle_call(&self, s: &mut Session, call: Call, responder: Responder) {
+        if !s.handshaken && !matches!(call, Call::Handshake(_)) {
+            return responder.send(Err(RpcError::invalid_request("handshake required")));
+        }
         let mut slot = Some(responder);
-        let outcome = catch_unwind(AssertUnwindSafe(|| self.route(s, &req, &mut slot)));
+        let outcome = catch_unwind(AssertUnwindSafe(|| self.route(s, call, &mut slot)));
         let result = match outcome {
             Ok(Some(result)) => result,
             Ok(None) => return,
@@ -148,54 +176,27 @@ impl Broker {
     }
 
     /// `Some(result)` to answer now; `None` when the responder was handed on.
-    fn route(
-        &self,
-        s: &mut Session,
-        req: &Request<'_>,
-        slot: &mut Option<Responder>,
-    ) -> Option<Result<Reply, RpcError>> {
-        let method = req.method.as_ref();
-        if method == m::HANDSHAKE {
-            return Some(self.handshake(s, req));
-        }
-        if !s.handshaken {
-            return Some(Err(RpcError::invalid_request("handshake required")));
-        }
-        if !is_known(method) {
-            return Some(Err(RpcError::method_not_found(method)));
-        }
-        let op = match method {
-            m::AGENTS_LIST => return Some(params(req).and_then(|p| self.read(s, |c| reads::list_agents(c, p)))),
-            m::TASKS_GET => return Some(params(req).and_then(|p| self.read(s, |c| reads::get_task(c, p)))),
-            m::TASKS_LIST => return Some(params(req).and_then(|p| self.read(s, |c| reads::list_tasks(c, p)))),
-            m::PUSH_CONFIG_GET => {
-                return Some(params(req).and_then(|p| self.read(s, |c| reads::push_config(c, p))))
-            }
-            m::EVENTS_WAIT => return self.wait(req, slot),
-            m::AGENTS_REGISTER => params(req).map(|p| Op::Register {
+    fn route(&self, s: &mut Session, call: Call, slot: &mut Option<Responder>) -> Option<Result<Reply, RpcError>> {
+        let op = match call {
+            Call::Handshake(p) => return Some(self.handshake(s, p)),
+            Call::ListAgents(p) => return Some(self.read(s, |c| reads::list_agents(c, p))),
+            Call::Get(p) => return Some(self.read(s, |c| reads::get_task(c, p))),
+            Call::ListTasks(p) => return Some(self.read(s, |c| reads::list_tasks(c, p))),
+            Call::PushGet(p) => return Some(self.read(s, |c| reads::push_config(c, p))),
+            Call::Wait(p) => return self.wait(p, slot),
+            Call::Register(p) => Ok(Op::Register {
                 conn: s.conn,
                 outbox: s.outbox.clone(),
                 params: p,
             }),
-            m::AGENTS_DEREGISTER => params::<TokenParams>(req).map(|p| Op::Deregister { token: p.token }),
-            m::MESSAGE_SEND | m::MESSAGE_STREAM => params::<SendParams>(req)
-                .and_then(|p| check(validate::check_message(&p.message)).map(|_| p))
-                .map(|p| Op::Send {
-                    params: p,
-                    stream: method == m::MESSAGE_STREAM,
-                }),
-            m::TASKS_STATUS => params::<StatusParams>(req)
-                .and_then(|p| check(p.message.as_ref().map_or(Ok(()), validate::check_message)).map(|_| p))
-                .map(Op::Status),
-            m::TASKS_CANCEL => params::<CancelParams>(req)
-                .and_then(|p| check(p.message.as_ref().map_or(Ok(()), validate::check_message)).map(|_| p))
-                .map(Op::Cancel),
-            m::TASKS_ARTIFACT => params::<ArtifactParams>(req)
-                .and_then(|p| check(validate::check_parts(&p.artifact.parts)).map(|_| p))
-                .map(Op::Artifact),
-            m::TASKS_RESUBSCRIBE => params(req).map(Op::Resubscribe),
-            m::PUSH_CONFIG_SET => params(req).map(Op::PushSet),
-            _ => Err(RpcError::method_not_found(method)),
+            Call::Deregister(p) => Ok(Op::Deregister { token: p.token }),
+            Call::Send(p) => check(validate::check_message(&p.message)).map(|_| Op::Send { params: p, stream: false }),
+            Call::Stream(p) => check(validate::check_message(&p.message)).map(|_| Op::Send { params: p, stream: true }),
+            Call::Status(p) => check(p.message.as_ref().map_or(Ok(()), validate::check_message)).map(|_| Op::Status(p)),
+            Call::Cancel(p) => check(p.message.as_ref().map_or(Ok(()), validate::check_message)).map(|_| Op::Cancel(p)),
+            Call::Artifact(p) => check(validate::check_parts(&p.artifact.parts)).map(|_| Op::Artifact(p)),
+            Call::Resubscribe(p) => Ok(Op::Resubscribe(p)),
+            Call::PushSet(p) => Ok(Op::PushSet(p)),
         };
         match op {
             Ok(op) => {
@@ -206,14 +207,20 @@ impl Broker {
         }
     }
 
-    fn handshake(&self, s: &mut Session, req: &Request<'_>) -> Result<Reply, RpcError> {
-        let p: HandshakeParams = params(req)?;
+    fn handshake(&self, s: &mut Session, p: HandshakeParams) -> Result<Reply, RpcError> {
         if p.protocol_version != PROTOCOL_VERSION {
             return Err(RpcError::new(
                 a2a_proto::error::INVALID_REQUEST,
                 "invalid request",
                 Some(json!({"reason": "protocol version mismatch", "protocolVersion": PROTOCOL_VERSION})),
             ));
+        }
+        if let Some(secret) = &s.secret {
+            let offered = p.secret.as_deref().unwrap_or("");
+            if !secret.matches(offered) {
+                s.closing = true;
+                return Err(RpcError::invalid_request("bad secret"));
+            }
         }
         s.handshaken = true;
         Ok(Reply::Handshake(HandshakeResult {
@@ -240,11 +247,7 @@ impl Broker {
         f(&mut ctx).map_err(to_rpc)
     }
 
-    fn wait(&self, req: &Request<'_>, slot: &mut Option<Responder>) -> Option<Result<Reply, RpcError>> {
-        let p: WaitParams = match params(req) {
-            Ok(p) => p,
-            Err(e) => return Some(Err(e)),
-        };
+    fn wait(&self, p: WaitParams, slot: &mut Option<Responder>) -> Option<Result<Reply, RpcError>> {
         let agent = match self.shared.registry.read().resolve(p.token.as_deref()) {
             Ok(a) => a,
             Err(e) => return Some(Err(to_rpc(e))),
@@ -264,31 +267,32 @@ impl Broker {
     }
 }
 
-fn is_known(method: &str) -> bool {
-    matches!(
-        method,
-        m::AGENTS_REGISTER
-            | m::AGENTS_DEREGISTER
-            | m::AGENTS_LIST
-            | m::MESSAGE_SEND
-            | m::MESSAGE_STREAM
-            | m::TASKS_GET
-            | m::TASKS_STATUS
-            | m::TASKS_CANCEL
-            | m::TASKS_RESUBSCRIBE
-            | m::PUSH_CONFIG_SET
-            | m::PUSH_CONFIG_GET
-            | m::TASKS_LIST
-            | m::TASKS_ARTIFACT
-            | m::EVENTS_WAIT
-    )
-}
-
-/// Parses a request's params into their typed struct: `-32602` on any mismatch.
-fn params<T: DeserializeOwned>(req: &Request<'_>) -> Result<T, RpcError> {
-    serde_json::from_str(req.params_str()).map_err(RpcError::invalid_params)
-}
-
 fn check(r: Result<(), crate::core::CoreError>) -> Result<(), RpcError> {
     r.map_err(to_rpc)
+}
+
+/// The secret a local-socket client must present in its handshake.
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: String) -> Self {
+        Secret(s)
+    }
+
+    /// The secret itself (to write it to the owner-only file).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Constant-time comparison.
+    pub fn matches(&self, offered: &str) -> bool {
+        use subtle::ConstantTimeEq;
+        self.0.len() == offered.len() && bool::from(self.0.as_bytes().ct_eq(offered.as_bytes()))
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
 }

@@ -163,3 +163,23 @@ mod tests {
         assert_eq!(e.data.unwrap()["max"], 200);
     }
 }
+
+// Binary frames carry `data` as its JSON text (see `crate::json`).
+impl bincode::Encode for RpcError {
+    fn encode<E: bincode::enc::Encoder>(&self, e: &mut E) -> Result<(), bincode::error::EncodeError> {
+        self.code.encode(e)?;
+        self.message.encode(e)?;
+        self.data.clone().map(crate::json::JsonValue).encode(e)
+    }
+}
+
+impl<C> bincode::Decode<C> for RpcError {
+    fn decode<D: bincode::de::Decoder<Context = C>>(d: &mut D) -> Result<Self, bincode::error::DecodeError> {
+        Ok(RpcError {
+            code: i64::decode(d)?,
+            message: String::decode(d)?,
+            data: Option::<crate::json::JsonValue>::decode(d)?.map(|v| v.0),
+        })
+    }
+}
+bincode::impl_borrow_decode!(RpcError);

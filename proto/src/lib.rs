@@ -4,14 +4,20 @@
 //! `PROTOCOL.md` and how to read and write them, never a pipe or a socket.
 //! Both the broker and its clients build on it.
 //!
+//! - [`call`]: every method as one typed value ([`call::Call`]), and every result ([`call::Outcome`]).
+//! - [`binary`]: the binary frame codec (ext): magic, length prefix, bincode payloads.
 //! - [`limits`]: the §7 bounds, named exactly as in the contract.
 //! - [`methods`]: method and notification names.
 //! - [`error`]: JSON-RPC error codes, the A2A error codes and the error object.
 //! - [`types`]: parts, messages, artifacts, tasks, cards, events (§3, §5 Events).
 //! - [`params`]: the params and results of every method (§2, §5).
+//! - [`json`]: free-form JSON inside typed messages (raw JSON text in binary frames).
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope: request ids, incoming lines, responses.
 
+pub mod binary;
+pub mod call;
 pub mod error;
+pub mod json;
 pub mod jsonrpc;
 pub mod limits;
 pub mod methods;

@@ -7,6 +7,7 @@
 use crate::types::{
     AgentCard, Artifact, Delivery, Message, Notification, PushConfig, State, Task,
 };
+use bincode::{Decode, Encode};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
@@ -18,7 +19,7 @@ fn lenient_token<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::E
 }
 
 /// `app.handshake` params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct HandshakeParams {
     pub protocol_version: u32,
@@ -37,20 +38,20 @@ pub struct HandshakeParams {
 }
 
 /// (ext) The size of the event ring a client asks for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 pub struct EventRingRequest {
     pub bytes: u64,
 }
 
 /// (ext) The event ring the broker made.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 pub struct EventRingInfo {
     pub name: String,
     pub bytes: u64,
 }
 
 /// `app.handshake` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct HandshakeResult {
     pub protocol_version: u32,
@@ -63,7 +64,7 @@ pub struct HandshakeResult {
 }
 
 /// `a2a.agents.register` params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct RegisterParams {
     pub context_id: String,
@@ -73,7 +74,7 @@ pub struct RegisterParams {
 }
 
 /// `a2a.agents.register` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct RegisterResult {
     pub agent_id: String,
@@ -82,20 +83,20 @@ pub struct RegisterResult {
 }
 
 /// Params of methods that take only a token (`a2a.agents.deregister`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, Encode, Decode)]
 pub struct TokenParams {
     #[serde(default, deserialize_with = "lenient_token")]
     pub token: Option<String>,
 }
 
 /// `{ok: true}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 pub struct OkResult {
     pub ok: bool,
 }
 
 /// `a2a.agents.list` params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, Encode, Decode)]
 pub struct ListAgentsParams {
     #[serde(default, deserialize_with = "lenient_token")]
     pub token: Option<String>,
@@ -104,13 +105,13 @@ pub struct ListAgentsParams {
 }
 
 /// `a2a.agents.list` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 pub struct AgentsResult {
     pub agents: Vec<AgentCard>,
 }
 
 /// `configuration` of `a2a.message.send`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct SendConfiguration {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -122,7 +123,7 @@ pub struct SendConfiguration {
 }
 
 /// `a2a.message.send` and `a2a.message.stream` params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 pub struct SendParams {
     #[serde(default, deserialize_with = "lenient_token")]
     pub token: Option<String>,
@@ -132,19 +133,19 @@ pub struct SendParams {
 }
 
 /// `{task}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 pub struct TaskResult {
     pub task: Task,
 }
 
 /// `{tasks}` (a broadcast send).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 pub struct TasksResult {
     pub tasks: Vec<Task>,
 }
 
 /// `a2a.tasks.get` params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct GetParams {
     #[serde(default, deserialize_with = "lenient_token")]
@@ -155,7 +156,7 @@ pub struct GetParams {
 }
 
 /// `a2a.tasks.status` params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 pub struct StatusParams {
     #[serde(default, deserialize_with = "lenient_token")]
     pub token: Option<String>,
@@ -166,7 +167,7 @@ pub struct StatusParams {
 }
 
 /// `a2a.tasks.cancel` params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 pub struct CancelParams {
     #[serde(default, deserialize_with = "lenient_token")]
     pub token: Option<String>,
@@ -176,7 +177,7 @@ pub struct CancelParams {
 }
 
 /// `a2a.tasks.resubscribe` params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct ResubscribeParams {
     #[serde(default, deserialize_with = "lenient_token")]
@@ -187,7 +188,7 @@ pub struct ResubscribeParams {
 }
 
 /// `a2a.tasks.pushNotificationConfig.set` params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct PushSetParams {
     #[serde(default, deserialize_with = "lenient_token")]
@@ -197,7 +198,7 @@ pub struct PushSetParams {
 }
 
 /// `a2a.tasks.pushNotificationConfig.get` params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct PushGetParams {
     #[serde(default, deserialize_with = "lenient_token")]
@@ -206,13 +207,13 @@ pub struct PushGetParams {
 }
 
 /// `{config}`; `null` when none is set.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 pub struct ConfigResult {
     pub config: Option<PushConfig>,
 }
 
 /// Which of the caller's tasks `a2a.tasks.list` returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "lowercase")]
 pub enum ListRole {
     Worker,
@@ -222,7 +223,7 @@ pub enum ListRole {
 }
 
 /// `a2a.tasks.list` (ext) params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, Encode, Decode)]
 pub struct ListTasksParams {
     #[serde(default, deserialize_with = "lenient_token")]
     pub token: Option<String>,
@@ -237,7 +238,7 @@ pub struct ListTasksParams {
 }
 
 /// `a2a.tasks.list` (ext) result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskListResult {
     pub tasks: Vec<Task>,
@@ -250,7 +251,7 @@ fn yes() -> bool {
 }
 
 /// `a2a.tasks.artifact` (ext) params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct ArtifactParams {
     #[serde(default, deserialize_with = "lenient_token")]
@@ -264,7 +265,7 @@ pub struct ArtifactParams {
 }
 
 /// `a2a.events.wait` (ext) params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct WaitParams {
     #[serde(default, deserialize_with = "lenient_token")]
@@ -276,7 +277,7 @@ pub struct WaitParams {
 }
 
 /// `a2a.events.wait` (ext) result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct WaitResult {
     pub events: Vec<Notification>,

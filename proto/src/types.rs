@@ -4,16 +4,15 @@
 //! the v0.3 shapes) and written in exactly one form. Checks that need more
 //! than the shape (base64, sizes) live in the broker's validation module.
 
+pub use crate::json::JsonObject as Object;
+use bincode::{Decode, Encode};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
-/// A JSON object, as carried by data parts and `metadata`.
-pub type Object = Map<String, Value>;
-
 /// Task lifecycle state (§6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "kebab-case")]
 pub enum State {
     Submitted,
@@ -72,7 +71,7 @@ impl State {
 }
 
 /// Who speaks a message: the requester (`user`) or the worker (`agent`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     #[default]
@@ -81,7 +80,7 @@ pub enum Role {
 }
 
 /// The content of a file part: exactly one of `uri` and `bytes` (base64).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct FileContent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -95,7 +94,7 @@ pub struct FileContent {
 }
 
 /// One part of a message or artifact.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Encode, Decode)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Part {
     Text {
@@ -125,7 +124,7 @@ impl Part {
     }
 }
 
-fn take_str<E: serde::de::Error>(obj: &mut Object, key: &str) -> Result<Option<String>, E> {
+fn take_str<E: serde::de::Error>(obj: &mut Map<String, Value>, key: &str) -> Result<Option<String>, E> {
     match obj.remove(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -133,17 +132,17 @@ fn take_str<E: serde::de::Error>(obj: &mut Object, key: &str) -> Result<Option<S
     }
 }
 
-fn take_object<E: serde::de::Error>(obj: &mut Object, key: &str) -> Result<Option<Object>, E> {
+fn take_object<E: serde::de::Error>(obj: &mut Map<String, Value>, key: &str) -> Result<Option<Object>, E> {
     match obj.remove(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Object(o)) => Ok(Some(o)),
+        Some(Value::Object(o)) => Ok(Some(Object::from(o))),
         Some(_) => Err(E::custom(format!("part field `{key}` must be an object"))),
     }
 }
 
 impl<'de> Deserialize<'de> for Part {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mut obj = Object::deserialize(d)?;
+        let mut obj = Map::<String, Value>::deserialize(d)?;
         let metadata = take_object(&mut obj, "metadata")?;
         let kind = take_str::<D::Error>(&mut obj, "kind")?;
         match kind.as_deref() {
@@ -205,7 +204,7 @@ impl<'de> Deserialize<'de> for Part {
 }
 
 /// A message (§3). `from`, `role`, `taskId` and `contextId` are stamped by the broker.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     #[serde(default)]
@@ -225,7 +224,7 @@ pub struct Message {
 }
 
 /// A named, multi-part output of a task.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct Artifact {
     pub artifact_id: String,
@@ -239,7 +238,7 @@ pub struct Artifact {
 }
 
 /// A task's state, with the message that went with its last transition.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 pub struct TaskStatus {
     pub state: State,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -248,7 +247,7 @@ pub struct TaskStatus {
 }
 
 /// A task as clients read it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct Task {
     #[serde(default = "task_kind")]
@@ -270,7 +269,7 @@ fn task_kind() -> String {
 }
 
 /// One skill an agent card advertises.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 pub struct AgentSkill {
     pub id: String,
     pub name: String,
@@ -281,7 +280,7 @@ pub struct AgentSkill {
 }
 
 /// What an agent can do besides plain request/response.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct Capabilities {
     #[serde(default = "yes")]
@@ -308,7 +307,7 @@ fn text_plain() -> Vec<String> {
 }
 
 /// Registry role: parents and subagents never address each other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "lowercase")]
 pub enum AgentKind {
     Parent,
@@ -317,7 +316,7 @@ pub enum AgentKind {
 }
 
 /// An agent card; missing fields take the defaults of §5 register.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentCard {
     pub name: String,
@@ -340,7 +339,7 @@ pub struct AgentCard {
 }
 
 /// A push notification config; `url` is stored, never contacted.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 pub struct PushConfig {
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -350,7 +349,7 @@ pub struct PushConfig {
 }
 
 /// How an agent receives its notifications (ext).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "lowercase")]
 pub enum Delivery {
     /// On the connection that registered it.
@@ -361,7 +360,7 @@ pub enum Delivery {
 }
 
 /// A task's status changed (A2A `TaskStatusUpdateEvent`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusUpdate {
     pub task_id: String,
@@ -372,7 +371,7 @@ pub struct StatusUpdate {
 }
 
 /// A task produced or extended an artifact (A2A `TaskArtifactUpdateEvent`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct ArtifactUpdate {
     pub task_id: String,
@@ -383,7 +382,7 @@ pub struct ArtifactUpdate {
 }
 
 /// A streaming event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(tag = "kind")]
 pub enum StreamEvent {
     #[serde(rename = "status-update")]
@@ -393,7 +392,7 @@ pub enum StreamEvent {
 }
 
 /// Params of `a2a.task.event`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskEventParams {
     pub recipient: String,
@@ -405,7 +404,7 @@ pub struct TaskEventParams {
 }
 
 /// Params of `a2a.push`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct PushParams {
     pub recipient: String,
@@ -419,7 +418,7 @@ pub struct PushParams {
 }
 
 /// Params of `a2a.lagged` (ext).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct LaggedParams {
     pub recipient: String,
@@ -428,7 +427,7 @@ pub struct LaggedParams {
 }
 
 /// A notification from the broker, typed; `{method, params}` on the wire.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(tag = "method", content = "params")]
 pub enum Notification {
     #[serde(rename = "a2a.task.event")]
