@@ -45,7 +45,7 @@ pub const FEATURES: &[&str] = &[
 pub struct Broker {
     pub shared: Arc<Shared>,
     pub engine: EngineHandle,
-    db_path: PathBuf,
+    readers: reads::ReaderPool,
     next_conn: AtomicU64,
 }
 
@@ -58,8 +58,6 @@ pub struct Session {
     secret: Option<Arc<Secret>>,
     /// Set when the connection must close (a bad secret).
     pub closing: bool,
-    /// Opened on the first read that misses the cache.
-    reader: Option<rusqlite::Connection>,
 }
 
 impl Broker {
@@ -67,7 +65,7 @@ impl Broker {
         Self {
             shared,
             engine,
-            db_path,
+            readers: reads::ReaderPool::new(db_path),
             next_conn: AtomicU64::new(1),
         }
     }
@@ -80,7 +78,6 @@ impl Broker {
             handshaken: false,
             secret: None,
             closing: false,
-            reader: None,
         }
     }
 
@@ -179,10 +176,10 @@ impl Broker {
     fn route(&self, s: &mut Session, call: Call, slot: &mut Option<Responder>) -> Option<Result<Reply, RpcError>> {
         let op = match call {
             Call::Handshake(p) => return Some(self.handshake(s, p)),
-            Call::ListAgents(p) => return Some(self.read(s, |c| reads::list_agents(c, p))),
-            Call::Get(p) => return Some(self.read(s, |c| reads::get_task(c, p))),
-            Call::ListTasks(p) => return Some(self.read(s, |c| reads::list_tasks(c, p))),
-            Call::PushGet(p) => return Some(self.read(s, |c| reads::push_config(c, p))),
+            Call::ListAgents(p) => return Some(self.read(|c| reads::list_agents(c, p))),
+            Call::Get(p) => return Some(self.read(|c| reads::get_task(c, p))),
+            Call::ListTasks(p) => return Some(self.read(|c| reads::list_tasks(c, p))),
+            Call::PushGet(p) => return Some(self.read(|c| reads::push_config(c, p))),
             Call::Wait(p) => return self.wait(p, slot),
             Call::Register(p) => Ok(Op::Register {
                 conn: s.conn,
@@ -236,14 +233,9 @@ impl Broker {
     /// Runs a read on this connection's thread with its read connection.
     fn read(
         &self,
-        s: &mut Session,
         f: impl FnOnce(&mut reads::ReadCtx<'_>) -> Result<Reply, crate::core::CoreError>,
     ) -> Result<Reply, RpcError> {
-        let mut ctx = reads::ReadCtx {
-            shared: &self.shared,
-            db_path: &self.db_path,
-            conn: &mut s.reader,
-        };
+        let mut ctx = reads::ReadCtx::new(&self.shared, &self.readers);
         f(&mut ctx).map_err(to_rpc)
     }
 

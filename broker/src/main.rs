@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// The A2A broker: durable agent-to-agent tasks in SQLite, spoken as
-/// JSON-RPC 2.0 (the a2a.* protocol) over NDJSON on stdin/stdout.
+/// JSON-RPC 2.0 (the a2a.* protocol) over NDJSON on stdin/stdout and,
+/// optionally, a local socket (NDJSON or binary frames).
 #[derive(Parser)]
 #[command(name = "a2a-broker", version, about, long_about = None)]
 struct Cli {
@@ -31,6 +32,15 @@ enum Cmd {
         /// Most calls committed in one SQLite transaction.
         #[arg(long, default_value_t = DEFAULT_BATCH_MAX as u64, value_parser = clap::value_parser!(u64).range(1..=65536))]
         batch_max: u64,
+        /// Also listen on a local socket: a path, or a name placed in
+        /// $XDG_RUNTIME_DIR/a2a-broker/ (else /tmp/a2a-broker-UID/), in a 0700
+        /// directory. Clients must present the secret from A2A_BROKER_SECRET
+        /// or, if unset, from the owner-only file the broker writes beside it.
+        #[arg(long, value_name = "NAME")]
+        socket: Option<String>,
+        /// Do not serve stdin/stdout (a socket-only broker; stops on SIGTERM/SIGINT).
+        #[arg(long, requires = "socket")]
+        no_stdio: bool,
     },
     /// Run a short delegation through a broker on a temporary database and
     /// print what happens.
@@ -73,10 +83,14 @@ fn main() -> ExitCode {
             db,
             durability,
             batch_max,
+            socket,
+            no_stdio,
         } => server::serve(server::ServeConfig {
             db,
             durability,
             batch_max: batch_max as usize,
+            socket,
+            no_stdio,
         }),
         Cmd::Demo => demo::run(),
         Cmd::Tasks { cmd } => match cmd {

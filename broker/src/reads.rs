@@ -11,23 +11,74 @@ use crate::reply::{Reply, TaskView};
 use crate::store::{self, read};
 use a2a_proto::limits::{DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT};
 use a2a_proto::params::{GetParams, ListAgentsParams, ListTasksParams, PushGetParams};
+use parking_lot::Mutex;
 use rusqlite::Connection;
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 
-/// What a read needs: shared state and this connection's read handle.
-pub struct ReadCtx<'a> {
-    pub shared: &'a Shared,
-    pub db_path: &'a Path,
-    pub conn: &'a mut Option<Connection>,
+/// Idle read-only connections shared by all sessions: a socket broker
+/// with hundreds of clients needs a few of them, not one each.
+pub struct ReaderPool {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
 }
 
-impl ReadCtx<'_> {
+/// Idle read connections kept for reuse.
+const IDLE_READERS: usize = 8;
+
+impl ReaderPool {
+    pub fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn take(&self) -> Result<Connection, CoreError> {
+        if let Some(c) = self.idle.lock().pop() {
+            return Ok(c);
+        }
+        Ok(store::open_reader(&self.path)?)
+    }
+
+    fn give_back(&self, c: Connection) {
+        let mut idle = self.idle.lock();
+        if idle.len() < IDLE_READERS {
+            idle.push(c);
+        }
+    }
+}
+
+/// What a read needs: shared state, and a read connection borrowed from
+/// the pool on the first cache miss (returned when the read ends).
+pub struct ReadCtx<'a> {
+    pub shared: &'a Shared,
+    pub pool: &'a ReaderPool,
+    conn: Option<Connection>,
+}
+
+impl Drop for ReadCtx<'_> {
+    fn drop(&mut self) {
+        if let Some(c) = self.conn.take() {
+            self.pool.give_back(c);
+        }
+    }
+}
+
+impl<'a> ReadCtx<'a> {
+    pub fn new(shared: &'a Shared, pool: &'a ReaderPool) -> Self {
+        Self {
+            shared,
+            pool,
+            conn: None,
+        }
+    }
+
     fn db(&mut self) -> Result<&Connection, CoreError> {
         if self.conn.is_none() {
-            *self.conn = Some(store::open_reader(self.db_path)?);
+            self.conn = Some(self.pool.take()?);
         }
-        Ok(self.conn.as_ref().expect("just opened"))
+        Ok(self.conn.as_ref().expect("just taken"))
     }
 
     fn agent(&self, token: Option<&str>) -> Result<Arc<Agent>, CoreError> {

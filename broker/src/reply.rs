@@ -124,3 +124,52 @@ impl Serialize for Reply {
         }
     }
 }
+
+impl TaskView {
+    /// The task as a typed wire value (for binary frames).
+    pub fn to_task(&self) -> a2a_proto::types::Task {
+        let r = &*self.rec;
+        let history = match self.history_length {
+            Some(n) => r.history[r.history.len().saturating_sub(n)..].to_vec(),
+            None => r.history.clone(),
+        };
+        a2a_proto::types::Task {
+            kind: "task".into(),
+            id: r.id.clone(),
+            context_id: r.context_id.clone(),
+            status: r.status.clone(),
+            history,
+            artifacts: r.artifacts.clone(),
+            agent_name: r.worker.peer_id.clone(),
+            requester_name: r.requester.peer_id.clone(),
+            version: r.version,
+        }
+    }
+}
+
+impl Reply {
+    /// The result as a typed wire value (for binary frames).
+    pub fn to_outcome(&self) -> a2a_proto::call::Outcome {
+        use a2a_proto::call::Outcome;
+        use a2a_proto::params::*;
+        match self {
+            Reply::Handshake(h) => Outcome::Handshake(h.clone()),
+            Reply::Registered(r) => Outcome::Registered(r.clone()),
+            Reply::Ok => Outcome::Ok(OkResult { ok: true }),
+            Reply::Agents(a) => Outcome::Agents(AgentsResult { agents: a.clone() }),
+            Reply::Task(t) => Outcome::Task(TaskResult { task: t.to_task() }),
+            Reply::Tasks(ts) => Outcome::Tasks(TasksResult {
+                tasks: ts.iter().map(TaskView::to_task).collect(),
+            }),
+            Reply::TaskList { tasks, next_cursor } => Outcome::TaskList(TaskListResult {
+                tasks: tasks.iter().map(TaskView::to_task).collect(),
+                next_cursor: next_cursor.clone(),
+            }),
+            Reply::Config(c) => Outcome::Config(ConfigResult { config: c.clone() }),
+            Reply::Events { events, timed_out } => Outcome::Events(WaitResult {
+                events: events.iter().map(|e| (**e).clone()).collect(),
+                timed_out: *timed_out,
+            }),
+        }
+    }
+}

@@ -1,15 +1,16 @@
-//! `a2a-broker serve`: open the store, start the writer, serve stdio, and
-//! shut down cleanly (exit 0) on end of input, SIGTERM or SIGINT, after the
-//! commits in flight.
+//! `a2a-broker serve`: open the store, start the writer, serve stdio and/or
+//! the local socket, and shut down cleanly (exit 0) on end of stdin,
+//! SIGTERM or SIGINT, after the commits in flight.
 
 use crate::delivery::Timer;
 use crate::dispatch::Broker;
 use crate::engine::{self, Shared};
 use crate::store::{self, Durability};
-use crate::transport::stdio;
+use crate::transport::{socket, stdio};
 use parking_lot::RwLock;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Settings of `serve`.
 #[derive(Debug, Clone)]
@@ -17,6 +18,23 @@ pub struct ServeConfig {
     pub db: PathBuf,
     pub durability: Durability,
     pub batch_max: usize,
+    /// `--socket NAME`: also listen on a local socket.
+    pub socket: Option<String>,
+    /// `--no-stdio`: do not serve stdin/stdout.
+    pub no_stdio: bool,
+}
+
+impl ServeConfig {
+    /// Defaults for a database path (stdio only).
+    pub fn new(db: PathBuf) -> Self {
+        Self {
+            db,
+            durability: Durability::Full,
+            batch_max: a2a_proto::limits::DEFAULT_BATCH_MAX,
+            socket: None,
+            no_stdio: false,
+        }
+    }
 }
 
 /// Opens the store and starts the writer: a broker ready for sessions of
@@ -32,40 +50,99 @@ pub fn start(cfg: &ServeConfig) -> Result<Arc<Broker>, String> {
     Ok(Arc::new(Broker::new(shared, engine, cfg.db.clone())))
 }
 
+/// Why serving ended.
+enum Stop {
+    StdinClosed,
+    Signal,
+}
+
 /// Runs the broker until stdin ends or a signal arrives. `Err` carries the
 /// one line to print when it cannot start.
 pub fn serve(cfg: ServeConfig) -> Result<(), String> {
+    if cfg.no_stdio && cfg.socket.is_none() {
+        return Err("--no-stdio leaves nothing to serve: add --socket NAME".into());
+    }
+    raise_fd_limit();
     let broker = start(&cfg)?;
     let engine = broker.engine.clone();
+    let (stop_tx, stop_rx) = crossbeam_channel::bounded::<Stop>(2);
 
-    let outbox = stdio::outbox();
-    let writer = stdio::spawn_writer(outbox.clone(), std::io::stdout());
-
-    // SIGTERM / SIGINT: finish the commits in flight, flush, exit 0.
     let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT])
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
     {
-        let engine = engine.clone();
-        let outbox = outbox.clone();
+        let stop_tx = stop_tx.clone();
         std::thread::Builder::new()
             .name("a2a-signals".into())
             .spawn(move || {
                 if signals.forever().next().is_some() {
-                    engine.shutdown();
-                    outbox.close();
-                    // Give the writer a moment to flush what is queued.
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                    std::process::exit(0);
+                    let _ = stop_tx.send(Stop::Signal);
                 }
             })
             .map_err(|e| format!("cannot start the signal thread: {e}"))?;
     }
 
-    eprintln!("{{\"ready\":true,\"pid\":{}}}", std::process::id());
-    let session = stdio::serve_lines(&broker, std::io::stdin().lock(), outbox.clone());
-    broker.close(session);
+    let server = match &cfg.socket {
+        Some(name) => Some(socket::listen(broker.clone(), name)?),
+        None => None,
+    };
+
+    let mut ready = format!("{{\"ready\":true,\"pid\":{}", std::process::id());
+    if let Some(s) = &server {
+        ready.push_str(&format!(",\"socket\":{}", serde_json::to_string(&s.path.display().to_string()).expect("string")));
+        if let Some(f) = &s.secret_file {
+            ready.push_str(&format!(",\"secretFile\":{}", serde_json::to_string(&f.display().to_string()).expect("string")));
+        }
+    }
+    ready.push('}');
+    eprintln!("{ready}");
+
+    let stdio_out = if cfg.no_stdio {
+        None
+    } else {
+        let outbox = stdio::outbox();
+        let writer = stdio::spawn_writer(outbox.clone(), std::io::stdout());
+        let broker = broker.clone();
+        let out = outbox.clone();
+        std::thread::Builder::new()
+            .name("a2a-stdin".into())
+            .spawn(move || {
+                let session = stdio::serve_lines(&broker, std::io::stdin().lock(), out);
+                broker.close(session);
+                let _ = stop_tx.send(Stop::StdinClosed);
+            })
+            .map_err(|e| format!("cannot start the stdin thread: {e}"))?;
+        Some((outbox, writer))
+    };
+
+    let _why = stop_rx.recv();
+    // Stop taking connections, finish the commits in flight, flush stdout.
+    drop(server);
     engine.shutdown();
-    outbox.close();
-    let _ = writer.join();
+    if let Some((outbox, writer)) = stdio_out {
+        outbox.close();
+        let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+        std::thread::spawn(move || {
+            let _ = writer.join();
+            let _ = done_tx.send(());
+        });
+        // A host that stopped reading stdout must not keep us alive.
+        let _ = done_rx.recv_timeout(Duration::from_secs(5));
+    }
     Ok(())
+}
+
+/// Many socket clients each hold a descriptor: take the hard limit.
+#[allow(unsafe_code)]
+fn raise_fd_limit() {
+    // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
+    unsafe {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
 }

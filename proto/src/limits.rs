@@ -28,3 +28,6 @@ pub const MAX_LIST_LIMIT: usize = 1000;
 pub const OUTBOX_EVENT_BOUND: usize = 65_536;
 /// Calls the writer commits in one transaction at most (`--batch-max` default).
 pub const DEFAULT_BATCH_MAX: usize = 256;
+/// Unread responses a socket connection may accumulate before the broker
+/// closes it (a client that sends but never reads).
+pub const OUTBOX_RESPONSE_BOUND: usize = 16_384;

@@ -29,6 +29,9 @@ pub enum Outgoing {
     /// The responses of one batch, in the batch's order.
     Batch(Vec<Response>),
     Event(Arc<Notification>),
+    /// The input could not be read (a bad binary frame); the connection
+    /// closes after this is written.
+    Fatal(RpcError),
 }
 
 #[derive(Default)]
@@ -36,6 +39,10 @@ struct State {
     queue: VecDeque<Outgoing>,
     /// Events in `queue`.
     events: usize,
+    /// Responses in `queue`.
+    responses: usize,
+    /// Closed because the client left too many responses unread.
+    overflowed: bool,
     /// Dropped events not yet reported, per recipient.
     lagged: Vec<LaggedParams>,
     closed: bool,
@@ -46,7 +53,12 @@ struct State {
 pub struct Outbox {
     state: Mutex<State>,
     ready: Condvar,
+    /// Wakes an async writer (socket connections).
+    notify: tokio::sync::Notify,
     event_bound: usize,
+    /// Past this many unread responses the connection is closed (`None`:
+    /// never; stdio's reader is the host itself).
+    response_bound: Option<usize>,
 }
 
 impl std::fmt::Debug for Outbox {
@@ -61,8 +73,19 @@ impl Outbox {
         Self {
             state: Mutex::new(State::default()),
             ready: Condvar::new(),
+            notify: tokio::sync::Notify::new(),
             event_bound: event_bound.max(1),
+            response_bound: None,
         }
+    }
+
+    /// An outbox that closes its connection when more than `response_bound`
+    /// responses wait unread: a client that sends but never reads is cut
+    /// off rather than allowed to grow the broker's memory without bound.
+    pub fn with_response_bound(event_bound: usize, response_bound: usize) -> Self {
+        let mut o = Self::new(event_bound);
+        o.response_bound = Some(response_bound.max(1));
+        o
     }
 
     fn push(&self, item: Outgoing) {
@@ -75,6 +98,12 @@ impl Outbox {
                 Self::drop_oldest_event(&mut st);
             }
             st.events += 1;
+        } else {
+            st.responses += 1;
+            if self.response_bound.is_some_and(|b| st.responses > b) {
+                st.overflowed = true;
+                st.closed = true;
+            }
         }
         st.queue.push_back(item);
         // Wake the writer only when it sleeps: a busy writer drains anyway.
@@ -82,6 +111,38 @@ impl Outbox {
             st.writer_waiting = false;
             self.ready.notify_one();
         }
+        drop(st);
+        self.notify.notify_one();
+    }
+
+    /// Moves everything queued into `out`, waiting (asynchronously) while
+    /// there is nothing. Returns `false` once closed and empty.
+    pub async fn drain_async(&self, out: &mut Vec<Outgoing>) -> bool {
+        loop {
+            {
+                let mut st = self.state.lock();
+                if !st.queue.is_empty() || !st.lagged.is_empty() {
+                    Self::take(&mut st, out);
+                    return true;
+                }
+                if st.closed {
+                    return false;
+                }
+            }
+            // A push between the check and here leaves a permit: no lost wake-up.
+            self.notify.notified().await;
+        }
+    }
+
+    /// Closed because the client left too many responses unread?
+    pub fn overflowed(&self) -> bool {
+        self.state.lock().overflowed
+    }
+
+    /// Queues a fatal error; the connection closes once it is written.
+    pub fn push_fatal(&self, e: RpcError) {
+        self.push(Outgoing::Fatal(e));
+        self.close();
     }
 
     fn drop_oldest_event(st: &mut State) {
@@ -145,6 +206,7 @@ impl Outbox {
         }
         out.extend(st.queue.drain(..));
         st.events = 0;
+        st.responses = 0;
     }
 
     /// Stops accepting items; the writer drains what is left and stops.
@@ -152,6 +214,8 @@ impl Outbox {
         let mut st = self.state.lock();
         st.closed = true;
         self.ready.notify_all();
+        drop(st);
+        self.notify.notify_one();
     }
 
     /// Closed?

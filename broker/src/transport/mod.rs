@@ -3,6 +3,10 @@
 //! - [`ndjson`]: the line reader (32 MiB cap, resynchronising on `\n`) and
 //!   the writer of responses and notifications as JSON lines.
 //! - [`stdio`]: the canonical transport on stdin/stdout.
+//! - [`socket`]: the local socket (ext), NDJSON or binary frames by the first bytes.
+//! - [`binary`]: writing binary frames.
 
+pub mod binary;
 pub mod ndjson;
+pub mod socket;
 pub mod stdio;

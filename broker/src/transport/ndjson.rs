@@ -96,6 +96,7 @@ pub fn write_outgoing<W: Write>(w: &mut W, item: &Outgoing) -> io::Result<()> {
             }
             w.write_all(b"]\n")
         }
+        Outgoing::Fatal(e) => write_response::<_, ()>(w, &a2a_proto::jsonrpc::Id::Null, Err(e)),
         Outgoing::Event(n) => match &**n {
             Notification::TaskEvent(p) => write_notification(w, a2a_proto::methods::TASK_EVENT, p),
             Notification::Push(p) => write_notification(w, a2a_proto::methods::PUSH, p),
@@ -125,5 +126,62 @@ mod tests {
         let mut r = LineReader::new(&input[..], 8);
         assert_eq!(r.next_line().unwrap(), Line::Line(b"12345678"));
         assert_eq!(r.next_line().unwrap(), Line::TooLarge);
+    }
+}
+
+/// The async twin of [`LineReader`], for socket connections.
+pub struct AsyncLineReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    max: usize,
+}
+
+impl<R: tokio::io::AsyncBufRead + Unpin> AsyncLineReader<R> {
+    pub fn new(inner: R, max: usize) -> Self {
+        Self {
+            inner,
+            buf: Vec::new(),
+            max,
+        }
+    }
+
+    /// The next line; same rules as [`LineReader::next_line`].
+    pub async fn next_line(&mut self) -> io::Result<Line<'_>> {
+        use tokio::io::AsyncBufReadExt;
+        self.buf.clear();
+        let mut discarding = false;
+        loop {
+            let avail = self.inner.fill_buf().await?;
+            if avail.is_empty() {
+                return Ok(if discarding {
+                    Line::TooLarge
+                } else if self.buf.is_empty() {
+                    Line::Eof
+                } else {
+                    Line::Line(&self.buf)
+                });
+            }
+            let (chunk, found) = match avail.iter().position(|&b| b == b'\n') {
+                Some(i) => (&avail[..i], Some(i)),
+                None => (avail, None),
+            };
+            if !discarding {
+                if self.buf.len() + chunk.len() > self.max {
+                    discarding = true;
+                    self.buf = Vec::new();
+                } else {
+                    self.buf.extend_from_slice(chunk);
+                }
+            }
+            let used = found.map_or(chunk.len(), |i| i + 1);
+            self.inner.consume(used);
+            if found.is_some() {
+                return Ok(if discarding {
+                    Line::TooLarge
+                } else {
+                    Line::Line(&self.buf)
+                });
+            }
+        }
     }
 }

@@ -1,0 +1,215 @@
+//! Binary frames (PROTOCOL.md §1.2) on a local-socket connection: the
+//! outbox's typed items become `ServerFrame`s.
+//!
+//! Replies are encoded straight from the broker's shared task records, with
+//! the exact bytes `ServerFrame::Response { result: Ok(Outcome::..) }` would
+//! have, so a response costs no copy of the task (a unit test holds the two
+//! encodings equal).
+
+use crate::delivery::Outgoing;
+use crate::reply::{Reply, TaskView};
+use a2a_proto::binary::{encode_frame, ServerFrame};
+use a2a_proto::error::RpcError;
+use a2a_proto::jsonrpc::Id;
+use bincode::enc::Encoder;
+use bincode::error::EncodeError;
+use bincode::Encode;
+
+/// `ServerFrame` variant indices, as bincode numbers them.
+const RESPONSE: u32 = 0;
+const NOTIFICATION: u32 = 1;
+
+/// Appends one outbox item as a frame (binary clients send no batches; a
+/// batch would be written response by response).
+pub fn write_outgoing(out: &mut Vec<u8>, item: &Outgoing) -> Result<(), EncodeError> {
+    match item {
+        Outgoing::Response(r) => encode_frame(&ResponseRef(&r.id, &r.result), out),
+        Outgoing::Batch(rs) => {
+            for r in rs {
+                encode_frame(&ResponseRef(&r.id, &r.result), out)?;
+            }
+            Ok(())
+        }
+        Outgoing::Event(n) => encode_frame(&(NOTIFICATION, &**n), out),
+        Outgoing::Fatal(e) => encode_frame(&ServerFrame::Fatal(e.clone()), out),
+    }
+}
+
+fn wire_id(id: &Id) -> u64 {
+    match id {
+        Id::Uint(n) => *n,
+        Id::Int(n) => *n as u64,
+        _ => 0,
+    }
+}
+
+struct ResponseRef<'a>(&'a Id, &'a Result<Reply, RpcError>);
+
+impl Encode for ResponseRef<'_> {
+    fn encode<E: Encoder>(&self, e: &mut E) -> Result<(), EncodeError> {
+        RESPONSE.encode(e)?;
+        wire_id(self.0).encode(e)?;
+        match self.1 {
+            Ok(r) => {
+                0u32.encode(e)?;
+                r.encode(e)
+            }
+            Err(err) => {
+                1u32.encode(e)?;
+                err.encode(e)
+            }
+        }
+    }
+}
+
+impl Encode for TaskView {
+    /// The field order of `a2a_proto::types::Task`.
+    fn encode<E: Encoder>(&self, e: &mut E) -> Result<(), EncodeError> {
+        let r = &*self.rec;
+        let history = match self.history_length {
+            Some(n) => &r.history[r.history.len().saturating_sub(n)..],
+            None => &r.history[..],
+        };
+        "task".encode(e)?;
+        r.id.encode(e)?;
+        r.context_id.encode(e)?;
+        r.status.encode(e)?;
+        history.encode(e)?;
+        r.artifacts.encode(e)?;
+        r.worker.peer_id.encode(e)?;
+        r.requester.peer_id.encode(e)?;
+        r.version.encode(e)
+    }
+}
+
+impl Encode for Reply {
+    /// The variant order of `a2a_proto::call::Outcome`.
+    fn encode<E: Encoder>(&self, e: &mut E) -> Result<(), EncodeError> {
+        match self {
+            Reply::Handshake(h) => {
+                0u32.encode(e)?;
+                h.encode(e)
+            }
+            Reply::Registered(r) => {
+                1u32.encode(e)?;
+                r.encode(e)
+            }
+            Reply::Ok => {
+                2u32.encode(e)?;
+                true.encode(e)
+            }
+            Reply::Agents(a) => {
+                3u32.encode(e)?;
+                a.encode(e)
+            }
+            Reply::Task(t) => {
+                4u32.encode(e)?;
+                t.encode(e)
+            }
+            Reply::Tasks(ts) => {
+                5u32.encode(e)?;
+                ts.encode(e)
+            }
+            Reply::TaskList { tasks, next_cursor } => {
+                6u32.encode(e)?;
+                tasks.encode(e)?;
+                next_cursor.encode(e)
+            }
+            Reply::Config(c) => {
+                7u32.encode(e)?;
+                c.encode(e)
+            }
+            Reply::Events { events, timed_out } => {
+                8u32.encode(e)?;
+                (events.len() as u64).encode(e)?;
+                for ev in events {
+                    (**ev).encode(e)?;
+                }
+                timed_out.encode(e)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::task::{Party, TaskRecord};
+    use a2a_proto::types::{LaggedParams, Message, Notification, Part, PushConfig, State, TaskStatus};
+    use std::sync::Arc;
+
+    fn record() -> Arc<TaskRecord> {
+        let msg = |id: &str| {
+            Arc::new(Message {
+                role: Default::default(),
+                parts: vec![Part::text("hi")],
+                message_id: id.into(),
+                task_id: Some("t".into()),
+                context_id: Some("c".into()),
+                from: Some("a".into()),
+                to: Some("b".into()),
+                metadata: None,
+            })
+        };
+        Arc::new(TaskRecord {
+            id: "t".into(),
+            context_id: "c".into(),
+            requester: Party { context_id: "c".into(), peer_id: "a".into() },
+            worker: Party { context_id: "d".into(), peer_id: "b".into() },
+            status: TaskStatus { state: State::Working, message: Some(msg("m2")), timestamp: "now".into() },
+            history: vec![msg("m1"), msg("m2")],
+            artifacts: vec![],
+            version: 3,
+            create_message_id: "m1".into(),
+            broadcast: false,
+            push_configs: vec![],
+            created_at: "c".into(),
+            updated_at: "u".into(),
+        })
+    }
+
+    fn same_bytes(reply: Reply) {
+        let id = Id::Uint(42);
+        let result = Ok(reply);
+        let mut fast = Vec::new();
+        encode_frame(&ResponseRef(&id, &result), &mut fast).unwrap();
+        let owned = ServerFrame::Response { id: 42, result: Ok(result.as_ref().unwrap().to_outcome()) };
+        let mut slow = Vec::new();
+        encode_frame(&owned, &mut slow).unwrap();
+        assert_eq!(fast, slow);
+        let (frames, used) = a2a_proto::binary::split_frames(&fast).unwrap();
+        assert_eq!(used, fast.len());
+        let back: ServerFrame = a2a_proto::binary::decode_payload(&fast[frames[0].clone()]).unwrap();
+        assert_eq!(back, owned);
+    }
+
+    #[test]
+    fn borrowed_encoding_equals_the_owned_frame() {
+        let view = || TaskView { rec: record(), history_length: Some(1) };
+        same_bytes(Reply::Task(view()));
+        same_bytes(Reply::Tasks(vec![view(), TaskView::full(record())]));
+        same_bytes(Reply::TaskList { tasks: vec![view()], next_cursor: Some("9".into()) });
+        same_bytes(Reply::Ok);
+        same_bytes(Reply::Config(Some(PushConfig { id: "p".into(), url: None, token: Some("k".into()) })));
+        same_bytes(Reply::Config(None));
+        same_bytes(Reply::Agents(vec![]));
+        let lag = Arc::new(Notification::Lagged(LaggedParams {
+            recipient: "a".into(),
+            recipient_context_id: "c".into(),
+            dropped: 2,
+        }));
+        same_bytes(Reply::Events { events: vec![lag.clone()], timed_out: false });
+
+        let mut fast = Vec::new();
+        write_outgoing(&mut fast, &Outgoing::Event(lag.clone())).unwrap();
+        let mut slow = Vec::new();
+        encode_frame(&ServerFrame::Notification((*lag).clone()), &mut slow).unwrap();
+        assert_eq!(fast, slow);
+        let err: Result<Reply, RpcError> = Err(RpcError::invalid_params("x"));
+        let mut fast = Vec::new();
+        encode_frame(&ResponseRef(&Id::Uint(1), &err), &mut fast).unwrap();
+        let mut slow = Vec::new();
+        encode_frame(&ServerFrame::Response { id: 1, result: Err(RpcError::invalid_params("x")) }, &mut slow).unwrap();
+        assert_eq!(fast, slow);
+    }
+}

@@ -1,0 +1,345 @@
+//! The local socket (ext): a Unix socket file in a directory only the owner
+//! can enter (0700), the socket itself 0600, served with tokio through the
+//! `interprocess` crate. Each connection chooses its codec with its first
+//! bytes: `A2AB` + codec version for binary frames, anything else NDJSON.
+//!
+//! Per connection: one task reads and dispatches (reads answered inline,
+//! writes queued to the writer thread), one writes the connection's outbox,
+//! coalescing everything ready into one write. Rule for a client that stops
+//! reading: its events beyond `OUTBOX_EVENT_BOUND` are dropped oldest first
+//! and reported with `a2a.lagged`; if it also leaves more than
+//! `OUTBOX_RESPONSE_BOUND` responses unread, the connection is closed (its
+//! agents' tokens die, their tasks stay open). The broker never waits on it.
+
+use super::binary;
+use super::ndjson::{self, AsyncLineReader, Line};
+use crate::delivery::{Outbox, Outgoing, Responder};
+use crate::dispatch::{Broker, Secret, Session};
+use a2a_proto::binary::{decode_payload, preamble, split_frames, ClientFrame, FrameError, MAGIC};
+use a2a_proto::error::RpcError;
+use a2a_proto::jsonrpc::Id;
+use a2a_proto::limits::{MAX_FRAME_BYTES, OUTBOX_EVENT_BOUND, OUTBOX_RESPONSE_BOUND};
+use interprocess::local_socket::tokio::{prelude::*, Stream};
+use interprocess::local_socket::{GenericFilePath, ListenerOptions};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+
+/// Frames (responses and notifications) written to sockets, and the write
+/// calls that carried them: their ratio is the write coalescing.
+static FRAMES_WRITTEN: AtomicU64 = AtomicU64::new(0);
+static WRITE_CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// `(frames, write calls)` over all socket connections so far.
+pub fn write_stats() -> (u64, u64) {
+    (FRAMES_WRITTEN.load(Ordering::Relaxed), WRITE_CALLS.load(Ordering::Relaxed))
+}
+
+/// The environment variable a starter passes the secret in.
+pub const SECRET_ENV: &str = "A2A_BROKER_SECRET";
+
+/// A listening socket; dropping it stops serving and removes its files.
+pub struct SocketServer {
+    pub path: PathBuf,
+    /// Set when the broker minted the secret and wrote it there.
+    pub secret_file: Option<PathBuf>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for SocketServer {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+        let _ = std::fs::remove_file(&self.path);
+        if let Some(f) = &self.secret_file {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
+/// Where `--socket NAME` lives: `NAME` itself if it is a path, else
+/// `$XDG_RUNTIME_DIR/a2a-broker/NAME.sock` or `/tmp/a2a-broker-UID/NAME.sock`.
+pub fn socket_path(name: &str) -> PathBuf {
+    if name.contains('/') {
+        return PathBuf::from(name);
+    }
+    let file = if name.ends_with(".sock") { name.to_owned() } else { format!("{name}.sock") };
+    match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        Some(dir) => PathBuf::from(dir).join("a2a-broker").join(file),
+        None => std::env::temp_dir()
+            .join(format!("a2a-broker-{}", own_uid()))
+            .join(file),
+    }
+}
+
+fn own_uid() -> u32 {
+    std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(0)
+}
+
+/// Creates the socket's directory 0700, or checks that an existing one is
+/// ours and closed to others.
+fn prepare_dir(dir: &Path) -> Result<(), String> {
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| format!("cannot create socket directory {}: {e}", dir.display()))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| format!("cannot restrict socket directory {}: {e}", dir.display()))?;
+        return Ok(());
+    }
+    let meta = std::fs::metadata(dir).map_err(|e| format!("socket directory {}: {e}", dir.display()))?;
+    if meta.uid() != own_uid() {
+        return Err(format!("socket directory {} belongs to another user", dir.display()));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(format!(
+            "socket directory {} is open to other users (mode {:o}); it must be 0700",
+            dir.display(),
+            meta.mode() & 0o777
+        ));
+    }
+    Ok(())
+}
+
+/// A socket file left by a dead broker is removed; a live one is an error.
+fn clear_stale(path: &Path) -> Result<(), String> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    use std::os::unix::fs::FileTypeExt;
+    if !meta.file_type().is_socket() {
+        return Err(format!("{} exists and is not a socket", path.display()));
+    }
+    match std::os::unix::net::UnixStream::connect(path) {
+        Ok(_) => Err(format!("socket {} is in use by a live broker", path.display())),
+        Err(_) => std::fs::remove_file(path).map_err(|e| format!("cannot remove stale socket {}: {e}", path.display())),
+    }
+}
+
+/// The secret: from `A2A_BROKER_SECRET`, or minted (128 bits) and written
+/// to an owner-only file beside the socket.
+fn load_secret(path: &Path) -> Result<(Secret, Option<PathBuf>), String> {
+    if let Some(s) = std::env::var_os(SECRET_ENV).and_then(|s| s.into_string().ok()).filter(|s| !s.is_empty()) {
+        return Ok((Secret::new(s), None));
+    }
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| format!("random source: {e}"))?;
+    let secret: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let file = path.with_extension("secret");
+    let _ = std::fs::remove_file(&file);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&file)
+        .map_err(|e| format!("cannot write secret file {}: {e}", file.display()))?;
+    use std::io::Write;
+    f.write_all(secret.as_bytes())
+        .map_err(|e| format!("cannot write secret file {}: {e}", file.display()))?;
+    Ok((Secret::new(secret), Some(file)))
+}
+
+/// Binds `--socket NAME` and starts serving it on a tokio runtime.
+pub fn listen(broker: Arc<Broker>, name: &str) -> Result<SocketServer, String> {
+    let path = socket_path(name);
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    prepare_dir(&dir)?;
+    clear_stale(&path)?;
+    let (secret, secret_file) = load_secret(&path)?;
+    let secret = Arc::new(secret);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("a2a-socket")
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the socket runtime: {e}"))?;
+    let listener = {
+        let _guard = runtime.enter();
+        let fs_name = path
+            .as_path()
+            .to_fs_name::<GenericFilePath>()
+            .map_err(|e| format!("bad socket path {}: {e}", path.display()))?;
+        ListenerOptions::new()
+            .name(fs_name)
+            .create_tokio()
+            .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?
+    };
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| format!("cannot restrict socket {}: {e}", path.display()))?;
+    runtime.spawn(async move {
+        loop {
+            match listener.accept().await {
+                Ok(conn) => {
+                    tokio::spawn(serve_connection(broker.clone(), secret.clone(), conn));
+                }
+                // Out of descriptors, or a connection that died in the
+                // backlog: keep serving the others.
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        }
+    });
+    Ok(SocketServer {
+        path,
+        secret_file,
+        runtime: Some(runtime),
+    })
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Codec {
+    Json,
+    Binary,
+}
+
+async fn serve_connection(broker: Arc<Broker>, secret: Arc<Secret>, conn: Stream) {
+    let outbox = Arc::new(Outbox::with_response_bound(OUTBOX_EVENT_BOUND, OUTBOX_RESPONSE_BOUND));
+    let mut session = broker.session_with_secret(outbox.clone(), secret);
+    let mut rd = BufReader::with_capacity(64 * 1024, &conn);
+    let codec = match sniff(&mut rd).await {
+        Some(c) => c,
+        None => {
+            broker.close(session);
+            return;
+        }
+    };
+    let reader = async {
+        match codec {
+            Codec::Json => read_json(&broker, &mut session, rd).await,
+            Codec::Binary => read_binary(&broker, &mut session, rd).await,
+        }
+        outbox.close();
+    };
+    let writer = write_loop(&outbox, &conn, codec);
+    tokio::pin!(writer);
+    tokio::select! {
+        _ = &mut writer => {
+            // The peer stopped taking bytes: the connection is dead.
+            outbox.close();
+        }
+        _ = reader => {
+            // Flush what is left, but never wait forever on a peer that does not read.
+            let _ = tokio::time::timeout(Duration::from_secs(5), &mut writer).await;
+        }
+    }
+    broker.close(session);
+}
+
+/// Looks at the first bytes: the binary preamble, or NDJSON.
+async fn sniff<R: tokio::io::AsyncBufRead + Unpin>(rd: &mut R) -> Option<Codec> {
+    use tokio::io::AsyncBufReadExt;
+    let first = rd.fill_buf().await.ok()?;
+    if first.is_empty() {
+        return None;
+    }
+    Some(if first[0] == MAGIC[0] { Codec::Binary } else { Codec::Json })
+}
+
+async fn read_json<R: tokio::io::AsyncBufRead + Unpin>(broker: &Broker, session: &mut Session, rd: R) {
+    let mut lines = AsyncLineReader::new(rd, MAX_FRAME_BYTES);
+    loop {
+        match lines.next_line().await {
+            Ok(Line::Line(l)) => broker.handle_line(session, l),
+            Ok(Line::TooLarge) => broker.frame_too_large(session),
+            Ok(Line::Eof) | Err(_) => break,
+        }
+        if session.closing || session.outbox.is_closed() {
+            break;
+        }
+    }
+}
+
+async fn read_binary<R: tokio::io::AsyncRead + Unpin>(broker: &Broker, session: &mut Session, mut rd: R) {
+    let mut pre = [0u8; 6];
+    if rd.read_exact(&mut pre).await.is_err() {
+        return;
+    }
+    if pre != preamble() {
+        session.outbox.push_fatal(RpcError::invalid_request(&format!(
+            "expected the binary preamble A2AB + codec version {}",
+            a2a_proto::binary::CODEC_VERSION
+        )));
+        return;
+    }
+    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    loop {
+        match rd.read_buf(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let (frames, used) = match split_frames(&buf) {
+            Ok(f) => f,
+            Err(e) => return fatal(session, e),
+        };
+        for range in frames {
+            match decode_payload::<ClientFrame>(&buf[range]) {
+                Ok(ClientFrame::Request { id, call }) => {
+                    let responder = Responder::direct(session.outbox.clone(), Id::Uint(id));
+                    broker.handle_call(session, call, responder);
+                }
+                Ok(ClientFrame::Notify { call }) => broker.handle_call(session, call, Responder::discard()),
+                Err(e) => return fatal(session, e),
+            }
+            if session.closing || session.outbox.is_closed() {
+                return;
+            }
+        }
+        buf.drain(..used);
+        if buf.capacity() > 4 * 1024 * 1024 && buf.len() < 64 * 1024 {
+            buf.shrink_to(64 * 1024);
+        }
+    }
+}
+
+fn fatal(session: &Session, e: FrameError) {
+    session
+        .outbox
+        .push_fatal(RpcError::invalid_request(&e.to_string()));
+}
+
+async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec) {
+    let mut w = conn;
+    let mut items: Vec<Outgoing> = Vec::new();
+    let mut bytes: Vec<u8> = Vec::with_capacity(64 * 1024);
+    while outbox.drain_async(&mut items).await {
+        bytes.clear();
+        let mut frames = 0u64;
+        loop {
+            for item in items.drain(..) {
+                frames += 1;
+                let ok = match codec {
+                    Codec::Json => ndjson::write_outgoing(&mut bytes, &item).is_ok(),
+                    Codec::Binary => binary::write_outgoing(&mut bytes, &item).is_ok(),
+                };
+                debug_assert!(ok, "encoding into memory cannot fail");
+            }
+            // Coalesce whatever else became ready, up to a sane write size.
+            if bytes.len() >= 1 << 20 {
+                break;
+            }
+            outbox.drain_now(&mut items);
+            if items.is_empty() {
+                break;
+            }
+        }
+        if w.write_all(&bytes).await.is_err() {
+            return;
+        }
+        FRAMES_WRITTEN.fetch_add(frames, Ordering::Relaxed);
+        WRITE_CALLS.fetch_add(1, Ordering::Relaxed);
+        if bytes.capacity() > 4 << 20 {
+            bytes = Vec::with_capacity(64 * 1024);
+        }
+    }
+}
