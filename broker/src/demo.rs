@@ -51,7 +51,8 @@ impl Pipe {
         BufReader::new(stderr)
             .read_line(&mut ready)
             .map_err(|e| format!("broker did not start: {e}"))?;
-        let ready: Value = serde_json::from_str(&ready).map_err(|_| format!("broker did not start: {ready}"))?;
+        let ready: Value =
+            serde_json::from_str(&ready).map_err(|_| format!("broker did not start: {ready}"))?;
         println!("  broker ready: {ready}");
         Ok(Pipe {
             stdin: child.stdin.take(),
@@ -65,7 +66,8 @@ impl Pipe {
 
     fn send(&mut self, method: &str, params: Value) -> Result<u64, String> {
         self.next_id += 1;
-        let line = json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
+        let line =
+            json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
         let stdin = self.stdin.as_mut().ok_or("stdin closed")?;
         writeln!(stdin, "{line}").map_err(|e| format!("write to broker: {e}"))?;
         stdin.flush().map_err(|e| format!("write to broker: {e}"))?;
@@ -79,7 +81,10 @@ impl Pipe {
         let deadline = Instant::now() + TIMEOUT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let v = self.lines.recv_timeout(left).map_err(|_| format!("no answer to request {id}"))?;
+            let v = self
+                .lines
+                .recv_timeout(left)
+                .map_err(|_| format!("no answer to request {id}"))?;
             if v.get("id").is_none() {
                 self.events.push(v);
             } else if v["id"] == id {
@@ -102,12 +107,18 @@ impl Pipe {
             let ev = &p["event"];
             let what = match ev["kind"].as_str() {
                 Some("status-update") => {
-                    let text = ev["status"]["message"]["parts"][0]["text"].as_str().unwrap_or("");
+                    let text = ev["status"]["message"]["parts"][0]["text"]
+                        .as_str()
+                        .unwrap_or("");
                     format!(
                         "status {}{}{}",
                         ev["status"]["state"].as_str().unwrap_or("?"),
                         if ev["final"] == true { " (final)" } else { "" },
-                        if text.is_empty() { String::new() } else { format!(" {text:?}") }
+                        if text.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" {text:?}")
+                        }
                     )
                 }
                 Some("artifact-update") => format!("artifact {}", ev["artifact"]["artifactId"]),
@@ -168,13 +179,23 @@ fn drive(db: &std::path::Path) -> Result<String, String> {
     println!("== a2a-broker demo: a planner delegates to two subagents ==");
     println!("  database: {}", db.display());
     let mut b = Pipe::start(db)?;
-    b.call("app.handshake", json!({"protocolVersion": 10, "client": "a2a-broker-demo"}))?;
+    b.call(
+        "app.handshake",
+        json!({"protocolVersion": 10, "client": "a2a-broker-demo"}),
+    )?;
 
     let mut token = std::collections::HashMap::new();
-    for (name, skill) in [("planner", "plan"), ("reviewer", "review"), ("tester", "test")] {
+    for (name, skill) in [
+        ("planner", "plan"),
+        ("reviewer", "review"),
+        ("tester", "test"),
+    ] {
         let card = json!({"name": name, "description": format!("the {name}"),
                           "skills": [{"id": skill, "name": skill, "description": "", "tags": [skill]}]});
-        let r = b.call("a2a.agents.register", json!({"contextId": "session-1", "card": card}))?;
+        let r = b.call(
+            "a2a.agents.register",
+            json!({"contextId": "session-1", "card": card}),
+        )?;
         token.insert(name, r["token"].as_str().unwrap_or_default().to_owned());
         println!("  registered {:<9} peer id {}", name, r["agentId"]);
     }
@@ -189,7 +210,10 @@ fn drive(db: &std::path::Path) -> Result<String, String> {
 
     let mut ann = text("I own src/lib.rs until further notice", "own-1");
     ann["to"] = json!("*");
-    let r = b.call("a2a.message.send", json!({"token": tok("planner"), "message": ann}))?;
+    let r = b.call(
+        "a2a.message.send",
+        json!({"token": tok("planner"), "message": ann}),
+    )?;
     println!(
         "2. planner broadcasts \"I own src/lib.rs\" (to: \"*\"): {} tasks, one per peer",
         r["tasks"].as_array().map_or(0, Vec::len)
@@ -198,17 +222,29 @@ fn drive(db: &std::path::Path) -> Result<String, String> {
 
     let mut ask = text("Review src/lib.rs", "review-1");
     ask["to"] = json!("reviewer");
-    let r = b.call("a2a.message.send", json!({"token": tok("planner"), "message": ask}))?;
+    let r = b.call(
+        "a2a.message.send",
+        json!({"token": tok("planner"), "message": ask}),
+    )?;
     let review = r["task"]["id"].as_str().unwrap_or_default().to_owned();
-    println!("3. planner asks reviewer for a review: task {review} ({})", r["task"]["status"]["state"]);
+    println!(
+        "3. planner asks reviewer for a review: task {review} ({})",
+        r["task"]["status"]["state"]
+    );
     b.show_events();
-    let again = b.call("a2a.message.send", json!({"token": tok("planner"), "message": ask}))?;
+    let again = b.call(
+        "a2a.message.send",
+        json!({"token": tok("planner"), "message": ask}),
+    )?;
     println!(
         "   the same send retried (same messageId): same task {} returned, nothing new written or routed",
         again["task"]["id"]
     );
 
-    b.call("a2a.tasks.status", json!({"token": tok("reviewer"), "id": review, "state": "working"}))?;
+    b.call(
+        "a2a.tasks.status",
+        json!({"token": tok("reviewer"), "id": review, "state": "working"}),
+    )?;
     b.call(
         "a2a.tasks.artifact",
         json!({"token": tok("reviewer"), "id": review,
@@ -235,13 +271,23 @@ fn drive(db: &std::path::Path) -> Result<String, String> {
     println!("5. planner sends a *blocking* request to tester; the pipe stays free meanwhile");
     let deadline = Instant::now() + TIMEOUT;
     let test_task = loop {
-        if let Some(e) = b.events.iter().find(|e| e["params"]["recipient"] == "tester") {
-            break e["params"]["event"]["taskId"].as_str().unwrap_or_default().to_owned();
+        if let Some(e) = b
+            .events
+            .iter()
+            .find(|e| e["params"]["recipient"] == "tester")
+        {
+            break e["params"]["event"]["taskId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
         }
         if Instant::now() > deadline {
             return Err("tester never heard of its task".into());
         }
-        let v = b.lines.recv_timeout(TIMEOUT).map_err(|_| "broker went quiet".to_string())?;
+        let v = b
+            .lines
+            .recv_timeout(TIMEOUT)
+            .map_err(|_| "broker went quiet".to_string())?;
         if v.get("id").is_some() {
             b.early.push(v);
         } else {
@@ -262,8 +308,14 @@ fn drive(db: &std::path::Path) -> Result<String, String> {
     b.show_events();
     let mut answer = text("unit", "answer-1");
     answer["taskId"] = json!(test_task);
-    let r = b.call("a2a.message.send", json!({"token": tok("planner"), "message": answer}))?;
-    println!("6. planner answers \"unit\": the task resumes ({})", r["task"]["status"]["state"]);
+    let r = b.call(
+        "a2a.message.send",
+        json!({"token": tok("planner"), "message": answer}),
+    )?;
+    println!(
+        "6. planner answers \"unit\": the task resumes ({})",
+        r["task"]["status"]["state"]
+    );
     b.call(
         "a2a.tasks.status",
         json!({"token": tok("tester"), "id": test_task, "state": "completed",
@@ -271,7 +323,10 @@ fn drive(db: &std::path::Path) -> Result<String, String> {
     )?;
     b.show_events();
 
-    let list = b.call("a2a.tasks.list", json!({"token": tok("planner"), "role": "requester"}))?;
+    let list = b.call(
+        "a2a.tasks.list",
+        json!({"token": tok("planner"), "role": "requester"}),
+    )?;
     println!("7. planner's tasks, newest first:");
     for t in list["tasks"].as_array().into_iter().flatten() {
         println!(

@@ -15,10 +15,10 @@ use crate::engine::{EngineHandle, Op, Shared};
 use crate::errors::to_rpc;
 use crate::reads;
 use crate::reply::Reply;
+use a2a_proto::call::Call;
 use a2a_proto::error::RpcError;
 use a2a_proto::jsonrpc::{parse_line, Id, Incoming, Request};
 use a2a_proto::limits::{A2A_DEFAULT_STREAM_WAIT_SECONDS, A2A_MAX_STREAM_WAIT_SECONDS};
-use a2a_proto::call::Call;
 use a2a_proto::methods as m;
 use a2a_proto::params::{HandshakeParams, HandshakeResult, WaitParams};
 use a2a_proto::PROTOCOL_VERSION;
@@ -114,7 +114,9 @@ impl Broker {
                 };
                 self.handle_json(s, &req, responder);
             }
-            Incoming::Single(Err(rej)) => Responder::direct(s.outbox.clone(), rej.id).send(Err(rej.error)),
+            Incoming::Single(Err(rej)) => {
+                Responder::direct(s.outbox.clone(), rej.id).send(Err(rej.error))
+            }
             Incoming::Batch(items) => {
                 let answered = items
                     .iter()
@@ -173,7 +175,12 @@ impl Broker {
     }
 
     /// `Some(result)` to answer now; `None` when the responder was handed on.
-    fn route(&self, s: &mut Session, call: Call, slot: &mut Option<Responder>) -> Option<Result<Reply, RpcError>> {
+    fn route(
+        &self,
+        s: &mut Session,
+        call: Call,
+        slot: &mut Option<Responder>,
+    ) -> Option<Result<Reply, RpcError>> {
         let op = match call {
             Call::Handshake(p) => return Some(self.handshake(s, p)),
             Call::ListAgents(p) => return Some(self.read(|c| reads::list_agents(c, p))),
@@ -187,17 +194,28 @@ impl Broker {
                 params: p,
             }),
             Call::Deregister(p) => Ok(Op::Deregister { token: p.token }),
-            Call::Send(p) => check(validate::check_message(&p.message)).map(|_| Op::Send { params: p, stream: false }),
-            Call::Stream(p) => check(validate::check_message(&p.message)).map(|_| Op::Send { params: p, stream: true }),
-            Call::Status(p) => check(p.message.as_ref().map_or(Ok(()), validate::check_message)).map(|_| Op::Status(p)),
-            Call::Cancel(p) => check(p.message.as_ref().map_or(Ok(()), validate::check_message)).map(|_| Op::Cancel(p)),
-            Call::Artifact(p) => check(validate::check_parts(&p.artifact.parts)).map(|_| Op::Artifact(p)),
+            Call::Send(p) => check(validate::check_message(&p.message)).map(|_| Op::Send {
+                params: p,
+                stream: false,
+            }),
+            Call::Stream(p) => check(validate::check_message(&p.message)).map(|_| Op::Send {
+                params: p,
+                stream: true,
+            }),
+            Call::Status(p) => check(p.message.as_ref().map_or(Ok(()), validate::check_message))
+                .map(|_| Op::Status(p)),
+            Call::Cancel(p) => check(p.message.as_ref().map_or(Ok(()), validate::check_message))
+                .map(|_| Op::Cancel(p)),
+            Call::Artifact(p) => {
+                check(validate::check_parts(&p.artifact.parts)).map(|_| Op::Artifact(p))
+            }
             Call::Resubscribe(p) => Ok(Op::Resubscribe(p)),
             Call::PushSet(p) => Ok(Op::PushSet(p)),
         };
         match op {
             Ok(op) => {
-                self.engine.call(op, slot.take().expect("responder present"));
+                self.engine
+                    .call(op, slot.take().expect("responder present"));
                 None
             }
             Err(e) => Some(Err(e)),
@@ -209,7 +227,9 @@ impl Broker {
             return Err(RpcError::new(
                 a2a_proto::error::INVALID_REQUEST,
                 "invalid request",
-                Some(json!({"reason": "protocol version mismatch", "protocolVersion": PROTOCOL_VERSION})),
+                Some(
+                    json!({"reason": "protocol version mismatch", "protocolVersion": PROTOCOL_VERSION}),
+                ),
             ));
         }
         if let Some(secret) = &s.secret {
@@ -254,7 +274,12 @@ impl Broker {
             .unwrap_or(A2A_DEFAULT_STREAM_WAIT_SECONDS as f64)
             .clamp(0.0, A2A_MAX_STREAM_WAIT_SECONDS as f64);
         let responder = slot.take().expect("responder present");
-        queue.wait(p.after_seq, Duration::from_secs_f64(secs), responder, &self.shared.timer);
+        queue.wait(
+            p.after_seq,
+            Duration::from_secs_f64(secs),
+            responder,
+            &self.shared.timer,
+        );
         None
     }
 }

@@ -9,22 +9,28 @@ pub fn to_rpc(e: CoreError) -> RpcError {
     let msg = e.to_string();
     match e {
         CoreError::UnknownToken => RpcError::a2a(C::UnknownToken, msg, None),
-        CoreError::UnknownAgent(name) => RpcError::a2a(C::UnknownAgent, msg, Some(json!({ "agent": name }))),
+        CoreError::UnknownAgent(name) => {
+            RpcError::a2a(C::UnknownAgent, msg, Some(json!({ "agent": name })))
+        }
         CoreError::AmbiguousRecipient(candidates) => RpcError::a2a(
             C::UnknownAgent,
             msg,
             Some(json!({ "reason": "ambiguous recipient", "candidates": candidates })),
         ),
-        CoreError::UnknownTask(id) => RpcError::a2a(C::UnknownTask, msg, Some(json!({ "taskId": id }))),
+        CoreError::UnknownTask(id) => {
+            RpcError::a2a(C::UnknownTask, msg, Some(json!({ "taskId": id })))
+        }
         CoreError::CrossContextDenied(_) => RpcError::a2a(C::CrossContextDenied, msg, None),
         CoreError::InvalidTransition { from, to } => RpcError::a2a(
             C::InvalidTransition,
             msg,
             Some(json!({ "from": from.as_str(), "to": to.as_str() })),
         ),
-        CoreError::TaskTerminal(state) => {
-            RpcError::a2a(C::TaskTerminal, msg, Some(json!({ "state": state.as_str() })))
-        }
+        CoreError::TaskTerminal(state) => RpcError::a2a(
+            C::TaskTerminal,
+            msg,
+            Some(json!({ "state": state.as_str() })),
+        ),
         CoreError::SendCap { limit, max, actual } => RpcError::a2a(
             C::SendCap,
             msg,
@@ -47,12 +53,19 @@ mod tests {
 
     #[test]
     fn bounds_carry_limit_max_actual() {
-        let e = to_rpc(CoreError::SendCap { limit: "A2A_MAX_TASK_HISTORY", max: 256, actual: 257 });
+        let e = to_rpc(CoreError::SendCap {
+            limit: "A2A_MAX_TASK_HISTORY",
+            max: 256,
+            actual: 257,
+        });
         assert_eq!(e.code, 1400);
         let d = e.data.unwrap();
         assert_eq!(d["errorCode"], "A2A_SEND_CAP");
         assert_eq!(d["limit"], "A2A_MAX_TASK_HISTORY");
-        assert_eq!((d["max"].as_u64(), d["actual"].as_u64()), (Some(256), Some(257)));
+        assert_eq!(
+            (d["max"].as_u64(), d["actual"].as_u64()),
+            (Some(256), Some(257))
+        );
     }
 
     #[test]

@@ -17,7 +17,10 @@ fn open(db: &Path) -> Result<Connection, String> {
         .map_err(|e| format!("database {}: {e}", db.display()))?;
     migrate::check_version(&db.display().to_string(), v).map_err(|e| e.to_string())?;
     if v != a2a_proto::SCHEMA_VERSION {
-        return Err(format!("database {} holds no broker tables yet (schema {v})", db.display()));
+        return Err(format!(
+            "database {} holds no broker tables yet (schema {v})",
+            db.display()
+        ));
     }
     Ok(conn)
 }
@@ -36,7 +39,10 @@ pub fn summarize(parts: &[Part]) -> String {
             }
             Part::File { file, .. } => format!(
                 "[file {}]",
-                file.name.as_deref().or(file.uri.as_deref()).unwrap_or("inline bytes")
+                file.name
+                    .as_deref()
+                    .or(file.uri.as_deref())
+                    .unwrap_or("inline bytes")
             ),
             Part::Data { data, .. } => format!("[data {} keys]", data.len()),
         });
@@ -122,13 +128,19 @@ pub fn show(db: &Path, id: &str) -> Result<(), String> {
             println!(
                 "  {}{}: {}",
                 a.artifact_id,
-                a.name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default(),
+                a.name
+                    .as_deref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default(),
                 summarize(&a.parts)
             );
         }
     }
     for (owner, cfg) in &rec.push_configs {
-        println!("push config {} set by {} ({})", cfg.id, owner.peer_id, owner.context_id);
+        println!(
+            "push config {} set by {} ({})",
+            cfg.id, owner.peer_id, owner.context_id
+        );
     }
     println!("log:");
     for e in read::full_log(&conn, id).map_err(|e| e.to_string())? {
@@ -150,7 +162,10 @@ pub fn show(db: &Path, id: &str) -> Result<(), String> {
             ),
             Err(err) => format!("unreadable entry: {err}"),
         };
-        println!("  v{:<3} {}  {:<16} {:<16} {}", e.version, e.at, e.actor, e.kind, what);
+        println!(
+            "  v{:<3} {}  {:<16} {:<16} {}",
+            e.version, e.at, e.actor, e.kind, what
+        );
     }
     Ok(())
 }

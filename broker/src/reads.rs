@@ -99,7 +99,9 @@ impl<'a> ReadCtx<'a> {
     fn party_task(&mut self, agent: &Agent, id: &str) -> Result<Arc<TaskRecord>, CoreError> {
         let rec = self.task(id)?;
         if rec.role_of(&agent.party()).is_none() {
-            return Err(CoreError::CrossContextDenied("only a party to the task may read it"));
+            return Err(CoreError::CrossContextDenied(
+                "only a party to the task may read it",
+            ));
         }
         Ok(rec)
     }
@@ -147,10 +149,9 @@ pub fn list_tasks(c: &mut ReadCtx<'_>, p: ListTasksParams) -> Result<Reply, Core
         .clamp(1, MAX_LIST_LIMIT);
     let before = match p.cursor.as_deref() {
         None => None,
-        Some(cur) => Some(
-            cur.parse::<i64>()
-                .map_err(|_| CoreError::InvalidParams(format!("cursor `{cur}` is not one this broker gave")))?,
-        ),
+        Some(cur) => Some(cur.parse::<i64>().map_err(|_| {
+            CoreError::InvalidParams(format!("cursor `{cur}` is not one this broker gave"))
+        })?),
     };
     let (ids, next) = read::list_task_ids(c.db()?, &agent.party(), p.role, p.state, limit, before)?;
     let mut tasks = Vec::with_capacity(ids.len());

@@ -50,7 +50,10 @@ impl Serialize for TaskView {
 impl Reply {
     /// `{task}` for one task.
     pub fn task(rec: Arc<TaskRecord>, history_length: Option<usize>) -> Reply {
-        Reply::Task(TaskView { rec, history_length })
+        Reply::Task(TaskView {
+            rec,
+            history_length,
+        })
     }
 }
 

@@ -67,8 +67,11 @@ pub fn serve(cfg: ServeConfig) -> Result<(), String> {
     let engine = broker.engine.clone();
     let (stop_tx, stop_rx) = crossbeam_channel::bounded::<Stop>(2);
 
-    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT])
-        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+    ])
+    .map_err(|e| format!("cannot install signal handlers: {e}"))?;
     {
         let stop_tx = stop_tx.clone();
         std::thread::Builder::new()
@@ -88,9 +91,15 @@ pub fn serve(cfg: ServeConfig) -> Result<(), String> {
 
     let mut ready = format!("{{\"ready\":true,\"pid\":{}", std::process::id());
     if let Some(s) = &server {
-        ready.push_str(&format!(",\"socket\":{}", serde_json::to_string(&s.path.display().to_string()).expect("string")));
+        ready.push_str(&format!(
+            ",\"socket\":{}",
+            serde_json::to_string(&s.path.display().to_string()).expect("string")
+        ));
         if let Some(f) = &s.secret_file {
-            ready.push_str(&format!(",\"secretFile\":{}", serde_json::to_string(&f.display().to_string()).expect("string")));
+            ready.push_str(&format!(
+                ",\"secretFile\":{}",
+                serde_json::to_string(&f.display().to_string()).expect("string")
+            ));
         }
     }
     ready.push('}');

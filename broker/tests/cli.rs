@@ -57,7 +57,11 @@ fn inspecting_a_missing_database_is_a_clear_error() {
 fn demo_runs_a_delegation_end_to_end() {
     let out = broker().arg("demo").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "demo failed: {text} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "demo failed: {text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(text.contains("the broker exited with status 0"), "{text}");
     assert!(text.contains("completed (final)"), "{text}");
 }

@@ -58,7 +58,10 @@ fn start(db: &std::path::Path, durability: &str) -> Broker {
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut ready = String::new();
     stderr.read_line(&mut ready).unwrap();
-    assert!(ready.contains("\"ready\":true"), "broker did not start: {ready}");
+    assert!(
+        ready.contains("\"ready\":true"),
+        "broker did not start: {ready}"
+    );
     let (tx, lines) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -70,7 +73,11 @@ fn start(db: &std::path::Path, durability: &str) -> Broker {
         }
     });
     let stdin = child.stdin.take().unwrap();
-    Broker { child, stdin, lines }
+    Broker {
+        child,
+        stdin,
+        lines,
+    }
 }
 
 impl Broker {
@@ -98,8 +105,16 @@ impl Broker {
 /// What an acknowledged call promised.
 #[derive(Debug)]
 enum Acked {
-    Created { task: String, mid: String },
-    Status { task: String, version: i64, state: String, mid: String },
+    Created {
+        task: String,
+        mid: String,
+    },
+    Status {
+        task: String,
+        version: i64,
+        state: String,
+        mid: String,
+    },
 }
 
 #[derive(Clone)]
@@ -184,7 +199,10 @@ fn trial(seed: u64, n: usize) -> usize {
     b.child.wait().unwrap();
     // Acknowledgements already in the pipe count too: they were written after commit.
     let deadline = Instant::now() + TIMEOUT;
-    while let Ok(v) = b.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+    while let Ok(v) = b
+        .lines
+        .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+    {
         collect(&v, &mut pending, &mut acked, &mut to_advance);
     }
     drop(b);
@@ -197,7 +215,12 @@ fn trial(seed: u64, n: usize) -> usize {
     acked.len()
 }
 
-fn collect(v: &Value, pending: &mut HashMap<u64, Pending>, acked: &mut Vec<Acked>, to_advance: &mut Vec<(String, &'static str)>) {
+fn collect(
+    v: &Value,
+    pending: &mut HashMap<u64, Pending>,
+    acked: &mut Vec<Acked>,
+    to_advance: &mut Vec<(String, &'static str)>,
+) {
     let Some(id) = v["id"].as_u64() else { return };
     let Some(p) = pending.remove(&id) else { return };
     let Some(task) = v.get("result").map(|r| &r["task"]) else {
@@ -226,7 +249,9 @@ fn collect(v: &Value, pending: &mut HashMap<u64, Pending>, acked: &mut Vec<Acked
 fn verify(db: &std::path::Path, acked: &[Acked], seed: u64, n: usize) -> usize {
     let ctx = format!("trial {n} (seed {seed})");
     let c = Connection::open(db).unwrap();
-    let ok: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    let ok: String = c
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(ok, "ok", "{ctx}");
     let has_message = |task: &str, mid: &str| -> bool {
         c.query_row(
@@ -242,13 +267,26 @@ fn verify(db: &std::path::Path, acked: &[Acked], seed: u64, n: usize) -> usize {
         match a {
             Acked::Created { task, mid } => {
                 let found: Option<String> = c
-                    .query_row("SELECT create_message_id FROM a2a_tasks WHERE id = ?1", [task], |r| r.get(0))
+                    .query_row(
+                        "SELECT create_message_id FROM a2a_tasks WHERE id = ?1",
+                        [task],
+                        |r| r.get(0),
+                    )
                     .optional()
                     .unwrap();
-                assert_eq!(found.as_deref(), Some(mid.as_str()), "{ctx}: acknowledged creation {task} lost");
+                assert_eq!(
+                    found.as_deref(),
+                    Some(mid.as_str()),
+                    "{ctx}: acknowledged creation {task} lost"
+                );
                 assert!(has_message(task, mid), "{ctx}: message of {task} lost");
             }
-            Acked::Status { task, version, state, mid } => {
+            Acked::Status {
+                task,
+                version,
+                state,
+                mid,
+            } => {
                 let payload: Option<String> = c
                     .query_row(
                         "SELECT payload FROM a2a_task_log WHERE task_id = ?1 AND version = ?2",
@@ -257,15 +295,25 @@ fn verify(db: &std::path::Path, acked: &[Acked], seed: u64, n: usize) -> usize {
                     )
                     .optional()
                     .unwrap();
-                let payload = payload.unwrap_or_else(|| panic!("{ctx}: acknowledged {state} of {task} v{version} lost"));
-                assert!(payload.contains(&format!("\"state\":\"{state}\"")), "{ctx}: {payload}");
-                assert!(has_message(task, mid), "{ctx}: status message of {task} lost");
+                let payload = payload.unwrap_or_else(|| {
+                    panic!("{ctx}: acknowledged {state} of {task} v{version} lost")
+                });
+                assert!(
+                    payload.contains(&format!("\"state\":\"{state}\"")),
+                    "{ctx}: {payload}"
+                );
+                assert!(
+                    has_message(task, mid),
+                    "{ctx}: status message of {task} lost"
+                );
             }
         }
     }
     // Nothing in part: every task's log is exactly versions 1..=version,
     // each change stored its message, and the row's state is the last logged one.
-    let mut st = c.prepare("SELECT id, version, state FROM a2a_tasks").unwrap();
+    let mut st = c
+        .prepare("SELECT id, version, state FROM a2a_tasks")
+        .unwrap();
     let tasks: Vec<(String, i64, String)> = st
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .unwrap()
@@ -279,11 +327,22 @@ fn verify(db: &std::path::Path, acked: &[Acked], seed: u64, n: usize) -> usize {
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .unwrap();
-        assert_eq!((count, max), (*version, *version), "{ctx}: log of {task} incomplete");
+        assert_eq!(
+            (count, max),
+            (*version, *version),
+            "{ctx}: log of {task} incomplete"
+        );
         let messages: i64 = c
-            .query_row("SELECT count(*) FROM a2a_messages WHERE task_id = ?1", [task], |r| r.get(0))
+            .query_row(
+                "SELECT count(*) FROM a2a_messages WHERE task_id = ?1",
+                [task],
+                |r| r.get(0),
+            )
             .unwrap();
-        assert_eq!(messages, *version, "{ctx}: messages of {task} do not match its changes");
+        assert_eq!(
+            messages, *version,
+            "{ctx}: messages of {task} do not match its changes"
+        );
         let last: String = c
             .query_row(
                 "SELECT payload FROM a2a_task_log WHERE task_id = ?1 AND version = ?2",
@@ -291,22 +350,34 @@ fn verify(db: &std::path::Path, acked: &[Acked], seed: u64, n: usize) -> usize {
                 |r| r.get(0),
             )
             .unwrap();
-        assert!(last.contains(&format!("\"state\":\"{state}\"")), "{ctx}: state of {task} is not its last logged one");
+        assert!(
+            last.contains(&format!("\"state\":\"{state}\"")),
+            "{ctx}: state of {task} is not its last logged one"
+        );
     }
-    let acked_creations = acked.iter().filter(|a| matches!(a, Acked::Created { .. })).count();
+    let acked_creations = acked
+        .iter()
+        .filter(|a| matches!(a, Acked::Created { .. }))
+        .count();
     assert!(tasks.len() >= acked_creations, "{ctx}");
     tasks.len()
 }
 
 #[test]
 fn sigkill_at_random_instants_loses_nothing_acknowledged() {
-    let trials: usize = std::env::var("A2A_CRASH_TRIALS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
-    let seed: u64 = std::env::var("A2A_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64
-    });
+    let trials: usize = std::env::var("A2A_CRASH_TRIALS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    let seed: u64 = std::env::var("A2A_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
     eprintln!("crash harness: {trials} trials, A2A_CRASH_SEED={seed}");
     let mut rng = Rng(seed | 1);
     let acked: usize = (0..trials).map(|n| trial(rng.next(), n)).sum();

@@ -38,7 +38,10 @@ pub enum ClientFrame {
 /// What the broker sends.
 #[derive(Debug, Clone, PartialEq, Encode, Decode)]
 pub enum ServerFrame {
-    Response { id: u64, result: Result<Outcome, RpcError> },
+    Response {
+        id: u64,
+        result: Result<Outcome, RpcError>,
+    },
     Notification(Notification),
     /// A frame that could not be read; the connection closes after it.
     Fatal(RpcError),
@@ -53,11 +56,13 @@ pub enum FrameError {
     Malformed(String),
 }
 
-
 impl std::fmt::Display for FrameError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            FrameError::TooLarge(n) => write!(f, "frame of {n} bytes exceeds the {MAX_FRAME_BYTES}-byte limit"),
+            FrameError::TooLarge(n) => write!(
+                f,
+                "frame of {n} bytes exceeds the {MAX_FRAME_BYTES}-byte limit"
+            ),
             FrameError::Malformed(e) => write!(f, "malformed frame: {e}"),
         }
     }
@@ -65,15 +70,25 @@ impl std::fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
-fn config() -> bincode::config::Configuration {
-    bincode::config::standard()
+/// The standard configuration, with decoding limited to one frame's size:
+/// a forged length inside a payload cannot make the decoder reserve more
+/// memory than a frame may hold.
+fn config() -> bincode::config::Configuration<
+    bincode::config::LittleEndian,
+    bincode::config::Varint,
+    bincode::config::Limit<MAX_FRAME_BYTES>,
+> {
+    bincode::config::standard().with_limit::<MAX_FRAME_BYTES>()
 }
 
 /// Appends one frame (length prefix + payload) to `out`.
-pub fn encode_frame<T: Encode>(value: &T, out: &mut Vec<u8>) -> Result<(), bincode::error::EncodeError> {
+pub fn encode_frame<T: Encode>(
+    value: &T,
+    out: &mut Vec<u8>,
+) -> Result<(), bincode::error::EncodeError> {
     let start = out.len();
     out.extend_from_slice(&[0; 4]);
-    bincode::encode_into_std_write(value, out, config())?;
+    bincode::encode_into_std_write(value, out, bincode::config::standard())?;
     let len = (out.len() - start - 4) as u32;
     out[start..start + 4].copy_from_slice(&len.to_le_bytes());
     Ok(())
@@ -90,7 +105,8 @@ pub fn payload_len(prefix: [u8; 4]) -> Result<usize, FrameError> {
 
 /// Decodes one payload; trailing bytes are an error.
 pub fn decode_payload<T: Decode<()>>(payload: &[u8]) -> Result<T, FrameError> {
-    let (v, used) = bincode::decode_from_slice(payload, config()).map_err(|e| FrameError::Malformed(e.to_string()))?;
+    let (v, used) = bincode::decode_from_slice(payload, config())
+        .map_err(|e| FrameError::Malformed(e.to_string()))?;
     if used != payload.len() {
         return Err(FrameError::Malformed(format!(
             "{} bytes left over after the frame",

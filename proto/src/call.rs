@@ -157,7 +157,10 @@ impl Outcome {
     }
 
     /// Reads the JSON result of `method` into its typed form.
-    pub fn from_json(method: &str, result: serde_json::Value) -> Result<Outcome, serde_json::Error> {
+    pub fn from_json(
+        method: &str,
+        result: serde_json::Value,
+    ) -> Result<Outcome, serde_json::Error> {
         use serde_json::from_value as f;
         Ok(match method {
             m::HANDSHAKE => Outcome::Handshake(f(result)?),

@@ -166,7 +166,10 @@ mod tests {
 
 // Binary frames carry `data` as its JSON text (see `crate::json`).
 impl bincode::Encode for RpcError {
-    fn encode<E: bincode::enc::Encoder>(&self, e: &mut E) -> Result<(), bincode::error::EncodeError> {
+    fn encode<E: bincode::enc::Encoder>(
+        &self,
+        e: &mut E,
+    ) -> Result<(), bincode::error::EncodeError> {
         self.code.encode(e)?;
         self.message.encode(e)?;
         self.data.clone().map(crate::json::JsonValue).encode(e)
@@ -174,7 +177,9 @@ impl bincode::Encode for RpcError {
 }
 
 impl<C> bincode::Decode<C> for RpcError {
-    fn decode<D: bincode::de::Decoder<Context = C>>(d: &mut D) -> Result<Self, bincode::error::DecodeError> {
+    fn decode<D: bincode::de::Decoder<Context = C>>(
+        d: &mut D,
+    ) -> Result<Self, bincode::error::DecodeError> {
         Ok(RpcError {
             code: i64::decode(d)?,
             message: String::decode(d)?,

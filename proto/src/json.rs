@@ -46,7 +46,8 @@ fn encode_json<E: Encoder, T: Serialize>(v: &T, e: &mut E) -> Result<(), EncodeE
 }
 
 fn decode_json<T: serde::de::DeserializeOwned>(text: String) -> Result<T, DecodeError> {
-    serde_json::from_str(&text).map_err(|err| DecodeError::OtherString(format!("embedded JSON: {err}")))
+    serde_json::from_str(&text)
+        .map_err(|err| DecodeError::OtherString(format!("embedded JSON: {err}")))
 }
 
 impl Encode for JsonObject {

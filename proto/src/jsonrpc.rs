@@ -161,15 +161,24 @@ fn parse_one(text: &str) -> Result<Request<'_>, Rejected> {
                 .and_then(|v| v.get("id").cloned())
                 .and_then(|v| serde_json::from_value::<Id>(v).ok())
                 .unwrap_or(Id::Null);
-            return Err(reject(id, RpcError::invalid_request(&format!("not a request object: {e}"))));
+            return Err(reject(
+                id,
+                RpcError::invalid_request(&format!("not a request object: {e}")),
+            ));
         }
     };
     let id_for_error = env.id.clone().unwrap_or(Id::Null);
     if env.jsonrpc.as_deref() != Some("2.0") {
-        return Err(reject(id_for_error, RpcError::invalid_request("jsonrpc must be \"2.0\"")));
+        return Err(reject(
+            id_for_error,
+            RpcError::invalid_request("jsonrpc must be \"2.0\""),
+        ));
     }
     let Some(method) = env.method else {
-        return Err(reject(id_for_error, RpcError::invalid_request("missing method")));
+        return Err(reject(
+            id_for_error,
+            RpcError::invalid_request("missing method"),
+        ));
     };
     Ok(Request {
         id: env.id,
@@ -278,8 +287,15 @@ mod tests {
     #[test]
     fn writes_envelopes() {
         let mut out = Vec::new();
-        write_response::<_, serde_json::Value>(&mut out, &Id::Str("q".into()), Ok(&serde_json::json!({"ok": true})))
-            .unwrap();
-        assert_eq!(out, b"{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"result\":{\"ok\":true}}\n");
+        write_response::<_, serde_json::Value>(
+            &mut out,
+            &Id::Str("q".into()),
+            Ok(&serde_json::json!({"ok": true})),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            b"{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"result\":{\"ok\":true}}\n"
+        );
     }
 }

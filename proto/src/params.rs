@@ -4,9 +4,7 @@
 //! as `None` so that the broker answers `A2A_UNKNOWN_TOKEN` (as the contract
 //! says) rather than a params error.
 
-use crate::types::{
-    AgentCard, Artifact, Delivery, Message, Notification, PushConfig, State, Task,
-};
+use crate::types::{AgentCard, Artifact, Delivery, Message, Notification, PushConfig, State, Task};
 use bincode::{Decode, Encode};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;

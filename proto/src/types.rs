@@ -124,7 +124,10 @@ impl Part {
     }
 }
 
-fn take_str<E: serde::de::Error>(obj: &mut Map<String, Value>, key: &str) -> Result<Option<String>, E> {
+fn take_str<E: serde::de::Error>(
+    obj: &mut Map<String, Value>,
+    key: &str,
+) -> Result<Option<String>, E> {
     match obj.remove(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -132,7 +135,10 @@ fn take_str<E: serde::de::Error>(obj: &mut Map<String, Value>, key: &str) -> Res
     }
 }
 
-fn take_object<E: serde::de::Error>(obj: &mut Map<String, Value>, key: &str) -> Result<Option<Object>, E> {
+fn take_object<E: serde::de::Error>(
+    obj: &mut Map<String, Value>,
+    key: &str,
+) -> Result<Option<Object>, E> {
     match obj.remove(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Object(o)) => Ok(Some(Object::from(o))),
@@ -307,7 +313,9 @@ fn text_plain() -> Vec<String> {
 }
 
 /// Registry role: parents and subagents never address each other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, Encode, Decode)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, Encode, Decode,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum AgentKind {
     Parent,
@@ -461,7 +469,8 @@ mod tests {
     #[test]
     fn v1_parts_are_normalised() {
         assert_eq!(part(json!({"text": "hi"})).unwrap(), Part::text("hi"));
-        let p = part(json!({"raw": "aGk=", "mediaType": "text/plain", "filename": "a.txt"})).unwrap();
+        let p =
+            part(json!({"raw": "aGk=", "mediaType": "text/plain", "filename": "a.txt"})).unwrap();
         assert_eq!(
             serde_json::to_value(&p).unwrap(),
             json!({"kind": "file", "file": {"name": "a.txt", "mimeType": "text/plain", "bytes": "aGk="}})

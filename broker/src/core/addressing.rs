@@ -10,7 +10,10 @@ pub fn may_address(caller: &Agent, target: &Agent) -> bool {
 }
 
 /// The live agents the caller may address, sorted by peer id.
-pub fn addressable<'r>(reg: &'r Registry, caller: &'r Agent) -> impl Iterator<Item = &'r Arc<Agent>> {
+pub fn addressable<'r>(
+    reg: &'r Registry,
+    caller: &'r Agent,
+) -> impl Iterator<Item = &'r Arc<Agent>> {
     reg.all().filter(move |a| may_address(caller, a))
 }
 
@@ -68,7 +71,8 @@ mod tests {
     use a2a_proto::types::{AgentCard, AgentKind, Delivery};
 
     fn add(r: &mut Registry, ctx: &str, name: &str, kind: AgentKind) -> Arc<Agent> {
-        let card: AgentCard = serde_json::from_value(serde_json::json!({"name": name, "kind": kind})).unwrap();
+        let card: AgentCard =
+            serde_json::from_value(serde_json::json!({"name": name, "kind": kind})).unwrap();
         r.register(Registration {
             context_id: ctx.into(),
             card,
@@ -88,7 +92,10 @@ mod tests {
     fn omitted_to_prefers_the_own_context() {
         let mut r = Registry::default();
         let me = add(&mut r, "c1", "me", AgentKind::Subagent);
-        assert_eq!(resolve_workers(&r, &me, None).unwrap_err(), CoreError::NoPeers);
+        assert_eq!(
+            resolve_workers(&r, &me, None).unwrap_err(),
+            CoreError::NoPeers
+        );
         add(&mut r, "c2", "far", AgentKind::Subagent);
         assert_eq!(names(resolve_workers(&r, &me, None)), ["far"]);
         add(&mut r, "c1", "near", AgentKind::Subagent);
@@ -105,11 +112,23 @@ mod tests {
         let mut r = Registry::default();
         let sub = add(&mut r, "c", "sub", AgentKind::Subagent);
         let parent = add(&mut r, "c", "boss", AgentKind::Parent);
-        assert_eq!(resolve_workers(&r, &sub, Some("boss")).unwrap_err(), CoreError::UnknownAgent("boss".into()));
-        assert_eq!(resolve_workers(&r, &parent, Some("*")).unwrap_err(), CoreError::NoPeers);
-        assert_eq!(resolve_workers(&r, &sub, Some("sub")).unwrap_err(), CoreError::UnknownAgent("sub".into()));
+        assert_eq!(
+            resolve_workers(&r, &sub, Some("boss")).unwrap_err(),
+            CoreError::UnknownAgent("boss".into())
+        );
+        assert_eq!(
+            resolve_workers(&r, &parent, Some("*")).unwrap_err(),
+            CoreError::NoPeers
+        );
+        assert_eq!(
+            resolve_workers(&r, &sub, Some("sub")).unwrap_err(),
+            CoreError::UnknownAgent("sub".into())
+        );
         add(&mut r, "d", "sub2", AgentKind::Subagent);
         add(&mut r, "e", "sub3", AgentKind::Subagent);
-        assert_eq!(names(resolve_workers(&r, &sub, Some("*"))), ["sub2", "sub3"]);
+        assert_eq!(
+            names(resolve_workers(&r, &sub, Some("*"))),
+            ["sub2", "sub3"]
+        );
     }
 }

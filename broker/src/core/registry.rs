@@ -96,10 +96,14 @@ impl Registry {
     pub fn register(&mut self, reg: Registration) -> Result<(Arc<Agent>, String), CoreError> {
         let requested = reg.card.name.clone();
         if requested.is_empty() {
-            return Err(CoreError::InvalidParams("card.name must not be empty".into()));
+            return Err(CoreError::InvalidParams(
+                "card.name must not be empty".into(),
+            ));
         }
         if requested == "*" {
-            return Err(CoreError::InvalidParams("`*` is reserved for broadcast".into()));
+            return Err(CoreError::InvalidParams(
+                "`*` is reserved for broadcast".into(),
+            ));
         }
         let peer_id = self.free_name(&requested);
         let kind = reg.card.kind.unwrap_or_default();
@@ -254,7 +258,10 @@ mod tests {
         let (a, _) = reg(&mut r, "c", "w");
         let (b, _) = reg(&mut r, "c", "w");
         let (c, _) = reg(&mut r, "d", "w");
-        assert_eq!((a.peer_id.as_str(), b.peer_id.as_str(), c.peer_id.as_str()), ("w", "w-2", "w-3"));
+        assert_eq!(
+            (a.peer_id.as_str(), b.peer_id.as_str(), c.peer_id.as_str()),
+            ("w", "w-2", "w-3")
+        );
         r.remove(&b);
         let (d, _) = reg(&mut r, "c", "w");
         assert_eq!(d.peer_id, "w-2");
@@ -271,8 +278,14 @@ mod tests {
         let mut wrong = tok.clone();
         let last = if wrong.ends_with('0') { "1" } else { "0" };
         wrong.replace_range(47.., last);
-        assert_eq!(r.resolve(Some(&wrong)).unwrap_err(), CoreError::UnknownToken);
-        assert_eq!(r.resolve(Some("short")).unwrap_err(), CoreError::UnknownToken);
+        assert_eq!(
+            r.resolve(Some(&wrong)).unwrap_err(),
+            CoreError::UnknownToken
+        );
+        assert_eq!(
+            r.resolve(Some("short")).unwrap_err(),
+            CoreError::UnknownToken
+        );
         assert_eq!(r.resolve(None).unwrap_err(), CoreError::UnknownToken);
         r.remove(&a);
         assert_eq!(r.resolve(Some(&tok)).unwrap_err(), CoreError::UnknownToken);

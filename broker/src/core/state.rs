@@ -36,11 +36,27 @@ mod tests {
         let allowed: &[(State, &[State])] = &[
             (
                 Submitted,
-                &[Working, InputRequired, AuthRequired, Completed, Canceled, Failed, Rejected],
+                &[
+                    Working,
+                    InputRequired,
+                    AuthRequired,
+                    Completed,
+                    Canceled,
+                    Failed,
+                    Rejected,
+                ],
             ),
             (
                 Working,
-                &[Working, InputRequired, AuthRequired, Completed, Canceled, Failed, Rejected],
+                &[
+                    Working,
+                    InputRequired,
+                    AuthRequired,
+                    Completed,
+                    Canceled,
+                    Failed,
+                    Rejected,
+                ],
             ),
             (InputRequired, &[Working, Canceled, Failed, Rejected]),
             (AuthRequired, &[Working, Canceled, Failed, Rejected]),
@@ -58,14 +74,23 @@ mod tests {
 
     #[test]
     fn terminal_is_reported_before_invalid() {
-        assert_eq!(check_move(Completed, Working), Err(CoreError::TaskTerminal(Completed)));
+        assert_eq!(
+            check_move(Completed, Working),
+            Err(CoreError::TaskTerminal(Completed))
+        );
         assert_eq!(
             check_move(InputRequired, Completed),
-            Err(CoreError::InvalidTransition { from: InputRequired, to: Completed })
+            Err(CoreError::InvalidTransition {
+                from: InputRequired,
+                to: Completed
+            })
         );
         assert_eq!(
             check_move(Working, Submitted),
-            Err(CoreError::InvalidTransition { from: Working, to: Submitted })
+            Err(CoreError::InvalidTransition {
+                from: Working,
+                to: Submitted
+            })
         );
         assert!(check_move(Working, Working).is_ok());
     }

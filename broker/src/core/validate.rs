@@ -19,7 +19,9 @@ const BASE64: GeneralPurpose = GeneralPurpose::new(
 /// Checks a message: a non-empty `messageId`, at least one part, every part valid.
 pub fn check_message(msg: &Message) -> Result<(), CoreError> {
     if msg.message_id.is_empty() {
-        return Err(CoreError::InvalidParams("messageId must not be empty".into()));
+        return Err(CoreError::InvalidParams(
+            "messageId must not be empty".into(),
+        ));
     }
     check_parts(&msg.parts)
 }
@@ -27,7 +29,9 @@ pub fn check_message(msg: &Message) -> Result<(), CoreError> {
 /// Checks a list of parts (a message's or an artifact's).
 pub fn check_parts(parts: &[Part]) -> Result<(), CoreError> {
     if parts.is_empty() {
-        return Err(CoreError::InvalidParams("parts must hold at least one part".into()));
+        return Err(CoreError::InvalidParams(
+            "parts must hold at least one part".into(),
+        ));
     }
     let mut text_chars = 0usize;
     for part in parts {
@@ -52,13 +56,21 @@ pub fn check_parts(parts: &[Part]) -> Result<(), CoreError> {
                 serde_json::to_writer(&mut counter, data)
                     .map_err(|e| CoreError::Internal(format!("sizing a data part: {e}")))?;
                 if counter.0 > A2A_MAX_FILE_BYTES {
-                    return Err(too_large("A2A_MAX_FILE_BYTES", A2A_MAX_FILE_BYTES, counter.0));
+                    return Err(too_large(
+                        "A2A_MAX_FILE_BYTES",
+                        A2A_MAX_FILE_BYTES,
+                        counter.0,
+                    ));
                 }
             }
         }
     }
     if text_chars > A2A_MAX_TEXT_CHARS {
-        return Err(too_large("A2A_MAX_TEXT_CHARS", A2A_MAX_TEXT_CHARS, text_chars));
+        return Err(too_large(
+            "A2A_MAX_TEXT_CHARS",
+            A2A_MAX_TEXT_CHARS,
+            text_chars,
+        ));
     }
     Ok(())
 }
@@ -67,13 +79,21 @@ fn check_file_bytes(b64: &str) -> Result<(), CoreError> {
     // Refuse a payload that cannot fit before paying for its decoding.
     let estimate = b64.len() / 4 * 3;
     if estimate > A2A_MAX_FILE_BYTES + 3 {
-        return Err(too_large("A2A_MAX_FILE_BYTES", A2A_MAX_FILE_BYTES, estimate));
+        return Err(too_large(
+            "A2A_MAX_FILE_BYTES",
+            A2A_MAX_FILE_BYTES,
+            estimate,
+        ));
     }
     let decoded = BASE64
         .decode(b64.as_bytes())
         .map_err(|e| CoreError::InvalidParams(format!("file bytes are not valid base64: {e}")))?;
     if decoded.len() > A2A_MAX_FILE_BYTES {
-        return Err(too_large("A2A_MAX_FILE_BYTES", A2A_MAX_FILE_BYTES, decoded.len()));
+        return Err(too_large(
+            "A2A_MAX_FILE_BYTES",
+            A2A_MAX_FILE_BYTES,
+            decoded.len(),
+        ));
     }
     Ok(())
 }
@@ -121,7 +141,11 @@ mod tests {
         let over = vec![Part::text("é".repeat(8000)), Part::text("x".repeat(8001))];
         assert_eq!(
             check_parts(&over),
-            Err(CoreError::PayloadTooLarge { limit: "A2A_MAX_TEXT_CHARS", max: 16000, actual: 16001 })
+            Err(CoreError::PayloadTooLarge {
+                limit: "A2A_MAX_TEXT_CHARS",
+                max: 16000,
+                actual: 16001
+            })
         );
     }
 
@@ -130,14 +154,23 @@ mod tests {
         assert!(check_parts(&[file(Some("file:///a"), None)]).is_ok());
         assert!(check_parts(&[file(None, Some("aGVsbG8="))]).is_ok());
         assert!(check_parts(&[file(None, Some("aGVsbG8"))]).is_ok());
-        assert!(matches!(check_parts(&[file(None, Some("***"))]), Err(CoreError::InvalidParams(_))));
-        assert!(matches!(check_parts(&[file(None, None)]), Err(CoreError::InvalidParams(_))));
+        assert!(matches!(
+            check_parts(&[file(None, Some("***"))]),
+            Err(CoreError::InvalidParams(_))
+        ));
+        assert!(matches!(
+            check_parts(&[file(None, None)]),
+            Err(CoreError::InvalidParams(_))
+        ));
         assert!(matches!(
             check_parts(&[file(Some("u"), Some("aGk="))]),
             Err(CoreError::InvalidParams(_))
         ));
         let big = BASE64.encode(vec![0u8; A2A_MAX_FILE_BYTES + 1]);
-        assert!(matches!(check_parts(&[file(None, Some(&big))]), Err(CoreError::PayloadTooLarge { .. })));
+        assert!(matches!(
+            check_parts(&[file(None, Some(&big))]),
+            Err(CoreError::PayloadTooLarge { .. })
+        ));
         let max = BASE64.encode(vec![0u8; A2A_MAX_FILE_BYTES]);
         assert!(check_parts(&[file(None, Some(&max))]).is_ok());
     }
@@ -155,6 +188,9 @@ mod tests {
             to: None,
             metadata: None,
         };
-        assert!(matches!(check_message(&msg), Err(CoreError::InvalidParams(_))));
+        assert!(matches!(
+            check_message(&msg),
+            Err(CoreError::InvalidParams(_))
+        ));
     }
 }

@@ -63,7 +63,9 @@ pub struct Outbox {
 
 impl std::fmt::Debug for Outbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Outbox").field("event_bound", &self.event_bound).finish()
+        f.debug_struct("Outbox")
+            .field("event_bound", &self.event_bound)
+            .finish()
     }
 }
 
@@ -146,7 +148,11 @@ impl Outbox {
     }
 
     fn drop_oldest_event(st: &mut State) {
-        let Some(pos) = st.queue.iter().position(|o| matches!(o, Outgoing::Event(_))) else {
+        let Some(pos) = st
+            .queue
+            .iter()
+            .position(|o| matches!(o, Outgoing::Event(_)))
+        else {
             return;
         };
         let Some(Outgoing::Event(n)) = st.queue.remove(pos) else {
@@ -336,18 +342,24 @@ mod tests {
     fn events_past_the_bound_are_dropped_oldest_first_and_reported() {
         let o = Outbox::new(2);
         o.push_event(event("a", 1));
-        o.push_response(Response { id: Id::Uint(1), result: Ok(Reply::Ok) });
+        o.push_response(Response {
+            id: Id::Uint(1),
+            result: Ok(Reply::Ok),
+        });
         o.push_event(event("a", 2));
         o.push_event(event("a", 3));
         let mut out = Vec::new();
         assert!(o.drain_blocking(&mut out));
         assert_eq!(out.len(), 4);
         match &out[0] {
-            Outgoing::Event(n) => assert_eq!(**n, Notification::Lagged(LaggedParams {
-                recipient: "a".into(),
-                recipient_context_id: "c".into(),
-                dropped: 1
-            })),
+            Outgoing::Event(n) => assert_eq!(
+                **n,
+                Notification::Lagged(LaggedParams {
+                    recipient: "a".into(),
+                    recipient_context_id: "c".into(),
+                    dropped: 1
+                })
+            ),
             other => panic!("{other:?}"),
         }
         assert!(matches!(out[1], Outgoing::Response(_)));
@@ -377,7 +389,10 @@ mod tests {
     fn closed_outbox_ends_the_writer() {
         let o = Outbox::new(1);
         o.close();
-        o.push_response(Response { id: Id::Null, result: Ok(Reply::Ok) });
+        o.push_response(Response {
+            id: Id::Null,
+            result: Ok(Reply::Ok),
+        });
         assert!(!o.drain_blocking(&mut Vec::new()));
     }
 }

@@ -34,7 +34,9 @@ pub struct PullQueue {
 
 impl std::fmt::Debug for PullQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PullQueue").field("recipient", &self.recipient).finish()
+        f.debug_struct("PullQueue")
+            .field("recipient", &self.recipient)
+            .finish()
     }
 }
 
@@ -101,7 +103,11 @@ impl PullQueue {
             return;
         }
         if let Some(acked) = after_seq {
-            while st.events.front().is_some_and(|n| n.seq().is_none_or(|s| s <= acked)) {
+            while st
+                .events
+                .front()
+                .is_some_and(|n| n.seq().is_none_or(|s| s <= acked))
+            {
                 st.events.pop_front();
             }
         }
@@ -202,14 +208,29 @@ mod tests {
         for s in 1..=3 {
             q.push(event(s));
         }
-        q.wait(None, Duration::ZERO, Responder::direct(o.clone(), Id::Uint(1)), &timer);
+        q.wait(
+            None,
+            Duration::ZERO,
+            Responder::direct(o.clone(), Id::Uint(1)),
+            &timer,
+        );
         assert_eq!(seqs(&answer(&o)), [Some(1), Some(2), Some(3)]);
-        q.wait(Some(2), Duration::ZERO, Responder::direct(o.clone(), Id::Uint(2)), &timer);
+        q.wait(
+            Some(2),
+            Duration::ZERO,
+            Responder::direct(o.clone(), Id::Uint(2)),
+            &timer,
+        );
         assert_eq!(seqs(&answer(&o)), [Some(3)]);
         for s in 4..=(MAX_PULL_QUEUE as u64 + 4) {
             q.push(event(s));
         }
-        q.wait(Some(3), Duration::ZERO, Responder::direct(o.clone(), Id::Uint(3)), &timer);
+        q.wait(
+            Some(3),
+            Duration::ZERO,
+            Responder::direct(o.clone(), Id::Uint(3)),
+            &timer,
+        );
         let got = seqs(&answer(&o));
         assert_eq!(got[0], None, "lagged first");
         assert_eq!(got.len(), MAX_PULL_QUEUE + 1);
@@ -221,7 +242,12 @@ mod tests {
         let timer = Timer::start();
         let o = Arc::new(Outbox::new(8));
         let q = Arc::new(PullQueue::new("a", "c"));
-        q.wait(None, Duration::from_secs(60), Responder::direct(o.clone(), Id::Uint(1)), &timer);
+        q.wait(
+            None,
+            Duration::from_secs(60),
+            Responder::direct(o.clone(), Id::Uint(1)),
+            &timer,
+        );
         let mut out = Vec::new();
         o.drain_now(&mut out);
         assert!(out.is_empty());

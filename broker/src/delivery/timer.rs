@@ -63,7 +63,11 @@ impl Timer {
         inner.seq += 1;
         let seq = inner.seq;
         let earliest = inner.heap.peek().is_none_or(|Reverse(e)| at < e.at);
-        inner.heap.push(Reverse(Entry { at, seq, f: Box::new(f) }));
+        inner.heap.push(Reverse(Entry {
+            at,
+            seq,
+            f: Box::new(f),
+        }));
         if earliest {
             cond.notify_one();
         }

@@ -3,8 +3,8 @@
 
 use super::{Command, Engine};
 use crate::core::task::Party;
-use crate::reply::{Reply, TaskView};
 use crate::delivery::Responder;
+use crate::reply::{Reply, TaskView};
 use a2a_proto::limits::A2A_DEFAULT_STREAM_WAIT_SECONDS;
 use a2a_proto::types::{Notification, PushParams, StreamEvent, TaskEventParams, TaskStatus};
 use std::time::{Duration, Instant};
@@ -193,7 +193,11 @@ impl Engine {
         let reply = if b.spec.broadcast {
             Reply::Tasks(views)
         } else {
-            Reply::Task(views.pop().expect("a blocking send waits on one task at least"))
+            Reply::Task(
+                views
+                    .pop()
+                    .expect("a blocking send waits on one task at least"),
+            )
         };
         b.reply.send(Ok(reply));
     }

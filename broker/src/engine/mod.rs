@@ -74,7 +74,10 @@ pub enum Op {
 
 /// What the writer's queue carries.
 pub enum Command {
-    Call { op: Op, reply: Responder },
+    Call {
+        op: Op,
+        reply: Responder,
+    },
     /// A connection closed: its agents' tokens die, their tasks stay open.
     ConnectionClosed(ConnId),
     /// A blocking send's wait ran out.
@@ -111,7 +114,11 @@ impl EngineHandle {
 }
 
 /// Starts the writer thread on an open write connection.
-pub fn start(conn: Connection, shared: Arc<Shared>, batch_max: usize) -> Result<EngineHandle, CoreError> {
+pub fn start(
+    conn: Connection,
+    shared: Arc<Shared>,
+    batch_max: usize,
+) -> Result<EngineHandle, CoreError> {
     let (tx, rx) = crossbeam_channel::unbounded();
     let open_counts = read::open_counts(&conn)?;
     let next_seq = read::max_seq(&conn)? + 1;
@@ -315,7 +322,9 @@ impl Engine {
             .tasks
             .iter()
             .filter(|(id, rec)| {
-                rec.state().is_terminal() && !undo.tasks.contains_key(*id) && !waiting.contains_key(*id)
+                rec.state().is_terminal()
+                    && !undo.tasks.contains_key(*id)
+                    && !waiting.contains_key(*id)
             })
             .map(|(id, _)| id.clone())
             .take(self.tasks.len() - TASK_CACHE_TARGET / 2)
@@ -343,7 +352,8 @@ impl Engine {
         if let Some(rec) = self.tasks.get(id) {
             return Ok(rec.clone());
         }
-        let rec = read::load_task(&self.conn, id)?.ok_or_else(|| CoreError::UnknownTask(id.to_owned()))?;
+        let rec = read::load_task(&self.conn, id)?
+            .ok_or_else(|| CoreError::UnknownTask(id.to_owned()))?;
         let rec = Arc::new(rec);
         self.tasks.insert(id.to_owned(), rec.clone());
         Ok(rec)

@@ -77,18 +77,30 @@ mod tests {
         let mut st = c
             .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
             .unwrap();
-        st.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+        st.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
     }
 
     #[test]
     fn fresh_database_reaches_12_and_reopens() {
         let mut c = Connection::open_in_memory().unwrap();
         migrate(&mut c, "mem").unwrap();
-        let v: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        let v: i64 = c
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
         assert_eq!(v, 12);
         assert_eq!(
             tables(&c),
-            ["a2a_agents", "a2a_artifacts", "a2a_messages", "a2a_push_configs", "a2a_task_log", "a2a_tasks"]
+            [
+                "a2a_agents",
+                "a2a_artifacts",
+                "a2a_messages",
+                "a2a_push_configs",
+                "a2a_task_log",
+                "a2a_tasks"
+            ]
         );
         migrate(&mut c, "mem").unwrap();
     }
@@ -99,15 +111,23 @@ mod tests {
         c.execute_batch("CREATE TABLE plans (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO plans VALUES (1, 'x'); PRAGMA user_version = 11;")
             .unwrap();
         migrate(&mut c, "mem").unwrap();
-        let body: String = c.query_row("SELECT body FROM plans WHERE id = 1", [], |r| r.get(0)).unwrap();
+        let body: String = c
+            .query_row("SELECT body FROM plans WHERE id = 1", [], |r| r.get(0))
+            .unwrap();
         assert_eq!(body, "x");
         assert!(tables(&c).contains(&"a2a_tasks".to_string()));
     }
 
     #[test]
     fn newer_and_odd_versions_are_refused() {
-        assert!(matches!(check_version("p", 13), Err(OpenError::TooNew { found: 13, .. })));
-        assert!(matches!(check_version("p", 5), Err(OpenError::Unsupported { found: 5, .. })));
+        assert!(matches!(
+            check_version("p", 13),
+            Err(OpenError::TooNew { found: 13, .. })
+        ));
+        assert!(matches!(
+            check_version("p", 5),
+            Err(OpenError::Unsupported { found: 5, .. })
+        ));
         assert!(check_version("p", 0).is_ok());
         assert!(check_version("p", 11).is_ok());
         assert!(check_version("p", 12).is_ok());

@@ -51,8 +51,11 @@ pub fn open_writer(path: &Path, durability: Durability) -> Result<Connection, Op
     // Check the version read-only first: switching a file to WAL writes to
     // it, and a database we refuse must stay byte-identical.
     if path.exists() {
-        let ro = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-            .map_err(sql)?;
+        let ro = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(sql)?;
         let v: i64 = ro
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(sql)?;

@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 fn decode<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, CoreError> {
-    serde_json::from_str(text).map_err(|e| CoreError::Internal(format!("decoding a stored row: {e}")))
+    serde_json::from_str(text)
+        .map_err(|e| CoreError::Internal(format!("decoding a stored row: {e}")))
 }
 
 /// Loads a whole task, or `None` if no task has this id.
@@ -37,7 +38,9 @@ pub fn load_task(c: &Connection, id: &str) -> Result<Option<TaskRecord>, CoreErr
             ))
         })
         .optional()?;
-    let Some((ctx, req_peer, w_ctx, w_peer, status, version, mid, broadcast, created, updated)) = row else {
+    let Some((ctx, req_peer, w_ctx, w_peer, status, version, mid, broadcast, created, updated)) =
+        row
+    else {
         return Ok(None);
     };
     let status: TaskStatus = decode(&status)?;
@@ -98,12 +101,19 @@ pub fn load_task(c: &Connection, id: &str) -> Result<Option<TaskRecord>, CoreErr
 }
 
 /// Ids of the tasks a requester created with `message_id`, oldest first.
-pub fn creations(c: &Connection, requester: &Party, message_id: &str) -> Result<Vec<String>, CoreError> {
+pub fn creations(
+    c: &Connection,
+    requester: &Party,
+    message_id: &str,
+) -> Result<Vec<String>, CoreError> {
     let mut st = c.prepare_cached(
         "SELECT id FROM a2a_tasks WHERE context_id = ?1 AND requester_peer = ?2 AND create_message_id = ?3 ORDER BY seq",
     )?;
     let ids = st
-        .query_map(params![requester.context_id, requester.peer_id, message_id], |r| r.get(0))?
+        .query_map(
+            params![requester.context_id, requester.peer_id, message_id],
+            |r| r.get(0),
+        )?
         .collect::<Result<Vec<String>, _>>()?;
     Ok(ids)
 }
@@ -111,7 +121,11 @@ pub fn creations(c: &Connection, requester: &Party, message_id: &str) -> Result<
 const OPEN: &str = "state NOT IN ('completed', 'canceled', 'failed', 'rejected')";
 
 /// Ids of a party's non-terminal tasks, as worker or as requester.
-pub fn open_tasks_of(c: &Connection, party: &Party, as_worker: bool) -> Result<Vec<String>, CoreError> {
+pub fn open_tasks_of(
+    c: &Connection,
+    party: &Party,
+    as_worker: bool,
+) -> Result<Vec<String>, CoreError> {
     let sql = if as_worker {
         format!("SELECT id FROM a2a_tasks WHERE worker_ctx = ?1 AND worker_peer = ?2 AND {OPEN} ORDER BY seq")
     } else {
@@ -130,14 +144,20 @@ pub fn open_counts(c: &Connection) -> Result<HashMap<String, usize>, CoreError> 
         "SELECT context_id, count(*) FROM a2a_tasks WHERE {OPEN} GROUP BY context_id"
     ))?;
     let counts = st
-        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as usize)))?
+        .query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as usize))
+        })?
         .collect::<Result<HashMap<_, _>, _>>()?;
     Ok(counts)
 }
 
 /// The highest task creation sequence number so far.
 pub fn max_seq(c: &Connection) -> Result<i64, CoreError> {
-    Ok(c.query_row("SELECT coalesce(max(seq), 0) FROM a2a_tasks", [], |r| r.get(0))?)
+    Ok(
+        c.query_row("SELECT coalesce(max(seq), 0) FROM a2a_tasks", [], |r| {
+            r.get(0)
+        })?,
+    )
 }
 
 /// One page of a party's tasks, newest first: `(ids, next cursor)`.
@@ -176,12 +196,20 @@ pub fn list_task_ids(
         .collect::<Result<Vec<_>, _>>()?;
     let more = rows.len() > limit;
     let page: Vec<(i64, String)> = rows.into_iter().take(limit).collect();
-    let next = if more { page.last().map(|(s, _)| *s) } else { None };
+    let next = if more {
+        page.last().map(|(s, _)| *s)
+    } else {
+        None
+    };
     Ok((page.into_iter().map(|(_, id)| id).collect(), next))
 }
 
 /// The logged events of a task with a version above `after`, in order.
-pub fn log_after(c: &Connection, task_id: &str, after: u64) -> Result<Vec<(u64, StreamEvent)>, CoreError> {
+pub fn log_after(
+    c: &Connection,
+    task_id: &str,
+    after: u64,
+) -> Result<Vec<(u64, StreamEvent)>, CoreError> {
     let mut st = c.prepare_cached(
         "SELECT version, payload FROM a2a_task_log WHERE task_id = ?1 AND version > ?2 ORDER BY version",
     )?;

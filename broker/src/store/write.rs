@@ -83,7 +83,12 @@ pub fn update_task(c: &Connection, rec: &TaskRecord) -> Result<(), CoreError> {
 }
 
 /// Appends a stamped message to a task's history.
-pub fn insert_message(c: &Connection, task_id: &str, pos: usize, msg: &Message) -> Result<(), CoreError> {
+pub fn insert_message(
+    c: &Connection,
+    task_id: &str,
+    pos: usize,
+    msg: &Message,
+) -> Result<(), CoreError> {
     c.prepare_cached(
         "INSERT INTO a2a_messages (task_id, message_id, pos, from_peer, body) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
@@ -98,7 +103,12 @@ pub fn insert_message(c: &Connection, task_id: &str, pos: usize, msg: &Message) 
 }
 
 /// Writes an artifact (whole, after merging appended chunks).
-pub fn put_artifact(c: &Connection, task_id: &str, pos: usize, art: &Artifact) -> Result<(), CoreError> {
+pub fn put_artifact(
+    c: &Connection,
+    task_id: &str,
+    pos: usize,
+    art: &Artifact,
+) -> Result<(), CoreError> {
     c.prepare_cached(
         "INSERT INTO a2a_artifacts (task_id, artifact_id, pos, body) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (task_id, artifact_id) DO UPDATE SET body = excluded.body",
@@ -108,7 +118,12 @@ pub fn put_artifact(c: &Connection, task_id: &str, pos: usize, art: &Artifact) -
 }
 
 /// Writes the push config a party set on a task.
-pub fn put_push_config(c: &Connection, task_id: &str, owner: &Party, cfg: &PushConfig) -> Result<(), CoreError> {
+pub fn put_push_config(
+    c: &Connection,
+    task_id: &str,
+    owner: &Party,
+    cfg: &PushConfig,
+) -> Result<(), CoreError> {
     c.prepare_cached(
         "INSERT INTO a2a_push_configs (task_id, owner_ctx, owner_peer, config) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (task_id, owner_ctx, owner_peer) DO UPDATE SET config = excluded.config",

@@ -135,7 +135,9 @@ impl Encode for Reply {
 mod tests {
     use super::*;
     use crate::core::task::{Party, TaskRecord};
-    use a2a_proto::types::{LaggedParams, Message, Notification, Part, PushConfig, State, TaskStatus};
+    use a2a_proto::types::{
+        LaggedParams, Message, Notification, Part, PushConfig, State, TaskStatus,
+    };
     use std::sync::Arc;
 
     fn record() -> Arc<TaskRecord> {
@@ -154,9 +156,19 @@ mod tests {
         Arc::new(TaskRecord {
             id: "t".into(),
             context_id: "c".into(),
-            requester: Party { context_id: "c".into(), peer_id: "a".into() },
-            worker: Party { context_id: "d".into(), peer_id: "b".into() },
-            status: TaskStatus { state: State::Working, message: Some(msg("m2")), timestamp: "now".into() },
+            requester: Party {
+                context_id: "c".into(),
+                peer_id: "a".into(),
+            },
+            worker: Party {
+                context_id: "d".into(),
+                peer_id: "b".into(),
+            },
+            status: TaskStatus {
+                state: State::Working,
+                message: Some(msg("m2")),
+                timestamp: "now".into(),
+            },
             history: vec![msg("m1"), msg("m2")],
             artifacts: vec![],
             version: 3,
@@ -173,24 +185,38 @@ mod tests {
         let result = Ok(reply);
         let mut fast = Vec::new();
         encode_frame(&ResponseRef(&id, &result), &mut fast).unwrap();
-        let owned = ServerFrame::Response { id: 42, result: Ok(result.as_ref().unwrap().to_outcome()) };
+        let owned = ServerFrame::Response {
+            id: 42,
+            result: Ok(result.as_ref().unwrap().to_outcome()),
+        };
         let mut slow = Vec::new();
         encode_frame(&owned, &mut slow).unwrap();
         assert_eq!(fast, slow);
         let (frames, used) = a2a_proto::binary::split_frames(&fast).unwrap();
         assert_eq!(used, fast.len());
-        let back: ServerFrame = a2a_proto::binary::decode_payload(&fast[frames[0].clone()]).unwrap();
+        let back: ServerFrame =
+            a2a_proto::binary::decode_payload(&fast[frames[0].clone()]).unwrap();
         assert_eq!(back, owned);
     }
 
     #[test]
     fn borrowed_encoding_equals_the_owned_frame() {
-        let view = || TaskView { rec: record(), history_length: Some(1) };
+        let view = || TaskView {
+            rec: record(),
+            history_length: Some(1),
+        };
         same_bytes(Reply::Task(view()));
         same_bytes(Reply::Tasks(vec![view(), TaskView::full(record())]));
-        same_bytes(Reply::TaskList { tasks: vec![view()], next_cursor: Some("9".into()) });
+        same_bytes(Reply::TaskList {
+            tasks: vec![view()],
+            next_cursor: Some("9".into()),
+        });
         same_bytes(Reply::Ok);
-        same_bytes(Reply::Config(Some(PushConfig { id: "p".into(), url: None, token: Some("k".into()) })));
+        same_bytes(Reply::Config(Some(PushConfig {
+            id: "p".into(),
+            url: None,
+            token: Some("k".into()),
+        })));
         same_bytes(Reply::Config(None));
         same_bytes(Reply::Agents(vec![]));
         let lag = Arc::new(Notification::Lagged(LaggedParams {
@@ -198,7 +224,10 @@ mod tests {
             recipient_context_id: "c".into(),
             dropped: 2,
         }));
-        same_bytes(Reply::Events { events: vec![lag.clone()], timed_out: false });
+        same_bytes(Reply::Events {
+            events: vec![lag.clone()],
+            timed_out: false,
+        });
 
         let mut fast = Vec::new();
         write_outgoing(&mut fast, &Outgoing::Event(lag.clone())).unwrap();
@@ -209,7 +238,14 @@ mod tests {
         let mut fast = Vec::new();
         encode_frame(&ResponseRef(&Id::Uint(1), &err), &mut fast).unwrap();
         let mut slow = Vec::new();
-        encode_frame(&ServerFrame::Response { id: 1, result: Err(RpcError::invalid_params("x")) }, &mut slow).unwrap();
+        encode_frame(
+            &ServerFrame::Response {
+                id: 1,
+                result: Err(RpcError::invalid_params("x")),
+            },
+            &mut slow,
+        )
+        .unwrap();
         assert_eq!(fast, slow);
     }
 }

@@ -35,7 +35,10 @@ static WRITE_CALLS: AtomicU64 = AtomicU64::new(0);
 
 /// `(frames, write calls)` over all socket connections so far.
 pub fn write_stats() -> (u64, u64) {
-    (FRAMES_WRITTEN.load(Ordering::Relaxed), WRITE_CALLS.load(Ordering::Relaxed))
+    (
+        FRAMES_WRITTEN.load(Ordering::Relaxed),
+        WRITE_CALLS.load(Ordering::Relaxed),
+    )
 }
 
 /// The environment variable a starter passes the secret in.
@@ -67,7 +70,11 @@ pub fn socket_path(name: &str) -> PathBuf {
     if name.contains('/') {
         return PathBuf::from(name);
     }
-    let file = if name.ends_with(".sock") { name.to_owned() } else { format!("{name}.sock") };
+    let file = if name.ends_with(".sock") {
+        name.to_owned()
+    } else {
+        format!("{name}.sock")
+    };
     match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
         Some(dir) => PathBuf::from(dir).join("a2a-broker").join(file),
         None => std::env::temp_dir()
@@ -95,9 +102,13 @@ fn prepare_dir(dir: &Path) -> Result<(), String> {
             .map_err(|e| format!("cannot restrict socket directory {}: {e}", dir.display()))?;
         return Ok(());
     }
-    let meta = std::fs::metadata(dir).map_err(|e| format!("socket directory {}: {e}", dir.display()))?;
+    let meta =
+        std::fs::metadata(dir).map_err(|e| format!("socket directory {}: {e}", dir.display()))?;
     if meta.uid() != own_uid() {
-        return Err(format!("socket directory {} belongs to another user", dir.display()));
+        return Err(format!(
+            "socket directory {} belongs to another user",
+            dir.display()
+        ));
     }
     if meta.mode() & 0o077 != 0 {
         return Err(format!(
@@ -119,15 +130,22 @@ fn clear_stale(path: &Path) -> Result<(), String> {
         return Err(format!("{} exists and is not a socket", path.display()));
     }
     match std::os::unix::net::UnixStream::connect(path) {
-        Ok(_) => Err(format!("socket {} is in use by a live broker", path.display())),
-        Err(_) => std::fs::remove_file(path).map_err(|e| format!("cannot remove stale socket {}: {e}", path.display())),
+        Ok(_) => Err(format!(
+            "socket {} is in use by a live broker",
+            path.display()
+        )),
+        Err(_) => std::fs::remove_file(path)
+            .map_err(|e| format!("cannot remove stale socket {}: {e}", path.display())),
     }
 }
 
 /// The secret: from `A2A_BROKER_SECRET`, or minted (128 bits) and written
 /// to an owner-only file beside the socket.
 fn load_secret(path: &Path) -> Result<(Secret, Option<PathBuf>), String> {
-    if let Some(s) = std::env::var_os(SECRET_ENV).and_then(|s| s.into_string().ok()).filter(|s| !s.is_empty()) {
+    if let Some(s) = std::env::var_os(SECRET_ENV)
+        .and_then(|s| s.into_string().ok())
+        .filter(|s| !s.is_empty())
+    {
         return Ok((Secret::new(s), None));
     }
     let mut bytes = [0u8; 16];
@@ -204,7 +222,10 @@ enum Codec {
 }
 
 async fn serve_connection(broker: Arc<Broker>, secret: Arc<Secret>, conn: Stream) {
-    let outbox = Arc::new(Outbox::with_response_bound(OUTBOX_EVENT_BOUND, OUTBOX_RESPONSE_BOUND));
+    let outbox = Arc::new(Outbox::with_response_bound(
+        OUTBOX_EVENT_BOUND,
+        OUTBOX_RESPONSE_BOUND,
+    ));
     let mut session = broker.session_with_secret(outbox.clone(), secret);
     let mut rd = BufReader::with_capacity(64 * 1024, &conn);
     let codec = match sniff(&mut rd).await {
@@ -243,10 +264,18 @@ async fn sniff<R: tokio::io::AsyncBufRead + Unpin>(rd: &mut R) -> Option<Codec> 
     if first.is_empty() {
         return None;
     }
-    Some(if first[0] == MAGIC[0] { Codec::Binary } else { Codec::Json })
+    Some(if first[0] == MAGIC[0] {
+        Codec::Binary
+    } else {
+        Codec::Json
+    })
 }
 
-async fn read_json<R: tokio::io::AsyncBufRead + Unpin>(broker: &Broker, session: &mut Session, rd: R) {
+async fn read_json<R: tokio::io::AsyncBufRead + Unpin>(
+    broker: &Broker,
+    session: &mut Session,
+    rd: R,
+) {
     let mut lines = AsyncLineReader::new(rd, MAX_FRAME_BYTES);
     loop {
         match lines.next_line().await {
@@ -260,16 +289,22 @@ async fn read_json<R: tokio::io::AsyncBufRead + Unpin>(broker: &Broker, session:
     }
 }
 
-async fn read_binary<R: tokio::io::AsyncRead + Unpin>(broker: &Broker, session: &mut Session, mut rd: R) {
+async fn read_binary<R: tokio::io::AsyncRead + Unpin>(
+    broker: &Broker,
+    session: &mut Session,
+    mut rd: R,
+) {
     let mut pre = [0u8; 6];
     if rd.read_exact(&mut pre).await.is_err() {
         return;
     }
     if pre != preamble() {
-        session.outbox.push_fatal(RpcError::invalid_request(&format!(
-            "expected the binary preamble A2AB + codec version {}",
-            a2a_proto::binary::CODEC_VERSION
-        )));
+        session
+            .outbox
+            .push_fatal(RpcError::invalid_request(&format!(
+                "expected the binary preamble A2AB + codec version {}",
+                a2a_proto::binary::CODEC_VERSION
+            )));
         return;
     }
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
@@ -288,7 +323,9 @@ async fn read_binary<R: tokio::io::AsyncRead + Unpin>(broker: &Broker, session: 
                     let responder = Responder::direct(session.outbox.clone(), Id::Uint(id));
                     broker.handle_call(session, call, responder);
                 }
-                Ok(ClientFrame::Notify { call }) => broker.handle_call(session, call, Responder::discard()),
+                Ok(ClientFrame::Notify { call }) => {
+                    broker.handle_call(session, call, Responder::discard())
+                }
                 Err(e) => return fatal(session, e),
             }
             if session.closing || session.outbox.is_closed() {

@@ -46,7 +46,10 @@ pub fn spawn_writer<W: Write + Send + 'static>(outbox: Arc<Outbox>, out: W) -> J
 /// drained by a writer started with [`spawn_writer`].
 pub fn serve_lines<R: Read>(broker: &Broker, input: R, outbox: Arc<Outbox>) -> Session {
     let mut session = broker.session(outbox);
-    let mut lines = LineReader::new(io::BufReader::with_capacity(256 * 1024, input), MAX_FRAME_BYTES);
+    let mut lines = LineReader::new(
+        io::BufReader::with_capacity(256 * 1024, input),
+        MAX_FRAME_BYTES,
+    );
     loop {
         match lines.next_line() {
             Ok(Line::Line(l)) => broker.handle_line(&mut session, l),

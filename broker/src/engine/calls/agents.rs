@@ -24,7 +24,9 @@ impl Engine {
         undo: &mut Undo,
     ) -> Result<Effects, CoreError> {
         if p.context_id.is_empty() {
-            return Err(CoreError::InvalidParams("contextId must not be empty".into()));
+            return Err(CoreError::InvalidParams(
+                "contextId must not be empty".into(),
+            ));
         }
         let (agent, token) = self.shared.registry.write().register(Registration {
             context_id: p.context_id,
@@ -47,7 +49,11 @@ impl Engine {
 
     /// The agent leaves: its token dies at once, the tasks it serves fail,
     /// the tasks it asked for are canceled, and each counterpart is told.
-    pub(in crate::engine) fn deregister(&mut self, token: Option<&str>, undo: &mut Undo) -> Result<Effects, CoreError> {
+    pub(in crate::engine) fn deregister(
+        &mut self,
+        token: Option<&str>,
+        undo: &mut Undo,
+    ) -> Result<Effects, CoreError> {
         let agent = self.caller(token)?;
         self.shared.registry.write().remove(&agent);
         if let Endpoint::Pull(q) = &agent.endpoint {
@@ -66,7 +72,10 @@ impl Engine {
                 if rec.state().is_terminal() {
                     continue;
                 }
-                let text = format!("agent {} deregistered; task {verb} by the broker", me.peer_id);
+                let text = format!(
+                    "agent {} deregistered; task {verb} by the broker",
+                    me.peer_id
+                );
                 let note = Message {
                     role,
                     parts: vec![Part::text(text)],
@@ -77,11 +86,26 @@ impl Engine {
                     to: None,
                     metadata: None,
                 };
-                let note = stamp(note, &rec.id, &rec.context_id, role, &me.peer_id, &rec.counterpart(&me).peer_id);
+                let note = stamp(
+                    note,
+                    &rec.id,
+                    &rec.context_id,
+                    role,
+                    &me.peer_id,
+                    &rec.counterpart(&me).peer_id,
+                );
                 // The history bound holds even here: past it, the note
                 // rides on the status only.
                 let room = rec.history.len() < A2A_MAX_TASK_HISTORY;
-                self.transition(&rec, state, Some(note), room, &me, &mut effects.events, undo)?;
+                self.transition(
+                    &rec,
+                    state,
+                    Some(note),
+                    room,
+                    &me,
+                    &mut effects.events,
+                    undo,
+                )?;
             }
         }
         Ok(effects)

@@ -23,7 +23,14 @@ use a2a_proto::types::{Message, Role, State, StatusUpdate, StreamEvent, TaskStat
 use std::sync::Arc;
 
 /// Stamps a message for a task: the broker, not the client, says who sent it.
-pub(super) fn stamp(mut msg: Message, rec_id: &str, ctx: &str, role: Role, from: &str, to: &str) -> Message {
+pub(super) fn stamp(
+    mut msg: Message,
+    rec_id: &str,
+    ctx: &str,
+    role: Role,
+    from: &str,
+    to: &str,
+) -> Message {
     msg.role = role;
     msg.from = Some(from.to_owned());
     msg.to = Some(to.to_owned());
@@ -47,7 +54,9 @@ pub(super) fn check_history_room(rec: &TaskRecord) -> Result<(), CoreError> {
 /// The caller's party role on a task, or `A2A_CROSS_CONTEXT_DENIED`.
 pub(super) fn party_role(rec: &TaskRecord, agent: &Agent) -> Result<Role, CoreError> {
     rec.role_of(&agent.party())
-        .ok_or(CoreError::CrossContextDenied("only a party to the task may act on it"))
+        .ok_or(CoreError::CrossContextDenied(
+            "only a party to the task may act on it",
+        ))
 }
 
 impl Engine {
@@ -93,7 +102,14 @@ impl Engine {
             is_final: state.is_terminal(),
         });
         write::update_task(&self.conn, &next)?;
-        write::append_log(&self.conn, &next.id, next.version, &event, &actor.peer_id, &now)?;
+        write::append_log(
+            &self.conn,
+            &next.id,
+            next.version,
+            &event,
+            &actor.peer_id,
+            &now,
+        )?;
         events.push(Routed::Task {
             to: next.counterpart(actor).clone(),
             context_id: next.context_id.clone(),

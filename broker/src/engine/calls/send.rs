@@ -19,7 +19,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 impl Engine {
-    pub(in crate::engine) fn send(&mut self, p: SendParams, stream: bool, undo: &mut Undo) -> Result<Effects, CoreError> {
+    pub(in crate::engine) fn send(
+        &mut self,
+        p: SendParams,
+        stream: bool,
+        undo: &mut Undo,
+    ) -> Result<Effects, CoreError> {
         let agent = self.caller(p.token.as_deref())?;
         let cfg = p.configuration.unwrap_or_default();
         match p.message.task_id.clone() {
@@ -47,7 +52,11 @@ impl Engine {
         agent.sends.fetch_add(n as u32, Ordering::Relaxed);
     }
 
-    fn blocking_spec(cfg: &SendConfiguration, recs: &[Arc<TaskRecord>], broadcast: bool) -> Option<BlockingSpec> {
+    fn blocking_spec(
+        cfg: &SendConfiguration,
+        recs: &[Arc<TaskRecord>],
+        broadcast: bool,
+    ) -> Option<BlockingSpec> {
         cfg.blocking.unwrap_or(false).then(|| BlockingSpec {
             task_ids: recs.iter().map(|r| r.id.clone()).collect(),
             history_length: cfg.history_length.map(|n| n as usize),
@@ -134,7 +143,14 @@ impl Engine {
         let mut events = Vec::with_capacity(n * 2);
         for (i, worker) in workers.iter().enumerate() {
             let id = clock::uuid();
-            let stamped = Arc::new(stamp(msg.clone(), &id, &me.context_id, Role::User, &me.peer_id, &worker.peer_id));
+            let stamped = Arc::new(stamp(
+                msg.clone(),
+                &id,
+                &me.context_id,
+                Role::User,
+                &me.peer_id,
+                &worker.peer_id,
+            ));
             let mut rec = TaskRecord {
                 id: id.clone(),
                 context_id: me.context_id.clone(),
@@ -184,7 +200,10 @@ impl Engine {
         self.next_seq = base_seq + n as i64;
         self.add_open(&me.context_id, n as isize, undo);
         Self::charge(agent, n, undo);
-        let recs: Vec<Arc<TaskRecord>> = created.into_iter().map(|r| self.put_task(r, undo)).collect();
+        let recs: Vec<Arc<TaskRecord>> = created
+            .into_iter()
+            .map(|r| self.put_task(r, undo))
+            .collect();
         Ok(Effects {
             blocking: Self::blocking_spec(cfg, &recs, broadcast),
             reply: Self::views(cfg, recs, broadcast),
@@ -207,7 +226,8 @@ impl Engine {
 
         // A retry of an append returns the task and writes nothing.
         if let Some(prev) = rec.history.iter().find(|m| m.message_id == msg.message_id) {
-            let same_sender = prev.from.as_deref() == Some(me.peer_id.as_str()) && prev.role == role;
+            let same_sender =
+                prev.from.as_deref() == Some(me.peer_id.as_str()) && prev.role == role;
             if !same_sender {
                 return Err(CoreError::InvalidParams(format!(
                     "messageId `{}` is already used on this task by another sender",
@@ -233,11 +253,26 @@ impl Engine {
         check_history_room(&rec)?;
 
         let counterpart = rec.counterpart(&me).clone();
-        let stamped = stamp(msg, &rec.id, &rec.context_id, role, &me.peer_id, &counterpart.peer_id);
+        let stamped = stamp(
+            msg,
+            &rec.id,
+            &rec.context_id,
+            role,
+            &me.peer_id,
+            &counterpart.peer_id,
+        );
         let mut events = Vec::new();
         let mut next = if role == Role::User && rec.state().is_interrupted() {
             // The requester's answer resumes the task.
-            self.transition(&rec, State::Working, Some(stamped), true, &me, &mut events, undo)?
+            self.transition(
+                &rec,
+                State::Working,
+                Some(stamped),
+                true,
+                &me,
+                &mut events,
+                undo,
+            )?
         } else {
             let now = clock::now();
             let m = Arc::new(stamped);
@@ -257,7 +292,14 @@ impl Engine {
                 is_final: false,
             });
             write::update_task(&self.conn, &next)?;
-            write::append_log(&self.conn, &next.id, next.version, &event, &me.peer_id, &now)?;
+            write::append_log(
+                &self.conn,
+                &next.id,
+                next.version,
+                &event,
+                &me.peer_id,
+                &now,
+            )?;
             events.push(Routed::Task {
                 to: counterpart,
                 context_id: next.context_id.clone(),

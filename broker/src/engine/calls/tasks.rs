@@ -10,7 +10,9 @@ use crate::core::task::{Party, TaskRecord};
 use crate::core::CoreError;
 use crate::reply::Reply;
 use crate::store::{read, write};
-use a2a_proto::params::{ArtifactParams, CancelParams, PushSetParams, ResubscribeParams, StatusParams};
+use a2a_proto::params::{
+    ArtifactParams, CancelParams, PushSetParams, ResubscribeParams, StatusParams,
+};
 use a2a_proto::types::{ArtifactUpdate, Message, PushConfig, Role, State, StreamEvent};
 use std::sync::Arc;
 
@@ -30,7 +32,11 @@ impl Engine {
         Ok(())
     }
 
-    pub(in crate::engine) fn status(&mut self, p: StatusParams, undo: &mut Undo) -> Result<Effects, CoreError> {
+    pub(in crate::engine) fn status(
+        &mut self,
+        p: StatusParams,
+        undo: &mut Undo,
+    ) -> Result<Effects, CoreError> {
         let agent = self.caller(p.token.as_deref())?;
         let rec = self.task(&p.id)?;
         if party_role(&rec, &agent)? != Role::Agent {
@@ -41,16 +47,27 @@ impl Engine {
         check_move(rec.state(), p.state)?;
         Self::check_status_message(&rec, p.message.as_ref())?;
         let me = agent.party();
-        let msg = p
-            .message
-            .map(|m| stamp(m, &rec.id, &rec.context_id, Role::Agent, &me.peer_id, &rec.requester.peer_id));
+        let msg = p.message.map(|m| {
+            stamp(
+                m,
+                &rec.id,
+                &rec.context_id,
+                Role::Agent,
+                &me.peer_id,
+                &rec.requester.peer_id,
+            )
+        });
         let mut effects = Effects::reply(Reply::Ok);
         let next = self.transition(&rec, p.state, msg, true, &me, &mut effects.events, undo)?;
         effects.reply = Reply::task(next, None);
         Ok(effects)
     }
 
-    pub(in crate::engine) fn cancel(&mut self, p: CancelParams, undo: &mut Undo) -> Result<Effects, CoreError> {
+    pub(in crate::engine) fn cancel(
+        &mut self,
+        p: CancelParams,
+        undo: &mut Undo,
+    ) -> Result<Effects, CoreError> {
         let agent = self.caller(p.token.as_deref())?;
         let rec = self.task(&p.id)?;
         let role = party_role(&rec, &agent)?;
@@ -62,12 +79,24 @@ impl Engine {
             .message
             .map(|m| stamp(m, &rec.id, &rec.context_id, role, &me.peer_id, &to));
         let mut effects = Effects::reply(Reply::Ok);
-        let next = self.transition(&rec, State::Canceled, msg, true, &me, &mut effects.events, undo)?;
+        let next = self.transition(
+            &rec,
+            State::Canceled,
+            msg,
+            true,
+            &me,
+            &mut effects.events,
+            undo,
+        )?;
         effects.reply = Reply::task(next, None);
         Ok(effects)
     }
 
-    pub(in crate::engine) fn artifact(&mut self, p: ArtifactParams, undo: &mut Undo) -> Result<Effects, CoreError> {
+    pub(in crate::engine) fn artifact(
+        &mut self,
+        p: ArtifactParams,
+        undo: &mut Undo,
+    ) -> Result<Effects, CoreError> {
         let agent = self.caller(p.token.as_deref())?;
         let rec = self.task(&p.id)?;
         if party_role(&rec, &agent)? != Role::Agent {
@@ -79,7 +108,9 @@ impl Engine {
             return Err(CoreError::TaskTerminal(rec.state()));
         }
         if p.artifact.artifact_id.is_empty() {
-            return Err(CoreError::InvalidParams("artifactId must not be empty".into()));
+            return Err(CoreError::InvalidParams(
+                "artifactId must not be empty".into(),
+            ));
         }
         let me = agent.party();
         let now = clock::now();
@@ -123,7 +154,14 @@ impl Engine {
         });
         write::put_artifact(&self.conn, &next.id, pos, &next.artifacts[pos])?;
         write::update_task(&self.conn, &next)?;
-        write::append_log(&self.conn, &next.id, next.version, &event, &me.peer_id, &now)?;
+        write::append_log(
+            &self.conn,
+            &next.id,
+            next.version,
+            &event,
+            &me.peer_id,
+            &now,
+        )?;
         let mut effects = Effects::reply(Reply::Ok);
         effects.events.push(Routed::Task {
             to: next.requester.clone(),
@@ -138,7 +176,10 @@ impl Engine {
 
     /// Replays the log after `afterVersion` (if given), then the current
     /// status, to the caller itself. Writes nothing.
-    pub(in crate::engine) fn resubscribe(&mut self, p: ResubscribeParams) -> Result<Effects, CoreError> {
+    pub(in crate::engine) fn resubscribe(
+        &mut self,
+        p: ResubscribeParams,
+    ) -> Result<Effects, CoreError> {
         let agent = self.caller(p.token.as_deref())?;
         let rec = self.task(&p.id)?;
         party_role(&rec, &agent)?;
@@ -159,12 +200,18 @@ impl Engine {
         Ok(effects)
     }
 
-    pub(in crate::engine) fn push_set(&mut self, p: PushSetParams, undo: &mut Undo) -> Result<Effects, CoreError> {
+    pub(in crate::engine) fn push_set(
+        &mut self,
+        p: PushSetParams,
+        undo: &mut Undo,
+    ) -> Result<Effects, CoreError> {
         let agent = self.caller(p.token.as_deref())?;
         let rec = self.task(&p.task_id)?;
         party_role(&rec, &agent)?;
         if p.config.id.is_empty() {
-            return Err(CoreError::InvalidParams("config.id must not be empty".into()));
+            return Err(CoreError::InvalidParams(
+                "config.id must not be empty".into(),
+            ));
         }
         self.set_push_config(&rec, &agent.party(), p.config.clone(), undo)?;
         Ok(Effects::reply(Reply::Config(Some(p.config))))
