@@ -23,6 +23,7 @@
 //! - [`inspect`]: `a2a-broker tasks list|show`: the read-only audit view.
 //! - [`demo`]: `a2a-broker demo`.
 //! - [`clock`]: timestamps and random ids.
+//! - [`fuzz_entry`]: what the fuzz targets run (also over the corpus in tests).
 
 pub mod clock;
 pub mod core;
@@ -31,6 +32,7 @@ pub mod demo;
 pub mod dispatch;
 pub mod engine;
 pub mod errors;
+pub mod fuzz_entry;
 pub mod inspect;
 pub mod reads;
 pub mod reply;

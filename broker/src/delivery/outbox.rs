@@ -201,6 +201,26 @@ impl Outbox {
         }
     }
 
+    /// Like [`Outbox::drain_blocking`], but gives up after `timeout`
+    /// (returns whether anything was moved).
+    pub fn drain_timeout(&self, out: &mut Vec<Outgoing>, timeout: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut st = self.state.lock();
+        loop {
+            if !st.queue.is_empty() || !st.lagged.is_empty() {
+                Self::take(&mut st, out);
+                return true;
+            }
+            if st.closed {
+                return false;
+            }
+            st.writer_waiting = true;
+            if self.ready.wait_until(&mut st, deadline).timed_out() {
+                return false;
+            }
+        }
+    }
+
     /// Moves everything queued into `out` without blocking.
     pub fn drain_now(&self, out: &mut Vec<Outgoing>) {
         Self::take(&mut self.state.lock(), out);

@@ -1,0 +1,85 @@
+//! Entry points of the fuzz targets (`fuzz/`, outside the workspace): each
+//! takes arbitrary bytes and runs them through a decoder the way the broker
+//! does. They must never panic. `tests/fuzz_corpus.rs` runs them over the
+//! committed corpus, so every input a fuzzer ever found stays a regression
+//! test in the ordinary test command.
+
+use crate::core::validate;
+use crate::transport::ndjson::{Line, LineReader};
+use a2a_proto::binary::{decode_payload, split_frames, ClientFrame, ServerFrame};
+use a2a_proto::call::Call;
+use a2a_proto::jsonrpc::{parse_line, Incoming};
+use a2a_proto::types::{Message, Part};
+
+/// The NDJSON path: line splitting (with a small cap, so oversized lines
+/// are exercised), envelope parsing, params into typed calls, and the
+/// validation a call gets before it reaches the writer.
+pub fn ndjson(data: &[u8]) {
+    let mut lines = LineReader::new(data, 4096);
+    while let Ok(line) = lines.next_line() {
+        match line {
+            Line::Eof => break,
+            Line::TooLarge => continue,
+            Line::Line(l) => request(l),
+        }
+    }
+}
+
+fn request(line: &[u8]) {
+    let reqs = match parse_line(line) {
+        Incoming::Blank => return,
+        Incoming::Single(r) => vec![r],
+        Incoming::Batch(rs) => rs,
+    };
+    for req in reqs.into_iter().flatten() {
+        if let Ok(call) = Call::from_json(&req.method, req.params_str()) {
+            check(&call);
+        }
+    }
+}
+
+fn check(call: &Call) {
+    let _ = match call {
+        Call::Send(p) | Call::Stream(p) => validate::check_message(&p.message),
+        Call::Status(p) => p.message.as_ref().map_or(Ok(()), validate::check_message),
+        Call::Cancel(p) => p.message.as_ref().map_or(Ok(()), validate::check_message),
+        Call::Artifact(p) => validate::check_parts(&p.artifact.parts),
+        _ => Ok(()),
+    };
+}
+
+/// The binary path: frame splitting and payload decoding, both directions
+/// (the broker decodes client frames, clients decode server frames).
+pub fn binary(data: &[u8]) {
+    let Ok((frames, _)) = split_frames(data) else {
+        return;
+    };
+    for range in frames {
+        if let Ok(ClientFrame::Request { call, .. } | ClientFrame::Notify { call }) =
+            decode_payload::<ClientFrame>(&data[range.clone()])
+        {
+            check(&call);
+        }
+        let _ = decode_payload::<ServerFrame>(&data[range]);
+    }
+}
+
+/// Part validation: the bytes as a JSON message or part list, and as a
+/// base64 file payload.
+pub fn parts(data: &[u8]) {
+    if let Ok(m) = serde_json::from_slice::<Message>(data) {
+        let _ = validate::check_message(&m);
+    }
+    if let Ok(ps) = serde_json::from_slice::<Vec<Part>>(data) {
+        let _ = validate::check_parts(&ps);
+    }
+    let b64 = String::from_utf8_lossy(data).into_owned();
+    let file = Part::File {
+        file: a2a_proto::types::FileContent {
+            bytes: Some(b64),
+            ..Default::default()
+        },
+        metadata: None,
+    };
+    let _ = validate::check_parts(&[file]);
+}
