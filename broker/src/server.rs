@@ -45,6 +45,7 @@ pub fn start(cfg: &ServeConfig) -> Result<Arc<Broker>, String> {
         registry: RwLock::new(Default::default()),
         tasks: RwLock::new(Default::default()),
         timer: Timer::start(),
+        stats: Default::default(),
     });
     let engine = engine::start(conn, shared.clone(), cfg.batch_max).map_err(|e| e.to_string())?;
     Ok(Arc::new(Broker::new(shared, engine, cfg.db.clone())))

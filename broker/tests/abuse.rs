@@ -35,11 +35,16 @@ impl Conn {
     /// One call and its response (notifications are dropped).
     fn call(&mut self, method: &str, params: Value) -> Value {
         self.id += 1;
-        let line = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params}).to_string();
+        let line = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params})
+            .to_string();
         self.broker.handle_line(&mut self.session, line.as_bytes());
         let mut items = Vec::new();
         loop {
-            assert!(self.outbox.drain_timeout(&mut items, Duration::from_secs(20)), "no answer to {method}");
+            assert!(
+                self.outbox
+                    .drain_timeout(&mut items, Duration::from_secs(20)),
+                "no answer to {method}"
+            );
             for item in items.drain(..) {
                 if let Outgoing::Response(r) = &item {
                     if r.id == a2a_proto::jsonrpc::Id::Uint(self.id) {
@@ -75,7 +80,10 @@ fn tokens_are_long_random_and_exact() {
     let mut bits_set = 0u32;
     let n = 500;
     for i in 0..n {
-        let r = c.call("a2a.agents.register", json!({"contextId": "c", "card": {"name": format!("a{i}")}}));
+        let r = c.call(
+            "a2a.agents.register",
+            json!({"contextId": "c", "card": {"name": format!("a{i}")}}),
+        );
         let token = r["result"]["token"].as_str().unwrap().to_owned();
         assert_eq!(token.len(), 48, "64-bit key + 128-bit secret, hex");
         assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
@@ -84,13 +92,21 @@ fn tokens_are_long_random_and_exact() {
         assert!(seen.insert(token), "tokens never repeat");
     }
     let mean = bits_set as f64 / n as f64;
-    assert!((48.0..80.0).contains(&mean), "secret bits look random: mean {mean} of 128 set");
+    assert!(
+        (48.0..80.0).contains(&mean),
+        "secret bits look random: mean {mean} of 128 set"
+    );
 
     // A token off by one digit, truncated, or of another agent's key is refused.
     let token = seen.iter().next().unwrap().clone();
     let mut flipped = token.clone().into_bytes();
     flipped[40] = if flipped[40] == b'0' { b'1' } else { b'0' };
-    for bad in [String::from_utf8(flipped).unwrap(), token[..47].to_owned(), format!("{token}0"), String::new()] {
+    for bad in [
+        String::from_utf8(flipped).unwrap(),
+        token[..47].to_owned(),
+        format!("{token}0"),
+        String::new(),
+    ] {
         let r = c.call("a2a.agents.list", json!({"token": bad}));
         assert_eq!(r["error"]["data"]["errorCode"], "A2A_UNKNOWN_TOKEN", "{r}");
     }
@@ -129,7 +145,10 @@ fn ten_thousand_registrations_leave_no_memory_growth() {
     let growth = after.saturating_sub(before);
     eprintln!("10,000 register/deregister cycles: RSS {before} -> {after} bytes (+{growth})");
     // A leak of even 200 bytes per cycle would show as 2 MB.
-    assert!(growth < 2 << 20, "memory grew by {growth} bytes over 10,000 cycles");
+    assert!(
+        growth < 2 << 20,
+        "memory grew by {growth} bytes over 10,000 cycles"
+    );
     b.engine.shutdown();
 }
 
@@ -139,7 +158,10 @@ fn a_stranger_learns_nothing_of_a_task() {
     let b = broker(&dir);
     let mut c = Conn::open(&b);
     let reg = |c: &mut Conn, ctx: &str, name: &str, kind: &str| {
-        let r = c.call("a2a.agents.register", json!({"contextId": ctx, "card": {"name": name, "kind": kind}}));
+        let r = c.call(
+            "a2a.agents.register",
+            json!({"contextId": ctx, "card": {"name": name, "kind": kind}}),
+        );
         r["result"]["token"].as_str().unwrap().to_owned()
     };
     let req = reg(&mut c, "c1", "req", "subagent");
@@ -155,17 +177,38 @@ fn a_stranger_learns_nothing_of_a_task() {
     for who in [&stranger, &parent] {
         for (method, params) in [
             ("a2a.tasks.get", json!({"token": who, "id": task})),
-            ("a2a.tasks.resubscribe", json!({"token": who, "id": task, "afterVersion": 0})),
+            (
+                "a2a.tasks.resubscribe",
+                json!({"token": who, "id": task, "afterVersion": 0}),
+            ),
             ("a2a.tasks.cancel", json!({"token": who, "id": task})),
-            ("a2a.tasks.status", json!({"token": who, "id": task, "state": "completed"})),
-            ("a2a.tasks.pushNotificationConfig.get", json!({"token": who, "taskId": task})),
-            ("a2a.tasks.pushNotificationConfig.set", json!({"token": who, "taskId": task, "config": {"id": "x"}})),
-            ("a2a.tasks.artifact", json!({"token": who, "id": task, "artifact": {"artifactId": "a", "parts": [{"kind": "text", "text": "x"}]}})),
-            ("a2a.message.send", json!({"token": who, "message": {"parts": [{"kind": "text", "text": "x"}], "messageId": "s", "taskId": task}})),
+            (
+                "a2a.tasks.status",
+                json!({"token": who, "id": task, "state": "completed"}),
+            ),
+            (
+                "a2a.tasks.pushNotificationConfig.get",
+                json!({"token": who, "taskId": task}),
+            ),
+            (
+                "a2a.tasks.pushNotificationConfig.set",
+                json!({"token": who, "taskId": task, "config": {"id": "x"}}),
+            ),
+            (
+                "a2a.tasks.artifact",
+                json!({"token": who, "id": task, "artifact": {"artifactId": "a", "parts": [{"kind": "text", "text": "x"}]}}),
+            ),
+            (
+                "a2a.message.send",
+                json!({"token": who, "message": {"parts": [{"kind": "text", "text": "x"}], "messageId": "s", "taskId": task}}),
+            ),
         ] {
             let r = c.call(method, params);
             let text = r.to_string();
-            assert_eq!(r["error"]["data"]["errorCode"], "A2A_CROSS_CONTEXT_DENIED", "{method}: {r}");
+            assert_eq!(
+                r["error"]["data"]["errorCode"], "A2A_CROSS_CONTEXT_DENIED",
+                "{method}: {r}"
+            );
             for leak in ["secret plan", "push-secret", "wrk", "\"req\""] {
                 assert!(!text.contains(leak), "{method} leaked {leak}: {r}");
             }

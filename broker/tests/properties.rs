@@ -29,15 +29,43 @@ const AGENTS: [(&str, &str, &str); 6] = [
 
 #[derive(Debug, Clone)]
 enum Op {
-    Send { from: usize, to: Option<usize>, broadcast: bool },
-    Append { from: usize, task: usize },
-    Status { from: usize, task: usize, state: State, with_msg: bool },
-    Cancel { from: usize, task: usize },
-    Artifact { from: usize, task: usize },
-    Resubscribe { from: usize, task: usize },
-    Get { from: usize, task: usize },
-    Deregister { who: usize },
-    Reregister { who: usize },
+    Send {
+        from: usize,
+        to: Option<usize>,
+        broadcast: bool,
+    },
+    Append {
+        from: usize,
+        task: usize,
+    },
+    Status {
+        from: usize,
+        task: usize,
+        state: State,
+        with_msg: bool,
+    },
+    Cancel {
+        from: usize,
+        task: usize,
+    },
+    Artifact {
+        from: usize,
+        task: usize,
+    },
+    Resubscribe {
+        from: usize,
+        task: usize,
+    },
+    Get {
+        from: usize,
+        task: usize,
+    },
+    Deregister {
+        who: usize,
+    },
+    Reregister {
+        who: usize,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -120,13 +148,18 @@ impl Harness {
     fn call(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
         let id = self.next_id;
-        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+        let line =
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
         self.broker.handle_line(&mut self.session, line.as_bytes());
         let mut response = None;
         let mut events = Vec::new();
         let mut items = Vec::new();
         while response.is_none() {
-            assert!(self.outbox.drain_timeout(&mut items, Duration::from_secs(20)), "no answer to {method}");
+            assert!(
+                self.outbox
+                    .drain_timeout(&mut items, Duration::from_secs(20)),
+                "no answer to {method}"
+            );
             for item in items.drain(..) {
                 let mut bytes = Vec::new();
                 a2a_broker::transport::ndjson::write_outgoing(&mut bytes, &item).unwrap();
@@ -140,7 +173,13 @@ impl Harness {
         }
         let response = response.unwrap();
         if let Some(r) = response.get("result") {
-            for t in r.get("tasks").and_then(Value::as_array).into_iter().flatten().chain(r.get("task")) {
+            for t in r
+                .get("tasks")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .chain(r.get("task"))
+            {
                 self.observe_task(t);
             }
         }
@@ -160,16 +199,25 @@ impl Harness {
         self.registrations += 1;
         self.live.insert(
             i,
-            (r["agentId"].as_str().unwrap().into(), r["token"].as_str().unwrap().into(), self.registrations),
+            (
+                r["agentId"].as_str().unwrap().into(),
+                r["token"].as_str().unwrap().into(),
+                self.registrations,
+            ),
         );
     }
 
     fn party(&self, i: usize) -> Option<(String, String)> {
-        self.live.get(&i).map(|(peer, _, _)| (AGENTS[i].0.to_owned(), peer.clone()))
+        self.live
+            .get(&i)
+            .map(|(peer, _, _)| (AGENTS[i].0.to_owned(), peer.clone()))
     }
 
     fn token(&self, i: usize) -> String {
-        self.live.get(&i).map(|l| l.1.clone()).unwrap_or_else(|| "0".repeat(48))
+        self.live
+            .get(&i)
+            .map(|l| l.1.clone())
+            .unwrap_or_else(|| "0".repeat(48))
     }
 
     fn task(&self, n: usize) -> Option<String> {
@@ -185,7 +233,11 @@ impl Harness {
         let history = t["history"].as_array().unwrap();
         assert!(history.len() <= A2A_MAX_TASK_HISTORY);
         for m in history {
-            let expect = if m["role"] == "user" { &t["requesterName"] } else { &t["agentName"] };
+            let expect = if m["role"] == "user" {
+                &t["requesterName"]
+            } else {
+                &t["agentName"]
+            };
             assert_eq!(&m["from"], expect, "stored from is the sender: {m}");
             assert_eq!(m["taskId"], t["id"]);
             assert_eq!(m["contextId"], t["contextId"]);
@@ -194,9 +246,18 @@ impl Harness {
             Some(m) => {
                 assert!(version >= m.version, "version went back");
                 if m.state.is_terminal() {
-                    assert_eq!((state, version), (m.state, m.version), "a terminal task changed");
+                    assert_eq!(
+                        (state, version),
+                        (m.state, m.version),
+                        "a terminal task changed"
+                    );
                 } else if state != m.state {
-                    assert!(a2a_broker::core::state::can_move(m.state, state), "illegal {:?} -> {:?}", m.state, state);
+                    assert!(
+                        a2a_broker::core::state::can_move(m.state, state),
+                        "illegal {:?} -> {:?}",
+                        m.state,
+                        state
+                    );
                 }
                 m.state = state;
                 m.version = version;
@@ -214,7 +275,10 @@ impl Harness {
                 self.model.insert(
                     id.clone(),
                     TaskModel {
-                        requester: (t["contextId"].as_str().unwrap().into(), t["requesterName"].as_str().unwrap().into()),
+                        requester: (
+                            t["contextId"].as_str().unwrap().into(),
+                            t["requesterName"].as_str().unwrap().into(),
+                        ),
                         worker: (worker_ctx, worker_peer),
                         state,
                         version,
@@ -227,11 +291,23 @@ impl Harness {
 
     fn check_event(&mut self, e: &Value) {
         let p = &e["params"];
-        let recipient = (p["recipientContextId"].as_str().unwrap().to_owned(), p["recipient"].as_str().unwrap().to_owned());
-        let task_id = p["event"]["taskId"].as_str().or(p["taskId"].as_str()).unwrap_or_default();
+        let recipient = (
+            p["recipientContextId"].as_str().unwrap().to_owned(),
+            p["recipient"].as_str().unwrap().to_owned(),
+        );
+        let task_id = p["event"]["taskId"]
+            .as_str()
+            .or(p["taskId"].as_str())
+            .unwrap_or_default();
         if e["method"] != "a2a.lagged" {
-            let m = self.model.get(task_id).unwrap_or_else(|| panic!("event for an unknown task: {e}"));
-            assert!(recipient == m.requester || recipient == m.worker, "event to a non-party: {e}");
+            let m = self
+                .model
+                .get(task_id)
+                .unwrap_or_else(|| panic!("event for an unknown task: {e}"));
+            assert!(
+                recipient == m.requester || recipient == m.worker,
+                "event to a non-party: {e}"
+            );
             let reg = self
                 .live
                 .iter()
@@ -242,12 +318,18 @@ impl Harness {
             let last = self.seqs.insert(reg, seq).unwrap_or(0);
             assert_eq!(seq, last + 1, "seq increases by one per recipient: {e}");
             // A status event newer than the model moves it, by the rules.
-            if let (Some(v), Some(st)) = (p["taskVersion"].as_u64(), p["event"]["status"]["state"].as_str()) {
+            if let (Some(v), Some(st)) = (
+                p["taskVersion"].as_u64(),
+                p["event"]["status"]["state"].as_str(),
+            ) {
                 let m = self.model.get_mut(task_id).unwrap();
                 let st = State::parse(st).unwrap();
                 if v > m.version {
                     assert!(!m.state.is_terminal(), "event after a terminal state: {e}");
-                    assert!(st == m.state || a2a_broker::core::state::can_move(m.state, st), "illegal move in {e}");
+                    assert!(
+                        st == m.state || a2a_broker::core::state::can_move(m.state, st),
+                        "illegal move in {e}"
+                    );
                     m.state = st;
                     m.version = v;
                 }
@@ -257,15 +339,23 @@ impl Harness {
 
     fn is_party(&self, who: usize, task: &str) -> bool {
         let m = &self.model[task];
-        self.party(who).is_some_and(|p| p == m.requester || p == m.worker)
+        self.party(who)
+            .is_some_and(|p| p == m.requester || p == m.worker)
     }
 
     fn expect_denied_unless_party(&self, who: usize, task: &str, r: &Value) {
         if !self.is_party(who, task) {
             let code = r["error"]["data"]["errorCode"].as_str();
-            let expected = if self.live.contains_key(&who) { "A2A_CROSS_CONTEXT_DENIED" } else { "A2A_UNKNOWN_TOKEN" };
+            let expected = if self.live.contains_key(&who) {
+                "A2A_CROSS_CONTEXT_DENIED"
+            } else {
+                "A2A_UNKNOWN_TOKEN"
+            };
             assert_eq!(code, Some(expected), "a non-party was not refused: {r}");
-            assert!(r.get("result").is_none(), "a stranger learned something: {r}");
+            assert!(
+                r.get("result").is_none(),
+                "a stranger learned something: {r}"
+            );
         }
     }
 
@@ -275,24 +365,49 @@ impl Harness {
 
     fn apply(&mut self, op: &Op) {
         match *op {
-            Op::Send { from, to, broadcast } => {
+            Op::Send {
+                from,
+                to,
+                broadcast,
+            } => {
                 let mut msg = self.msg("hello");
                 if broadcast {
                     msg["to"] = json!("*");
                 } else if let Some(t) = to {
-                    msg["to"] = json!(self.live.get(&t).map(|l| l.0.clone()).unwrap_or_else(|| "ghost".into()));
+                    msg["to"] = json!(self
+                        .live
+                        .get(&t)
+                        .map(|l| l.0.clone())
+                        .unwrap_or_else(|| "ghost".into()));
                 }
-                let r = self.call("a2a.message.send", json!({"token": self.token(from), "message": msg}));
+                let r = self.call(
+                    "a2a.message.send",
+                    json!({"token": self.token(from), "message": msg}),
+                );
                 if let Some(res) = r.get("result") {
-                    let n = res.get("tasks").and_then(Value::as_array).map_or(1, Vec::len);
+                    let n = res
+                        .get("tasks")
+                        .and_then(Value::as_array)
+                        .map_or(1, Vec::len);
                     let reg = self.live[&from].2;
                     *self.sends.entry(reg).or_default() += n as u32;
                     assert!(self.sends[&reg] <= A2A_MAX_SENDS_PER_RUN);
-                    for t in res.get("tasks").and_then(Value::as_array).into_iter().flatten().chain(res.get("task")) {
+                    for t in res
+                        .get("tasks")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .chain(res.get("task"))
+                    {
                         let w = t["agentName"].as_str().unwrap();
                         let caller = &self.live[&from];
                         assert_ne!(w, caller.0, "nobody addresses itself");
-                        let wi = self.live.iter().find(|(_, l)| l.0 == w).map(|(i, _)| *i).unwrap();
+                        let wi = self
+                            .live
+                            .iter()
+                            .find(|(_, l)| l.0 == w)
+                            .map(|(i, _)| *i)
+                            .unwrap();
                         assert_eq!(AGENTS[wi].2, AGENTS[from].2, "kinds never mix");
                     }
                 }
@@ -301,13 +416,21 @@ impl Harness {
                 let Some(id) = self.task(task) else { return };
                 let mut msg = self.msg("more");
                 msg["taskId"] = json!(id);
-                let r = self.call("a2a.message.send", json!({"token": self.token(from), "message": msg}));
+                let r = self.call(
+                    "a2a.message.send",
+                    json!({"token": self.token(from), "message": msg}),
+                );
                 self.expect_denied_unless_party(from, &id, &r);
                 if r.get("result").is_some() {
                     *self.sends.entry(self.live[&from].2).or_default() += 1;
                 }
             }
-            Op::Status { from, task, state, with_msg } => {
+            Op::Status {
+                from,
+                task,
+                state,
+                with_msg,
+            } => {
                 let Some(id) = self.task(task) else { return };
                 let before = self.model[&id].clone();
                 let mut p = json!({"token": self.token(from), "id": id, "state": state.as_str()});
@@ -317,7 +440,11 @@ impl Harness {
                 let r = self.call("a2a.tasks.status", p);
                 self.expect_denied_unless_party(from, &id, &r);
                 if r.get("result").is_some() {
-                    assert_eq!(self.party(from).as_ref(), Some(&before.worker), "only the worker sets status");
+                    assert_eq!(
+                        self.party(from).as_ref(),
+                        Some(&before.worker),
+                        "only the worker sets status"
+                    );
                     assert!(a2a_broker::core::state::can_move(before.state, state));
                 } else if self.party(from).as_ref() == Some(&before.worker) {
                     let code = r["error"]["data"]["errorCode"].as_str().unwrap_or("");
@@ -330,7 +457,10 @@ impl Harness {
             }
             Op::Cancel { from, task } => {
                 let Some(id) = self.task(task) else { return };
-                let r = self.call("a2a.tasks.cancel", json!({"token": self.token(from), "id": id}));
+                let r = self.call(
+                    "a2a.tasks.cancel",
+                    json!({"token": self.token(from), "id": id}),
+                );
                 self.expect_denied_unless_party(from, &id, &r);
             }
             Op::Artifact { from, task } => {
@@ -344,12 +474,18 @@ impl Harness {
             }
             Op::Resubscribe { from, task } => {
                 let Some(id) = self.task(task) else { return };
-                let r = self.call("a2a.tasks.resubscribe", json!({"token": self.token(from), "id": id}));
+                let r = self.call(
+                    "a2a.tasks.resubscribe",
+                    json!({"token": self.token(from), "id": id}),
+                );
                 self.expect_denied_unless_party(from, &id, &r);
             }
             Op::Get { from, task } => {
                 let Some(id) = self.task(task) else { return };
-                let r = self.call("a2a.tasks.get", json!({"token": self.token(from), "id": id, "historyLength": 3}));
+                let r = self.call(
+                    "a2a.tasks.get",
+                    json!({"token": self.token(from), "id": id, "historyLength": 3}),
+                );
                 self.expect_denied_unless_party(from, &id, &r);
             }
             Op::Deregister { who } => {

@@ -48,6 +48,17 @@ pub struct Shared {
     /// Committed task records: readers look here before SQLite.
     pub tasks: RwLock<HashMap<String, Arc<TaskRecord>>>,
     pub timer: Timer,
+    /// Commit counters (for benchmarks and tests).
+    pub stats: EngineStats,
+}
+
+/// How the writer has grouped calls into commits so far.
+#[derive(Default, Debug)]
+pub struct EngineStats {
+    /// Transactions committed.
+    pub commits: std::sync::atomic::AtomicU64,
+    /// Calls those transactions held (refused calls included).
+    pub calls: std::sync::atomic::AtomicU64,
 }
 
 /// A mutating method with its parsed params.
@@ -144,12 +155,33 @@ pub fn start(
 /// What a batch changed in the writer's memory, to restore if its commit fails.
 #[derive(Default)]
 struct Undo {
-    /// Each task touched, as it was before the batch.
+    /// Each task touched, as it was before the batch (or call).
     tasks: HashMap<String, Option<Arc<TaskRecord>>>,
     open_counts: HashMap<String, usize>,
     sends: Vec<(Arc<crate::core::registry::Agent>, u32)>,
     registered: Vec<Arc<crate::core::registry::Agent>>,
     next_seq: Option<i64>,
+}
+
+impl Undo {
+    /// Adds a later call's record to a batch's: what was there first wins.
+    fn absorb(&mut self, later: Undo) {
+        for (k, v) in later.tasks {
+            self.tasks.entry(k).or_insert(v);
+        }
+        for (k, v) in later.open_counts {
+            self.open_counts.entry(k).or_insert(v);
+        }
+        for (agent, n) in later.sends {
+            if !self.sends.iter().any(|(a, _)| a.same(&agent)) {
+                self.sends.push((agent, n));
+            }
+        }
+        self.registered.extend(later.registered);
+        if self.next_seq.is_none() {
+            self.next_seq = later.next_seq;
+        }
+    }
 }
 
 struct Engine {
@@ -214,6 +246,12 @@ impl Engine {
             }
         }
         if began.is_ok() {
+            use std::sync::atomic::Ordering::Relaxed;
+            self.shared.stats.commits.fetch_add(1, Relaxed);
+            self.shared
+                .stats
+                .calls
+                .fetch_add(done.len() as u64, Relaxed);
             if let Err(e) = self.conn.execute_batch("COMMIT") {
                 let _ = self.conn.execute_batch("ROLLBACK");
                 self.restore(undo);
@@ -239,24 +277,29 @@ impl Engine {
         shutdown
     }
 
-    /// One call inside its own savepoint, behind a panic boundary.
-    fn run_call(&mut self, op: Op, undo: &mut Undo) -> Result<Effects, RpcError> {
+    /// One call inside its own savepoint, behind a panic boundary. A call
+    /// that fails (or panics) is rolled back alone: its rows by the
+    /// savepoint, its memory changes by its own undo record.
+    fn run_call(&mut self, op: Op, batch_undo: &mut Undo) -> Result<Effects, RpcError> {
         if let Err(e) = self.conn.execute_batch("SAVEPOINT call") {
             return Err(RpcError::internal(format!("database: {e}")));
         }
-        let result = catch_unwind(AssertUnwindSafe(|| self.execute(op, undo)));
-        let result = match result {
-            Ok(Ok(effects)) => {
-                if let Err(e) = self.conn.execute_batch("RELEASE call") {
-                    return Err(RpcError::internal(format!("database: {e}")));
+        let mut undo = Undo::default();
+        let result = catch_unwind(AssertUnwindSafe(|| self.execute(op, &mut undo)));
+        let err = match result {
+            Ok(Ok(effects)) => match self.conn.execute_batch("RELEASE call") {
+                Ok(()) => {
+                    batch_undo.absorb(undo);
+                    return Ok(effects);
                 }
-                return Ok(effects);
-            }
+                Err(e) => RpcError::internal(format!("database: {e}")),
+            },
             Ok(Err(e)) => to_rpc(e),
             Err(_) => RpcError::internal("the call failed inside the broker"),
         };
         let _ = self.conn.execute_batch("ROLLBACK TO call; RELEASE call");
-        Err(result)
+        self.restore(undo);
+        Err(err)
     }
 
     fn execute(&mut self, op: Op, undo: &mut Undo) -> Result<Effects, CoreError> {
@@ -276,7 +319,7 @@ impl Engine {
         }
     }
 
-    /// Restores the writer's memory after a failed commit.
+    /// Restores the writer's memory after a failed call or commit.
     fn restore(&mut self, undo: Undo) {
         for (id, before) in undo.tasks {
             match before {
