@@ -250,8 +250,11 @@ async fn serve_connection(broker: Arc<Broker>, secret: Arc<Secret>, conn: Stream
             outbox.close();
         }
         _ = reader => {
-            // Flush what is left, but never wait forever on a peer that does not read.
-            let _ = tokio::time::timeout(Duration::from_secs(5), &mut writer).await;
+            // Flush what is left to a peer that is still reading, but never
+            // wait on one that filled its outbox: it is cut off at once.
+            if !outbox.overflowed() {
+                let _ = tokio::time::timeout(Duration::from_secs(5), &mut writer).await;
+            }
         }
     }
     broker.close(session);

@@ -1,0 +1,229 @@
+//! [`Client`]: one connection to the broker, shared by every thread and
+//! agent that holds a clone. It connects, shakes hands with the secret,
+//! registers agents, and offers the raw typed ([`Client::call`]) and JSON
+//! ([`Client::call_json`]) escape hatches.
+
+use crate::agent::Agent;
+use crate::conn::Conn;
+use crate::error::{ClientError, CloseReason};
+use crate::Event;
+use a2a_proto::call::{Call, Outcome};
+use a2a_proto::limits::A2A_MAX_STREAM_WAIT_SECONDS;
+use a2a_proto::params::{HandshakeParams, HandshakeResult, RegisterParams};
+use a2a_proto::types::{AgentCard, Delivery};
+use a2a_proto::PROTOCOL_VERSION;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The environment variable a broker's starter passes the secret in (the
+/// broker reads the same one).
+pub const SECRET_ENV: &str = "A2A_BROKER_SECRET";
+
+/// Where a broker that minted its secret wrote it: beside the socket, with
+/// the extension `.secret` (owner-only).
+pub fn secret_file(socket: &Path) -> PathBuf {
+    socket.with_extension("secret")
+}
+
+/// The secret for the broker at `socket`: `A2A_BROKER_SECRET` if set, else
+/// the contents of [`secret_file`].
+pub fn read_secret(socket: &Path) -> std::io::Result<String> {
+    if let Some(s) = std::env::var_os(SECRET_ENV)
+        .and_then(|s| s.into_string().ok())
+        .filter(|s| !s.is_empty())
+    {
+        return Ok(s);
+    }
+    Ok(std::fs::read_to_string(secret_file(socket))?
+        .trim()
+        .to_owned())
+}
+
+/// How a [`Client`] behaves; [`ClientOptions::default`] suits most callers.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Longest wait for any answer. The default exceeds the broker's own
+    /// longest hold (`A2A_MAX_STREAM_WAIT_SECONDS`, for blocking sends), so
+    /// it only fires for a broker that stopped answering.
+    pub call_timeout: Duration,
+    /// Bound of the connect, the handshake and every socket write.
+    pub io_timeout: Duration,
+    /// Sent as `client` in the handshake.
+    pub client_name: String,
+    /// Sent as `clientVersion` in the handshake.
+    pub client_version: String,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            call_timeout: Duration::from_secs(A2A_MAX_STREAM_WAIT_SECONDS + 30),
+            io_timeout: Duration::from_secs(10),
+            client_name: "a2a-client".into(),
+            client_version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
+/// A connection to the broker. Cheap to clone (an `Arc`), `Send + Sync`:
+/// any number of threads may call through it at once; their requests are
+/// pipelined on the one socket. The connection closes when the last clone,
+/// and the last [`Agent`] made from it, is dropped, or on [`Client::close`].
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// The socket and its reader; closed when this is dropped.
+    conn: Conn,
+    /// What the broker said in the handshake (version, features).
+    handshake: HandshakeResult,
+    options: ClientOptions,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("host_version", &self.inner.handshake.host_version)
+            .field("closed", &self.close_reason())
+            .finish()
+    }
+}
+
+impl Client {
+    /// Connects to the broker's socket at `socket` and shakes hands with
+    /// `secret`. A wrong secret fails with the broker's error
+    /// ([`ClientError::Rpc`], code `-32600`, `data.reason = "bad secret"`).
+    pub fn connect(socket: impl AsRef<Path>, secret: &str) -> Result<Client, ClientError> {
+        Self::connect_with(socket, secret, ClientOptions::default())
+    }
+
+    /// [`Client::connect`] with explicit options.
+    pub fn connect_with(
+        socket: impl AsRef<Path>,
+        secret: &str,
+        options: ClientOptions,
+    ) -> Result<Client, ClientError> {
+        let conn = Conn::open(socket.as_ref(), options.io_timeout)?;
+        let hello = Call::Handshake(HandshakeParams {
+            protocol_version: PROTOCOL_VERSION,
+            client: Some(options.client_name.clone()),
+            client_version: Some(options.client_version.clone()),
+            locale: None,
+            secret: Some(secret.to_owned()),
+            event_ring: None,
+        });
+        // On failure `conn` drops here, which closes the socket.
+        let handshake = match conn.call(hello, options.io_timeout)? {
+            Outcome::Handshake(h) => h,
+            other => return Err(unexpected("app.handshake", &other)),
+        };
+        Ok(Client {
+            inner: Arc::new(Inner {
+                conn,
+                handshake,
+                options,
+            }),
+        })
+    }
+
+    /// The broker's handshake result.
+    pub fn handshake_result(&self) -> &HandshakeResult {
+        &self.inner.handshake
+    }
+
+    /// The options this client was made with.
+    pub fn options(&self) -> &ClientOptions {
+        &self.inner.options
+    }
+
+    /// Registers an agent in `context_id` (the card's `name` is the name it
+    /// asks for; the broker may suffix it). A push agent's events are
+    /// queued for [`Agent::wait`] from now on.
+    pub fn register(
+        &self,
+        context_id: &str,
+        card: AgentCard,
+        delivery: Delivery,
+    ) -> Result<Agent, ClientError> {
+        let call = Call::Register(RegisterParams {
+            context_id: context_id.to_owned(),
+            card,
+            delivery: Some(delivery),
+        });
+        match self.call(call)? {
+            Outcome::Registered(r) => {
+                let events = match delivery {
+                    Delivery::Push => {
+                        Some(self.inner.conn.shared.demux.attach(&r.agent_id, context_id))
+                    }
+                    Delivery::Pull => None,
+                };
+                Ok(Agent::new(self.clone(), context_id, r, delivery, events))
+            }
+            other => Err(unexpected("a2a.agents.register", &other)),
+        }
+    }
+
+    /// Sends one typed call and waits for its typed result (at most
+    /// [`ClientOptions::call_timeout`]).
+    pub fn call(&self, call: Call) -> Result<Outcome, ClientError> {
+        self.call_timeout(call, self.inner.options.call_timeout)
+    }
+
+    /// [`Client::call`] with an explicit timeout.
+    pub fn call_timeout(&self, call: Call, timeout: Duration) -> Result<Outcome, ClientError> {
+        self.inner.conn.call(call, timeout)
+    }
+
+    /// The escape hatch: a method by name with JSON params, answered with
+    /// the JSON result. Params are checked here exactly as the broker would
+    /// (`-32601` unknown method, `-32602` bad params, as [`ClientError::Rpc`])
+    /// and travel as the same binary frame as the typed calls.
+    ///
+    /// A push agent registered this way has no queue of its own: its
+    /// events land in [`Client::take_unclaimed_events`].
+    pub fn call_json(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, ClientError> {
+        let params = match params {
+            serde_json::Value::Null => "{}".to_owned(),
+            p => p.to_string(),
+        };
+        let call = Call::from_json(method, &params)?;
+        Ok(self.call(call)?.to_json())
+    }
+
+    /// Takes the events no [`Agent`] of this client claimed (at most the
+    /// latest 1024): those of agents registered through
+    /// [`Client::call_json`], or of agents whose every handle was dropped.
+    pub fn take_unclaimed_events(&self) -> Vec<Event> {
+        self.inner.conn.shared.demux.take_unclaimed()
+    }
+
+    /// Closes the connection now: pending and later calls fail with
+    /// [`ClientError::Closed`], blocked [`Agent::wait`]s return. The broker
+    /// invalidates the tokens of the agents registered on it and leaves
+    /// their tasks open.
+    pub fn close(&self) {
+        self.inner.conn.close(CloseReason::Shutdown);
+    }
+
+    /// Why the connection ended, or `None` while it is open.
+    pub fn close_reason(&self) -> Option<CloseReason> {
+        self.inner.conn.close_reason()
+    }
+
+    pub(crate) fn inner_demux(&self) -> &crate::demux::Demux {
+        &self.inner.conn.shared.demux
+    }
+}
+
+/// The error for a result of the wrong kind.
+pub(crate) fn unexpected(method: &str, got: &Outcome) -> ClientError {
+    ClientError::Protocol(format!("unexpected result for {method}: {}", got.to_json()))
+}
