@@ -65,3 +65,24 @@ fn demo_runs_a_delegation_end_to_end() {
     assert!(text.contains("the broker exited with status 0"), "{text}");
     assert!(text.contains("completed (final)"), "{text}");
 }
+
+#[test]
+fn a_new_database_is_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("new.db");
+    let out = broker()
+        .args(["serve", "--db"])
+        .arg(&db)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for f in ["new.db", "new.db-wal", "new.db-shm"] {
+        let p = dir.path().join(f);
+        if p.exists() {
+            let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{f} is owner-only");
+        }
+    }
+}

@@ -50,7 +50,23 @@ pub fn open_writer(path: &Path, durability: Durability) -> Result<Connection, Op
     };
     // Check the version read-only first: switching a file to WAL writes to
     // it, and a database we refuse must stay byte-identical.
-    if path.exists() {
+    if !path.exists() {
+        // A new database holds every delegate's messages: owner-only from
+        // the first byte (SQLite gives its -wal and -shm files the same mode).
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| OpenError::Sqlite {
+                path: p.clone(),
+                source: rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+                    Some(e.to_string()),
+                ),
+            })?;
+    } else {
         let ro = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
