@@ -30,6 +30,11 @@ pub use serde_json::{json, Value};
 /// on purpose: it only bounds a hang, it never measures speed.
 pub const TIMEOUT: Duration = Duration::from_secs(20);
 
+/// The bound for answers to calls that carry tens of megabytes (a debug
+/// build on a loaded 2-core machine parses them slowly). Again only a hang
+/// guard.
+pub const SLOW_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// The protocol version this suite speaks.
 pub const PROTOCOL_VERSION: u64 = 10;
 
@@ -319,6 +324,27 @@ impl Broker {
 
     fn classify(&mut self, v: Value) {
         let is_notification = v.is_object() && v.get("method").is_some() && v.get("id").is_none();
+        // Every line the broker writes is JSON-RPC 2.0; a response holds
+        // exactly one of `result` / `error`.
+        let items: Vec<&Value> = match &v {
+            Value::Array(a) => a.iter().collect(),
+            other => vec![other],
+        };
+        for item in items {
+            if item.get("__unparseable").is_some() {
+                continue;
+            }
+            assert_eq!(
+                item["jsonrpc"], "2.0",
+                "broker wrote a line without jsonrpc 2.0: {item}"
+            );
+            if item.get("method").is_none() {
+                assert!(
+                    item.get("result").is_some() != item.get("error").is_some(),
+                    "a response must hold exactly one of result/error: {item}"
+                );
+            }
+        }
         if is_notification {
             self.notifications.push_back(v);
             return;
@@ -404,6 +430,15 @@ impl Broker {
     /// response (a batch reply, an error with `id: null`).
     pub fn next_other(&mut self, timeout: Duration) -> Option<Value> {
         self.pump_until(timeout, |b| b.others.pop_front())
+    }
+
+    /// [`Broker::call`] with a longer bound, for calls carrying tens of MB.
+    pub fn call_slow(&mut self, method: &str, params: Value) -> Value {
+        let id = self.request(method, params);
+        match self.try_response(&json!(id), SLOW_TIMEOUT) {
+            Some(v) => v,
+            None => panic!("no response to {method} (id {id}) within {SLOW_TIMEOUT:?}"),
+        }
     }
 
     /// Sends a request and waits for its whole response object.

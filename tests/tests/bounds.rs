@@ -125,8 +125,8 @@ fn text_bound_counts_unicode_scalars_summed_over_text_parts() {
     assert_eq!(t["status"]["state"], "submitted");
     assert_eq!(t["artifacts"], json!([]));
     // Nothing was routed: the worker's next event follows the creation's.
-    b.barrier(&wrk.id, 4, |_| {});
-    b.barrier(&wrk.id, 5, |b| {
+    b.barrier(&wrk.id, 3, |_| {});
+    b.barrier(&wrk.id, 4, |b| {
         b.ok(
             "a2a.message.send",
             json!({"token": req.token, "message": text_msg_on("small", &id)}),
@@ -141,36 +141,40 @@ fn file_bound_counts_decoded_bytes() {
     let mut b = Broker::open(&db.path);
     let (req, wrk) = pair(&mut b);
     let b64 = |n: usize| base64::engine::general_purpose::STANDARD.encode(vec![0x5au8; n]);
-    let over = json!([{"kind": "file", "file": {"name": "big.bin", "bytes": b64(MAX_FILE + 1)}}]);
-    let resp = b.call(
+    let over_b64 = b64(MAX_FILE + 1);
+    let at_b64 = b64(MAX_FILE);
+    let over = json!([{"kind": "file", "file": {"name": "big.bin", "bytes": over_b64}}]);
+    let resp = b.call_slow(
         "a2a.message.send",
         json!({"token": req.token, "message": parts_msg(over, &wrk.id)}),
     );
+    let (max, actual) = (MAX_FILE as u64, Some(MAX_FILE as u64 + 1));
     assert_bound_error(
         &resp,
         "A2A_PAYLOAD_TOO_LARGE",
         "A2A_MAX_FILE_BYTES",
-        MAX_FILE as u64,
-        Some(MAX_FILE as u64 + 1),
+        max,
+        actual,
     );
     assert!(listed_task_ids(&mut b, &req).is_empty());
     // Exactly at the limit: accepted (28 MB of base64 stays under the frame bound).
-    let at = json!([{"kind": "file", "file": {"name": "big.bin", "bytes": b64(MAX_FILE)}}]);
-    let r = b.ok(
+    let at = json!([{"kind": "file", "file": {"name": "big.bin", "bytes": at_b64}}]);
+    let resp = b.call_slow(
         "a2a.message.send",
         json!({"token": req.token, "message": parts_msg(at, &wrk.id), "configuration": {"historyLength": 0}}),
     );
-    let id = tid(&r["task"]);
-    let n = b.expect_event(&wrk.id);
+    let id = tid(&result(&resp)["task"]);
+    let n = b
+        .wait_notification(&wrk.id, SLOW_TIMEOUT, |_| true)
+        .expect("creation event");
     assert_eq!(seq(&n), 1);
     let got = n["params"]["event"]["status"]["message"]["parts"][0]["file"]["bytes"]
         .as_str()
-        .unwrap()
-        .len();
-    assert_eq!(got, b64(MAX_FILE).len());
+        .unwrap();
+    assert!(got == at_b64, "the file bytes changed on the way");
     // An artifact's file part is bounded too.
-    let art = json!({"artifactId": "f", "parts": [{"kind": "file", "file": {"bytes": b64(MAX_FILE + 1)}}]});
-    let resp = b.call(
+    let art = json!({"artifactId": "f", "parts": [{"kind": "file", "file": {"bytes": over_b64}}]});
+    let resp = b.call_slow(
         "a2a.tasks.artifact",
         json!({"token": wrk.token, "id": id, "artifact": art}),
     );
@@ -178,8 +182,8 @@ fn file_bound_counts_decoded_bytes() {
         &resp,
         "A2A_PAYLOAD_TOO_LARGE",
         "A2A_MAX_FILE_BYTES",
-        MAX_FILE as u64,
-        Some(MAX_FILE as u64 + 1),
+        max,
+        actual,
     );
     let t = b.ok(
         "a2a.tasks.get",
@@ -195,7 +199,7 @@ fn data_part_bound_counts_serialized_size() {
     let mut b = Broker::open(&db.path);
     let (req, wrk) = pair(&mut b);
     let big = json!([{"kind": "data", "data": {"s": "d".repeat(MAX_FILE)}}]);
-    let resp = b.call(
+    let resp = b.call_slow(
         "a2a.message.send",
         json!({"token": req.token, "message": parts_msg(big, &wrk.id)}),
     );
@@ -247,6 +251,13 @@ fn history_bound_refuses_the_257th_message_but_not_status_changes() {
     );
     assert_bound_error(&resp, "A2A_SEND_CAP", "A2A_MAX_TASK_HISTORY", 256, None);
     assert_eq!(b.get_task(&req, &id)["version"], 256);
+    // A cancel with a message would store a 257th message too.
+    let resp = b.call(
+        "a2a.tasks.cancel",
+        json!({"token": req.token, "id": id, "message": m}),
+    );
+    assert_bound_error(&resp, "A2A_SEND_CAP", "A2A_MAX_TASK_HISTORY", 256, None);
+    assert_eq!(b.get_task(&req, &id)["status"]["state"], "working");
     // A status change without a message is always possible.
     let t = b.set_state(&wrk, &id, "input-required");
     assert_eq!(t["version"], 257);
@@ -258,8 +269,9 @@ fn history_bound_refuses_the_257th_message_but_not_status_changes() {
     );
     assert_bound_error(&resp, "A2A_SEND_CAP", "A2A_MAX_TASK_HISTORY", 256, None);
     assert_eq!(b.get_task(&req, &id)["status"]["state"], "input-required");
+    b.set_state(&wrk, &id, "working");
     let t = b.set_state(&wrk, &id, "completed");
-    assert_eq!(t["version"], 258);
+    assert_eq!(t["version"], 259);
 }
 
 #[test]
@@ -451,4 +463,45 @@ fn a_broadcast_is_charged_one_send_per_task() {
     );
     assert_bound_error(&resp, "A2A_SEND_CAP", "A2A_MAX_SENDS_PER_RUN", 200, None);
     assert_eq!(peers.len(), 4);
+}
+
+#[test]
+fn deregister_settles_a_task_whose_history_is_full() {
+    let db = TestDb::new();
+    let mut b = Broker::open(&db.path);
+    let (req, wrk) = pair(&mut b);
+    let id = tid(&b.create_task(&req, &wrk, "m1"));
+    let reqs = (0..255)
+        .map(|i| {
+            let m = json!({"role": "agent", "messageId": format!("h{i}"), "parts": [{"kind": "text", "text": "x"}]});
+            ("a2a.tasks.status", json!({"token": wrk.token, "id": id, "state": "working", "message": m}))
+        })
+        .collect();
+    for resp in b.pipeline(reqs) {
+        result(&resp);
+    }
+    b.expect_event(&wrk.id);
+    // The requester leaves: the task is canceled although no message fits.
+    b.ok("a2a.agents.deregister", json!({"token": req.token}));
+    let n = b.expect_event(&wrk.id);
+    assert_eq!(n["params"]["event"]["status"]["state"], "canceled");
+    assert_eq!(n["params"]["event"]["final"], true);
+    let t = b.get_task(&wrk, &id);
+    assert_eq!(t["status"]["state"], "canceled");
+    assert_eq!(t["history"].as_array().unwrap().len(), 256);
+    assert_eq!(t["version"], 257);
+    // And a cancel without a message on a full task works too.
+    let req = b.agent("ctx-req", "req");
+    let id = tid(&b.create_task(&req, &wrk, "m1"));
+    let reqs = (0..255)
+        .map(|i| {
+            let m = json!({"role": "agent", "messageId": format!("k{i}"), "parts": [{"kind": "text", "text": "x"}]});
+            ("a2a.tasks.status", json!({"token": wrk.token, "id": id, "state": "working", "message": m}))
+        })
+        .collect();
+    for resp in b.pipeline(reqs) {
+        result(&resp);
+    }
+    let t = b.ok("a2a.tasks.cancel", json!({"token": req.token, "id": id}))["task"].clone();
+    assert_eq!(t["status"]["state"], "canceled");
 }

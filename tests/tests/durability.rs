@@ -71,9 +71,9 @@ fn check_db(path: &std::path::Path, acked: &[String]) {
 fn sigkill_mid_load_loses_no_acknowledged_creation() {
     let db = TestDb::new();
     let mut b = Broker::open(&db.path);
-    let (ids, reqs) = pipeline_creations(&mut b, 6, 120);
+    let (ids, reqs) = pipeline_creations(&mut b, 10, 120);
     // Wait for a first part of the acknowledgements, then kill without warning.
-    for id in &ids[..150] {
+    for id in &ids[..50] {
         let r = b
             .try_response(&json!(id), TIMEOUT)
             .unwrap_or_else(|| panic!("no response to {id}"));
@@ -84,7 +84,13 @@ fn sigkill_mid_load_loses_no_acknowledged_creation() {
     b.drain_stdout(TIMEOUT);
     let responses = b.take_responses();
     let acked = acknowledged(&responses);
-    assert!(acked.len() >= 150, "only {} acknowledged", acked.len());
+    assert!(acked.len() >= 50, "only {} acknowledged", acked.len());
+    // Diagnostic: how far the load got before the kill (shown on failure).
+    eprintln!(
+        "{} of {} creations acknowledged before SIGKILL",
+        acked.len(),
+        ids.len()
+    );
     for r in responses.values() {
         assert!(r.get("result").is_some(), "a creation failed: {r}");
     }

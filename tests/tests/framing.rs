@@ -246,22 +246,33 @@ fn single_client_notification_gets_no_response() {
     );
 }
 
+/// A `a2a.agents.list` request line of exactly `len` bytes (no newline).
+fn padded_line(id: u64, token: &str, len: usize) -> Vec<u8> {
+    let head = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"a2a.agents.list","params":{{"token":"{token}","pad":""#
+    );
+    let tail = br#""}}"#;
+    let mut line = Vec::with_capacity(len + 1);
+    line.extend_from_slice(head.as_bytes());
+    line.resize(len - tail.len(), b'a');
+    line.extend_from_slice(tail);
+    assert_eq!(line.len(), len);
+    line
+}
+
+const MAX_FRAME: usize = 32 * 1024 * 1024;
+
 #[test]
 fn oversize_line_is_discarded_and_answered_and_connection_survives() {
     let db = TestDb::new();
     let mut b = Broker::open(&db.path);
     let a = b.agent("c1", "a");
-    let head =
-        br#"{"jsonrpc":"2.0","id":77,"method":"a2a.agents.list","params":{"token":"x","pad":""#;
-    let tail = b"\"}}\n";
-    let pad = 33 * 1024 * 1024;
-    let mut line = Vec::with_capacity(head.len() + pad + tail.len());
-    line.extend_from_slice(head);
-    line.resize(head.len() + pad, b'a');
-    line.extend_from_slice(tail);
+    // One byte over the bound.
+    let mut line = padded_line(77, &a.token, MAX_FRAME + 1);
+    line.push(b'\n');
     b.write_bytes(line);
     let v = b
-        .next_other(Duration::from_secs(60))
+        .next_other(SLOW_TIMEOUT)
         .expect("no answer to an oversize line");
     assert!(
         v["id"].is_null(),
@@ -274,6 +285,14 @@ fn oversize_line_is_discarded_and_answered_and_connection_survives() {
     assert!(!b.has_response(77));
     let list = b.ok("a2a.agents.list", json!({"token": a.token}));
     assert!(list["agents"].is_array());
+    // Exactly at the bound: an ordinary request.
+    let mut line = padded_line(78, &a.token, MAX_FRAME);
+    line.push(b'\n');
+    b.write_bytes(line);
+    let resp = b
+        .try_response(&json!(78), SLOW_TIMEOUT)
+        .expect("no answer to a 32 MiB line");
+    assert_eq!(result(&resp)["agents"], json!([]));
     b.pump_ready();
     assert!(
         b.next_other(Duration::ZERO).is_none(),

@@ -140,3 +140,15 @@ fn repeated_handshake_is_answered_alike_and_changes_nothing() {
     let n = b.expect_event(&w.id);
     assert_eq!(n["params"]["event"]["taskId"], task["id"]);
 }
+
+#[test]
+fn secret_is_not_used_on_stdio() {
+    let db = TestDb::new();
+    let mut b = Broker::start(&db.path, &[]);
+    let r = b.ok(
+        "app.handshake",
+        json!({"protocolVersion": 10, "secret": "anything at all"}),
+    );
+    assert_eq!(r["protocolVersion"], 10);
+    b.register("c", "a", "subagent", "push");
+}

@@ -228,3 +228,101 @@ fn replays_are_recognised_after_a_restart() {
         "new"
     );
 }
+
+#[test]
+fn replays_succeed_at_every_cap() {
+    let db = TestDb::new();
+    let mut b = Broker::open(&db.path);
+    let (req, wrk) = pair(&mut b);
+    // Sends cap: 1 creation + 199 appends, then replays of both kinds.
+    let first = text_msg_to("first", &wrk.id);
+    let id = tid(&b.ok(
+        "a2a.message.send",
+        json!({"token": req.token, "message": first}),
+    )["task"]);
+    let appends: Vec<Value> = (0..199).map(|_| text_msg_on("more", &id)).collect();
+    let reqs = appends
+        .iter()
+        .map(|m| {
+            (
+                "a2a.message.send",
+                json!({"token": req.token, "message": m}),
+            )
+        })
+        .collect();
+    for resp in b.pipeline(reqs) {
+        result(&resp);
+    }
+    let resp = b.call(
+        "a2a.message.send",
+        json!({"token": req.token, "message": text_msg_on("over", &id)}),
+    );
+    assert_a2a_error(&resp, "A2A_SEND_CAP");
+    let r = b.ok(
+        "a2a.message.send",
+        json!({"token": req.token, "message": first}),
+    );
+    assert_eq!(r["task"]["id"], id);
+    let r = b.ok(
+        "a2a.message.send",
+        json!({"token": req.token, "message": appends[198]}),
+    );
+    assert_eq!(r["task"]["version"], 200);
+
+    // History cap: the task holding 256 messages answers a replay.
+    let req2 = b.agent("ctx-2", "req2");
+    let id2 = tid(&b.create_task(&req2, &wrk, "m1"));
+    let mine = text_msg_on("m2", &id2);
+    b.ok(
+        "a2a.message.send",
+        json!({"token": req2.token, "message": mine}),
+    );
+    let reqs = (0..254)
+        .map(|_| {
+            let m = json!({"role": "agent", "messageId": unique("s"), "parts": [{"kind": "text", "text": "s"}]});
+            ("a2a.tasks.status", json!({"token": wrk.token, "id": id2, "state": "working", "message": m}))
+        })
+        .collect();
+    for resp in b.pipeline(reqs) {
+        result(&resp);
+    }
+    let resp = b.call(
+        "a2a.message.send",
+        json!({"token": req2.token, "message": text_msg_on("257", &id2)}),
+    );
+    assert_a2a_error(&resp, "A2A_SEND_CAP");
+    let r = b.ok(
+        "a2a.message.send",
+        json!({"token": req2.token, "message": mine}),
+    );
+    assert_eq!(r["task"]["history"].as_array().unwrap().len(), 256);
+
+    // Open-task cap: a replayed creation creates nothing, so it fits.
+    let req3 = b.agent("ctx-3", "req3");
+    let c1 = text_msg_to("c1", &wrk.id);
+    let id3 = tid(&b.ok(
+        "a2a.message.send",
+        json!({"token": req3.token, "message": c1}),
+    )["task"]);
+    let reqs = (0..127)
+        .map(|_| {
+            (
+                "a2a.message.send",
+                json!({"token": req3.token, "message": text_msg_to("c", &wrk.id)}),
+            )
+        })
+        .collect();
+    for resp in b.pipeline(reqs) {
+        result(&resp);
+    }
+    let resp = b.call(
+        "a2a.message.send",
+        json!({"token": req3.token, "message": text_msg_to("129", &wrk.id)}),
+    );
+    assert_a2a_error(&resp, "A2A_SEND_CAP");
+    let r = b.ok(
+        "a2a.message.send",
+        json!({"token": req3.token, "message": c1}),
+    );
+    assert_eq!(r["task"]["id"], id3);
+}

@@ -227,6 +227,12 @@ fn broadcast_creates_one_task_per_addressable_peer() {
         assert_eq!(t["contextId"], "home");
         assert_eq!(t["status"]["state"], "submitted");
         assert_eq!(t["history"][0]["parts"][0]["text"], "I own src/lib.rs");
+        assert_eq!(
+            t["history"][0]["taskId"], t["id"],
+            "broadcast message stamped with another task's id"
+        );
+        assert_eq!(t["history"][0]["from"], "a");
+        assert_eq!(t["version"], 1);
     }
     for p in &peers {
         let n = b.expect_event(&p.id);
@@ -617,4 +623,51 @@ fn file_parts_round_trip() {
     assert_eq!(t["history"][0]["parts"], parts);
     let tid = t["id"].as_str().unwrap();
     assert_eq!(b.get_task(&wrk, tid)["history"][0]["parts"], parts);
+}
+
+#[test]
+fn a_replayed_broadcast_returns_the_same_tasks() {
+    let db = TestDb::new();
+    let mut b = Broker::open(&db.path);
+    let a = b.agent("home", "a");
+    let p1 = b.agent("away", "p1");
+    let p2 = b.agent("far", "p2");
+    let mut m = text_msg("mine");
+    m["to"] = json!("*");
+    let ids = |r: &Value| -> Vec<String> {
+        let mut v: Vec<String> = r["tasks"]
+            .as_array()
+            .expect("tasks")
+            .iter()
+            .map(|t| t["id"].as_str().unwrap().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    let first = b.ok("a2a.message.send", json!({"token": a.token, "message": m}));
+    let again = b.ok("a2a.message.send", json!({"token": a.token, "message": m}));
+    assert_eq!(ids(&again), ids(&first));
+    assert_eq!(listed_task_ids(&mut b, &a).len(), 2);
+    for p in [&p1, &p2] {
+        assert_eq!(seq(&b.expect_event(&p.id)), 1);
+        b.barrier(&p.id, 1, |b| {
+            b.create_task(&a, p, "probe");
+        });
+    }
+}
+
+#[test]
+fn blocking_send_answers_when_the_worker_leaves() {
+    let db = TestDb::new();
+    let mut b = Broker::open(&db.path);
+    let (req, wrk) = pair(&mut b);
+    let id = b.request(
+        "a2a.message.send",
+        json!({"token": req.token, "message": text_msg_to("work", &wrk.id), "configuration": {"blocking": true}}),
+    );
+    b.expect_event(&wrk.id);
+    assert!(!b.has_response(id));
+    b.ok("a2a.agents.deregister", json!({"token": wrk.token}));
+    let r = result(&b.response(id));
+    assert_eq!(r["task"]["status"]["state"], "failed");
 }
