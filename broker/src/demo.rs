@@ -164,11 +164,11 @@ pub fn run() -> Result<(), String> {
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let db = dir.join("demo.db");
     let result = drive(&db);
-    if result.is_ok() {
+    if let Ok(task) = &result {
         println!("\n== the durable audit view (a2a-broker tasks list / show --db …) ==");
         crate::inspect::list(&db, None, 10)?;
         println!();
-        crate::inspect::show(&db, result.as_ref().expect("ok"))?;
+        crate::inspect::show(&db, task)?;
     }
     let _ = std::fs::remove_dir_all(&dir);
     result.map(|_| ())

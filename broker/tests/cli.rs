@@ -77,7 +77,11 @@ fn a_new_database_is_owner_only() {
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for f in ["new.db", "new.db-wal", "new.db-shm"] {
         let p = dir.path().join(f);
         if p.exists() {

@@ -21,7 +21,7 @@ fn racing_terminal_transitions_never_both_win() {
     let outbox = Arc::new(Outbox::new(1 << 16));
     let mut s = b.session(outbox.clone());
     let mut answers: HashMap<u64, Value> = HashMap::new();
-    let mut wait_for = |ids: &[u64], answers: &mut HashMap<u64, Value>| {
+    let wait_for = |ids: &[u64], answers: &mut HashMap<u64, Value>| {
         let mut items = Vec::new();
         while !ids.iter().all(|i| answers.contains_key(i)) {
             assert!(outbox.drain_timeout(&mut items, Duration::from_secs(20)));

@@ -28,8 +28,12 @@ fn median(mut v: Vec<Duration>) -> Duration {
 fn a_flooding_client_does_not_starve_others() {
     let broker = Broker::start();
     let victim = broker.connect();
-    let req = victim.register("victim", agent_card("v-req"), Delivery::Push).unwrap();
-    let wrk = victim.register("victim", agent_card("v-wrk"), Delivery::Push).unwrap();
+    let req = victim
+        .register("victim", agent_card("v-req"), Delivery::Push)
+        .unwrap();
+    let wrk = victim
+        .register("victim", agent_card("v-wrk"), Delivery::Push)
+        .unwrap();
     let task = req.send(message_to("v-wrk", "work"), None).unwrap();
     let round_trips = |n: usize| -> Vec<Duration> {
         (0..n)
@@ -54,8 +58,12 @@ fn a_flooding_client_does_not_starve_others() {
     for k in 0..5 {
         let client = broker.connect();
         let ctx = format!("flood-{k}");
-        let r = client.register(&ctx, agent_card(&format!("f-req-{k}")), Delivery::Push).unwrap();
-        let w = client.register(&ctx, agent_card(&format!("f-wrk-{k}")), Delivery::Push).unwrap();
+        let r = client
+            .register(&ctx, agent_card(&format!("f-req-{k}")), Delivery::Push)
+            .unwrap();
+        let w = client
+            .register(&ctx, agent_card(&format!("f-wrk-{k}")), Delivery::Push)
+            .unwrap();
         let t = r.send(message_to(w.id(), "flood"), None).unwrap();
         let (stop, flooded) = (stop.clone(), flooded.clone());
         threads.push(std::thread::spawn(move || {
@@ -93,6 +101,12 @@ fn a_flooding_client_does_not_starve_others() {
         busy.as_secs_f64() / quiet.as_secs_f64()
     );
     assert!(during > 0, "the flood ran while the victim measured");
-    assert!(busy < Duration::from_millis(100), "median {busy:?} under flood exceeds the stated bound");
-    assert!(worst < Duration::from_secs(5), "a call took {worst:?} under flood");
+    assert!(
+        busy < Duration::from_millis(100),
+        "median {busy:?} under flood exceeds the stated bound"
+    );
+    assert!(
+        worst < Duration::from_secs(5),
+        "a call took {worst:?} under flood"
+    );
 }

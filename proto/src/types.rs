@@ -457,6 +457,17 @@ impl Notification {
     }
 }
 
+impl Notification {
+    /// The recipient's peer id and context id.
+    pub fn recipient(&self) -> (&str, &str) {
+        match self {
+            Notification::TaskEvent(p) => (&p.recipient, &p.recipient_context_id),
+            Notification::Push(p) => (&p.recipient, &p.recipient_context_id),
+            Notification::Lagged(p) => (&p.recipient, &p.recipient_context_id),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -517,16 +528,5 @@ mod tests {
             assert_eq!(serde_json::to_value(s).unwrap(), json!(s.as_str()));
         }
         assert_eq!(State::parse("done"), None);
-    }
-}
-
-impl Notification {
-    /// The recipient's peer id and context id.
-    pub fn recipient(&self) -> (&str, &str) {
-        match self {
-            Notification::TaskEvent(p) => (&p.recipient, &p.recipient_context_id),
-            Notification::Push(p) => (&p.recipient, &p.recipient_context_id),
-            Notification::Lagged(p) => (&p.recipient, &p.recipient_context_id),
-        }
     }
 }

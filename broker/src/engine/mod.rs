@@ -85,10 +85,8 @@ pub enum Op {
 
 /// What the writer's queue carries.
 pub enum Command {
-    Call {
-        op: Op,
-        reply: Responder,
-    },
+    /// Boxed: the queue moves commands by value, and a call's params are large.
+    Call { op: Box<Op>, reply: Responder },
     /// A connection closed: its agents' tokens die, their tasks stay open.
     ConnectionClosed(ConnId),
     /// A blocking send's wait ran out.
@@ -106,7 +104,10 @@ pub struct EngineHandle {
 impl EngineHandle {
     /// Queues a call. If the writer has stopped, the responder answers `-32603`.
     pub fn call(&self, op: Op, reply: Responder) {
-        let _ = self.tx.send(Command::Call { op, reply });
+        let _ = self.tx.send(Command::Call {
+            op: Box::new(op),
+            reply,
+        });
     }
 
     /// Tells the writer a connection closed.
@@ -235,7 +236,7 @@ impl Engine {
             match cmd {
                 Command::Call { op, reply } => {
                     let result = match &began {
-                        Ok(()) => self.run_call(op, &mut undo),
+                        Ok(()) => self.run_call(*op, &mut undo),
                         Err(e) => Err(RpcError::internal(format!("database: {e}"))),
                     };
                     done.push(Done { reply, result });

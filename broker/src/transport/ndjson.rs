@@ -17,27 +17,89 @@ pub enum Line<'a> {
     Eof,
 }
 
+/// The line-splitting rules, shared by the blocking and the async reader:
+/// collect bytes up to `\n`; past `max` bytes, stop collecting and report
+/// the line as too large once its `\n` (or the end of input) arrives.
+struct Splitter {
+    buf: Vec<u8>,
+    max: usize,
+    discarding: bool,
+}
+
+enum Step {
+    /// The chunk ended inside a line.
+    More,
+    /// A whole line is in `buf`.
+    Line,
+    /// A line longer than `max` ended.
+    TooLarge,
+}
+
+impl Splitter {
+    fn new(max: usize) -> Self {
+        Self {
+            buf: Vec::new(),
+            max,
+            discarding: false,
+        }
+    }
+
+    fn start(&mut self) {
+        self.buf.clear();
+        self.discarding = false;
+    }
+
+    /// Takes what it can of `avail`: returns the bytes used and what they made.
+    fn feed(&mut self, avail: &[u8]) -> (usize, Step) {
+        let (chunk, found) = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => (&avail[..i], Some(i)),
+            None => (avail, None),
+        };
+        if !self.discarding {
+            if self.buf.len() + chunk.len() > self.max {
+                self.discarding = true;
+                self.buf = Vec::new();
+            } else {
+                self.buf.extend_from_slice(chunk);
+            }
+        }
+        match found {
+            None => (chunk.len(), Step::More),
+            Some(i) if self.discarding => (i + 1, Step::TooLarge),
+            Some(i) => (i + 1, Step::Line),
+        }
+    }
+
+    /// What the input held when it ended.
+    fn at_eof(&self) -> Line<'_> {
+        if self.discarding {
+            Line::TooLarge
+        } else if self.buf.is_empty() {
+            Line::Eof
+        } else {
+            Line::Line(&self.buf)
+        }
+    }
+}
+
 /// Reads `\n`-separated lines, discarding (and reporting) any longer than
 /// `max` bytes without ever holding more than `max` bytes of one.
 pub struct LineReader<R> {
     inner: R,
-    buf: Vec<u8>,
-    max: usize,
+    split: Splitter,
 }
 
 impl<R: BufRead> LineReader<R> {
     pub fn new(inner: R, max: usize) -> Self {
         Self {
             inner,
-            buf: Vec::new(),
-            max,
+            split: Splitter::new(max),
         }
     }
 
     /// The next line.
     pub fn next_line(&mut self) -> io::Result<Line<'_>> {
-        self.buf.clear();
-        let mut discarding = false;
+        self.split.start();
         loop {
             let avail = match self.inner.fill_buf() {
                 Ok(a) => a,
@@ -45,34 +107,48 @@ impl<R: BufRead> LineReader<R> {
                 Err(e) => return Err(e),
             };
             if avail.is_empty() {
-                return Ok(if discarding {
-                    Line::TooLarge
-                } else if self.buf.is_empty() {
-                    Line::Eof
-                } else {
-                    Line::Line(&self.buf)
-                });
+                return Ok(self.split.at_eof());
             }
-            let (chunk, found) = match avail.iter().position(|&b| b == b'\n') {
-                Some(i) => (&avail[..i], Some(i)),
-                None => (avail, None),
-            };
-            if !discarding {
-                if self.buf.len() + chunk.len() > self.max {
-                    discarding = true;
-                    self.buf = Vec::new();
-                } else {
-                    self.buf.extend_from_slice(chunk);
-                }
-            }
-            let used = found.map_or(chunk.len(), |i| i + 1);
+            let (used, step) = self.split.feed(avail);
             self.inner.consume(used);
-            if found.is_some() {
-                return Ok(if discarding {
-                    Line::TooLarge
-                } else {
-                    Line::Line(&self.buf)
-                });
+            match step {
+                Step::More => {}
+                Step::Line => return Ok(Line::Line(&self.split.buf)),
+                Step::TooLarge => return Ok(Line::TooLarge),
+            }
+        }
+    }
+}
+
+/// The async twin of [`LineReader`], for socket connections.
+pub struct AsyncLineReader<R> {
+    inner: R,
+    split: Splitter,
+}
+
+impl<R: tokio::io::AsyncBufRead + Unpin> AsyncLineReader<R> {
+    pub fn new(inner: R, max: usize) -> Self {
+        Self {
+            inner,
+            split: Splitter::new(max),
+        }
+    }
+
+    /// The next line; same rules as [`LineReader::next_line`].
+    pub async fn next_line(&mut self) -> io::Result<Line<'_>> {
+        use tokio::io::AsyncBufReadExt;
+        self.split.start();
+        loop {
+            let avail = self.inner.fill_buf().await?;
+            if avail.is_empty() {
+                return Ok(self.split.at_eof());
+            }
+            let (used, step) = self.split.feed(avail);
+            self.inner.consume(used);
+            match step {
+                Step::More => {}
+                Step::Line => return Ok(Line::Line(&self.split.buf)),
+                Step::TooLarge => return Ok(Line::TooLarge),
             }
         }
     }
@@ -126,62 +202,5 @@ mod tests {
         let mut r = LineReader::new(&input[..], 8);
         assert_eq!(r.next_line().unwrap(), Line::Line(b"12345678"));
         assert_eq!(r.next_line().unwrap(), Line::TooLarge);
-    }
-}
-
-/// The async twin of [`LineReader`], for socket connections.
-pub struct AsyncLineReader<R> {
-    inner: R,
-    buf: Vec<u8>,
-    max: usize,
-}
-
-impl<R: tokio::io::AsyncBufRead + Unpin> AsyncLineReader<R> {
-    pub fn new(inner: R, max: usize) -> Self {
-        Self {
-            inner,
-            buf: Vec::new(),
-            max,
-        }
-    }
-
-    /// The next line; same rules as [`LineReader::next_line`].
-    pub async fn next_line(&mut self) -> io::Result<Line<'_>> {
-        use tokio::io::AsyncBufReadExt;
-        self.buf.clear();
-        let mut discarding = false;
-        loop {
-            let avail = self.inner.fill_buf().await?;
-            if avail.is_empty() {
-                return Ok(if discarding {
-                    Line::TooLarge
-                } else if self.buf.is_empty() {
-                    Line::Eof
-                } else {
-                    Line::Line(&self.buf)
-                });
-            }
-            let (chunk, found) = match avail.iter().position(|&b| b == b'\n') {
-                Some(i) => (&avail[..i], Some(i)),
-                None => (avail, None),
-            };
-            if !discarding {
-                if self.buf.len() + chunk.len() > self.max {
-                    discarding = true;
-                    self.buf = Vec::new();
-                } else {
-                    self.buf.extend_from_slice(chunk);
-                }
-            }
-            let used = found.map_or(chunk.len(), |i| i + 1);
-            self.inner.consume(used);
-            if found.is_some() {
-                return Ok(if discarding {
-                    Line::TooLarge
-                } else {
-                    Line::Line(&self.buf)
-                });
-            }
-        }
     }
 }
