@@ -51,6 +51,18 @@ pub(super) fn check_history_room(rec: &TaskRecord) -> Result<(), CoreError> {
     Ok(())
 }
 
+/// Refuses anyone but the task's worker.
+pub(super) fn worker_only(
+    rec: &TaskRecord,
+    agent: &Agent,
+    what: &'static str,
+) -> Result<(), CoreError> {
+    if party_role(rec, agent)? != Role::Agent {
+        return Err(CoreError::CrossContextDenied(what));
+    }
+    Ok(())
+}
+
 /// The caller's party role on a task, or `A2A_CROSS_CONTEXT_DENIED`.
 pub(super) fn party_role(rec: &TaskRecord, agent: &Agent) -> Result<Role, CoreError> {
     rec.role_of(&agent.party())
@@ -101,21 +113,14 @@ impl Engine {
             status: next.status.clone(),
             is_final: state.is_terminal(),
         });
-        write::update_task(&self.conn, &next)?;
-        write::append_log(
-            &self.conn,
-            &next.id,
-            next.version,
-            &event,
-            &actor.peer_id,
-            &now,
-        )?;
-        events.push(Routed::Task {
-            to: next.counterpart(actor).clone(),
-            context_id: next.context_id.clone(),
-            version: next.version,
+        self.record_change(
+            &next,
             event,
-        });
+            actor,
+            next.counterpart(actor).clone(),
+            &now,
+            events,
+        )?;
         if state.is_terminal() && !rec.state().is_terminal() {
             self.add_open(&next.context_id, -1, undo);
             for (owner, cfg) in &next.push_configs {
@@ -129,6 +134,35 @@ impl Engine {
             }
         }
         Ok(self.put_task(next, undo))
+    }
+
+    /// Writes a change already applied to `next` (its row and its log
+    /// entry) and queues its event to `to`.
+    pub(super) fn record_change(
+        &self,
+        next: &TaskRecord,
+        event: StreamEvent,
+        actor: &Party,
+        to: Party,
+        now: &str,
+        events: &mut Vec<Routed>,
+    ) -> Result<(), CoreError> {
+        write::update_task(&self.conn, next)?;
+        write::append_log(
+            &self.conn,
+            &next.id,
+            next.version,
+            &event,
+            &actor.peer_id,
+            now,
+        )?;
+        events.push(Routed::Task {
+            to,
+            context_id: next.context_id.clone(),
+            version: next.version,
+            event,
+        });
+        Ok(())
     }
 
     /// The task's current status as an event to `to` (stream, resubscribe).

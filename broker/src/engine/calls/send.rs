@@ -291,21 +291,7 @@ impl Engine {
                 },
                 is_final: false,
             });
-            write::update_task(&self.conn, &next)?;
-            write::append_log(
-                &self.conn,
-                &next.id,
-                next.version,
-                &event,
-                &me.peer_id,
-                &now,
-            )?;
-            events.push(Routed::Task {
-                to: counterpart,
-                context_id: next.context_id.clone(),
-                version: next.version,
-                event,
-            });
+            self.record_change(&next, event, &me, counterpart, &now, &mut events)?;
             self.put_task(next, undo)
         };
         if let Some(pc) = &cfg.push_notification_config {

@@ -3,7 +3,7 @@
 
 use super::super::effects::{Effects, Routed};
 use super::super::{Engine, Undo};
-use super::{check_history_room, party_role, stamp};
+use super::{check_history_room, party_role, stamp, worker_only};
 use crate::clock;
 use crate::core::state::check_move;
 use crate::core::task::{Party, TaskRecord};
@@ -39,11 +39,7 @@ impl Engine {
     ) -> Result<Effects, CoreError> {
         let agent = self.caller(p.token.as_deref())?;
         let rec = self.task(&p.id)?;
-        if party_role(&rec, &agent)? != Role::Agent {
-            return Err(CoreError::CrossContextDenied(
-                "only the task's worker may change its status",
-            ));
-        }
+        worker_only(&rec, &agent, "only the task's worker may change its status")?;
         check_move(rec.state(), p.state)?;
         Self::check_status_message(&rec, p.message.as_ref())?;
         let me = agent.party();
@@ -99,11 +95,7 @@ impl Engine {
     ) -> Result<Effects, CoreError> {
         let agent = self.caller(p.token.as_deref())?;
         let rec = self.task(&p.id)?;
-        if party_role(&rec, &agent)? != Role::Agent {
-            return Err(CoreError::CrossContextDenied(
-                "only the task's worker may add artifacts",
-            ));
-        }
+        worker_only(&rec, &agent, "only the task's worker may add artifacts")?;
         if rec.state().is_terminal() {
             return Err(CoreError::TaskTerminal(rec.state()));
         }
@@ -153,22 +145,9 @@ impl Engine {
             last_chunk: p.last_chunk,
         });
         write::put_artifact(&self.conn, &next.id, pos, &next.artifacts[pos])?;
-        write::update_task(&self.conn, &next)?;
-        write::append_log(
-            &self.conn,
-            &next.id,
-            next.version,
-            &event,
-            &me.peer_id,
-            &now,
-        )?;
         let mut effects = Effects::reply(Reply::Ok);
-        effects.events.push(Routed::Task {
-            to: next.requester.clone(),
-            context_id: next.context_id.clone(),
-            version: next.version,
-            event,
-        });
+        let to = next.requester.clone();
+        self.record_change(&next, event, &me, to, &now, &mut effects.events)?;
         let next = self.put_task(next, undo);
         effects.reply = Reply::task(next, None);
         Ok(effects)
