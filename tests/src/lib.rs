@@ -1,14 +1,20 @@
 //! Harness for the `a2a-broker` integration tests.
 //!
 //! Every test spawns the real `a2a-broker serve --db PATH` binary and speaks the
-//! `a2a.*` protocol (docs: `PROTOCOL.md`) to it over its stdio NDJSON transport.
+//! `a2a.*` protocol (docs: `PROTOCOL.md`) to it over NDJSON, on one of two
+//! [`Transport`]s: the child's stdio, or its local socket (`--socket`, the
+//! handshake carrying the secret). Protocol tests take a `Transport` and are
+//! run on both by [`on_both_transports!`]; stdio-only tests (stdin EOF,
+//! signals, migrations) use [`Broker::open`] / [`Broker::start`].
 //!
-//! - [`Broker`] owns the child process. A writer thread owns its stdin (so a
-//!   write never blocks a test), a reader thread parses each stdout line into a
-//!   [`serde_json::Value`], and another collects stderr lines. Every read from
-//!   the child goes through a channel with a timeout, so no test can hang.
+//! - [`Broker`] owns the child process and the test's [`Conn`] (whose methods
+//!   it exposes). A writer thread owns the connection's sending side (so a
+//!   write never blocks a test), a reader thread parses each incoming line
+//!   into a [`serde_json::Value`], and another collects stderr lines. Every
+//!   read goes through a channel with a timeout, so no test can hang.
 //! - Responses are matched by `id`; notifications and responses that arrive
 //!   while a test waits for something else are stashed, never lost.
+//! - [`Broker::connect`] opens further socket connections to the same broker.
 //! - The child is killed when the [`Broker`] is dropped.
 //!
 //! The binary is found through `A2A_BROKER_BIN`, else beside the test
@@ -17,10 +23,14 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
+use std::net::Shutdown;
+use std::ops::{Deref, DerefMut};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -106,190 +116,162 @@ pub struct Agent {
     pub ctx: String,
 }
 
-/// A running broker child process and the test's end of its stdio.
-pub struct Broker {
-    child: Child,
-    /// The child's pid.
-    pub pid: u32,
-    /// Chunks of bytes to write to the child's stdin; `None` once closed.
-    stdin_tx: Option<Sender<Vec<u8>>>,
-    /// Parsed stdout lines.
-    out_rx: Receiver<Value>,
-    /// Raw stderr lines.
-    err_rx: Receiver<String>,
-    /// Every stderr line seen so far.
-    pub stderr: Vec<String>,
+/// The transport a test speaks the protocol over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// NDJSON on the child's stdin/stdout (the canonical transport).
+    Stdio,
+    /// NDJSON on the local socket (`--socket <dir>/run/sock`); the handshake
+    /// carries the secret the broker minted into its secret file. The child's
+    /// stdin stays open (its EOF still stops the broker) and its stdout unused.
+    Socket,
+}
+
+/// Runs protocol tests over both transports. For each `fn name(t: Transport)`
+/// listed, makes a module `name` holding the tests `stdio` and `socket`
+/// (so `cargo test ::socket` runs one transport). A test fn that is written
+/// but not listed is dead code, which the lints refuse.
+#[macro_export]
+macro_rules! on_both_transports {
+    ($($name:ident),+ $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn stdio() {
+                super::$name($crate::Transport::Stdio)
+            }
+            #[test]
+            fn socket() {
+                super::$name($crate::Transport::Socket)
+            }
+        }
+    )+};
+}
+
+/// Starts a thread that writes each chunk it gets to `w`, and calls
+/// `on_close(w)` once every chunk is written and the sender is gone.
+fn spawn_writer<W: Write + Send + 'static>(
+    w: W,
+    on_close: impl FnOnce(W) + Send + 'static,
+) -> Sender<Vec<u8>> {
+    let (tx, rx) = mpsc::channel::<Vec<u8>>();
+    thread::spawn(move || {
+        let mut w = w;
+        while let Ok(chunk) = rx.recv() {
+            if w.write_all(&chunk).is_err() || w.flush().is_err() {
+                return;
+            }
+        }
+        on_close(w);
+    });
+    tx
+}
+
+/// Starts a thread that parses each line of `r` into a [`Value`] (an
+/// unparseable line becomes `{"__unparseable": ..}`); the channel closes at
+/// end of file.
+fn spawn_reader<R: Read + Send + 'static>(r: R) -> Receiver<Value> {
+    let (tx, rx) = mpsc::channel::<Value>();
+    thread::spawn(move || {
+        let mut reader = BufReader::with_capacity(1 << 20, r);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let text = line.strip_suffix(b"\n").unwrap_or(&line);
+            let value = serde_json::from_slice::<Value>(text).unwrap_or_else(|e| {
+                json!({"__unparseable": String::from_utf8_lossy(text), "__error": e.to_string()})
+            });
+            if tx.send(value).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// One NDJSON connection to the broker: its stdio, or one local-socket
+/// connection. A writer thread owns the sending side (so a write never blocks
+/// a test) and a reader thread parses each incoming line. Responses are
+/// matched by `id`; notifications and responses that arrive while a test
+/// waits for something else are stashed, never lost.
+pub struct Conn {
+    /// Which transport this connection is.
+    pub transport: Transport,
+    /// Chunks of bytes to send; `None` once closed.
+    tx: Option<Sender<Vec<u8>>>,
+    /// Parsed incoming lines.
+    rx: Receiver<Value>,
+    /// Socket: a handle kept to shut the connection down on drop.
+    stream: Option<UnixStream>,
+    /// Socket: the secret the handshake carries.
+    secret: Option<String>,
+    /// The broker's stderr so far, for failure messages.
+    stderr_log: Arc<Mutex<Vec<String>>>,
+    /// The broker closed its side (end of stdout / of the socket).
+    eof: bool,
     next_id: u64,
     /// Responses with a non-null id that nobody has claimed yet, by id.
     responses: HashMap<String, Value>,
-    /// Stdout values that are neither notifications nor id-keyed responses
-    /// (batch arrays, errors with a null id, unparseable lines), in order.
+    /// Values that are neither notifications nor id-keyed responses (batch
+    /// arrays, errors with a null id, unparseable lines), in order.
     others: VecDeque<Value>,
     /// Notifications not yet claimed, in arrival order.
     notifications: VecDeque<Value>,
-    /// The ready line the broker wrote on stderr.
-    pub ready: Value,
 }
 
 fn id_key(id: &Value) -> String {
     id.to_string()
 }
 
-impl Broker {
-    /// Spawns the broker without waiting for it to be ready.
-    pub fn spawn(db: &Path, extra_args: &[&str]) -> Broker {
-        let mut cmd = Command::new(broker_bin());
-        cmd.arg("serve").arg("--db").arg(db).args(extra_args);
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawn a2a-broker");
-        let pid = child.id();
-
-        let stdin: ChildStdin = child.stdin.take().expect("stdin");
-        let (stdin_tx, stdin_rx) = mpsc::channel::<Vec<u8>>();
-        thread::spawn(move || {
-            let mut stdin = stdin;
-            while let Ok(chunk) = stdin_rx.recv() {
-                if stdin.write_all(&chunk).is_err() || stdin.flush().is_err() {
-                    break;
-                }
-            }
-            // Dropping stdin here is the EOF.
-        });
-
-        let stdout = child.stdout.take().expect("stdout");
-        let (out_tx, out_rx) = mpsc::channel::<Value>();
-        thread::spawn(move || {
-            let mut reader = BufReader::with_capacity(1 << 20, stdout);
-            let mut line = Vec::new();
-            loop {
-                line.clear();
-                match reader.read_until(b'\n', &mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-                let text = line.strip_suffix(b"\n").unwrap_or(&line);
-                let value = serde_json::from_slice::<Value>(text).unwrap_or_else(|e| {
-                    json!({"__unparseable": String::from_utf8_lossy(text), "__error": e.to_string()})
-                });
-                if out_tx.send(value).is_err() {
-                    break;
-                }
-            }
-        });
-
-        let stderr = child.stderr.take().expect("stderr");
-        let (err_tx, err_rx) = mpsc::channel::<String>();
-        thread::spawn(move || {
-            let mut reader = BufReader::new(stderr);
-            let mut buf = Vec::new();
-            loop {
-                buf.clear();
-                match reader.read_until(b'\n', &mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-                let text = String::from_utf8_lossy(&buf)
-                    .trim_end_matches(['\n', '\r'])
-                    .to_string();
-                if err_tx.send(text).is_err() {
-                    break;
-                }
-            }
-            // Read whatever is left (a last line without newline is handled above).
-            let _ = reader.read_to_end(&mut buf);
-        });
-
-        Broker {
-            child,
-            pid,
-            stdin_tx: Some(stdin_tx),
-            out_rx,
-            err_rx,
-            stderr: Vec::new(),
+impl Conn {
+    fn new(
+        transport: Transport,
+        tx: Option<Sender<Vec<u8>>>,
+        rx: Receiver<Value>,
+        stream: Option<UnixStream>,
+        secret: Option<String>,
+        stderr_log: Arc<Mutex<Vec<String>>>,
+    ) -> Conn {
+        Conn {
+            transport,
+            tx,
+            rx,
+            stream,
+            secret,
+            stderr_log,
+            eof: false,
             next_id: FIRST_CALL_ID,
             responses: HashMap::new(),
             others: VecDeque::new(),
             notifications: VecDeque::new(),
-            ready: Value::Null,
         }
     }
 
-    /// Spawns the broker and waits for its `{"ready": true, ...}` stderr line.
-    pub fn start(db: &Path, extra_args: &[&str]) -> Broker {
-        let mut b = Broker::spawn(db, extra_args);
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match b.err_rx.recv_timeout(left.max(Duration::from_millis(1))) {
-                Ok(line) => {
-                    b.stderr.push(line.clone());
-                    if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                        if v.get("ready") == Some(&Value::Bool(true)) {
-                            b.ready = v;
-                            return b;
-                        }
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    panic!(
-                        "broker wrote no ready line within {TIMEOUT:?}; stderr: {:?}",
-                        b.stderr
-                    )
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    let status = b.wait_exit(TIMEOUT);
-                    panic!(
-                        "broker exited before ready ({status:?}); stderr: {:?}",
-                        b.stderr
-                    )
-                }
-            }
-            if Instant::now() >= deadline {
-                panic!(
-                    "broker wrote no ready line within {TIMEOUT:?}; stderr: {:?}",
-                    b.stderr
-                );
-            }
-        }
+    /// A placeholder for a socket broker not connected to yet.
+    fn detached(transport: Transport, stderr_log: Arc<Mutex<Vec<String>>>) -> Conn {
+        let (_, rx) = mpsc::channel();
+        Conn::new(transport, None, rx, None, None, stderr_log)
     }
 
-    /// [`Broker::start`] with no extra flags, then `app.handshake`.
-    pub fn open(db: &Path) -> Broker {
-        let mut b = Broker::start(db, &[]);
-        b.handshake();
-        b
-    }
-
-    /// Runs a broker that is expected to refuse to start: returns its exit
-    /// status and every stderr line. Fails if it becomes ready instead.
-    pub fn expect_start_failure(db: &Path, extra_args: &[&str]) -> (ExitStatus, Vec<String>) {
-        let mut b = Broker::spawn(db, extra_args);
-        let status = b.wait_exit(TIMEOUT);
-        b.drain_stderr(TIMEOUT);
-        for line in &b.stderr {
-            if let Ok(v) = serde_json::from_str::<Value>(line) {
-                assert_ne!(
-                    v.get("ready"),
-                    Some(&Value::Bool(true)),
-                    "broker became ready: {:?}",
-                    b.stderr
-                );
-            }
-        }
-        (status, b.stderr.clone())
+    fn stderr_lines(&self) -> Vec<String> {
+        self.stderr_log
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default()
     }
 
     // ---------------------------------------------------------------- writing
 
-    /// Writes raw bytes to the broker's stdin (never blocks the test).
+    /// Writes raw bytes to the connection (never blocks the test).
     pub fn write_bytes(&mut self, bytes: Vec<u8>) {
-        self.stdin_tx
+        self.tx
             .as_ref()
-            .expect("stdin already closed")
+            .expect("connection not open for writing")
             .send(bytes)
-            .expect("stdin writer thread gone");
+            .expect("connection writer thread gone");
     }
 
     /// Writes one line (a newline is appended).
@@ -315,9 +297,10 @@ impl Broker {
         self.send_raw(&line.to_string());
     }
 
-    /// Closes stdin (EOF for the broker).
-    pub fn close_stdin(&mut self) {
-        self.stdin_tx = None;
+    /// Ends the sending side once everything queued is written: EOF on
+    /// stdin, or a write shutdown of the socket. The reading side stays.
+    pub fn close(&mut self) {
+        self.tx = None;
     }
 
     // ---------------------------------------------------------------- reading
@@ -362,22 +345,25 @@ impl Broker {
         }
     }
 
-    /// Receives one stdout value, waiting at most `timeout`. False on timeout
-    /// or when stdout is closed.
+    /// Receives one incoming value, waiting at most `timeout`. False on
+    /// timeout or when the broker closed its side.
     fn pump(&mut self, timeout: Duration) -> bool {
-        match self.out_rx.recv_timeout(timeout) {
+        match self.rx.recv_timeout(timeout) {
             Ok(v) => {
                 self.classify(v);
                 true
             }
             Err(RecvTimeoutError::Timeout) => false,
-            Err(RecvTimeoutError::Disconnected) => false,
+            Err(RecvTimeoutError::Disconnected) => {
+                self.eof = true;
+                false
+            }
         }
     }
 
-    /// Moves everything already on stdout into the stashes without waiting.
+    /// Moves everything already received into the stashes without waiting.
     pub fn pump_ready(&mut self) {
-        while let Ok(v) = self.out_rx.try_recv() {
+        while let Ok(v) = self.rx.try_recv() {
             self.classify(v);
         }
     }
@@ -385,7 +371,7 @@ impl Broker {
     fn pump_until<T>(
         &mut self,
         timeout: Duration,
-        mut found: impl FnMut(&mut Broker) -> Option<T>,
+        mut found: impl FnMut(&mut Conn) -> Option<T>,
     ) -> Option<T> {
         let deadline = Instant::now() + timeout;
         loop {
@@ -397,25 +383,39 @@ impl Broker {
                 return None;
             }
             if !self.pump(left) {
-                // Stdout closed or deadline passed: one last look.
+                // Closed or deadline passed: one last look.
                 return found(self);
             }
         }
     }
 
+    /// Waits (at most `timeout`) until the broker closes its side of the
+    /// connection, stashing whatever arrives before. True if it did.
+    pub fn wait_closed(&mut self, timeout: Duration) -> bool {
+        self.pump_until(timeout, |c| c.eof.then_some(())).is_some()
+    }
+
+    /// Stashes whatever arrives until the broker's side closes (e.g. after
+    /// the process died) or `timeout` passes.
+    pub fn drain(&mut self, timeout: Duration) {
+        self.wait_closed(timeout);
+    }
+
     /// Waits for the response with this id.
     pub fn try_response(&mut self, id: &Value, timeout: Duration) -> Option<Value> {
         let key = id_key(id);
-        self.pump_until(timeout, |b| b.responses.remove(&key))
+        self.pump_until(timeout, |c| c.responses.remove(&key))
     }
 
-    /// Waits for the response to a request written by [`Broker::request`].
+    /// Waits for the response to a request written by [`Conn::request`].
     pub fn response(&mut self, id: u64) -> Value {
         match self.try_response(&json!(id), TIMEOUT) {
             Some(v) => v,
             None => panic!(
-                "no response to id {id} within {TIMEOUT:?}; stderr: {:?}",
-                self.stderr_now()
+                "no response to id {id} within {TIMEOUT:?} ({:?}, closed: {}); stderr: {:?}",
+                self.transport,
+                self.eof,
+                self.stderr_lines()
             ),
         }
     }
@@ -426,13 +426,13 @@ impl Broker {
         self.responses.contains_key(&id_key(&json!(id)))
     }
 
-    /// The next stdout value that is not a notification and not an id-keyed
+    /// The next value that is not a notification and not an id-keyed
     /// response (a batch reply, an error with `id: null`).
     pub fn next_other(&mut self, timeout: Duration) -> Option<Value> {
-        self.pump_until(timeout, |b| b.others.pop_front())
+        self.pump_until(timeout, |c| c.others.pop_front())
     }
 
-    /// [`Broker::call`] with a longer bound, for calls carrying tens of MB.
+    /// [`Conn::call`] with a longer bound, for calls carrying tens of MB.
     pub fn call_slow(&mut self, method: &str, params: Value) -> Value {
         let id = self.request(method, params);
         match self.try_response(&json!(id), SLOW_TIMEOUT) {
@@ -483,11 +483,11 @@ impl Broker {
 
     /// The next notification (any recipient), waiting at most `timeout`.
     pub fn next_notification(&mut self, timeout: Duration) -> Option<Value> {
-        self.pump_until(timeout, |b| b.notifications.pop_front())
+        self.pump_until(timeout, |c| c.notifications.pop_front())
     }
 
     /// Removes and returns the notifications for `recipient` received so far
-    /// (including those already waiting on stdout), in arrival order.
+    /// (including those already waiting to be read), in arrival order.
     pub fn notifications_for(&mut self, recipient: &str) -> Vec<Value> {
         self.pump_ready();
         let mut mine = Vec::new();
@@ -511,12 +511,12 @@ impl Broker {
         timeout: Duration,
         mut pred: impl FnMut(&Value) -> bool,
     ) -> Option<Value> {
-        self.pump_until(timeout, |b| {
-            let pos = b
+        self.pump_until(timeout, |c| {
+            let pos = c
                 .notifications
                 .iter()
                 .position(|n| n["params"]["recipient"] == recipient && pred(n))?;
-            b.notifications.remove(pos)
+            c.notifications.remove(pos)
         })
     }
 
@@ -538,101 +538,35 @@ impl Broker {
         self.notifications.iter().cloned().collect()
     }
 
-    // ---------------------------------------------------------------- process
-
-    fn drain_stderr(&mut self, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.err_rx.recv_timeout(left.max(Duration::from_millis(1))) {
-                Ok(line) => self.stderr.push(line),
-                Err(_) => return,
-            }
-            if Instant::now() >= deadline {
-                return;
-            }
-        }
-    }
-
-    /// Stderr lines so far (non-blocking).
-    pub fn stderr_now(&mut self) -> Vec<String> {
-        while let Ok(line) = self.err_rx.try_recv() {
-            self.stderr.push(line);
-        }
-        self.stderr.clone()
-    }
-
-    /// Polls the child until it exits; fails after `timeout`.
-    pub fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return status;
-            }
-            if Instant::now() >= deadline {
-                let _ = self.child.kill();
-                panic!(
-                    "broker did not exit within {timeout:?}; stderr: {:?}",
-                    self.stderr_now()
-                );
-            }
-            // Polling interval of the exit check, not a synchronisation.
-            thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    /// Closes stdin and waits for the exit status.
-    pub fn close_stdin_and_wait(&mut self, timeout: Duration) -> ExitStatus {
-        self.close_stdin();
-        let status = self.wait_exit(timeout);
-        self.drain_stderr(Duration::from_secs(5));
-        status
-    }
-
-    /// SIGKILL.
-    pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    /// Sends a signal (e.g. `libc::SIGTERM`) to the child.
-    pub fn signal(&mut self, sig: i32) {
-        let pid = libc::pid_t::try_from(self.pid).expect("pid fits pid_t");
-        // SAFETY: kill(2) takes plain integers and touches no memory of ours;
-        // the pid is our own child, not yet reaped (we hold its `Child`).
-        #[allow(unsafe_code)]
-        let rc = unsafe { libc::kill(pid, sig) };
-        assert_eq!(rc, 0, "kill({pid}, {sig}) failed");
-    }
-
-    /// Drains whatever remains on stdout after the process died (EOF ends it).
-    pub fn drain_stdout(&mut self, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.out_rx.recv_timeout(left.max(Duration::from_millis(1))) {
-                Ok(v) => self.classify(v),
-                Err(_) => return,
-            }
-            if Instant::now() >= deadline {
-                return;
-            }
-        }
-    }
-
     /// All id-keyed responses received and not yet claimed (removes them).
     pub fn take_responses(&mut self) -> HashMap<String, Value> {
         std::mem::take(&mut self.responses)
     }
 
+    /// Puts a claimed response back into the stash (so a later
+    /// [`Conn::take_responses`] sees every response received).
+    pub fn responses_insert_back(&mut self, resp: Value) {
+        let key = id_key(&resp["id"]);
+        self.responses.insert(key, resp);
+    }
+
     // ---------------------------------------------------------------- protocol
 
-    /// `app.handshake` with protocol 10; returns the result.
+    /// `app.handshake` params with the socket's secret added (on the socket
+    /// only; stdio takes none).
+    pub fn with_secret(&self, mut params: Value) -> Value {
+        if let Some(s) = &self.secret {
+            params["secret"] = json!(s);
+        }
+        params
+    }
+
+    /// `app.handshake` with protocol 10 (and the secret on the socket);
+    /// returns the result.
     pub fn handshake(&mut self) -> Value {
-        self.ok(
-            "app.handshake",
-            json!({"protocolVersion": PROTOCOL_VERSION, "client": "a2a-integration"}),
-        )
+        let params = self
+            .with_secret(json!({"protocolVersion": PROTOCOL_VERSION, "client": "a2a-integration"}));
+        self.ok("app.handshake", params)
     }
 
     /// Registers an agent; returns `(agentId, token)`.
@@ -698,7 +632,7 @@ impl Broker {
         &mut self,
         recipient: &str,
         last_seq: u64,
-        probe: impl FnOnce(&mut Broker),
+        probe: impl FnOnce(&mut Conn),
     ) -> Value {
         probe(self);
         let n = self.expect_event(recipient);
@@ -712,9 +646,362 @@ impl Broker {
     }
 }
 
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(s) = &self.stream {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// A running broker child process and the test's connection to it. The
+/// connection's methods ([`Conn`]) are callable on the `Broker` directly.
+/// The child is killed when the `Broker` is dropped.
+pub struct Broker {
+    child: Child,
+    /// The child's pid.
+    pub pid: u32,
+    /// The transport of the test's connection.
+    pub transport: Transport,
+    /// The test's connection (stdio, or the first socket connection).
+    conn: Conn,
+    /// Socket transport: the child's stdin, held open until
+    /// [`Broker::close_stdin`] (its EOF stops the broker).
+    stdin: Option<ChildStdin>,
+    /// Raw stderr lines, as they come.
+    err_rx: Receiver<String>,
+    /// Every stderr line so far, shared with the connections' diagnostics.
+    stderr_log: Arc<Mutex<Vec<String>>>,
+    /// Every stderr line seen so far (refreshed by the methods that read it).
+    pub stderr: Vec<String>,
+    /// The ready line the broker wrote on stderr.
+    pub ready: Value,
+    /// Socket transport: the socket path and the secret.
+    socket: Option<(PathBuf, String)>,
+}
+
+impl Deref for Broker {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        &self.conn
+    }
+}
+
+impl DerefMut for Broker {
+    fn deref_mut(&mut self) -> &mut Conn {
+        &mut self.conn
+    }
+}
+
+/// Where the socket transport's broker listens: `<db dir>/run/sock`. The
+/// broker creates `run/` (0700) itself.
+pub fn socket_path_for(db: &Path) -> PathBuf {
+    db.parent()
+        .expect("db path has a directory")
+        .join("run")
+        .join("sock")
+}
+
+impl Broker {
+    /// Spawns the broker (stdio transport) without waiting for it to be ready.
+    pub fn spawn(db: &Path, extra_args: &[&str]) -> Broker {
+        Broker::spawn_on(Transport::Stdio, db, extra_args)
+    }
+
+    /// Spawns the broker for a transport without waiting for it to be ready
+    /// (on the socket, nothing is connected yet).
+    pub fn spawn_on(transport: Transport, db: &Path, extra_args: &[&str]) -> Broker {
+        let mut cmd = Command::new(broker_bin());
+        cmd.arg("serve").arg("--db").arg(db).args(extra_args);
+        cmd.env_remove("A2A_BROKER_SECRET");
+        cmd.stdin(Stdio::piped()).stderr(Stdio::piped());
+        match transport {
+            Transport::Stdio => cmd.stdout(Stdio::piped()),
+            Transport::Socket => cmd
+                .arg("--socket")
+                .arg(socket_path_for(db))
+                .stdout(Stdio::null()),
+        };
+        let mut child = cmd.spawn().expect("spawn a2a-broker");
+        let pid = child.id();
+
+        let stderr_log = Arc::new(Mutex::new(Vec::new()));
+        let stderr = child.stderr.take().expect("stderr");
+        let (err_tx, err_rx) = mpsc::channel::<String>();
+        let log = stderr_log.clone();
+        thread::spawn(move || {
+            let mut reader = BufReader::new(stderr);
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                match reader.read_until(b'\n', &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                let text = String::from_utf8_lossy(&buf)
+                    .trim_end_matches(['\n', '\r'])
+                    .to_string();
+                if let Ok(mut l) = log.lock() {
+                    l.push(text.clone());
+                }
+                if err_tx.send(text).is_err() {
+                    break;
+                }
+            }
+        });
+
+        let stdin: ChildStdin = child.stdin.take().expect("stdin");
+        let (conn, stdin) = match transport {
+            Transport::Stdio => {
+                // Dropping stdin once the sender is gone is the EOF.
+                let tx = spawn_writer(stdin, drop);
+                let rx = spawn_reader(child.stdout.take().expect("stdout"));
+                let conn = Conn::new(transport, Some(tx), rx, None, None, stderr_log.clone());
+                (conn, None)
+            }
+            Transport::Socket => (Conn::detached(transport, stderr_log.clone()), Some(stdin)),
+        };
+
+        Broker {
+            child,
+            pid,
+            transport,
+            conn,
+            stdin,
+            err_rx,
+            stderr_log,
+            stderr: Vec::new(),
+            ready: Value::Null,
+            socket: None,
+        }
+    }
+
+    /// Spawns the broker (stdio transport) and waits for its ready line.
+    pub fn start(db: &Path, extra_args: &[&str]) -> Broker {
+        Broker::start_on(Transport::Stdio, db, extra_args)
+    }
+
+    /// Spawns the broker and waits for its `{"ready": true, ...}` stderr line;
+    /// on the socket, then reads the secret file and connects (no handshake).
+    pub fn start_on(transport: Transport, db: &Path, extra_args: &[&str]) -> Broker {
+        let mut b = Broker::spawn_on(transport, db, extra_args);
+        b.wait_ready();
+        if transport == Transport::Socket {
+            let path = socket_path_for(db);
+            assert_eq!(
+                b.ready["socket"].as_str(),
+                Some(path.to_str().expect("utf-8 path")),
+                "ready line: {}",
+                b.ready
+            );
+            let file = b.ready["secretFile"]
+                .as_str()
+                .unwrap_or_else(|| panic!("ready line without secretFile: {}", b.ready));
+            let secret = std::fs::read_to_string(file).expect("read the secret file");
+            assert!(!secret.trim().is_empty(), "empty secret file {file}");
+            b.socket = Some((path, secret.trim().to_string()));
+            b.conn = b.connect();
+        }
+        b
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.err_rx.recv_timeout(left.max(Duration::from_millis(1))) {
+                Ok(line) => {
+                    self.stderr.push(line.clone());
+                    if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                        if v.get("ready") == Some(&Value::Bool(true)) {
+                            self.ready = v;
+                            return;
+                        }
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!(
+                        "broker wrote no ready line within {TIMEOUT:?}; stderr: {:?}",
+                        self.stderr
+                    )
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let status = self.wait_exit(TIMEOUT);
+                    panic!(
+                        "broker exited before ready ({status:?}); stderr: {:?}",
+                        self.stderr
+                    )
+                }
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "broker wrote no ready line within {TIMEOUT:?}; stderr: {:?}",
+                    self.stderr
+                );
+            }
+        }
+    }
+
+    /// [`Broker::start`] with no extra flags, then `app.handshake` (stdio).
+    pub fn open(db: &Path) -> Broker {
+        Broker::open_on(Transport::Stdio, db)
+    }
+
+    /// [`Broker::start_on`] with no extra flags, then `app.handshake`.
+    pub fn open_on(transport: Transport, db: &Path) -> Broker {
+        let mut b = Broker::start_on(transport, db, &[]);
+        b.handshake();
+        b
+    }
+
+    /// Opens another connection to the broker's socket (no handshake yet).
+    /// Its handshake carries the broker's secret; use
+    /// [`Broker::connect_with_secret`] for another one.
+    pub fn connect(&self) -> Conn {
+        let secret = self.socket.as_ref().map(|(_, s)| s.clone());
+        self.connect_with_secret(secret)
+    }
+
+    /// [`Broker::connect`] whose [`Conn::handshake`] carries `secret`
+    /// (`None`: no secret field at all).
+    pub fn connect_with_secret(&self, secret: Option<String>) -> Conn {
+        let (path, _) = self
+            .socket
+            .as_ref()
+            .expect("connect: the broker has no socket (Transport::Socket)");
+        let stream = UnixStream::connect(path)
+            .unwrap_or_else(|e| panic!("connect to {}: {e}", path.display()));
+        let rx = spawn_reader(stream.try_clone().expect("clone socket"));
+        let tx = spawn_writer(stream.try_clone().expect("clone socket"), |s| {
+            let _ = s.shutdown(Shutdown::Write);
+        });
+        Conn::new(
+            Transport::Socket,
+            Some(tx),
+            rx,
+            Some(stream),
+            secret,
+            self.stderr_log.clone(),
+        )
+    }
+
+    /// Runs a broker (stdio) that is expected to refuse to start: returns its
+    /// exit status and every stderr line. Fails if it becomes ready instead.
+    pub fn expect_start_failure(db: &Path, extra_args: &[&str]) -> (ExitStatus, Vec<String>) {
+        let mut b = Broker::spawn(db, extra_args);
+        let status = b.wait_exit(TIMEOUT);
+        b.drain_stderr(TIMEOUT);
+        for line in &b.stderr {
+            if let Ok(v) = serde_json::from_str::<Value>(line) {
+                assert_ne!(
+                    v.get("ready"),
+                    Some(&Value::Bool(true)),
+                    "broker became ready: {:?}",
+                    b.stderr
+                );
+            }
+        }
+        (status, b.stderr.clone())
+    }
+
+    // ---------------------------------------------------------------- process
+
+    fn drain_stderr(&mut self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.err_rx.recv_timeout(left.max(Duration::from_millis(1))) {
+                Ok(line) => self.stderr.push(line),
+                Err(_) => return,
+            }
+            if Instant::now() >= deadline {
+                return;
+            }
+        }
+    }
+
+    /// Stderr lines so far (non-blocking).
+    pub fn stderr_now(&mut self) -> Vec<String> {
+        while let Ok(line) = self.err_rx.try_recv() {
+            self.stderr.push(line);
+        }
+        self.stderr.clone()
+    }
+
+    /// Polls the child until it exits; fails after `timeout`.
+    pub fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                panic!(
+                    "broker did not exit within {timeout:?}; stderr: {:?}",
+                    self.stderr_now()
+                );
+            }
+            // Polling interval of the exit check, not a synchronisation.
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Closes the child's stdin (EOF for the broker), whatever the
+    /// transport: on the socket, the connection stays open.
+    pub fn close_stdin(&mut self) {
+        match self.transport {
+            Transport::Stdio => self.conn.close(),
+            Transport::Socket => self.stdin = None,
+        }
+    }
+
+    /// Closes stdin and waits for the exit status.
+    pub fn close_stdin_and_wait(&mut self, timeout: Duration) -> ExitStatus {
+        self.close_stdin();
+        let status = self.wait_exit(timeout);
+        self.drain_stderr(Duration::from_secs(5));
+        status
+    }
+
+    /// Ends the test's connection, then the broker (for restarts): on stdio
+    /// that is stdin EOF; on the socket, the connection is closed first (and
+    /// the broker seen closing its side, so it is done with the session),
+    /// then stdin. Returns the exit status.
+    pub fn close_and_wait(&mut self, timeout: Duration) -> ExitStatus {
+        if self.transport == Transport::Socket {
+            self.conn.close();
+            assert!(
+                self.conn.wait_closed(timeout),
+                "the broker did not close a socket connection the client closed; stderr: {:?}",
+                self.stderr_now()
+            );
+        }
+        self.close_stdin_and_wait(timeout)
+    }
+
+    /// SIGKILL.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Sends a signal (e.g. `libc::SIGTERM`) to the child.
+    pub fn signal(&mut self, sig: i32) {
+        let pid = libc::pid_t::try_from(self.pid).expect("pid fits pid_t");
+        // SAFETY: kill(2) takes plain integers and touches no memory of ours;
+        // the pid is our own child, not yet reaped (we hold its `Child`).
+        #[allow(unsafe_code)]
+        let rc = unsafe { libc::kill(pid, sig) };
+        assert_eq!(rc, 0, "kill({pid}, {sig}) failed");
+    }
+}
+
 impl Drop for Broker {
     fn drop(&mut self) {
-        self.stdin_tx = None;
+        self.stdin = None;
+        self.conn.close();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -900,13 +1187,4 @@ pub fn listed_task_ids(b: &mut Broker, who: &Agent) -> Vec<String> {
         .iter()
         .map(|t| t["id"].as_str().expect("id").to_string())
         .collect()
-}
-
-impl Broker {
-    /// Puts a claimed response back into the stash (so a later
-    /// [`Broker::take_responses`] sees every response received).
-    pub fn responses_insert_back(&mut self, resp: Value) {
-        let key = id_key(&resp["id"]);
-        self.responses.insert(key, resp);
-    }
 }

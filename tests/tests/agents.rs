@@ -3,10 +3,22 @@
 
 use a2a_integration::*;
 
-#[test]
-fn register_mints_token_and_fills_card_defaults() {
+on_both_transports!(
+    register_mints_token_and_fills_card_defaults,
+    register_keeps_given_card_fields_but_stamps_name_context_and_kind,
+    register_rejects_bad_params,
+    peer_ids_get_the_lowest_free_suffix,
+    deregister_invalidates_the_token_at_once,
+    every_tokened_method_refuses_absent_malformed_and_unknown_tokens,
+    list_excludes_self_is_sorted_and_spans_contexts_within_a_kind,
+    list_skill_filter_matches_id_or_tag,
+    kinds_never_mix_when_addressing,
+    unknown_recipient_gets_unknown_agent,
+);
+
+fn register_mints_token_and_fills_card_defaults(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let r = b.ok(
         "a2a.agents.register",
         json!({"contextId": "ctx-1", "card": {"name": "alpha"}}),
@@ -39,10 +51,9 @@ fn register_mints_token_and_fills_card_defaults() {
     assert_ne!(r2["token"], r["token"]);
 }
 
-#[test]
-fn register_keeps_given_card_fields_but_stamps_name_context_and_kind() {
+fn register_keeps_given_card_fields_but_stamps_name_context_and_kind(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let card = json!({
         "name": "alpha", "description": "does things", "version": "2.1",
         "skills": [{"id": "s1", "name": "Skill", "description": "d", "tags": ["t1"]}],
@@ -75,10 +86,9 @@ fn register_keeps_given_card_fields_but_stamps_name_context_and_kind() {
     assert_eq!(r2["card"]["name"], "alpha-2");
 }
 
-#[test]
-fn register_rejects_bad_params() {
+fn register_rejects_bad_params(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     for params in [
         json!({"contextId": "c"}),
         json!({"card": {"name": "a"}}),
@@ -96,10 +106,9 @@ fn register_rejects_bad_params() {
     assert_eq!(id, "a");
 }
 
-#[test]
-fn peer_ids_get_the_lowest_free_suffix() {
+fn peer_ids_get_the_lowest_free_suffix(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let ids: Vec<_> = (0..4)
         .map(|i| b.register(&format!("c{i}"), "w", "subagent", "push"))
         .collect();
@@ -115,10 +124,9 @@ fn peer_ids_get_the_lowest_free_suffix() {
     assert_eq!(b.register("cp", "w", "parent", "push").0, "w-6");
 }
 
-#[test]
-fn deregister_invalidates_the_token_at_once() {
+fn deregister_invalidates_the_token_at_once(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let a = b.agent("c1", "a");
     let other = b.agent("c2", "o");
     assert_eq!(
@@ -137,10 +145,9 @@ fn deregister_invalidates_the_token_at_once() {
     );
 }
 
-#[test]
-fn every_tokened_method_refuses_absent_malformed_and_unknown_tokens() {
+fn every_tokened_method_refuses_absent_malformed_and_unknown_tokens(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let a = b.agent("c1", "a");
     let w = b.agent("c2", "w");
     let task = b.create_task(&a, &w, "x");
@@ -201,10 +208,9 @@ fn every_tokened_method_refuses_absent_malformed_and_unknown_tokens() {
     assert_eq!(t["status"]["state"], "submitted");
 }
 
-#[test]
-fn list_excludes_self_is_sorted_and_spans_contexts_within_a_kind() {
+fn list_excludes_self_is_sorted_and_spans_contexts_within_a_kind(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let me = b.agent("c1", "mid");
     b.agent("c2", "zeta");
     b.agent("c1", "alpha");
@@ -233,10 +239,9 @@ fn list_excludes_self_is_sorted_and_spans_contexts_within_a_kind() {
     assert_eq!(pnames, [json!("chief")], "{plist}");
 }
 
-#[test]
-fn list_skill_filter_matches_id_or_tag() {
+fn list_skill_filter_matches_id_or_tag(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let me = b.agent("c0", "me");
     let skill =
         |id: &str, tags: &[&str]| json!({"id": id, "name": id, "description": "", "tags": tags});
@@ -269,10 +274,9 @@ fn list_skill_filter_matches_id_or_tag() {
     assert_eq!(names(&mut b, "nothing"), Vec::<String>::new());
 }
 
-#[test]
-fn kinds_never_mix_when_addressing() {
+fn kinds_never_mix_when_addressing(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let sub = b.agent("c1", "sub");
     let parent = b.agent_with("c2", "par", "parent", "push");
     let resp = b.call(
@@ -298,10 +302,9 @@ fn kinds_never_mix_when_addressing() {
     assert_eq!(l["tasks"], json!([]));
 }
 
-#[test]
-fn unknown_recipient_gets_unknown_agent() {
+fn unknown_recipient_gets_unknown_agent(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let a = b.agent("c1", "a");
     b.agent("c2", "w");
     let resp = b.call(

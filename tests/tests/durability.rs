@@ -6,6 +6,11 @@ use std::collections::HashMap;
 
 use a2a_integration::*;
 
+on_both_transports!(
+    sigkill_mid_load_loses_no_acknowledged_creation,
+    task_state_survives_a_restart,
+);
+
 fn tid(t: &Value) -> String {
     t["id"].as_str().expect("task id").to_string()
 }
@@ -67,10 +72,9 @@ fn check_db(path: &std::path::Path, acked: &[String]) {
     }
 }
 
-#[test]
-fn sigkill_mid_load_loses_no_acknowledged_creation() {
+fn sigkill_mid_load_loses_no_acknowledged_creation(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (ids, reqs) = pipeline_creations(&mut b, 10, 120);
     // Wait for a first part of the acknowledgements, then kill without warning.
     for id in &ids[..50] {
@@ -81,7 +85,7 @@ fn sigkill_mid_load_loses_no_acknowledged_creation() {
     }
     b.kill();
     // Whatever the broker had written before dying was acknowledged too.
-    b.drain_stdout(TIMEOUT);
+    b.drain(TIMEOUT);
     let responses = b.take_responses();
     let acked = acknowledged(&responses);
     assert!(acked.len() >= 50, "only {} acknowledged", acked.len());
@@ -98,7 +102,7 @@ fn sigkill_mid_load_loses_no_acknowledged_creation() {
     check_db(&db.path, &acked);
 
     // The broker starts again on that database and the tasks are there.
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let r0 = b.agent(&reqs[0].ctx, &reqs[0].id);
     let listed = listed_task_ids(&mut b, &r0);
     let mine: Vec<_> = acked
@@ -132,7 +136,7 @@ fn sigterm_finishes_in_flight_commits_and_exits_zero() {
         "SIGTERM exit: {status:?}; stderr {:?}",
         b.stderr_now()
     );
-    b.drain_stdout(TIMEOUT);
+    b.drain(TIMEOUT);
     let responses = b.take_responses();
     let acked = acknowledged(&responses);
     assert!(!acked.is_empty());
@@ -140,11 +144,10 @@ fn sigterm_finishes_in_flight_commits_and_exits_zero() {
     check_db(&db.path, &acked);
 }
 
-#[test]
-fn task_state_survives_a_restart() {
+fn task_state_survives_a_restart(t: Transport) {
     let db = TestDb::new();
     let before = {
-        let mut b = Broker::open(&db.path);
+        let mut b = Broker::open_on(t, &db.path);
         let (req, wrk) = pair(&mut b);
         let id = tid(&b.create_task(&req, &wrk, "persist me"));
         b.ok(
@@ -162,10 +165,10 @@ fn task_state_survives_a_restart() {
         );
         b.set_state(&wrk, &id, "input-required");
         let t = b.get_task(&req, &id);
-        assert!(b.close_stdin_and_wait(TIMEOUT).success());
+        assert!(b.close_and_wait(TIMEOUT).success());
         t
     };
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let id = tid(&before);
     assert_eq!(b.get_task(&req, &id), before);

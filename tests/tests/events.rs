@@ -3,6 +3,15 @@
 
 use a2a_integration::*;
 
+on_both_transports!(
+    seq_grows_by_one_per_recipient_across_tasks_and_kinds,
+    pull_agent_gets_pending_events_from_wait_until_acked,
+    wait_blocks_until_an_event_arrives_or_times_out,
+    events_wait_from_a_push_agent_is_invalid_params,
+    pull_agent_pushes_and_resubscribe_go_through_wait,
+    pull_queue_overflow_drops_the_oldest_and_reports_lagged_once,
+);
+
 fn tid(t: &Value) -> String {
     t["id"].as_str().expect("task id").to_string()
 }
@@ -13,10 +22,9 @@ fn wait(b: &mut Broker, who: &Agent, params: Value) -> Value {
     b.ok("a2a.events.wait", p)
 }
 
-#[test]
-fn seq_grows_by_one_per_recipient_across_tasks_and_kinds() {
+fn seq_grows_by_one_per_recipient_across_tasks_and_kinds(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let r = b.agent("ctx-r", "r");
     let w1 = b.agent("ctx-1", "w1");
     let w2 = b.agent("ctx-2", "w2");
@@ -49,10 +57,9 @@ fn seq_grows_by_one_per_recipient_across_tasks_and_kinds() {
     });
 }
 
-#[test]
-fn pull_agent_gets_pending_events_from_wait_until_acked() {
+fn pull_agent_gets_pending_events_from_wait_until_acked(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let p = b.agent_with("ctx-p", "p", "subagent", "pull");
     let w = b.agent("ctx-w", "w");
     let t = tid(&b.create_task(&w, &p, "one"));
@@ -99,10 +106,9 @@ fn pull_agent_gets_pending_events_from_wait_until_acked() {
     assert!(b.notifications_for(&p.id).is_empty());
 }
 
-#[test]
-fn wait_blocks_until_an_event_arrives_or_times_out() {
+fn wait_blocks_until_an_event_arrives_or_times_out(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let p = b.agent_with("ctx-p", "p", "subagent", "pull");
     let w = b.agent("ctx-w", "w");
     let r = wait(&mut b, &p, json!({"timeoutSeconds": 1}));
@@ -125,10 +131,9 @@ fn wait_blocks_until_an_event_arrives_or_times_out() {
     assert_eq!(r["events"].as_array().unwrap().len(), 1);
 }
 
-#[test]
-fn events_wait_from_a_push_agent_is_invalid_params() {
+fn events_wait_from_a_push_agent_is_invalid_params(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let a = b.agent("ctx", "a");
     let resp = b.call(
         "a2a.events.wait",
@@ -143,10 +148,9 @@ fn events_wait_from_a_push_agent_is_invalid_params() {
     assert_rpc_error(&resp, -32602);
 }
 
-#[test]
-fn pull_agent_pushes_and_resubscribe_go_through_wait() {
+fn pull_agent_pushes_and_resubscribe_go_through_wait(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let p = b.agent_with("ctx-p", "p", "subagent", "pull");
     let w = b.agent("ctx-w", "w");
     let t = tid(&b.create_task(&p, &w, "job"));
@@ -190,10 +194,9 @@ fn pull_agent_pushes_and_resubscribe_go_through_wait() {
     assert!(b.notifications_for(&p.id).is_empty());
 }
 
-#[test]
-fn pull_queue_overflow_drops_the_oldest_and_reports_lagged_once() {
+fn pull_queue_overflow_drops_the_oldest_and_reports_lagged_once(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let p = b.agent_with("ctx-p", "p", "subagent", "pull");
     let w = b.agent("ctx-w", "w");
     let t = tid(&b.create_task(&p, &w, "job"));

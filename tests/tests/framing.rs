@@ -6,6 +6,20 @@ use std::time::Duration;
 
 use a2a_integration::*;
 
+on_both_transports!(
+    invalid_json_gets_parse_error_with_null_id_and_connection_survives,
+    valid_json_that_is_not_a_request_gets_invalid_request,
+    unknown_method_gets_method_not_found,
+    blank_lines_and_trailing_cr_are_tolerated,
+    line_separators_inside_strings_do_not_split_lines,
+    batches_reply_with_one_array_in_request_order,
+    empty_batch_gets_a_single_invalid_request,
+    notification_only_batch_gets_no_reply_but_is_executed,
+    single_client_notification_gets_no_response,
+    oversize_line_is_discarded_and_answered_and_connection_survives,
+    slow_request_does_not_hold_up_others,
+);
+
 fn other(b: &mut Broker) -> Value {
     match b.next_other(TIMEOUT) {
         Some(v) => v,
@@ -13,10 +27,9 @@ fn other(b: &mut Broker) -> Value {
     }
 }
 
-#[test]
-fn invalid_json_gets_parse_error_with_null_id_and_connection_survives() {
+fn invalid_json_gets_parse_error_with_null_id_and_connection_survives(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     for line in [
         "{not json",
         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":",
@@ -38,10 +51,9 @@ fn invalid_json_gets_parse_error_with_null_id_and_connection_survives() {
     b.handshake();
 }
 
-#[test]
-fn valid_json_that_is_not_a_request_gets_invalid_request() {
+fn valid_json_that_is_not_a_request_gets_invalid_request(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     // With a readable id the error carries it.
     for (line, id) in [
         (r#"{"jsonrpc":"2.0","id":7}"#, json!(7)),
@@ -84,10 +96,9 @@ fn valid_json_that_is_not_a_request_gets_invalid_request() {
     b.handshake();
 }
 
-#[test]
-fn unknown_method_gets_method_not_found() {
+fn unknown_method_gets_method_not_found(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     for m in ["a2a.nope", "app.nope", "tasks.get", ""] {
         let resp = b.call(m, json!({}));
         assert_rpc_error(&resp, -32601);
@@ -95,12 +106,13 @@ fn unknown_method_gets_method_not_found() {
     b.handshake();
 }
 
-#[test]
-fn blank_lines_and_trailing_cr_are_tolerated() {
+fn blank_lines_and_trailing_cr_are_tolerated(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::start(&db.path, &[]);
+    let mut b = Broker::start_on(t, &db.path, &[]);
     b.write_bytes(b"\n\n\r\n\n".to_vec());
-    b.write_bytes(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"app.handshake\",\"params\":{\"protocolVersion\":10}}\r\n".to_vec());
+    let params = b.with_secret(json!({"protocolVersion": 10}));
+    let handshake = json!({"jsonrpc": "2.0", "id": 1, "method": "app.handshake", "params": params});
+    b.write_bytes(format!("{handshake}\r\n").into_bytes());
     let resp = b
         .try_response(&json!(1), TIMEOUT)
         .expect("response to a CRLF line");
@@ -116,10 +128,9 @@ fn blank_lines_and_trailing_cr_are_tolerated() {
     );
 }
 
-#[test]
-fn line_separators_inside_strings_do_not_split_lines() {
+fn line_separators_inside_strings_do_not_split_lines(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let desc = "one\u{2028}two\u{2029}three";
     // serde_json writes U+2028/2029 raw, so the line holds them unescaped.
     let line = json!({"jsonrpc":"2.0","id":5,"method":"a2a.agents.register",
@@ -133,16 +144,16 @@ fn line_separators_inside_strings_do_not_split_lines() {
     assert_eq!(result(&resp)["card"]["description"], desc);
 }
 
-#[test]
-fn batches_reply_with_one_array_in_request_order() {
+fn batches_reply_with_one_array_in_request_order(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let a = b.agent("c1", "a");
+    let hs = b.with_secret(json!({"protocolVersion": 10}));
     let line = json!([
         {"jsonrpc":"2.0","id":"b1","method":"a2a.agents.list","params":{"token": a.token}},
         {"jsonrpc":"2.0","method":"a2a.agents.list","params":{"token": a.token}},
         {"jsonrpc":"2.0","id":"b2","method":"a2a.nope","params":{}},
-        {"jsonrpc":"2.0","id":"b3","method":"app.handshake","params":{"protocolVersion":10}},
+        {"jsonrpc":"2.0","id":"b3","method":"app.handshake","params":hs},
         7
     ])
     .to_string();
@@ -162,10 +173,9 @@ fn batches_reply_with_one_array_in_request_order() {
     assert_eq!(arr[3]["error"]["code"], -32600);
 }
 
-#[test]
-fn empty_batch_gets_a_single_invalid_request() {
+fn empty_batch_gets_a_single_invalid_request(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     b.send_raw("[]");
     let v = other(&mut b);
     assert!(
@@ -176,10 +186,9 @@ fn empty_batch_gets_a_single_invalid_request() {
     assert_eq!(v["error"]["code"], -32600, "{v}");
 }
 
-#[test]
-fn notification_only_batch_gets_no_reply_but_is_executed() {
+fn notification_only_batch_gets_no_reply_but_is_executed(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let a = b.agent("c1", "a");
     let line = json!([
         {"jsonrpc":"2.0","method":"a2a.agents.register","params":{"contextId":"c2","card":{"name":"ghost1"}}},
@@ -207,16 +216,18 @@ fn notification_only_batch_gets_no_reply_but_is_executed() {
     }
     // A following batch's reply is the next non-keyed line: nothing came for
     // the notification-only batch.
-    b.send_raw(&json!([{"jsonrpc":"2.0","id":"x1","method":"app.handshake","params":{"protocolVersion":10}}]).to_string());
+    let hs = b.with_secret(json!({"protocolVersion": 10}));
+    b.send_raw(
+        &json!([{"jsonrpc":"2.0","id":"x1","method":"app.handshake","params":hs}]).to_string(),
+    );
     let v = other(&mut b);
     assert_eq!(v.as_array().map(Vec::len), Some(1), "{v}");
     assert_eq!(v[0]["id"], "x1", "{v}");
 }
 
-#[test]
-fn single_client_notification_gets_no_response() {
+fn single_client_notification_gets_no_response(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let a = b.agent("c1", "a");
     b.notify(
         "a2a.agents.register",
@@ -262,10 +273,9 @@ fn padded_line(id: u64, token: &str, len: usize) -> Vec<u8> {
 
 const MAX_FRAME: usize = 32 * 1024 * 1024;
 
-#[test]
-fn oversize_line_is_discarded_and_answered_and_connection_survives() {
+fn oversize_line_is_discarded_and_answered_and_connection_survives(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let a = b.agent("c1", "a");
     // One byte over the bound.
     let mut line = padded_line(77, &a.token, MAX_FRAME + 1);
@@ -300,10 +310,9 @@ fn oversize_line_is_discarded_and_answered_and_connection_survives() {
     );
 }
 
-#[test]
-fn slow_request_does_not_hold_up_others() {
+fn slow_request_does_not_hold_up_others(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let p = b.agent_with("c1", "p", "subagent", "pull");
     let w = b.agent("c2", "w");
     let wait_id = b.request(

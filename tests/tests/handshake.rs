@@ -1,12 +1,19 @@
 //! `app.handshake`: required first, version checked, repeatable, result shape,
-//! and the stderr ready line.
+//! the stderr ready line, and the secret (socket only).
 
 use a2a_integration::*;
 
-#[test]
-fn ready_line_names_the_child_pid() {
+on_both_transports!(
+    ready_line_names_the_child_pid,
+    handshake_result_shape,
+    every_method_before_handshake_is_refused,
+    version_mismatch_is_refused_and_does_not_complete_the_handshake,
+    repeated_handshake_is_answered_alike_and_changes_nothing,
+);
+
+fn ready_line_names_the_child_pid(t: Transport) {
     let db = TestDb::new();
-    let b = Broker::start(&db.path, &[]);
+    let b = Broker::start_on(t, &db.path, &[]);
     assert_eq!(b.ready["ready"], true);
     assert_eq!(
         b.ready["pid"].as_u64(),
@@ -14,16 +21,23 @@ fn ready_line_names_the_child_pid() {
         "ready line: {}",
         b.ready
     );
+    match t {
+        Transport::Stdio => assert!(b.ready.get("socket").is_none(), "{}", b.ready),
+        Transport::Socket => {
+            // `start_on` checked the path and read the secret from the file.
+            assert!(b.ready["socket"].is_string(), "{}", b.ready);
+            assert!(b.ready["secretFile"].is_string(), "{}", b.ready);
+        }
+    }
 }
 
-#[test]
-fn handshake_result_shape() {
+fn handshake_result_shape(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::start(&db.path, &[]);
-    let r = b.ok(
-        "app.handshake",
+    let mut b = Broker::start_on(t, &db.path, &[]);
+    let params = b.with_secret(
         json!({"protocolVersion": 10, "client": "t", "clientVersion": "1", "locale": "en"}),
     );
+    let r = b.ok("app.handshake", params);
     assert_eq!(r["protocolVersion"], 10);
     assert_eq!(r["host"], "a2a-broker");
     assert!(r["hostVersion"].is_string(), "{r}");
@@ -39,10 +53,9 @@ fn handshake_result_shape() {
     );
 }
 
-#[test]
-fn every_method_before_handshake_is_refused() {
+fn every_method_before_handshake_is_refused(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::start(&db.path, &[]);
+    let mut b = Broker::start_on(t, &db.path, &[]);
     let methods = [
         (
             "a2a.agents.register",
@@ -97,12 +110,12 @@ fn every_method_before_handshake_is_refused() {
     assert_eq!(id, "a");
 }
 
-#[test]
-fn version_mismatch_is_refused_and_does_not_complete_the_handshake() {
+fn version_mismatch_is_refused_and_does_not_complete_the_handshake(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::start(&db.path, &[]);
+    let mut b = Broker::start_on(t, &db.path, &[]);
     for v in [9, 11, 0] {
-        let resp = b.call("app.handshake", json!({"protocolVersion": v}));
+        let params = b.with_secret(json!({"protocolVersion": v}));
+        let resp = b.call("app.handshake", params);
         let err = assert_rpc_error(&resp, -32600);
         assert_eq!(
             err["data"],
@@ -120,17 +133,17 @@ fn version_mismatch_is_refused_and_does_not_complete_the_handshake() {
     b.register("c", "a", "subagent", "push");
 }
 
-#[test]
-fn repeated_handshake_is_answered_alike_and_changes_nothing() {
+fn repeated_handshake_is_answered_alike_and_changes_nothing(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::start(&db.path, &[]);
+    let mut b = Broker::start_on(t, &db.path, &[]);
     let first = b.handshake();
     let a = b.agent("c1", "a");
     let w = b.agent("c2", "w");
     let second = b.handshake();
     assert_eq!(first, second);
     // A repeated handshake with the wrong version is refused like a first one...
-    let resp = b.call("app.handshake", json!({"protocolVersion": 9}));
+    let params = b.with_secret(json!({"protocolVersion": 9}));
+    let resp = b.call("app.handshake", params);
     let err = assert_rpc_error(&resp, -32600);
     assert_eq!(err["data"]["reason"], "protocol version mismatch");
     // ...and changes nothing: the connection, its agents and tokens still work.
@@ -151,4 +164,31 @@ fn secret_is_not_used_on_stdio() {
     );
     assert_eq!(r["protocolVersion"], 10);
     b.register("c", "a", "subagent", "push");
+}
+
+#[test]
+fn socket_handshake_without_the_right_secret_is_refused_and_closes() {
+    let db = TestDb::new();
+    let b = Broker::start_on(Transport::Socket, &db.path, &[]);
+    for secret in [None, Some("wrong".to_string()), Some(String::new())] {
+        let mut c = b.connect_with_secret(secret.clone());
+        let resp = c.call(
+            "app.handshake",
+            c.with_secret(json!({"protocolVersion": 10})),
+        );
+        let err = assert_rpc_error(&resp, -32600);
+        assert_eq!(err["data"]["reason"], "bad secret", "{secret:?}: {resp}");
+        assert!(
+            c.wait_closed(TIMEOUT),
+            "the connection stayed open after a bad secret ({secret:?})"
+        );
+    }
+    // The broker still takes good connections; a method before the
+    // handshake is refused there without closing the connection.
+    let mut c = b.connect();
+    let resp = c.call("a2a.agents.list", json!({"token": "t"}));
+    let err = assert_rpc_error(&resp, -32600);
+    assert_eq!(err["data"]["reason"], "handshake required");
+    c.handshake();
+    c.register("c", "a", "subagent", "push");
 }

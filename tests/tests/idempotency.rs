@@ -4,14 +4,22 @@
 
 use a2a_integration::*;
 
+on_both_transports!(
+    replayed_creation_returns_the_same_task_and_routes_nothing,
+    replayed_append_does_not_append_again,
+    same_message_id_with_different_parts_is_invalid_params,
+    the_same_message_id_elsewhere_is_not_a_replay,
+    replays_are_recognised_after_a_restart,
+    replays_succeed_at_every_cap,
+);
+
 fn tid(t: &Value) -> String {
     t["id"].as_str().expect("task id").to_string()
 }
 
-#[test]
-fn replayed_creation_returns_the_same_task_and_routes_nothing() {
+fn replayed_creation_returns_the_same_task_and_routes_nothing(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let m = text_msg_to("do it once", &wrk.id);
     let first = b.ok(
@@ -54,10 +62,9 @@ fn replayed_creation_returns_the_same_task_and_routes_nothing() {
     assert_eq!(now["history"].as_array().unwrap().len(), 2);
 }
 
-#[test]
-fn replayed_append_does_not_append_again() {
+fn replayed_append_does_not_append_again(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let id = tid(&b.create_task(&req, &wrk, "one"));
     b.expect_event(&wrk.id);
@@ -98,10 +105,9 @@ fn replayed_append_does_not_append_again() {
     }
 }
 
-#[test]
-fn same_message_id_with_different_parts_is_invalid_params() {
+fn same_message_id_with_different_parts_is_invalid_params(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let m = text_msg_to("original", &wrk.id);
     let t = b.ok(
@@ -135,10 +141,9 @@ fn same_message_id_with_different_parts_is_invalid_params() {
     assert_eq!(listed_task_ids(&mut b, &req).len(), 1);
 }
 
-#[test]
-fn the_same_message_id_elsewhere_is_not_a_replay() {
+fn the_same_message_id_elsewhere_is_not_a_replay(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let wrk2 = b.agent("ctx-w2", "wrk2");
     let other = b.agent("ctx-o", "other");
@@ -168,12 +173,11 @@ fn the_same_message_id_elsewhere_is_not_a_replay() {
     assert_eq!(listed_task_ids(&mut b, &wrk).len(), 2);
 }
 
-#[test]
-fn replays_are_recognised_after_a_restart() {
+fn replays_are_recognised_after_a_restart(t: Transport) {
     let db = TestDb::new();
     let create = text_msg_to("survives", "wrk");
     let (task_id, append) = {
-        let mut b = Broker::open(&db.path);
+        let mut b = Broker::open_on(t, &db.path);
         let (req, wrk) = pair(&mut b);
         let t = b.ok(
             "a2a.message.send",
@@ -187,11 +191,11 @@ fn replays_are_recognised_after_a_restart() {
             json!({"token": req.token, "message": append}),
         );
         b.set_state(&wrk, &id, "working");
-        let status = b.close_stdin_and_wait(TIMEOUT);
+        let status = b.close_and_wait(TIMEOUT);
         assert!(status.success(), "{status:?}");
         (id, append)
     };
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     assert_eq!(req.id, "req");
     assert_eq!(wrk.id, "wrk");
@@ -229,10 +233,9 @@ fn replays_are_recognised_after_a_restart() {
     );
 }
 
-#[test]
-fn replays_succeed_at_every_cap() {
+fn replays_succeed_at_every_cap(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     // Sends cap: 1 creation + 199 appends, then replays of both kinds.
     let first = text_msg_to("first", &wrk.id);

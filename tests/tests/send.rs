@@ -4,10 +4,33 @@
 
 use a2a_integration::*;
 
-#[test]
-fn creation_returns_the_task_and_routes_it_to_the_worker() {
+on_both_transports!(
+    creation_returns_the_task_and_routes_it_to_the_worker,
+    stamped_fields_cannot_be_forged_and_metadata_is_kept,
+    omitted_to_prefers_the_only_peer_in_the_own_context,
+    omitted_to_falls_back_to_the_only_peer_on_the_host,
+    omitted_to_with_no_peer_gets_no_peers,
+    omitted_to_with_several_peers_is_ambiguous,
+    broadcast_creates_one_task_per_addressable_peer,
+    broadcast_with_no_peer_gets_no_peers,
+    a_send_on_a_task_appends_and_routes_to_the_counterpart_keeping_the_state,
+    a_requester_message_resumes_interrupted_tasks_a_worker_message_does_not,
+    terminal_unknown_and_foreign_tasks_refuse_messages,
+    blocking_send_answers_when_the_task_completes,
+    blocking_send_answers_when_input_is_required_and_trims_history,
+    history_length_in_configuration_trims_the_returned_task,
+    push_config_in_send_configuration_is_stored,
+    stream_creates_the_task_and_emits_its_status_to_the_caller,
+    malformed_messages_and_parts_are_invalid_params_and_write_nothing,
+    a2a_v1_parts_without_kind_are_normalised,
+    file_parts_round_trip,
+    a_replayed_broadcast_returns_the_same_tasks,
+    blocking_send_answers_when_the_worker_leaves,
+);
+
+fn creation_returns_the_task_and_routes_it_to_the_worker(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let msg = text_msg_to("please do it", &wrk.id);
     let r = b.ok(
@@ -56,10 +79,9 @@ fn creation_returns_the_task_and_routes_it_to_the_worker() {
     assert!(b.notifications_for(&req.id).is_empty());
 }
 
-#[test]
-fn stamped_fields_cannot_be_forged_and_metadata_is_kept() {
+fn stamped_fields_cannot_be_forged_and_metadata_is_kept(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let forged = json!({
         "role": "agent", "from": "wrk", "contextId": "ctx-wrk", "to": "wrk",
@@ -114,10 +136,9 @@ fn stamped_fields_cannot_be_forged_and_metadata_is_kept() {
     assert_eq!(t["status"]["message"], *m);
 }
 
-#[test]
-fn omitted_to_prefers_the_only_peer_in_the_own_context() {
+fn omitted_to_prefers_the_only_peer_in_the_own_context(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let a = b.agent("home", "a");
     let mate = b.agent("home", "mate");
     b.agent("away1", "x");
@@ -131,10 +152,9 @@ fn omitted_to_prefers_the_only_peer_in_the_own_context() {
     b.expect_event(&mate.id);
 }
 
-#[test]
-fn omitted_to_falls_back_to_the_only_peer_on_the_host() {
+fn omitted_to_falls_back_to_the_only_peer_on_the_host(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let a = b.agent("home", "a");
     b.agent_with("home", "boss", "parent", "push");
     let far = b.agent("away", "far");
@@ -146,10 +166,9 @@ fn omitted_to_falls_back_to_the_only_peer_on_the_host() {
     assert_eq!(t["agentName"], far.id);
 }
 
-#[test]
-fn omitted_to_with_no_peer_gets_no_peers() {
+fn omitted_to_with_no_peer_gets_no_peers(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let a = b.agent("home", "a");
     let resp = b.call(
         "a2a.message.send",
@@ -158,10 +177,9 @@ fn omitted_to_with_no_peer_gets_no_peers() {
     assert_a2a_error(&resp, "A2A_NO_PEERS");
 }
 
-#[test]
-fn omitted_to_with_several_peers_is_ambiguous() {
+fn omitted_to_with_several_peers_is_ambiguous(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     // Several in the own context.
     let a = b.agent("home", "a");
     b.agent("home", "m1");
@@ -193,10 +211,9 @@ fn omitted_to_with_several_peers_is_ambiguous() {
     assert!(listed_task_ids(&mut b, &lone).is_empty());
 }
 
-#[test]
-fn broadcast_creates_one_task_per_addressable_peer() {
+fn broadcast_creates_one_task_per_addressable_peer(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let a = b.agent("home", "a");
     let peers = [
         b.agent("home", "p1"),
@@ -244,10 +261,9 @@ fn broadcast_creates_one_task_per_addressable_peer() {
     assert_eq!(listed_task_ids(&mut b, &a).len(), 3);
 }
 
-#[test]
-fn broadcast_with_no_peer_gets_no_peers() {
+fn broadcast_with_no_peer_gets_no_peers(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let a = b.agent("home", "a");
     let mut m = text_msg("anyone?");
     m["to"] = json!("*");
@@ -255,10 +271,9 @@ fn broadcast_with_no_peer_gets_no_peers() {
     assert_a2a_error(&resp, "A2A_NO_PEERS");
 }
 
-#[test]
-fn a_send_on_a_task_appends_and_routes_to_the_counterpart_keeping_the_state() {
+fn a_send_on_a_task_appends_and_routes_to_the_counterpart_keeping_the_state(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let t = b.create_task(&req, &wrk, "one");
     let tid = t["id"].as_str().unwrap().to_string();
@@ -310,10 +325,9 @@ fn a_send_on_a_task_appends_and_routes_to_the_counterpart_keeping_the_state() {
     assert!(b.notifications_for(&wrk.id).is_empty());
 }
 
-#[test]
-fn a_requester_message_resumes_interrupted_tasks_a_worker_message_does_not() {
+fn a_requester_message_resumes_interrupted_tasks_a_worker_message_does_not(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     for interrupted in ["input-required", "auth-required"] {
         let t = b.create_task(&req, &wrk, "q");
@@ -353,10 +367,9 @@ fn a_requester_message_resumes_interrupted_tasks_a_worker_message_does_not() {
     }
 }
 
-#[test]
-fn terminal_unknown_and_foreign_tasks_refuse_messages() {
+fn terminal_unknown_and_foreign_tasks_refuse_messages(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let stranger = b.agent("ctx-x", "stranger");
     let t = b.create_task(&req, &wrk, "q");
@@ -387,10 +400,9 @@ fn terminal_unknown_and_foreign_tasks_refuse_messages() {
     assert_eq!(b.get_task(&req, &tid)["version"], 1);
 }
 
-#[test]
-fn blocking_send_answers_when_the_task_completes() {
+fn blocking_send_answers_when_the_task_completes(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let id = b.request(
         "a2a.message.send",
@@ -413,10 +425,9 @@ fn blocking_send_answers_when_the_task_completes() {
     assert_eq!(r["task"]["artifacts"][0]["artifactId"], "a");
 }
 
-#[test]
-fn blocking_send_answers_when_input_is_required_and_trims_history() {
+fn blocking_send_answers_when_input_is_required_and_trims_history(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let id = b.request(
         "a2a.message.send",
@@ -442,10 +453,9 @@ fn blocking_send_answers_when_input_is_required_and_trims_history() {
     assert_eq!(h[0]["parts"][0]["text"], "which file?");
 }
 
-#[test]
-fn history_length_in_configuration_trims_the_returned_task() {
+fn history_length_in_configuration_trims_the_returned_task(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let r = b.ok("a2a.message.send", json!({"token": req.token, "message": text_msg_to("x", &wrk.id), "configuration": {"historyLength": 0}}));
     assert_eq!(r["task"]["history"], json!([]));
@@ -457,10 +467,9 @@ fn history_length_in_configuration_trims_the_returned_task() {
     );
 }
 
-#[test]
-fn push_config_in_send_configuration_is_stored() {
+fn push_config_in_send_configuration_is_stored(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let cfg = json!({"id": "pc1", "url": "https://example.invalid/hook", "token": "secret-1"});
     let r = b.ok(
@@ -481,10 +490,9 @@ fn push_config_in_send_configuration_is_stored() {
     assert_eq!(push["params"]["taskId"], tid);
 }
 
-#[test]
-fn stream_creates_the_task_and_emits_its_status_to_the_caller() {
+fn stream_creates_the_task_and_emits_its_status_to_the_caller(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let r = b.ok(
         "a2a.message.stream",
@@ -519,10 +527,9 @@ fn stream_creates_the_task_and_emits_its_status_to_the_caller() {
     );
 }
 
-#[test]
-fn malformed_messages_and_parts_are_invalid_params_and_write_nothing() {
+fn malformed_messages_and_parts_are_invalid_params_and_write_nothing(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let bad_parts = [
         json!([]),
@@ -563,11 +570,10 @@ fn malformed_messages_and_parts_are_invalid_params_and_write_nothing() {
     });
 }
 
-#[test]
-fn a2a_v1_parts_without_kind_are_normalised() {
+fn a2a_v1_parts_without_kind_are_normalised(t: Transport) {
     use base64::Engine;
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let raw = base64::engine::general_purpose::STANDARD.encode(b"hello file");
     let parts = json!([
@@ -603,11 +609,10 @@ fn a2a_v1_parts_without_kind_are_normalised() {
     assert_eq!(&n["params"]["event"]["status"]["message"]["parts"], p);
 }
 
-#[test]
-fn file_parts_round_trip() {
+fn file_parts_round_trip(t: Transport) {
     use base64::Engine;
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let bytes = base64::engine::general_purpose::STANDARD.encode([0u8, 1, 2, 255, 254]);
     let parts = json!([
@@ -625,10 +630,9 @@ fn file_parts_round_trip() {
     assert_eq!(b.get_task(&wrk, tid)["history"][0]["parts"], parts);
 }
 
-#[test]
-fn a_replayed_broadcast_returns_the_same_tasks() {
+fn a_replayed_broadcast_returns_the_same_tasks(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let a = b.agent("home", "a");
     let p1 = b.agent("away", "p1");
     let p2 = b.agent("far", "p2");
@@ -656,10 +660,9 @@ fn a_replayed_broadcast_returns_the_same_tasks() {
     }
 }
 
-#[test]
-fn blocking_send_answers_when_the_worker_leaves() {
+fn blocking_send_answers_when_the_worker_leaves(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let id = b.request(
         "a2a.message.send",

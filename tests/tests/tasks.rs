@@ -3,6 +3,21 @@
 
 use a2a_integration::*;
 
+on_both_transports!(
+    status_follows_the_state_machine,
+    status_refuses_unknown_states_requesters_strangers_and_unknown_tasks,
+    version_starts_at_one_and_grows_by_one_per_change,
+    get_returns_the_task_to_parties_only_and_trims_history,
+    cancel_by_either_party_routes_to_the_other,
+    artifacts_are_added_appended_and_routed_to_the_requester,
+    artifacts_are_the_workers_and_validated,
+    list_filters_by_role_and_state_newest_first_with_cursor_paging,
+    resubscribe_emits_the_current_status_to_the_caller,
+    resubscribe_after_version_replays_the_log_in_order,
+    push_configs_are_per_party_and_push_on_terminal_state,
+    push_on_cancel_without_token,
+);
+
 const STATES: [&str; 8] = [
     "submitted",
     "working",
@@ -29,10 +44,9 @@ fn tid(t: &Value) -> String {
     t["id"].as_str().expect("task id").to_string()
 }
 
-#[test]
-fn status_follows_the_state_machine() {
+fn status_follows_the_state_machine(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let mut expected_req_events = 0u64;
     for from in ["submitted", "working", "input-required", "auth-required"] {
@@ -104,10 +118,9 @@ fn status_follows_the_state_machine() {
     });
 }
 
-#[test]
-fn status_refuses_unknown_states_requesters_strangers_and_unknown_tasks() {
+fn status_refuses_unknown_states_requesters_strangers_and_unknown_tasks(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let stranger = b.agent("ctx-s", "stranger");
     let id = tid(&b.create_task(&req, &wrk, "x"));
@@ -140,10 +153,9 @@ fn status_refuses_unknown_states_requesters_strangers_and_unknown_tasks() {
     assert_eq!(t["status"]["state"], "submitted");
 }
 
-#[test]
-fn version_starts_at_one_and_grows_by_one_per_change() {
+fn version_starts_at_one_and_grows_by_one_per_change(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let id = tid(&b.create_task(&req, &wrk, "x"));
     let mut v = 1;
@@ -220,10 +232,9 @@ fn version_starts_at_one_and_grows_by_one_per_change() {
     });
 }
 
-#[test]
-fn get_returns_the_task_to_parties_only_and_trims_history() {
+fn get_returns_the_task_to_parties_only_and_trims_history(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let stranger = b.agent("ctx-s", "stranger");
     let samectx = b.agent("ctx-req", "sibling");
@@ -275,10 +286,9 @@ fn get_returns_the_task_to_parties_only_and_trims_history() {
     assert_rpc_error(&resp, -32602);
 }
 
-#[test]
-fn cancel_by_either_party_routes_to_the_other() {
+fn cancel_by_either_party_routes_to_the_other(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let stranger = b.agent("ctx-s", "stranger");
 
@@ -330,10 +340,9 @@ fn cancel_by_either_party_routes_to_the_other() {
     assert_a2a_error(&resp, "A2A_UNKNOWN_TASK");
 }
 
-#[test]
-fn artifacts_are_added_appended_and_routed_to_the_requester() {
+fn artifacts_are_added_appended_and_routed_to_the_requester(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let id = tid(&b.create_task(&req, &wrk, "x"));
     let a1 = json!({"artifactId": "a1", "name": "report", "description": "the report",
@@ -400,10 +409,9 @@ fn artifacts_are_added_appended_and_routed_to_the_requester() {
     );
 }
 
-#[test]
-fn artifacts_are_the_workers_and_validated() {
+fn artifacts_are_the_workers_and_validated(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let stranger = b.agent("ctx-s", "stranger");
     let id = tid(&b.create_task(&req, &wrk, "x"));
@@ -439,10 +447,9 @@ fn artifacts_are_the_workers_and_validated() {
     assert_eq!(t["artifacts"], json!([]));
 }
 
-#[test]
-fn list_filters_by_role_and_state_newest_first_with_cursor_paging() {
+fn list_filters_by_role_and_state_newest_first_with_cursor_paging(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (a, w) = pair(&mut b);
     let stranger = b.agent("ctx-s", "stranger");
     let mut requested = Vec::new();
@@ -535,10 +542,9 @@ fn list_filters_by_role_and_state_newest_first_with_cursor_paging() {
     assert_eq!(s.len(), 1);
 }
 
-#[test]
-fn resubscribe_emits_the_current_status_to_the_caller() {
+fn resubscribe_emits_the_current_status_to_the_caller(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let stranger = b.agent("ctx-s", "stranger");
     let id = tid(&b.create_task(&req, &wrk, "x"));
@@ -610,10 +616,9 @@ pub fn five_version_task(b: &mut Broker, req: &Agent, wrk: &Agent) -> String {
     id
 }
 
-#[test]
-fn resubscribe_after_version_replays_the_log_in_order() {
+fn resubscribe_after_version_replays_the_log_in_order(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let id = five_version_task(&mut b, &req, &wrk);
     // Drain what the requester got live: versions 2..=5.
@@ -675,10 +680,9 @@ fn resubscribe_after_version_replays_the_log_in_order() {
     });
 }
 
-#[test]
-fn push_configs_are_per_party_and_push_on_terminal_state() {
+fn push_configs_are_per_party_and_push_on_terminal_state(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let stranger = b.agent("ctx-s", "stranger");
     let id = tid(&b.create_task(&req, &wrk, "x"));
@@ -780,10 +784,9 @@ fn push_configs_are_per_party_and_push_on_terminal_state() {
     assert_eq!(wpush["params"]["status"]["state"], "completed");
 }
 
-#[test]
-fn push_on_cancel_without_token() {
+fn push_on_cancel_without_token(t: Transport) {
     let db = TestDb::new();
-    let mut b = Broker::open(&db.path);
+    let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let id = tid(&b.create_task(&req, &wrk, "x"));
     b.ok(
