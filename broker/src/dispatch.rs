@@ -88,9 +88,16 @@ impl Broker {
         s
     }
 
-    /// The connection ended: its agents' tokens die, their tasks stay open.
+    /// The connection ended: its agents' tokens die at once (a call made
+    /// with one from anywhere after this returns is refused), their tasks
+    /// stay open. Calls it queued before closing still run.
     pub fn close(&self, s: Session) {
-        self.engine.connection_closed(s.conn);
+        let gone = self.shared.registry.write().remove_connection(s.conn);
+        for agent in gone {
+            if let Endpoint::Pull(q) = &agent.endpoint {
+                q.close(to_rpc(crate::core::CoreError::UnknownToken));
+            }
+        }
     }
 
     /// Answers a line that was longer than the frame limit.

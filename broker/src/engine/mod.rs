@@ -87,8 +87,6 @@ pub enum Op {
 pub enum Command {
     /// Boxed: the queue moves commands by value, and a call's params are large.
     Call { op: Box<Op>, reply: Responder },
-    /// A connection closed: its agents' tokens die, their tasks stay open.
-    ConnectionClosed(ConnId),
     /// A blocking send's wait ran out.
     BlockingExpired(u64),
     /// Finish the calls queued so far, then stop; signals `done`.
@@ -108,11 +106,6 @@ impl EngineHandle {
             op: Box::new(op),
             reply,
         });
-    }
-
-    /// Tells the writer a connection closed.
-    pub fn connection_closed(&self, conn: ConnId) {
-        let _ = self.tx.send(Command::ConnectionClosed(conn));
     }
 
     /// Commits everything queued so far, then stops the writer. Returns
@@ -241,7 +234,6 @@ impl Engine {
                     };
                     done.push(Done { reply, result });
                 }
-                Command::ConnectionClosed(conn) => self.connection_closed(conn),
                 Command::BlockingExpired(id) => expired.push(id),
                 Command::Shutdown(tx) => shutdown = Some(tx),
             }
@@ -377,15 +369,6 @@ impl Engine {
         for id in victims {
             self.tasks.remove(&id);
             shared.remove(&id);
-        }
-    }
-
-    fn connection_closed(&mut self, conn: ConnId) {
-        let gone = self.shared.registry.write().remove_connection(conn);
-        for agent in gone {
-            if let crate::delivery::Endpoint::Pull(q) = &agent.endpoint {
-                q.close(to_rpc(CoreError::UnknownToken));
-            }
         }
     }
 
