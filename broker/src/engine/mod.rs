@@ -43,7 +43,8 @@ const TASK_CACHE_TARGET: usize = 8192;
 
 /// State shared by the writer and the readers.
 pub struct Shared {
-    /// Live agents. Written only by the writer thread.
+    /// Live agents: registered and deregistered by the writer thread; a
+    /// closing connection removes its own agents (`Broker::close`).
     pub registry: RwLock<Registry>,
     /// Committed task records: readers look here before SQLite.
     pub tasks: RwLock<HashMap<String, Arc<TaskRecord>>>,
@@ -224,7 +225,12 @@ impl Engine {
         let mut done: Vec<Done> = Vec::with_capacity(batch.len());
         let mut expired = Vec::new();
         let mut shutdown = None;
-        let began = self.conn.execute_batch("BEGIN IMMEDIATE");
+        let has_calls = batch.iter().any(|c| matches!(c, Command::Call { .. }));
+        let began = if has_calls {
+            self.conn.execute_batch("BEGIN IMMEDIATE")
+        } else {
+            Ok(())
+        };
         for cmd in batch {
             match cmd {
                 Command::Call { op, reply } => {
@@ -238,7 +244,7 @@ impl Engine {
                 Command::Shutdown(tx) => shutdown = Some(tx),
             }
         }
-        if began.is_ok() {
+        if has_calls && began.is_ok() {
             use std::sync::atomic::Ordering::Relaxed;
             self.shared.stats.commits.fetch_add(1, Relaxed);
             self.shared
