@@ -1,0 +1,26 @@
+//! Shared drivers of the `a2a-broker` benchmarks (`benches/stdio_get.rs`,
+//! `benches/commit.rs`). Every benchmark measures the broker and a raw
+//! baseline in the same process, on the same machine state, and reports the
+//! ratio: on a shared 2-core machine absolute rates mean little.
+//!
+//! Modules:
+//! - [`binaries`]: the release `a2a-broker` binary (built on demand).
+//! - [`disk`]: the latency of one `fsync` / `fdatasync`, printed beside the figures.
+//! - [`stdio`]: a child process on pipes and the pipelining client that
+//!   keeps at most `depth` requests unanswered.
+//! - [`inproc`]: the broker in this process (`server::start`), fed NDJSON
+//!   lines and drained through its outbox, with the same pipelining.
+//! - [`workload`]: request lines, requester rotation (A2A send bounds) and
+//!   the [`workload::Client`] trait both drivers implement.
+//! - [`raw_sqlite`]: the rows of one task creation written by plain rusqlite.
+//! - [`wal`]: WAL bytes written per call.
+//! - [`report`]: samples kept from criterion's runs, medians and ratios.
+
+pub mod binaries;
+pub mod disk;
+pub mod inproc;
+pub mod raw_sqlite;
+pub mod report;
+pub mod stdio;
+pub mod wal;
+pub mod workload;
