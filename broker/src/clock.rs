@@ -39,11 +39,21 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
-/// A random (version 4) UUID, used for task ids and broker message ids.
+/// A time-ordered (version 7) UUID: 48 bits of Unix milliseconds, then 74
+/// random bits. Task ids lead the keys of the task, message and log
+/// B-trees; ids that grow with time make inserts land at the end of those
+/// trees instead of splitting pages all over them (about 10x less WAL per
+/// creation than random ids), while staying unguessable enough for ids
+/// (they are not credentials: tokens are).
 pub fn uuid() -> String {
     let mut b = [0u8; 16];
     getrandom::fill(&mut b).expect("the OS random source works");
-    b[6] = (b[6] & 0x0f) | 0x40;
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as u64;
+    b[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
+    b[6] = (b[6] & 0x0f) | 0x70;
     b[8] = (b[8] & 0x3f) | 0x80;
     let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
     format!(
@@ -69,10 +79,13 @@ mod tests {
     }
 
     #[test]
-    fn uuids_are_v4_and_distinct() {
+    fn uuids_are_v7_time_ordered_and_distinct() {
         let a = uuid();
         assert_eq!(a.len(), 36);
-        assert_eq!(&a[14..15], "4");
-        assert_ne!(a, uuid());
+        assert_eq!(&a[14..15], "7");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = uuid();
+        assert_ne!(a, b);
+        assert!(a < b, "later ids sort after earlier ones");
     }
 }

@@ -33,12 +33,12 @@ use crossbeam_channel::{Receiver, Sender};
 use effects::{Blocking, Effects};
 use parking_lot::RwLock;
 use rusqlite::Connection;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-/// How many terminal tasks the writer and the read cache keep in memory
-/// before evicting (they are reloaded from SQLite on demand).
+/// How many tasks the writer and the read cache keep in memory before
+/// evicting terminal ones (they are reloaded from SQLite on demand).
 const TASK_CACHE_TARGET: usize = 8192;
 
 /// State shared by the writer and the readers.
@@ -132,6 +132,7 @@ pub fn start(
         conn,
         shared,
         tasks: HashMap::new(),
+        settled: VecDeque::new(),
         open_counts,
         next_seq,
         waiters: HashMap::new(),
@@ -184,6 +185,8 @@ struct Engine {
     shared: Arc<Shared>,
     /// The writer's view of tasks, including the open batch's changes.
     tasks: HashMap<String, Arc<TaskRecord>>,
+    /// Ids of terminal tasks in `tasks`, oldest settled first: the eviction order.
+    settled: VecDeque<String>,
     /// Non-terminal tasks per requester context (`A2A_MAX_TASKS_PER_CONTEXT`).
     open_counts: HashMap<String, usize>,
     /// The next task creation sequence number.
@@ -354,23 +357,30 @@ impl Engine {
         }
     }
 
-    /// Drops terminal tasks from memory when the caches grow past their target.
+    /// Drops terminal tasks from memory, oldest settled first, while the
+    /// caches hold more than their target. Costs one step per task evicted
+    /// (open tasks are never candidates, so nothing scans them).
     fn evict(&mut self, undo: &Undo) {
-        if self.tasks.len() <= TASK_CACHE_TARGET {
+        let mut budget = self.settled.len();
+        let mut victims = Vec::new();
+        while self.tasks.len() - victims.len() > TASK_CACHE_TARGET && budget > 0 {
+            budget -= 1;
+            let Some(id) = self.settled.pop_front() else {
+                break;
+            };
+            let terminal = self.tasks.get(&id).is_some_and(|r| r.state().is_terminal());
+            if !terminal {
+                continue; // evicted already, or its terminal move was rolled back
+            }
+            if undo.tasks.contains_key(&id) || self.waiters_by_task.contains_key(&id) {
+                self.settled.push_back(id); // still in use: later
+                continue;
+            }
+            victims.push(id);
+        }
+        if victims.is_empty() {
             return;
         }
-        let waiting = &self.waiters_by_task;
-        let victims: Vec<String> = self
-            .tasks
-            .iter()
-            .filter(|(id, rec)| {
-                rec.state().is_terminal()
-                    && !undo.tasks.contains_key(*id)
-                    && !waiting.contains_key(*id)
-            })
-            .map(|(id, _)| id.clone())
-            .take(self.tasks.len() - TASK_CACHE_TARGET / 2)
-            .collect();
         let mut shared = self.shared.tasks.write();
         for id in victims {
             self.tasks.remove(&id);
@@ -388,6 +398,9 @@ impl Engine {
         let rec = read::load_task(&self.conn, id)?
             .ok_or_else(|| CoreError::UnknownTask(id.to_owned()))?;
         let rec = Arc::new(rec);
+        if rec.state().is_terminal() {
+            self.settled.push_back(id.to_owned());
+        }
         self.tasks.insert(id.to_owned(), rec.clone());
         Ok(rec)
     }

@@ -122,6 +122,7 @@ impl Engine {
             events,
         )?;
         if state.is_terminal() && !rec.state().is_terminal() {
+            self.settled.push_back(next.id.clone());
             self.add_open(&next.context_id, -1, undo);
             for (owner, cfg) in &next.push_configs {
                 events.push(Routed::Push {
