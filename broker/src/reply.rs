@@ -26,10 +26,42 @@ impl TaskView {
     }
 }
 
+/// Renderings larger than this are not kept (a task holding big files is
+/// serialized afresh rather than held twice in memory).
+const MAX_KEPT_RENDERING: usize = 64 * 1024;
+
 impl Serialize for TaskView {
+    /// Serializes the task, reusing this version's kept JSON when the same
+    /// view was rendered before.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let r = &*self.rec;
-        let history = match self.history_length {
+        use serde::ser::Error;
+        use serde_json::value::RawValue;
+        let slot = &self.rec.render;
+        if let Some(kept) = slot
+            .get(self.history_length)
+            .and_then(|r| r.downcast::<Box<RawValue>>().ok())
+        {
+            return kept.serialize(s);
+        }
+        let text = serde_json::to_string(&Fields(self)).map_err(S::Error::custom)?;
+        if text.len() > MAX_KEPT_RENDERING {
+            return Fields(self).serialize(s);
+        }
+        let raw = RawValue::from_string(text).map_err(S::Error::custom)?;
+        let raw = Arc::new(raw);
+        slot.put(self.history_length, raw.clone());
+        raw.serialize(s)
+    }
+}
+
+/// The task's fields, serialized one by one.
+struct Fields<'a>(&'a TaskView);
+
+impl Serialize for Fields<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let view = self.0;
+        let r = &*view.rec;
+        let history = match view.history_length {
             Some(n) => &r.history[r.history.len().saturating_sub(n)..],
             None => &r.history[..],
         };

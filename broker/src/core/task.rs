@@ -5,7 +5,44 @@
 //! changes and republishes, so a reader never sees a half-applied call.
 
 use a2a_proto::types::{Artifact, Message, PushConfig, Role, State, TaskStatus};
+use std::any::Any;
 use std::sync::Arc;
+
+type Rendering = Arc<dyn Any + Send + Sync>;
+
+/// Where whoever renders a record for the wire may keep that rendering of
+/// this version (the JSON writer keeps the serialized task, so a task read
+/// a thousand times is serialized once). Opaque to the core. A record is
+/// cloned only to make its next version, so a clone starts empty.
+#[derive(Default)]
+pub struct RenderSlot(parking_lot::Mutex<Option<(Option<usize>, Rendering)>>);
+
+impl RenderSlot {
+    /// The rendering kept for this history length, if any.
+    pub fn get(&self, history_length: Option<usize>) -> Option<Rendering> {
+        match &*self.0.lock() {
+            Some((k, r)) if *k == history_length => Some(r.clone()),
+            _ => None,
+        }
+    }
+
+    /// Keeps a rendering (replacing one for another history length).
+    pub fn put(&self, history_length: Option<usize>, r: Rendering) {
+        *self.0.lock() = Some((history_length, r));
+    }
+}
+
+impl Clone for RenderSlot {
+    fn clone(&self) -> Self {
+        RenderSlot::default()
+    }
+}
+
+impl std::fmt::Debug for RenderSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RenderSlot")
+    }
+}
 
 /// One side of a task: an agent identified by the context it registered
 /// under and its peer id. The same pair after a re-registration is the same party.
@@ -36,6 +73,8 @@ pub struct TaskRecord {
     pub push_configs: Vec<(Party, PushConfig)>,
     pub created_at: String,
     pub updated_at: String,
+    /// The wire rendering of this version, kept by the transport.
+    pub render: RenderSlot,
 }
 
 impl TaskRecord {
@@ -104,6 +143,7 @@ mod tests {
             push_configs: vec![],
             created_at: String::new(),
             updated_at: String::new(),
+            render: Default::default(),
         };
         assert_eq!(rec.role_of(&party("c1", "a")), Some(Role::User));
         assert_eq!(rec.role_of(&party("c2", "b")), Some(Role::Agent));

@@ -97,6 +97,7 @@ pub fn load_task(c: &Connection, id: &str) -> Result<Option<TaskRecord>, CoreErr
         push_configs,
         created_at: created,
         updated_at: updated,
+        render: Default::default(),
     }))
 }
 

@@ -177,6 +177,7 @@ mod tests {
             push_configs: vec![],
             created_at: "c".into(),
             updated_at: "u".into(),
+            render: Default::default(),
         })
     }
 

@@ -169,6 +169,7 @@ impl Engine {
                 push_configs: Vec::new(),
                 created_at: now.clone(),
                 updated_at: now.clone(),
+                render: Default::default(),
             };
             write::insert_task(&self.conn, &rec, base_seq + i as i64)?;
             write::insert_message(&self.conn, &id, 0, &stamped)?;
