@@ -208,3 +208,77 @@ impl Reply {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::task::Party;
+    use a2a_proto::types::{Message, Part, State, TaskStatus};
+
+    fn record(n: usize) -> TaskRecord {
+        let msg = |i: usize| {
+            Arc::new(Message {
+                role: Default::default(),
+                parts: vec![Part::text(format!("m{i}"))],
+                message_id: format!("m{i}"),
+                task_id: None,
+                context_id: None,
+                from: None,
+                to: None,
+                metadata: None,
+            })
+        };
+        TaskRecord {
+            id: "t".into(),
+            context_id: "c".into(),
+            requester: Party {
+                context_id: "c".into(),
+                peer_id: "a".into(),
+            },
+            worker: Party {
+                context_id: "c".into(),
+                peer_id: "b".into(),
+            },
+            status: TaskStatus {
+                state: State::Working,
+                message: None,
+                timestamp: "now".into(),
+            },
+            history: (0..n).map(msg).collect(),
+            artifacts: vec![],
+            version: n as u64,
+            create_message_id: "m0".into(),
+            broadcast: false,
+            push_configs: vec![],
+            created_at: "c".into(),
+            updated_at: "u".into(),
+            render: Default::default(),
+        }
+    }
+
+    #[test]
+    fn kept_renderings_match_fresh_ones_per_history_length() {
+        let rec = Arc::new(record(3));
+        let view = |hl| TaskView {
+            rec: rec.clone(),
+            history_length: hl,
+        };
+        let fresh = |hl| serde_json::to_string(&Fields(&view(hl))).unwrap();
+        for hl in [Some(1), Some(1), None, Some(0), Some(1)] {
+            assert_eq!(serde_json::to_string(&view(hl)).unwrap(), fresh(hl));
+        }
+        let v: serde_json::Value = serde_json::to_value(view(Some(1))).unwrap();
+        assert_eq!(v["history"].as_array().unwrap().len(), 1);
+        assert_eq!(v["history"][0]["messageId"], "m2");
+        // The next version starts without the old rendering.
+        let mut next = (*rec).clone();
+        next.version += 1;
+        assert!(next.render.get(Some(1)).is_none());
+        let v: serde_json::Value = serde_json::to_value(TaskView {
+            rec: Arc::new(next),
+            history_length: Some(1),
+        })
+        .unwrap();
+        assert_eq!(v["version"], 4);
+    }
+}
