@@ -88,16 +88,12 @@ impl Broker {
         s
     }
 
-    /// The connection ended: its agents' tokens die at once (a call made
-    /// with one from anywhere after this returns is refused), their tasks
-    /// stay open. Calls it queued before closing still run.
+    /// The connection ended: the calls it sent before ending still run,
+    /// then its agents' tokens die (their tasks stay open). Returns once
+    /// they are dead, so a transport that hangs up after this leaves no
+    /// moment in which another connection could still use them.
     pub fn close(&self, s: Session) {
-        let gone = self.shared.registry.write().remove_connection(s.conn);
-        for agent in gone {
-            if let Endpoint::Pull(q) = &agent.endpoint {
-                q.close(to_rpc(crate::core::CoreError::UnknownToken));
-            }
-        }
+        self.engine.connection_closed(s.conn);
     }
 
     /// Answers a line that was longer than the frame limit.

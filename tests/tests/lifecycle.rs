@@ -35,6 +35,34 @@ fn stdin_eof_exits_zero(t: Transport) {
 }
 
 #[test]
+fn calls_sent_before_stdin_eof_are_still_committed() {
+    let db = TestDb::new();
+    let mut b = Broker::open(&db.path);
+    let (req, wrk) = pair(&mut b);
+    // Pipeline creations and close stdin at once, without reading a reply.
+    for i in 0..50 {
+        let line = json!({"jsonrpc": "2.0", "id": 10_000 + i, "method": "a2a.message.send",
+            "params": {"token": req.token, "message": {"role": "user",
+                "parts": [{"kind": "text", "text": "last words"}], "messageId": format!("eof-{i}"), "to": wrk.id}}});
+        b.send_raw(&line.to_string());
+    }
+    let status = b.close_stdin_and_wait(TIMEOUT);
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    let conn = rusqlite::Connection::open(&db.path).unwrap();
+    let n: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM a2a_tasks WHERE create_message_id LIKE 'eof-%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        n, 50,
+        "every call sent before EOF was executed and committed"
+    );
+}
+
+#[test]
 fn stdin_eof_before_handshake_exits_zero() {
     let db = TestDb::new();
     let mut b = Broker::start(&db.path, &[]);

@@ -43,8 +43,7 @@ const TASK_CACHE_TARGET: usize = 8192;
 
 /// State shared by the writer and the readers.
 pub struct Shared {
-    /// Live agents: registered and deregistered by the writer thread; a
-    /// closing connection removes its own agents (`Broker::close`).
+    /// Live agents. Changed only by the writer thread.
     pub registry: RwLock<Registry>,
     /// Committed task records: readers look here before SQLite.
     pub tasks: RwLock<HashMap<String, Arc<TaskRecord>>>,
@@ -88,6 +87,9 @@ pub enum Op {
 pub enum Command {
     /// Boxed: the queue moves commands by value, and a call's params are large.
     Call { op: Box<Op>, reply: Responder },
+    /// A connection closed: its agents' tokens die after the calls it
+    /// queued before closing; `done` is signalled once that is committed.
+    ConnectionClosed { conn: ConnId, done: Sender<()> },
     /// A blocking send's wait ran out.
     BlockingExpired(u64),
     /// Finish the calls queued so far, then stop; signals `done`.
@@ -107,6 +109,19 @@ impl EngineHandle {
             op: Box::new(op),
             reply,
         });
+    }
+
+    /// Invalidates a closed connection's tokens, after the calls it queued
+    /// before closing; returns once that is done (or the writer is gone).
+    pub fn connection_closed(&self, conn: ConnId) {
+        let (done, rx) = crossbeam_channel::bounded(1);
+        if self
+            .tx
+            .send(Command::ConnectionClosed { conn, done })
+            .is_ok()
+        {
+            let _ = rx.recv();
+        }
     }
 
     /// Commits everything queued so far, then stops the writer. Returns
@@ -227,6 +242,7 @@ impl Engine {
         let mut undo = Undo::default();
         let mut done: Vec<Done> = Vec::with_capacity(batch.len());
         let mut expired = Vec::new();
+        let mut closed = Vec::new();
         let mut shutdown = None;
         let has_calls = batch.iter().any(|c| matches!(c, Command::Call { .. }));
         let began = if has_calls {
@@ -242,6 +258,10 @@ impl Engine {
                         Err(e) => Err(RpcError::internal(format!("database: {e}"))),
                     };
                     done.push(Done { reply, result });
+                }
+                Command::ConnectionClosed { conn, done } => {
+                    self.connection_closed(conn);
+                    closed.push(done);
                 }
                 Command::BlockingExpired(id) => expired.push(id),
                 Command::Shutdown(tx) => shutdown = Some(tx),
@@ -261,6 +281,9 @@ impl Engine {
                 for d in done {
                     d.reply.send(Err(err.clone()));
                 }
+                for c in closed {
+                    let _ = c.send(());
+                }
                 return shutdown;
             }
         }
@@ -274,6 +297,9 @@ impl Engine {
         self.wake_waiters(undo.tasks.keys());
         for id in expired {
             self.expire_waiter(id);
+        }
+        for c in closed {
+            let _ = c.send(());
         }
         self.evict(&undo);
         shutdown
@@ -385,6 +411,15 @@ impl Engine {
         for id in victims {
             self.tasks.remove(&id);
             shared.remove(&id);
+        }
+    }
+
+    fn connection_closed(&mut self, conn: ConnId) {
+        let gone = self.shared.registry.write().remove_connection(conn);
+        for agent in gone {
+            if let crate::delivery::Endpoint::Pull(q) = &agent.endpoint {
+                q.close(to_rpc(CoreError::UnknownToken));
+            }
         }
     }
 

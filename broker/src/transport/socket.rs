@@ -231,7 +231,7 @@ async fn serve_connection(broker: Arc<Broker>, secret: Arc<Secret>, conn: Stream
     let codec = match sniff(&mut rd).await {
         Some(c) => c,
         None => {
-            broker.close(session);
+            tokio::task::block_in_place(|| broker.close(session));
             return;
         }
     };
@@ -257,7 +257,8 @@ async fn serve_connection(broker: Arc<Broker>, secret: Arc<Secret>, conn: Stream
             }
         }
     }
-    broker.close(session);
+    // Waits for the writer thread; keep the other connections' tasks running.
+    tokio::task::block_in_place(|| broker.close(session));
 }
 
 /// Looks at the first bytes: the binary preamble, or NDJSON.
