@@ -19,8 +19,10 @@
 //! at least 0.7x raw tx64, and at least 10x its own `batch_max = 1`,
 //! 64 outstanding, durability full.
 //!
-//! `A2A_BENCH_DIAG=1` adds raw variants that depart from the broker's way
-//! (time-ordered ids, a 64 MiB page cache) to show where the time goes.
+//! `A2A_BENCH_DIAG=1` adds raw variants to show where the time goes:
+//! random v4 ids (as the broker minted them before 6aea4da), and a
+//! `SAVEPOINT` per creation as the broker's writer takes one per call, with
+//! the sub-journal in a temporary file (the default) or in memory.
 //!
 //! Run: `cargo bench -p a2a-benches --bench commit`.
 
@@ -286,24 +288,25 @@ fn main() {
     if std::env::var_os("A2A_BENCH_DIAG").is_some() {
         let variants = [
             (
-                "-ordered",
+                "-random",
                 Variant {
-                    ordered_ids: true,
-                    cache_kib: None,
+                    random_ids: true,
+                    ..Variant::default()
                 },
             ),
             (
-                "-cache64m",
+                "-savepoint",
                 Variant {
-                    ordered_ids: false,
-                    cache_kib: Some(65536),
+                    savepoints: true,
+                    ..Variant::default()
                 },
             ),
             (
-                "-ordered-cache64m",
+                "-savepoint-memtemp",
                 Variant {
-                    ordered_ids: true,
-                    cache_kib: Some(65536),
+                    savepoints: true,
+                    temp_store_memory: true,
+                    ..Variant::default()
                 },
             ),
         ];

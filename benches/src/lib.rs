@@ -1,7 +1,8 @@
 //! Shared drivers of the `a2a-broker` benchmarks (`benches/stdio_get.rs`,
-//! `benches/commit.rs`). Every benchmark measures the broker and a raw
-//! baseline in the same process, on the same machine state, and reports the
-//! ratio: on a shared 2-core machine absolute rates mean little.
+//! `benches/commit.rs`, `benches/socket.rs`). Every benchmark measures the
+//! broker and a raw baseline in the same process, on the same machine
+//! state, and reports the ratio: on a shared 2-core machine absolute rates
+//! mean little.
 //!
 //! Modules:
 //! - [`binaries`]: the release `a2a-broker` binary (built on demand).
@@ -12,6 +13,8 @@
 //!   lines and drained through its outbox, with the same pipelining.
 //! - [`workload`]: request lines, requester rotation (A2A send bounds) and
 //!   the [`workload::Client`] trait both drivers implement.
+//! - [`socket`]: the broker's local socket in this process, minimal NDJSON
+//!   and binary clients, and the raw Unix-socket server they are compared with.
 //! - [`raw_sqlite`]: the rows of one task creation written by plain rusqlite.
 //! - [`wal`]: WAL bytes written per call.
 //! - [`report`]: samples kept from criterion's runs, medians and ratios.
@@ -21,6 +24,7 @@ pub mod disk;
 pub mod inproc;
 pub mod raw_sqlite;
 pub mod report;
+pub mod socket;
 pub mod stdio;
 pub mod wal;
 pub mod workload;

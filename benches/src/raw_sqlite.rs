@@ -3,8 +3,10 @@
 //! row, as `store::write::{insert_task, insert_message, append_log}` write
 //! them), inserted by plain rusqlite with cached statements on a database
 //! opened by the broker's own `store::open_writer` (same schema, WAL, same
-//! `synchronous`). Values have the broker's shapes and sizes: random v4
-//! task ids, the stamped message JSON, the status JSON holding it, the
+//! `synchronous`). Values have the broker's shapes and sizes: task ids
+//! from the broker's own `clock::uuid()` (time-ordered, UUIDv7-style, since
+//! broker 6aea4da; the baseline used random v4 ids before, as the broker
+//! did), the stamped message JSON, the status JSON holding it, the
 //! status-update event JSON of the log; a new requester context every
 //! [`CREATIONS_PER_REQUESTER`] creations, as in the broker runs.
 
@@ -18,12 +20,19 @@ use std::time::{Duration, Instant};
 /// Departures from the broker's way, for diagnosis only (see BENCHMARKS.md).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Variant {
-    /// Time-ordered task ids (a counter in the leading digits, like a
-    /// UUIDv7) instead of random v4 ids: new rows go to the right edge of
-    /// every B-tree instead of a random leaf.
-    pub ordered_ids: bool,
+    /// Random v4-style task ids (the broker's ids before 6aea4da) instead
+    /// of time-ordered ones: each new row lands on a random leaf of every
+    /// B-tree keyed by the task id, instead of at its right edge.
+    pub random_ids: bool,
     /// `PRAGMA cache_size = -KIB` instead of SQLite's default 2 MiB.
     pub cache_kib: Option<u32>,
+    /// A `SAVEPOINT call` / `RELEASE call` around each creation, as the
+    /// broker's writer puts around each call (so a refused call rolls
+    /// back alone).
+    pub savepoints: bool,
+    /// `PRAGMA temp_store = MEMORY`: the savepoints' sub-journal stays in
+    /// memory instead of spilling to a temporary file.
+    pub temp_store_memory: bool,
 }
 
 /// A database written the raw way.
@@ -33,6 +42,8 @@ pub struct RawStore {
     pub db: PathBuf,
     calls: u64,
     variant: Variant,
+    /// State of the generator of [`Variant::random_ids`].
+    rng: u64,
     _dir: tempfile::TempDir,
 }
 
@@ -47,6 +58,10 @@ impl RawStore {
         let dir = tempfile::tempdir().expect("temp dir");
         let db = dir.path().join("raw.db");
         let conn = open_writer(&db, durability).expect("open the store");
+        if variant.temp_store_memory {
+            conn.execute_batch("PRAGMA temp_store = MEMORY;")
+                .expect("temp store");
+        }
         if let Some(kib) = variant.cache_kib {
             conn.execute_batch(&format!("PRAGMA cache_size = -{kib};"))
                 .expect("cache size");
@@ -56,6 +71,8 @@ impl RawStore {
             db,
             calls: 0,
             variant,
+            // Seeded from the random bits of a fresh id.
+            rng: u64::from_str_radix(&clock::uuid()[24..], 16).unwrap_or(1),
             _dir: dir,
         }
     }
@@ -67,9 +84,8 @@ impl RawStore {
         let k = (n - 1) / CREATIONS_PER_REQUESTER + 1;
         let ctx = format!("bench-ctx-{k}");
         let requester = format!("req{k}");
-        let id = if self.variant.ordered_ids {
-            let random = clock::uuid();
-            format!("{:08x}-{:04x}{}", n >> 16, n & 0xffff, &random[13..])
+        let id = if self.variant.random_ids {
+            random_v4(&mut self.rng)
         } else {
             clock::uuid()
         };
@@ -126,11 +142,44 @@ impl RawStore {
             let k = left.min(per_tx);
             self.conn.execute_batch("BEGIN IMMEDIATE").expect("begin");
             for _ in 0..k {
+                if self.variant.savepoints {
+                    self.conn
+                        .execute_batch("SAVEPOINT call")
+                        .expect("savepoint");
+                }
                 self.create_task().expect("insert the rows of a task");
+                if self.variant.savepoints {
+                    self.conn.execute_batch("RELEASE call").expect("release");
+                }
             }
             self.conn.execute_batch("COMMIT").expect("commit");
             left -= k;
         }
         start.elapsed()
     }
+}
+
+/// A random version-4-shaped UUID from a splitmix64 generator: the shape
+/// and the scatter of the broker's old ids, without the OS random source.
+fn random_v4(state: &mut u64) -> String {
+    let mut next = || {
+        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let (a, b) = (next(), next());
+    let h = format!(
+        "{a:016x}{:016x}",
+        (b & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000
+    );
+    format!(
+        "{}-{}-4{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[13..16],
+        &h[16..20],
+        &h[20..]
+    )
 }

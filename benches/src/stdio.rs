@@ -166,14 +166,22 @@ impl Client for Proc {
 }
 
 /// Credit shared by the writer and the reader: responses counted so far,
-/// and whether the writer sleeps waiting for more.
-struct Credit {
+/// and whether the writer sleeps waiting for more (also used by the
+/// socket streams).
+pub(crate) struct Credit {
     state: Mutex<(usize, bool)>,
     wake: Condvar,
 }
 
 impl Credit {
-    fn publish(&self, done: usize) {
+    pub(crate) fn new() -> Credit {
+        Credit {
+            state: Mutex::new((0, false)),
+            wake: Condvar::new(),
+        }
+    }
+
+    pub(crate) fn publish(&self, done: usize) {
         let mut st = self.state.lock().expect("credit lock");
         st.0 = done;
         if st.1 {
@@ -182,12 +190,12 @@ impl Credit {
         }
     }
 
-    fn done(&self) -> usize {
+    pub(crate) fn done(&self) -> usize {
         self.state.lock().expect("credit lock").0
     }
 
     /// Blocks until fewer than `depth` of `sent` are unanswered.
-    fn wait_below(&self, sent: usize, depth: usize) -> usize {
+    pub(crate) fn wait_below(&self, sent: usize, depth: usize) -> usize {
         let mut st = self.state.lock().expect("credit lock");
         while sent - st.0 >= depth {
             st.1 = true;
@@ -207,10 +215,7 @@ pub fn pipeline<W: Write + Send, R: Read + Send>(
 ) -> Duration {
     let n = lines.len();
     let depth = depth.max(1);
-    let credit = Credit {
-        state: Mutex::new((0, false)),
-        wake: Condvar::new(),
-    };
+    let credit = Credit::new();
     let start = Instant::now();
     std::thread::scope(|s| {
         let credit = &credit;
