@@ -79,7 +79,8 @@ pub fn open_writer(path: &Path, durability: Durability) -> Result<Connection, Op
     }
     let mut conn = Connection::open(path).map_err(sql)?;
     conn.execute_batch(
-        "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;",
+        // temp_store: the per-call savepoints' sub-journal stays in memory.
+        "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000; PRAGMA temp_store = MEMORY;",
     )
     .map_err(sql)?;
     let sync = match durability {
