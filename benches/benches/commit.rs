@@ -26,6 +26,11 @@
 //!
 //! Run: `cargo bench -p a2a-benches --bench commit`.
 
+/// The same allocator as the `a2a-broker` binary, for the in-process broker
+/// and its baseline alike.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use a2a_benches::binaries::broker_binary;
 use a2a_benches::disk::{describe, sync_latency};
 use a2a_benches::inproc::InProc;

@@ -30,6 +30,11 @@
 //!
 //! Run: `cargo bench -p a2a-benches --bench socket`.
 
+/// The same allocator as the `a2a-broker` binary, for the in-process broker
+/// and its baseline alike.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use a2a_benches::report::{bench_mode, fmt_rate, fmt_ratio, load_average, median, Samples};
 use a2a_benches::socket::{
     cpu_delta, process_cpu, spawn_raw, thread_cpu, Codec, Conn, EventStreams, Flow, Kind, RawReply,
