@@ -667,20 +667,9 @@ pub fn cpu_delta(
 }
 
 /// CPU time (user + system) of this whole process so far, threads that
-/// ended included, from `/proc/self/stat`.
+/// ended included.
 pub fn process_cpu() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+    crate::stdio::cpu_of("/proc/self/stat")
 }
 
 /// Status updates with a message in the replay task's log.

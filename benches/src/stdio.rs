@@ -95,20 +95,7 @@ impl Proc {
     /// CPU time the child has used so far (user + system, all threads),
     /// from `/proc/PID/stat` (in USER_HZ = 1/100 s ticks).
     pub fn cpu_time(&self) -> Duration {
-        let stat =
-            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest.split_whitespace().collect())
-            .unwrap_or_default();
-        let ticks = |i: usize| {
-            fields
-                .get(i)
-                .and_then(|f| f.parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        // After the command name: field 3 (state) is index 0, utime (14) index 11, stime (15) index 12.
-        Duration::from_millis((ticks(11) + ticks(12)) * 10)
+        cpu_of(&format!("/proc/{}/stat", self.child.id()))
     }
 
     /// Closes stdin (the broker exits 0 at end of input) and waits.
@@ -261,4 +248,22 @@ pub fn pipeline<W: Write + Send, R: Read + Send>(
         credit.publish(got);
     });
     start.elapsed()
+}
+
+/// User + system CPU time from a `/proc/<pid>/stat` file (USER_HZ = 1/100 s
+/// ticks; all threads, ended ones included).
+pub fn cpu_of(stat_path: &str) -> Duration {
+    let stat = std::fs::read_to_string(stat_path).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // After the command name: field 3 (state) is index 0, utime (14) index 11, stime (15) index 12.
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
 }

@@ -187,24 +187,16 @@ impl Outbox {
     /// Moves everything queued into `out`, blocking while there is nothing.
     /// Returns `false` once the outbox is closed and empty.
     pub fn drain_blocking(&self, out: &mut Vec<Outgoing>) -> bool {
-        let mut st = self.state.lock();
-        loop {
-            if !st.queue.is_empty() || !st.lagged.is_empty() {
-                Self::take(&mut st, out);
-                return true;
-            }
-            if st.closed {
-                return false;
-            }
-            st.writer_waiting = true;
-            self.ready.wait(&mut st);
-        }
+        self.drain_until(out, None)
     }
 
     /// Like [`Outbox::drain_blocking`], but gives up after `timeout`
     /// (returns whether anything was moved).
     pub fn drain_timeout(&self, out: &mut Vec<Outgoing>, timeout: std::time::Duration) -> bool {
-        let deadline = std::time::Instant::now() + timeout;
+        self.drain_until(out, Some(std::time::Instant::now() + timeout))
+    }
+
+    fn drain_until(&self, out: &mut Vec<Outgoing>, deadline: Option<std::time::Instant>) -> bool {
         let mut st = self.state.lock();
         loop {
             if !st.queue.is_empty() || !st.lagged.is_empty() {
@@ -215,8 +207,13 @@ impl Outbox {
                 return false;
             }
             st.writer_waiting = true;
-            if self.ready.wait_until(&mut st, deadline).timed_out() {
-                return false;
+            match deadline {
+                None => self.ready.wait(&mut st),
+                Some(d) => {
+                    if self.ready.wait_until(&mut st, d).timed_out() {
+                        return false;
+                    }
+                }
             }
         }
     }
