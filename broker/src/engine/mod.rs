@@ -309,6 +309,16 @@ impl Engine {
     /// that fails (or panics) is rolled back alone: its rows by the
     /// savepoint, its memory changes by its own undo record.
     fn run_call(&mut self, op: Op, batch_undo: &mut Undo) -> Result<Effects, RpcError> {
+        if let Op::Resubscribe(p) = op {
+            // Writes nothing: no savepoint to pay for, nothing to undo.
+            return catch_unwind(AssertUnwindSafe(|| self.resubscribe(p)))
+                .unwrap_or_else(|_| {
+                    Err(CoreError::Internal(
+                        "the call failed inside the broker".into(),
+                    ))
+                })
+                .map_err(to_rpc);
+        }
         if let Err(e) = self.sql("SAVEPOINT call") {
             return Err(RpcError::internal(format!("database: {e}")));
         }
