@@ -160,105 +160,15 @@ impl Serialize for Reply {
     }
 }
 
-impl TaskView {
-    /// The task as a typed wire value (for binary frames).
-    pub fn to_task(&self) -> a2a_proto::types::Task {
-        let r = &*self.rec;
-        let history = match self.history_length {
-            Some(n) => r.history[r.history.len().saturating_sub(n)..].to_vec(),
-            None => r.history.clone(),
-        };
-        a2a_proto::types::Task {
-            kind: "task".into(),
-            id: r.id.clone(),
-            context_id: r.context_id.clone(),
-            status: r.status.clone(),
-            history,
-            artifacts: r.artifacts.clone(),
-            agent_name: r.worker.peer_id.clone(),
-            requester_name: r.requester.peer_id.clone(),
-            version: r.version,
-        }
-    }
-}
-
-impl Reply {
-    /// The result as a typed wire value (for binary frames).
-    pub fn to_outcome(&self) -> a2a_proto::call::Outcome {
-        use a2a_proto::call::Outcome;
-        use a2a_proto::params::*;
-        match self {
-            Reply::Handshake(h) => Outcome::Handshake(h.clone()),
-            Reply::Registered(r) => Outcome::Registered(r.clone()),
-            Reply::Ok => Outcome::Ok(OkResult { ok: true }),
-            Reply::Agents(a) => Outcome::Agents(AgentsResult { agents: a.clone() }),
-            Reply::Task(t) => Outcome::Task(TaskResult { task: t.to_task() }),
-            Reply::Tasks(ts) => Outcome::Tasks(TasksResult {
-                tasks: ts.iter().map(TaskView::to_task).collect(),
-            }),
-            Reply::TaskList { tasks, next_cursor } => Outcome::TaskList(TaskListResult {
-                tasks: tasks.iter().map(TaskView::to_task).collect(),
-                next_cursor: next_cursor.clone(),
-            }),
-            Reply::Config(c) => Outcome::Config(ConfigResult { config: c.clone() }),
-            Reply::Events { events, timed_out } => Outcome::Events(WaitResult {
-                events: events.iter().map(|e| (**e).clone()).collect(),
-                timed_out: *timed_out,
-            }),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::task::Party;
-    use a2a_proto::types::{Message, Part, State, TaskStatus};
-
-    fn record(n: usize) -> TaskRecord {
-        let msg = |i: usize| {
-            Arc::new(Message {
-                role: Default::default(),
-                parts: vec![Part::text(format!("m{i}"))],
-                message_id: format!("m{i}"),
-                task_id: None,
-                context_id: None,
-                from: None,
-                to: None,
-                metadata: None,
-            })
-        };
-        TaskRecord {
-            id: "t".into(),
-            context_id: "c".into(),
-            requester: Party {
-                context_id: "c".into(),
-                peer_id: "a".into(),
-            },
-            worker: Party {
-                context_id: "c".into(),
-                peer_id: "b".into(),
-            },
-            status: TaskStatus {
-                state: State::Working,
-                message: None,
-                timestamp: "now".into(),
-            },
-            history: (0..n).map(msg).collect(),
-            artifacts: vec![],
-            version: n as u64,
-            create_message_id: "m0".into(),
-            broadcast: false,
-            push_configs: vec![],
-            created_at: "c".into(),
-            updated_at: "u".into(),
-            render: Default::default(),
-        }
-    }
+    use crate::core::task::fixture;
+    use a2a_proto::types::State;
 
     #[test]
     fn kept_renderings_match_fresh_ones_per_history_length() {
-        let rec = Arc::new(record(3));
+        let rec = Arc::new(fixture::record(State::Working, 3));
         let view = |hl| TaskView {
             rec: rec.clone(),
             history_length: hl,

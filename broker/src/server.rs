@@ -51,12 +51,6 @@ pub fn start(cfg: &ServeConfig) -> Result<Arc<Broker>, String> {
     Ok(Arc::new(Broker::new(shared, engine, cfg.db.clone())))
 }
 
-/// Why serving ended.
-enum Stop {
-    StdinClosed,
-    Signal,
-}
-
 /// Runs the broker until stdin ends or a signal arrives. `Err` carries the
 /// one line to print when it cannot start.
 pub fn serve(cfg: ServeConfig) -> Result<(), String> {
@@ -66,7 +60,7 @@ pub fn serve(cfg: ServeConfig) -> Result<(), String> {
     raise_fd_limit();
     let broker = start(&cfg)?;
     let engine = broker.engine.clone();
-    let (stop_tx, stop_rx) = crossbeam_channel::bounded::<Stop>(2);
+    let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(2);
 
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGTERM,
@@ -79,7 +73,7 @@ pub fn serve(cfg: ServeConfig) -> Result<(), String> {
             .name("a2a-signals".into())
             .spawn(move || {
                 if signals.forever().next().is_some() {
-                    let _ = stop_tx.send(Stop::Signal);
+                    let _ = stop_tx.send(());
                 }
             })
             .map_err(|e| format!("cannot start the signal thread: {e}"))?;
@@ -118,13 +112,14 @@ pub fn serve(cfg: ServeConfig) -> Result<(), String> {
             .spawn(move || {
                 let session = stdio::serve_lines(&broker, std::io::stdin().lock(), out);
                 broker.close(session);
-                let _ = stop_tx.send(Stop::StdinClosed);
+                let _ = stop_tx.send(());
             })
             .map_err(|e| format!("cannot start the stdin thread: {e}"))?;
         Some((outbox, writer))
     };
 
-    let _why = stop_rx.recv();
+    // Stdin closed or a signal arrived.
+    let _ = stop_rx.recv();
     // Stop taking connections, finish the commits in flight, flush stdout.
     drop(server);
     engine.shutdown();

@@ -112,6 +112,55 @@ impl TaskRecord {
     }
 }
 
+/// A record and its messages for unit tests elsewhere in the crate: task
+/// `t`, requester `a` in context `c`, worker `b` in context `d`.
+#[cfg(test)]
+pub(crate) mod fixture {
+    use super::*;
+
+    /// A stamped text message with this id.
+    pub fn message(id: &str) -> Arc<Message> {
+        Arc::new(Message {
+            role: Role::User,
+            parts: vec![a2a_proto::types::Part::text(id)],
+            message_id: id.into(),
+            task_id: Some("t".into()),
+            context_id: Some("c".into()),
+            from: Some("a".into()),
+            to: Some("b".into()),
+            metadata: None,
+        })
+    }
+
+    /// A task in `state` whose history holds messages `m0`, `m1`, ….
+    pub fn record(state: State, history: usize) -> TaskRecord {
+        let party = |c: &str, p: &str| Party {
+            context_id: c.into(),
+            peer_id: p.into(),
+        };
+        TaskRecord {
+            id: "t".into(),
+            context_id: "c".into(),
+            requester: party("c", "a"),
+            worker: party("d", "b"),
+            status: TaskStatus {
+                state,
+                message: None,
+                timestamp: "now".into(),
+            },
+            history: (0..history).map(|i| message(&format!("m{i}"))).collect(),
+            artifacts: vec![],
+            version: history.max(1) as u64,
+            create_message_id: "m0".into(),
+            broadcast: false,
+            push_configs: vec![],
+            created_at: "c".into(),
+            updated_at: "u".into(),
+            render: Default::default(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,26 +174,10 @@ mod tests {
 
     #[test]
     fn roles_and_counterparts() {
-        let rec = TaskRecord {
-            id: "t".into(),
-            context_id: "c1".into(),
-            requester: party("c1", "a"),
-            worker: party("c2", "b"),
-            status: TaskStatus {
-                state: State::Submitted,
-                message: None,
-                timestamp: String::new(),
-            },
-            history: vec![],
-            artifacts: vec![],
-            version: 1,
-            create_message_id: "m".into(),
-            broadcast: false,
-            push_configs: vec![],
-            created_at: String::new(),
-            updated_at: String::new(),
-            render: Default::default(),
-        };
+        let mut rec = fixture::record(State::Submitted, 0);
+        rec.context_id = "c1".into();
+        rec.requester = party("c1", "a");
+        rec.worker = party("c2", "b");
         assert_eq!(rec.role_of(&party("c1", "a")), Some(Role::User));
         assert_eq!(rec.role_of(&party("c2", "b")), Some(Role::Agent));
         // Same peer id under another context is a stranger.

@@ -149,16 +149,6 @@ impl PullQueue {
         st.events.clear();
         st.closed = Some(err);
     }
-
-    /// Events pending (for tests and inspection).
-    pub fn len(&self) -> usize {
-        self.state.lock().events.len()
-    }
-
-    /// Nothing pending?
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 #[cfg(test)]

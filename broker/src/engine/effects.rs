@@ -160,12 +160,9 @@ impl Engine {
         }
     }
 
-    /// A blocking send's time ran out: answer with the tasks as they are.
-    pub(super) fn expire_waiter(&mut self, id: u64) {
-        self.finish_waiter(id);
-    }
-
-    fn finish_waiter(&mut self, id: u64) {
+    /// Answers a blocking send with its tasks as they are (they settled, or
+    /// its time ran out), if it is still waiting.
+    pub(super) fn finish_waiter(&mut self, id: u64) {
         let Some(b) = self.waiters.remove(&id) else {
             return;
         };

@@ -83,6 +83,14 @@ pub enum Op {
     PushSet(PushSetParams),
 }
 
+impl Op {
+    /// Does this call write rows? (Those that do not still go through the
+    /// writer, so that their events are ordered with everyone else's.)
+    fn writes(&self) -> bool {
+        !matches!(self, Op::Resubscribe(_))
+    }
+}
+
 /// What the writer's queue carries.
 pub enum Command {
     /// Boxed: the queue moves commands by value, and a call's params are large.
@@ -296,7 +304,7 @@ impl Engine {
         }
         self.wake_waiters(undo.tasks.keys());
         for id in expired {
-            self.expire_waiter(id);
+            self.finish_waiter(id);
         }
         for c in closed {
             let _ = c.send(());
@@ -309,9 +317,10 @@ impl Engine {
     /// that fails (or panics) is rolled back alone: its rows by the
     /// savepoint, its memory changes by its own undo record.
     fn run_call(&mut self, op: Op, batch_undo: &mut Undo) -> Result<Effects, RpcError> {
-        if let Op::Resubscribe(p) = op {
-            // Writes nothing: no savepoint to pay for, nothing to undo.
-            return catch_unwind(AssertUnwindSafe(|| self.resubscribe(p)))
+        if !op.writes() {
+            // Nothing to roll back: no savepoint to pay for, nothing to undo.
+            let mut undo = Undo::default();
+            return catch_unwind(AssertUnwindSafe(|| self.execute(op, &mut undo)))
                 .unwrap_or_else(|_| {
                     Err(CoreError::Internal(
                         "the call failed inside the broker".into(),

@@ -4,7 +4,7 @@
 //! Replies are encoded straight from the broker's shared task records, with
 //! the exact bytes `ServerFrame::Response { result: Ok(Outcome::..) }` would
 //! have, so a response costs no copy of the task (a unit test holds the two
-//! encodings equal).
+//! encodings equal against an owned conversion kept there as the reference).
 
 use crate::delivery::Outgoing;
 use crate::reply::{Reply, TaskView};
@@ -134,51 +134,63 @@ impl Encode for Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::task::{Party, TaskRecord};
-    use a2a_proto::types::{
-        LaggedParams, Message, Notification, Part, PushConfig, State, TaskStatus,
+    use crate::core::task::{fixture, TaskRecord};
+    use a2a_proto::call::Outcome;
+    use a2a_proto::params::{
+        AgentsResult, ConfigResult, OkResult, TaskListResult, TaskResult, TasksResult, WaitResult,
     };
+    use a2a_proto::types::{LaggedParams, Notification, PushConfig, State, Task};
     use std::sync::Arc;
 
     fn record() -> Arc<TaskRecord> {
-        let msg = |id: &str| {
-            Arc::new(Message {
-                role: Default::default(),
-                parts: vec![Part::text("hi")],
-                message_id: id.into(),
-                task_id: Some("t".into()),
-                context_id: Some("c".into()),
-                from: Some("a".into()),
-                to: Some("b".into()),
-                metadata: None,
-            })
+        let mut rec = fixture::record(State::Working, 2);
+        rec.status.message = Some(fixture::message("m1"));
+        rec.version = 3;
+        Arc::new(rec)
+    }
+
+    /// The owned wire value of a task view: the reference the borrowed
+    /// encoding must match byte for byte.
+    fn to_task(v: &TaskView) -> Task {
+        let r = &*v.rec;
+        let history = match v.history_length {
+            Some(n) => r.history[r.history.len().saturating_sub(n)..].to_vec(),
+            None => r.history.clone(),
         };
-        Arc::new(TaskRecord {
-            id: "t".into(),
-            context_id: "c".into(),
-            requester: Party {
-                context_id: "c".into(),
-                peer_id: "a".into(),
-            },
-            worker: Party {
-                context_id: "d".into(),
-                peer_id: "b".into(),
-            },
-            status: TaskStatus {
-                state: State::Working,
-                message: Some(msg("m2")),
-                timestamp: "now".into(),
-            },
-            history: vec![msg("m1"), msg("m2")],
-            artifacts: vec![],
-            version: 3,
-            create_message_id: "m1".into(),
-            broadcast: false,
-            push_configs: vec![],
-            created_at: "c".into(),
-            updated_at: "u".into(),
-            render: Default::default(),
-        })
+        Task {
+            kind: "task".into(),
+            id: r.id.clone(),
+            context_id: r.context_id.clone(),
+            status: r.status.clone(),
+            history,
+            artifacts: r.artifacts.clone(),
+            agent_name: r.worker.peer_id.clone(),
+            requester_name: r.requester.peer_id.clone(),
+            version: r.version,
+        }
+    }
+
+    /// The owned wire value of a reply (see `to_task`).
+    fn to_outcome(reply: &Reply) -> Outcome {
+        match reply {
+            Reply::Handshake(h) => Outcome::Handshake(h.clone()),
+            Reply::Registered(r) => Outcome::Registered(r.clone()),
+            Reply::Ok => Outcome::Ok(OkResult { ok: true }),
+            Reply::Agents(a) => Outcome::Agents(AgentsResult { agents: a.clone() }),
+            Reply::Task(t) => Outcome::Task(TaskResult { task: to_task(t) }),
+            Reply::Tasks(ts) => Outcome::Tasks(TasksResult {
+                tasks: ts.iter().map(to_task).collect(),
+            }),
+            Reply::TaskList { tasks, next_cursor } => Outcome::TaskList(TaskListResult {
+                tasks: tasks.iter().map(to_task).collect(),
+                next_cursor: next_cursor.clone(),
+            }),
+            Reply::Config(c) => Outcome::Config(ConfigResult { config: c.clone() }),
+            Reply::Events { events, timed_out } => Outcome::Events(WaitResult {
+                events: events.iter().map(|e| (**e).clone()).collect(),
+                timed_out: *timed_out,
+            }),
+        }
     }
 
     fn same_bytes(reply: Reply) {
@@ -188,7 +200,7 @@ mod tests {
         encode_frame(&ResponseRef(&id, &result), &mut fast).unwrap();
         let owned = ServerFrame::Response {
             id: 42,
-            result: Ok(result.as_ref().unwrap().to_outcome()),
+            result: Ok(to_outcome(result.as_ref().unwrap())),
         };
         let mut slow = Vec::new();
         encode_frame(&owned, &mut slow).unwrap();
