@@ -10,6 +10,7 @@
 use crate::core::registry::ConnId;
 use crate::core::validate;
 use crate::delivery::outbox::BatchCollector;
+use crate::delivery::outbox::Parked;
 use crate::delivery::{Endpoint, Outbox, Responder};
 use crate::engine::{EngineHandle, Op, Shared};
 use crate::errors::to_rpc;
@@ -18,9 +19,14 @@ use crate::reply::Reply;
 use a2a_proto::call::Call;
 use a2a_proto::error::RpcError;
 use a2a_proto::jsonrpc::{parse_line, Id, Incoming, Request};
-use a2a_proto::limits::{A2A_DEFAULT_STREAM_WAIT_SECONDS, A2A_MAX_STREAM_WAIT_SECONDS};
+use a2a_proto::limits::{
+    A2A_DEFAULT_STREAM_WAIT_SECONDS, A2A_MAX_PARKED_WAITS, A2A_MAX_STREAM_WAIT_SECONDS,
+};
 use a2a_proto::methods as m;
-use a2a_proto::params::{HandshakeParams, HandshakeResult, WaitParams};
+use a2a_proto::params::{
+    CancelParams, GetParams, HandshakeParams, HandshakeResult, ResubscribeParams, SendParams,
+    StatusParams, WaitParams,
+};
 use a2a_proto::PROTOCOL_VERSION;
 use serde_json::json;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -58,6 +64,8 @@ pub struct Session {
     secret: Option<Arc<Secret>>,
     /// Set when the connection must close (a bad secret).
     pub closing: bool,
+    /// Unanswered waits and blocking sends (`A2A_MAX_PARKED_WAITS`).
+    parked: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Broker {
@@ -78,6 +86,7 @@ impl Broker {
             handshaken: false,
             secret: None,
             closing: false,
+            parked: Default::default(),
         }
     }
 
@@ -152,7 +161,7 @@ impl Broker {
     fn handle_json(&self, s: &mut Session, req: &Request<'_>, responder: Responder) {
         let method = req.method.as_ref();
         if method != m::HANDSHAKE && !s.handshaken {
-            return responder.send(Err(RpcError::invalid_request("handshake required")));
+            return responder.send(Err(RpcError::handshake_required(method)));
         }
         match Call::from_json(method, req.params_str()) {
             Ok(call) => self.handle_call(s, call, responder),
@@ -163,7 +172,7 @@ impl Broker {
     /// Runs one typed call behind the panic boundary.
     pub fn handle_call(&self, s: &mut Session, call: Call, responder: Responder) {
         if !s.handshaken && !matches!(call, Call::Handshake(_)) {
-            return responder.send(Err(RpcError::invalid_request("handshake required")));
+            return responder.send(Err(RpcError::handshake_required(call.method())));
         }
         let mut slot = Some(responder);
         let outcome = catch_unwind(AssertUnwindSafe(|| self.route(s, call, &mut slot)));
@@ -184,34 +193,34 @@ impl Broker {
         call: Call,
         slot: &mut Option<Responder>,
     ) -> Option<Result<Reply, RpcError>> {
+        let mut call = call;
+        if let Err(e) = precheck(&mut call) {
+            return Some(Err(to_rpc(e)));
+        }
         let op = match call {
             Call::Handshake(p) => return Some(self.handshake(s, p)),
             Call::ListAgents(p) => return Some(self.read(|c| reads::list_agents(c, p))),
             Call::Get(p) => return Some(self.read(|c| reads::get_task(c, p))),
             Call::ListTasks(p) => return Some(self.read(|c| reads::list_tasks(c, p))),
             Call::PushGet(p) => return Some(self.read(|c| reads::push_config(c, p))),
-            Call::Wait(p) => return self.wait(p, slot),
+            Call::Wait(p) => return self.wait(s, p, slot),
             Call::Register(p) => Ok(Op::Register {
                 conn: s.conn,
                 outbox: s.outbox.clone(),
                 params: p,
             }),
             Call::Deregister(p) => Ok(Op::Deregister { token: p.token }),
-            Call::Send(p) => check(validate::check_message(&p.message)).map(|_| Op::Send {
+            Call::Send(p) => self.blocking(s, &p, slot).map(|_| Op::Send {
                 params: p,
                 stream: false,
             }),
-            Call::Stream(p) => check(validate::check_message(&p.message)).map(|_| Op::Send {
+            Call::Stream(p) => Ok(Op::Send {
                 params: p,
                 stream: true,
             }),
-            Call::Status(p) => check(p.message.as_ref().map_or(Ok(()), validate::check_message))
-                .map(|_| Op::Status(p)),
-            Call::Cancel(p) => check(p.message.as_ref().map_or(Ok(()), validate::check_message))
-                .map(|_| Op::Cancel(p)),
-            Call::Artifact(p) => {
-                check(validate::check_parts(&p.artifact.parts)).map(|_| Op::Artifact(p))
-            }
+            Call::Status(p) => Ok(Op::Status(p)),
+            Call::Cancel(p) => Ok(Op::Cancel(p)),
+            Call::Artifact(p) => Ok(Op::Artifact(p)),
             Call::Resubscribe(p) => Ok(Op::Resubscribe(p)),
             Call::PushSet(p) => Ok(Op::PushSet(p)),
         };
@@ -262,7 +271,28 @@ impl Broker {
         f(&mut ctx).map_err(to_rpc)
     }
 
-    fn wait(&self, p: WaitParams, slot: &mut Option<Responder>) -> Option<Result<Reply, RpcError>> {
+    /// A blocking send holds one of the connection's parking places until
+    /// it is answered (`A2A_MAX_PARKED_WAITS`).
+    fn blocking(
+        &self,
+        s: &Session,
+        p: &SendParams,
+        slot: &mut Option<Responder>,
+    ) -> Result<(), RpcError> {
+        if p.configuration.as_ref().and_then(|c| c.blocking) == Some(true) {
+            let parked = park(s)?;
+            let r = slot.take().expect("responder present");
+            *slot = Some(r.parked(parked));
+        }
+        Ok(())
+    }
+
+    fn wait(
+        &self,
+        s: &Session,
+        p: WaitParams,
+        slot: &mut Option<Responder>,
+    ) -> Option<Result<Reply, RpcError>> {
         let agent = match self.shared.registry.read().resolve(p.token.as_deref()) {
             Ok(a) => a,
             Err(e) => return Some(Err(to_rpc(e))),
@@ -276,7 +306,11 @@ impl Broker {
             .timeout_seconds
             .unwrap_or(A2A_DEFAULT_STREAM_WAIT_SECONDS as f64)
             .clamp(0.0, A2A_MAX_STREAM_WAIT_SECONDS as f64);
-        let responder = slot.take().expect("responder present");
+        let parked = match park(s) {
+            Ok(p) => p,
+            Err(e) => return Some(Err(e)),
+        };
+        let responder = slot.take().expect("responder present").parked(parked);
         queue.wait(
             p.after_seq,
             Duration::from_secs_f64(secs),
@@ -287,8 +321,70 @@ impl Broker {
     }
 }
 
-fn check(r: Result<(), crate::core::CoreError>) -> Result<(), RpcError> {
-    r.map_err(to_rpc)
+/// Takes one of the connection's parking places, or refuses the call.
+fn park(s: &Session) -> Result<Parked, RpcError> {
+    Parked::take(&s.parked, A2A_MAX_PARKED_WAITS).ok_or_else(|| {
+        RpcError::new(
+            a2a_proto::error::INVALID_PARAMS,
+            "too many waits: this connection already has 64 unanswered waits or blocking sends",
+            Some(json!({
+                "reason": "too many waits",
+                "limit": "A2A_MAX_PARKED_WAITS",
+                "max": A2A_MAX_PARKED_WAITS,
+            })),
+        )
+    })
+}
+
+/// Everything a call can be refused for without the writer's state: ids'
+/// lengths, message, artifact and card bounds (§7), blank `to`/`taskId`
+/// read as omitted (§3). Runs on the connection's thread, so the writer
+/// never pays for decoding a large payload just to refuse it.
+pub fn precheck(call: &mut Call) -> Result<(), crate::core::CoreError> {
+    use validate::{check_artifact, check_card, check_id, check_message, normalize_message};
+    match call {
+        Call::Register(p) => {
+            check_id("contextId", &p.context_id)?;
+            check_card(&p.card)
+        }
+        Call::Send(p) | Call::Stream(p) => {
+            normalize_message(&mut p.message);
+            check_message(&p.message)?;
+            match p
+                .configuration
+                .as_ref()
+                .and_then(|c| c.push_notification_config.as_ref())
+            {
+                Some(c) => check_id("config.id", &c.id),
+                None => Ok(()),
+            }
+        }
+        Call::Status(StatusParams { id, message, .. })
+        | Call::Cancel(CancelParams { id, message, .. }) => {
+            check_id("id", id)?;
+            message.as_mut().map_or(Ok(()), |m| {
+                normalize_message(m);
+                check_message(m)
+            })
+        }
+        Call::Artifact(p) => {
+            check_id("id", &p.id)?;
+            check_artifact(&p.artifact).map(|_| ())
+        }
+        Call::Get(GetParams { id, .. }) | Call::Resubscribe(ResubscribeParams { id, .. }) => {
+            check_id("id", id)
+        }
+        Call::PushSet(p) => {
+            check_id("taskId", &p.task_id)?;
+            check_id("config.id", &p.config.id)
+        }
+        Call::PushGet(p) => check_id("taskId", &p.task_id),
+        Call::Handshake(_)
+        | Call::ListAgents(_)
+        | Call::ListTasks(_)
+        | Call::Wait(_)
+        | Call::Deregister(_) => Ok(()),
+    }
 }
 
 /// The secret a local-socket client must present in its handshake.

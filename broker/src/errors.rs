@@ -8,7 +8,16 @@ use serde_json::json;
 pub fn to_rpc(e: CoreError) -> RpcError {
     let msg = e.to_string();
     match e {
-        CoreError::UnknownToken => RpcError::a2a(C::UnknownToken, msg, None),
+        CoreError::MissingToken => RpcError::a2a(
+            C::UnknownToken,
+            msg,
+            Some(json!({ "reason": "missing token" })),
+        ),
+        CoreError::UnknownToken => RpcError::a2a(
+            C::UnknownToken,
+            msg,
+            Some(json!({ "reason": "invalid token" })),
+        ),
         CoreError::UnknownAgent(name) => {
             RpcError::a2a(C::UnknownAgent, msg, Some(json!({ "agent": name })))
         }

@@ -32,20 +32,10 @@ fn request(line: &[u8]) {
         Incoming::Batch(rs) => rs,
     };
     for req in reqs.into_iter().flatten() {
-        if let Ok(call) = Call::from_json(&req.method, req.params_str()) {
-            check(&call);
+        if let Ok(mut call) = Call::from_json(&req.method, req.params_str()) {
+            let _ = crate::dispatch::precheck(&mut call);
         }
     }
-}
-
-fn check(call: &Call) {
-    let _ = match call {
-        Call::Send(p) | Call::Stream(p) => validate::check_message(&p.message),
-        Call::Status(p) => p.message.as_ref().map_or(Ok(()), validate::check_message),
-        Call::Cancel(p) => p.message.as_ref().map_or(Ok(()), validate::check_message),
-        Call::Artifact(p) => validate::check_parts(&p.artifact.parts),
-        _ => Ok(()),
-    };
 }
 
 /// The binary path: frame splitting and payload decoding, both directions
@@ -55,10 +45,10 @@ pub fn binary(data: &[u8]) {
         return;
     };
     for range in frames {
-        if let Ok(ClientFrame::Request { call, .. } | ClientFrame::Notify { call }) =
+        if let Ok(ClientFrame::Request { mut call, .. } | ClientFrame::Notify { mut call }) =
             decode_payload::<ClientFrame>(&data[range.clone()])
         {
-            check(&call);
+            let _ = crate::dispatch::precheck(&mut call);
         }
         let _ = decode_payload::<ServerFrame>(&data[range]);
     }

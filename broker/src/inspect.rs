@@ -125,6 +125,7 @@ pub fn show(db: &Path, id: &str) -> Result<(), String> {
     if !rec.artifacts.is_empty() {
         println!("artifacts:");
         for a in &rec.artifacts {
+            let a = a.merged();
             println!(
                 "  {}{}: {}",
                 a.artifact_id,

@@ -133,11 +133,14 @@ pub fn get_task(c: &mut ReadCtx<'_>, p: GetParams) -> Result<Reply, CoreError> {
     Ok(Reply::task(rec, p.history_length.map(|n| n as usize)))
 }
 
-/// `a2a.tasks.pushNotificationConfig.get`: the caller's own config, or null.
+/// `a2a.tasks.pushNotificationConfig.get`: the task's config (one per
+/// task, whichever party set it), or null.
 pub fn push_config(c: &mut ReadCtx<'_>, p: PushGetParams) -> Result<Reply, CoreError> {
     let agent = c.agent(p.token.as_deref())?;
     let rec = c.party_task(&agent, &p.task_id)?;
-    Ok(Reply::Config(rec.push_config_of(&agent.party()).cloned()))
+    Ok(Reply::Config(
+        rec.push_configs.first().map(|(_, c)| c.clone()),
+    ))
 }
 
 /// `a2a.tasks.list` (ext): the caller's tasks, newest first, paged.

@@ -1,6 +1,7 @@
 //! Typed results of every method. The core builds these; the transport
 //! serializes them in the connection's writer thread (off the core's path).
 
+use crate::core::artifact::StoredArtifact;
 use crate::core::task::TaskRecord;
 use a2a_proto::params::{HandshakeResult, RegisterResult};
 use a2a_proto::types::{AgentCard, Notification, PushConfig};
@@ -51,6 +52,32 @@ impl Serialize for TaskView {
         let raw = Arc::new(raw);
         slot.put(self.history_length, raw.clone());
         raw.serialize(s)
+    }
+}
+
+/// An artifact on the wire: its pieces merged as they are written
+/// (`core::artifact`), never copied into one value first.
+impl Serialize for StoredArtifact {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Parts<'a>(&'a StoredArtifact);
+        impl Serialize for Parts<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(self.0.parts())
+            }
+        }
+        let mut st = s.serialize_struct("Artifact", 5)?;
+        st.serialize_field("artifactId", self.id())?;
+        if let Some(n) = self.name() {
+            st.serialize_field("name", n)?;
+        }
+        if let Some(d) = self.description() {
+            st.serialize_field("description", d)?;
+        }
+        st.serialize_field("parts", &Parts(self))?;
+        if let Some(m) = self.metadata() {
+            st.serialize_field("metadata", m)?;
+        }
+        st.end()
     }
 }
 

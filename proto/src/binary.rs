@@ -9,7 +9,7 @@
 
 use crate::call::{Call, Outcome};
 use crate::error::RpcError;
-use crate::limits::MAX_FRAME_BYTES;
+use crate::limits::{A2A_MAX_OUT_FRAME_BYTES, MAX_FRAME_BYTES};
 use crate::types::Notification;
 use bincode::{Decode, Encode};
 
@@ -50,8 +50,8 @@ pub enum ServerFrame {
 /// Why a frame could not be read.
 #[derive(Debug, PartialEq)]
 pub enum FrameError {
-    /// The length prefix exceeds `MAX_FRAME_BYTES`.
-    TooLarge(usize),
+    /// The length prefix (first) exceeds the bound in force (second).
+    TooLarge(usize, usize),
     /// The payload is not a valid frame.
     Malformed(String),
 }
@@ -59,10 +59,9 @@ pub enum FrameError {
 impl std::fmt::Display for FrameError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            FrameError::TooLarge(n) => write!(
-                f,
-                "frame of {n} bytes exceeds the {MAX_FRAME_BYTES}-byte limit"
-            ),
+            FrameError::TooLarge(n, max) => {
+                write!(f, "frame of {n} bytes exceeds the {max}-byte limit")
+            }
             FrameError::Malformed(e) => write!(f, "malformed frame: {e}"),
         }
     }
@@ -73,12 +72,12 @@ impl std::error::Error for FrameError {}
 /// The standard configuration, with decoding limited to one frame's size:
 /// a forged length inside a payload cannot make the decoder reserve more
 /// memory than a frame may hold.
-fn config() -> bincode::config::Configuration<
+fn config<const N: usize>() -> bincode::config::Configuration<
     bincode::config::LittleEndian,
     bincode::config::Varint,
-    bincode::config::Limit<MAX_FRAME_BYTES>,
+    bincode::config::Limit<N>,
 > {
-    bincode::config::standard().with_limit::<MAX_FRAME_BYTES>()
+    bincode::config::standard().with_limit::<N>()
 }
 
 /// Appends one frame (length prefix + payload) to `out`.
@@ -94,18 +93,37 @@ pub fn encode_frame<T: Encode>(
     Ok(())
 }
 
-/// Reads a length prefix: the payload length, refused past the limit.
+/// Reads a length prefix: the payload length, refused past the limit of
+/// frames a client sends (`MAX_FRAME_BYTES`).
 pub fn payload_len(prefix: [u8; 4]) -> Result<usize, FrameError> {
+    payload_len_within(prefix, MAX_FRAME_BYTES)
+}
+
+fn payload_len_within(prefix: [u8; 4], max: usize) -> Result<usize, FrameError> {
     let n = u32::from_le_bytes(prefix) as usize;
-    if n > MAX_FRAME_BYTES {
-        return Err(FrameError::TooLarge(n));
+    if n > max {
+        return Err(FrameError::TooLarge(n, max));
     }
     Ok(n)
 }
 
-/// Decodes one payload; trailing bytes are an error.
+/// Decodes one payload a client sent (at most `MAX_FRAME_BYTES`); trailing
+/// bytes are an error.
 pub fn decode_payload<T: Decode<()>>(payload: &[u8]) -> Result<T, FrameError> {
-    let (v, used) = bincode::decode_from_slice(payload, config())
+    decode_with(payload, config::<MAX_FRAME_BYTES>())
+}
+
+/// Decodes one payload the broker sent: its frames may reach
+/// `A2A_MAX_OUT_FRAME_BYTES` (§1.1), which clients must accept.
+pub fn decode_server_payload<T: Decode<()>>(payload: &[u8]) -> Result<T, FrameError> {
+    decode_with(payload, config::<A2A_MAX_OUT_FRAME_BYTES>())
+}
+
+fn decode_with<T: Decode<()>, C: bincode::config::Config>(
+    payload: &[u8],
+    cfg: C,
+) -> Result<T, FrameError> {
+    let (v, used) = bincode::decode_from_slice(payload, cfg)
         .map_err(|e| FrameError::Malformed(e.to_string()))?;
     if used != payload.len() {
         return Err(FrameError::Malformed(format!(
@@ -116,13 +134,22 @@ pub fn decode_payload<T: Decode<()>>(payload: &[u8]) -> Result<T, FrameError> {
     Ok(v)
 }
 
-/// Splits complete frames off the front of `buf`: returns the payloads'
-/// ranges and how many bytes they used.
+/// Splits complete frames a client sent off the front of `buf`: returns the
+/// payloads' ranges and how many bytes they used.
 pub fn split_frames(buf: &[u8]) -> Result<(Vec<std::ops::Range<usize>>, usize), FrameError> {
+    split_frames_within(buf, MAX_FRAME_BYTES)
+}
+
+/// [`split_frames`] with another bound: `A2A_MAX_OUT_FRAME_BYTES` for what a
+/// client reads from the broker, a smaller one before the handshake.
+pub fn split_frames_within(
+    buf: &[u8],
+    max: usize,
+) -> Result<(Vec<std::ops::Range<usize>>, usize), FrameError> {
     let mut at = 0;
     let mut out = Vec::new();
     while buf.len() - at >= 4 {
-        let n = payload_len(buf[at..at + 4].try_into().expect("4 bytes"))?;
+        let n = payload_len_within(buf[at..at + 4].try_into().expect("4 bytes"), max)?;
         if buf.len() - at - 4 < n {
             break;
         }

@@ -92,6 +92,16 @@ impl RpcError {
         )
     }
 
+    /// `-32600` for a method called before `app.handshake`: the data names
+    /// the method to call first (§2).
+    pub fn handshake_required(method: &str) -> Self {
+        Self::new(
+            INVALID_REQUEST,
+            format!("handshake required: call app.handshake before {method}"),
+            Some(json!({ "reason": "handshake required", "method": "app.handshake" })),
+        )
+    }
+
     /// `-32601` for `method`.
     pub fn method_not_found(method: &str) -> Self {
         Self::new(

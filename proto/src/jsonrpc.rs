@@ -5,6 +5,8 @@
 //! params into its own typed struct.
 
 use crate::error::RpcError;
+use crate::limits::A2A_MAX_BATCH;
+use serde::de::DeserializeSeed;
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
@@ -134,16 +136,63 @@ pub fn parse_line(line: &[u8]) -> Incoming<'_> {
         return Incoming::Blank;
     }
     if trimmed.starts_with('[') {
-        return match serde_json::from_str::<Vec<&RawValue>>(text) {
+        let over = std::cell::Cell::new(false);
+        let mut de = serde_json::Deserializer::from_str(text);
+        let parsed = BoundedBatch(&over)
+            .deserialize(&mut de)
+            .and_then(|items| de.end().map(|()| items));
+        return match parsed {
             Ok(items) if items.is_empty() => Incoming::Single(Err(reject(
                 Id::Null,
                 RpcError::invalid_request("empty batch"),
             ))),
             Ok(items) => Incoming::Batch(items.into_iter().map(|r| parse_one(r.get())).collect()),
+            Err(_) if over.get() => Incoming::Single(Err(reject(
+                Id::Null,
+                RpcError::new(
+                    crate::error::INVALID_REQUEST,
+                    "invalid request: a batch holds at most 256 entries",
+                    Some(serde_json::json!({
+                        "reason": "batch too large",
+                        "limit": "A2A_MAX_BATCH",
+                        "max": A2A_MAX_BATCH,
+                    })),
+                ),
+            ))),
             Err(e) => Incoming::Single(Err(reject(Id::Null, RpcError::parse(e)))),
         };
     }
     Incoming::Single(parse_one(text))
+}
+
+/// Reads a batch's entries as raw JSON, giving up at the first entry past
+/// `A2A_MAX_BATCH` (and flagging why): a 30 MB line of `[0,0,…]` costs the
+/// parse of 257 entries, not an error object for each of millions.
+struct BoundedBatch<'c>(&'c std::cell::Cell<bool>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for BoundedBatch<'_> {
+    type Value = Vec<&'de RawValue>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for BoundedBatch<'_> {
+    type Value = Vec<&'de RawValue>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a batch of requests")
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<&'de RawValue>()? {
+            if items.len() == A2A_MAX_BATCH {
+                self.0.set(true);
+                return Err(de::Error::custom("batch too large"));
+            }
+            items.push(item);
+        }
+        Ok(items)
+    }
 }
 
 fn reject(id: Id, error: RpcError) -> Rejected {
@@ -269,6 +318,18 @@ mod tests {
         assert_eq!((e.id, e.error.code), (Id::Null, -32600));
         assert!(matches!(parse_line(b"  \r"), Incoming::Blank));
         assert!(matches!(parse_line(b"[]"), Incoming::Single(Err(_))));
+        let full = format!("[{}]", vec!["0"; A2A_MAX_BATCH].join(","));
+        assert!(
+            matches!(parse_line(full.as_bytes()), Incoming::Batch(b) if b.len() == A2A_MAX_BATCH)
+        );
+        let over = format!("[{}]", vec!["0"; 3_000_000].join(","));
+        match parse_line(over.as_bytes()) {
+            Incoming::Single(Err(e)) => {
+                assert_eq!(e.error.code, -32600);
+                assert_eq!(e.error.data.unwrap()["reason"], "batch too large");
+            }
+            other => panic!("{other:?}"),
+        }
         match parse_line(br#"[{"jsonrpc":"2.0","id":1,"method":"a"}, 5]"#) {
             Incoming::Batch(items) => {
                 assert!(items[0].is_ok());

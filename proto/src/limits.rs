@@ -31,3 +31,37 @@ pub const DEFAULT_BATCH_MAX: usize = 256;
 /// Unread responses a socket connection may accumulate before the broker
 /// closes it (a client that sends but never reads).
 pub const OUTBOX_RESPONSE_BOUND: usize = 16_384;
+
+// ---- Bounds (ext) on everything else a client can make the broker store or hold (§7) ----
+
+/// `messageId`, `taskId`, `artifactId`, `contextId`, `card.name`, a push config's `id`.
+pub const A2A_MAX_ID_BYTES: usize = 256;
+/// Serialized agent card.
+pub const A2A_MAX_CARD_BYTES: usize = 64 * 1024;
+/// Serialized `metadata`, summed over a message and its parts (or an artifact and its parts).
+pub const A2A_MAX_METADATA_BYTES: usize = 64 * 1024;
+/// One artifact, appends included (decoded file bytes + UTF-8 text bytes +
+/// serialized data parts + `uri` lengths).
+pub const A2A_MAX_ARTIFACT_BYTES: usize = 20 * 1024 * 1024;
+/// Artifacts per task.
+pub const A2A_MAX_ARTIFACTS: usize = 64;
+/// Serialized size of a task's stored messages and artifacts together.
+pub const A2A_MAX_TASK_BYTES: usize = 28 * 1024 * 1024;
+/// Task log entries per task (the creation and every status update, message
+/// and artifact call count).
+pub const A2A_MAX_TASK_LOG: u64 = 10_000;
+/// Entries of one NDJSON batch.
+pub const A2A_MAX_BATCH: usize = 256;
+/// Unanswered `a2a.events.wait` / blocking sends per connection.
+pub const A2A_MAX_PARKED_WAITS: usize = 64;
+/// Longest line or frame the broker writes (§1.1); clients accept up to this.
+pub const A2A_MAX_OUT_FRAME_BYTES: usize = 64 * 1024 * 1024;
+
+// ---- Before the handshake, on the local socket (§2) ----
+
+/// Longest line or frame accepted on a socket connection before its handshake.
+pub const PRE_HANDSHAKE_FRAME_BYTES: usize = 64 * 1024;
+/// Seconds a socket connection has to complete its handshake.
+pub const HANDSHAKE_TIMEOUT_SECONDS: u64 = 10;
+/// Default of `--max-connections`: socket connections held at once.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;

@@ -135,8 +135,12 @@ fn deregister_invalidates_the_token_at_once(t: Transport) {
     );
     let resp = b.call("a2a.agents.list", json!({"token": a.token}));
     assert_a2a_error(&resp, "A2A_UNKNOWN_TOKEN");
-    let resp = b.call("a2a.agents.deregister", json!({"token": a.token}));
-    assert_a2a_error(&resp, "A2A_UNKNOWN_TOKEN");
+    assert_eq!(resp["error"]["data"]["reason"], "invalid token");
+    // Deregistering again is idempotent, as in PI-Desktop's broker (§5).
+    assert_eq!(
+        b.ok("a2a.agents.deregister", json!({"token": a.token})),
+        json!({"ok": true})
+    );
     let list = b.ok("a2a.agents.list", json!({"token": other.token}));
     assert_eq!(
         list["agents"],
@@ -193,15 +197,30 @@ fn every_tokened_method_refuses_absent_malformed_and_unknown_tokens(t: Transport
         ("a2a.events.wait", json!({"timeoutSeconds": 0})),
     ];
     for (method, params) in &calls {
-        for tok in &bad_tokens {
+        for (i, tok) in bad_tokens.iter().enumerate() {
             let mut p = params.clone();
             if let Some(t) = tok {
                 p["token"] = t.clone();
             }
             let resp = b.call(method, p);
+            let missing = i < 2;
+            if *method == "a2a.agents.deregister" && !missing {
+                // Idempotent: an unknown token is already gone (§5).
+                assert_eq!(resp["result"], json!({"ok": true}), "{method} {tok:?}");
+                continue;
+            }
             assert_a2a_error(&resp, "A2A_UNKNOWN_TOKEN");
+            let reason = if missing {
+                "missing token"
+            } else {
+                "invalid token"
+            };
+            assert_eq!(resp["error"]["data"]["reason"], reason, "{method} {tok:?}");
         }
     }
+    // Another spelling of a live token is another, invalid token (§4).
+    let resp = b.call("a2a.agents.list", json!({"token": a.token.to_uppercase()}));
+    assert_a2a_error(&resp, "A2A_UNKNOWN_TOKEN");
     // Nothing changed on the task.
     let t = b.get_task(&a, &tid);
     assert_eq!(t["version"], 1);

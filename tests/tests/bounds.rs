@@ -261,12 +261,6 @@ fn history_bound_refuses_the_257th_message_but_not_status_changes(t: Transport) 
     );
     assert_bound_error(&resp, "A2A_SEND_CAP", "A2A_MAX_TASK_HISTORY", 256, None);
     assert_eq!(b.get_task(&req, &id)["version"], 256);
-    // A cancel with a message would store a 257th message too.
-    let resp = b.call(
-        "a2a.tasks.cancel",
-        json!({"token": req.token, "id": id, "message": m}),
-    );
-    assert_bound_error(&resp, "A2A_SEND_CAP", "A2A_MAX_TASK_HISTORY", 256, None);
     assert_eq!(b.get_task(&req, &id)["status"]["state"], "working");
     // A status change without a message is always possible.
     let t = b.set_state(&wrk, &id, "input-required");
@@ -280,8 +274,35 @@ fn history_bound_refuses_the_257th_message_but_not_status_changes(t: Transport) 
     assert_bound_error(&resp, "A2A_SEND_CAP", "A2A_MAX_TASK_HISTORY", 256, None);
     assert_eq!(b.get_task(&req, &id)["status"]["state"], "input-required");
     b.set_state(&wrk, &id, "working");
-    let t = b.set_state(&wrk, &id, "completed");
+    // A terminal move is never refused by the history bound (§7): its
+    // message rides on the status only, so no task can be pinned open.
+    let done = json!({"role": "agent", "messageId": unique("m"), "parts": [{"kind": "text", "text": "done"}]});
+    let t = result(&b.call(
+        "a2a.tasks.status",
+        json!({"token": wrk.token, "id": id, "state": "completed", "message": done}),
+    ))["task"]
+        .clone();
     assert_eq!(t["version"], 259);
+    assert_eq!(t["history"].as_array().unwrap().len(), 256);
+    assert_eq!(t["status"]["message"]["parts"][0]["text"], "done");
+    // A cancel with a message, likewise.
+    let id2 = tid(&b.create_task(&req, &wrk, "m1"));
+    let reqs = (0..255)
+        .map(|i| {
+            let m = json!({"role": "agent", "messageId": format!("h{i}"), "parts": [{"kind": "text", "text": "x"}]});
+            ("a2a.tasks.status", json!({"token": wrk.token, "id": id2, "state": "working", "message": m}))
+        })
+        .collect();
+    for resp in b.pipeline(reqs) {
+        result(&resp);
+    }
+    let t = result(&b.call(
+        "a2a.tasks.cancel",
+        json!({"token": req.token, "id": id2, "message": m}),
+    ))["task"]
+        .clone();
+    assert_eq!(t["status"]["state"], "canceled");
+    assert_eq!(t["history"].as_array().unwrap().len(), 256);
 }
 
 fn open_task_bound_is_per_context_and_frees_on_terminal(t: Transport) {

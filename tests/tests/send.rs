@@ -26,6 +26,7 @@ on_both_transports!(
     file_parts_round_trip,
     a_replayed_broadcast_returns_the_same_tasks,
     blocking_send_answers_when_the_worker_leaves,
+    pi_desktop_lenient_forms_are_accepted,
 );
 
 fn creation_returns_the_task_and_routes_it_to_the_worker(t: Transport) {
@@ -532,9 +533,7 @@ fn malformed_messages_and_parts_are_invalid_params_and_write_nothing(t: Transpor
     let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let bad_parts = [
-        json!([]),
-        json!([{"kind": "file", "file": {"uri": "https://x/y", "bytes": "aGk="}}]),
-        json!([{"kind": "file", "file": {"name": "n.txt", "mimeType": "text/plain"}}]),
+        json!([{"kind": "file", "file": {"uri": "https://x/y", "bytes": "not base64!"}}]),
         json!([{"kind": "file", "file": {"bytes": "not base64 at all!"}}]),
         json!([{"kind": "text", "text": "ok"}, {"kind": "video", "video": {}}]),
         json!([{"kind": "text"}]),
@@ -673,4 +672,36 @@ fn blocking_send_answers_when_the_worker_leaves(t: Transport) {
     b.ok("a2a.agents.deregister", json!({"token": wrk.token}));
     let r = result(&b.response(id));
     assert_eq!(r["task"]["status"]["state"], "failed");
+}
+
+/// What PI-Desktop's broker accepts, and a client written against it sends
+/// (§3): no parts, a file part that is only a name (a reference), a file
+/// part with both `uri` and `bytes`, and blank `to`/`taskId` meaning omitted.
+fn pi_desktop_lenient_forms_are_accepted(t: Transport) {
+    let db = TestDb::new();
+    let mut b = Broker::open_on(t, &db.path);
+    let (req, wrk) = pair(&mut b);
+    for parts in [
+        json!([]),
+        json!([{"kind": "file", "file": {"name": "n.txt", "mimeType": "text/plain"}}]),
+        json!([{"kind": "file", "file": {"uri": "https://x/y", "bytes": "aGk="}}]),
+    ] {
+        let t = b.ok(
+            "a2a.message.send",
+            json!({"token": req.token, "message": parts_msg(parts.clone(), &wrk.id)}),
+        )["task"]
+            .clone();
+        assert_eq!(t["history"][0]["parts"], parts);
+    }
+    // Blank `to` is omitted: the only peer; blank `taskId` creates a task.
+    let mut m = text_msg("blank to");
+    m["to"] = json!("");
+    m["taskId"] = json!("");
+    let t = b.ok(
+        "a2a.message.send",
+        json!({"token": req.token, "message": m}),
+    )["task"]
+        .clone();
+    assert_eq!(t["agentName"], wrk.id);
+    assert_eq!(t["history"].as_array().unwrap().len(), 1);
 }

@@ -16,6 +16,7 @@ on_both_transports!(
     resubscribe_after_version_replays_the_log_in_order,
     push_configs_are_per_party_and_push_on_terminal_state,
     push_on_cancel_without_token,
+    push_goes_to_the_counterpart_of_the_caller,
 );
 
 const STATES: [&str; 8] = [
@@ -430,7 +431,8 @@ fn artifacts_are_the_workers_and_validated(t: Transport) {
     assert_a2a_error(&resp, "A2A_UNKNOWN_TASK");
     for bad in [
         json!({"parts": [{"kind": "text", "text": "r"}]}),
-        json!({"artifactId": "a", "parts": [{"kind": "file", "file": {}}]}),
+        json!({"artifactId": "a\u{0}b", "parts": [{"kind": "text", "text": "r"}]}),
+        json!({"artifactId": "a".repeat(257), "parts": [{"kind": "text", "text": "r"}]}),
         json!({"artifactId": "a", "parts": [{"kind": "nope"}]}),
         json!({"artifactId": "a", "parts": [{"kind": "file", "file": {"bytes": "@@@"}}]}),
     ] {
@@ -705,22 +707,16 @@ fn push_configs_are_per_party_and_push_on_terminal_state(t: Transport) {
         "a2a.tasks.pushNotificationConfig.set",
         json!({"token": req.token, "taskId": id, "config": c2}),
     );
-    assert_eq!(
-        get(&mut b, &req),
-        c2,
-        "set did not replace the caller's config"
-    );
-    assert!(
-        get(&mut b, &wrk).is_null(),
-        "the worker sees the requester's config"
-    );
+    // One config per task (§5): the last set wins, and either party reads it.
+    assert_eq!(get(&mut b, &req), c2, "set did not replace the config");
+    assert_eq!(get(&mut b, &wrk), c2, "the worker reads the task's config");
     let cw = json!({"id": "cw", "token": "wrk-tok"});
     b.ok(
         "a2a.tasks.pushNotificationConfig.set",
         json!({"token": wrk.token, "taskId": id, "config": cw}),
     );
     assert_eq!(get(&mut b, &wrk), cw);
-    assert_eq!(get(&mut b, &req), c2);
+    assert_eq!(get(&mut b, &req), cw);
 
     let resp = b.call(
         "a2a.tasks.pushNotificationConfig.set",
@@ -751,7 +747,8 @@ fn push_configs_are_per_party_and_push_on_terminal_state(t: Transport) {
     // Non-terminal moves push nothing.
     b.set_state(&wrk, &id, "working");
     b.set_state(&wrk, &id, "completed");
-    // The requester: working event, completed event and one push.
+    // The requester, counterpart of the worker that completed the task:
+    // working event, completed event and one push with the task's config.
     let mut req_notes: Vec<_> = (0..3).map(|_| b.expect_event(&req.id)).collect();
     req_notes.sort_by_key(seq);
     assert_eq!(req_notes.iter().map(seq).collect::<Vec<_>>(), [1, 2, 3]);
@@ -770,18 +767,38 @@ fn push_configs_are_per_party_and_push_on_terminal_state(t: Transport) {
     assert_eq!(p["recipientContextId"], req.ctx);
     assert_eq!(p["contextId"], req.ctx);
     assert_eq!(p["taskId"], id);
-    assert_eq!(p["token"], "req-tok");
+    assert_eq!(p["token"], "wrk-tok");
     assert_eq!(p["status"]["state"], "completed");
     assert_timestamp(&p["status"]["timestamp"]);
-    // The worker set a config too: it gets a push (and no task event for its
-    // own status change).
-    let wpush = b
+    // The caller never gets a push for its own move: after the creation
+    // event, the worker's next notification is the one the barrier sends.
+    assert_eq!(seq(&b.expect_event(&wrk.id)), 1);
+    b.barrier(&wrk.id, 1, |b| {
+        b.create_task(&req, &wrk, "probe");
+    });
+}
+
+/// A requester that cancels: the push goes to the worker, its counterpart,
+/// never to the requester itself (ADR 0147).
+fn push_goes_to_the_counterpart_of_the_caller(t: Transport) {
+    let db = TestDb::new();
+    let mut b = Broker::open_on(t, &db.path);
+    let (req, wrk) = pair(&mut b);
+    let id = tid(&b.create_task(&req, &wrk, "x"));
+    assert_eq!(seq(&b.expect_event(&wrk.id)), 1);
+    b.ok(
+        "a2a.tasks.pushNotificationConfig.set",
+        json!({"token": req.token, "taskId": id, "config": {"id": "c", "token": "t"}}),
+    );
+    b.ok("a2a.tasks.cancel", json!({"token": req.token, "id": id}));
+    let push = b
         .wait_notification(&wrk.id, TIMEOUT, |n| n["method"] == "a2a.push")
-        .expect("worker push");
-    assert_eq!(wpush["params"]["token"], "wrk-tok");
-    assert_eq!(wpush["params"]["recipient"], wrk.id);
-    assert_eq!(wpush["params"]["recipientContextId"], wrk.ctx);
-    assert_eq!(wpush["params"]["status"]["state"], "completed");
+        .expect("push to the worker");
+    assert_eq!(push["params"]["token"], "t");
+    assert_eq!(push["params"]["status"]["state"], "canceled");
+    b.barrier(&req.id, 0, |b| {
+        b.create_task(&wrk, &req, "probe");
+    });
 }
 
 fn push_on_cancel_without_token(t: Transport) {

@@ -73,15 +73,18 @@ mod tests {
     fn add(r: &mut Registry, ctx: &str, name: &str, kind: AgentKind) -> Arc<Agent> {
         let card: AgentCard =
             serde_json::from_value(serde_json::json!({"name": name, "kind": kind})).unwrap();
-        r.register(Registration {
-            context_id: ctx.into(),
-            card,
-            delivery: Delivery::Push,
-            conn: 1,
-            outbox: Arc::new(Outbox::new(4)),
-        })
-        .unwrap()
-        .0
+        let a = r
+            .register(Registration {
+                context_id: ctx.into(),
+                card,
+                delivery: Delivery::Push,
+                conn: 1,
+                outbox: Arc::new(Outbox::new(4)),
+            })
+            .unwrap()
+            .0;
+        a.mark_committed();
+        a
     }
 
     fn names(v: Result<Vec<Arc<Agent>>, CoreError>) -> Vec<String> {

@@ -6,8 +6,11 @@ use a2a_proto::types::State;
 /// One variant per caller-visible failure.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CoreError {
-    /// The token is absent, malformed, unknown or invalidated.
-    #[error("unknown or invalidated token")]
+    /// No token was given (absent, `null` or empty).
+    #[error("missing token: register first and pass the token it returns")]
+    MissingToken,
+    /// The token is malformed, unknown or invalidated.
+    #[error("invalid token: unknown, or invalidated by a deregistration or a closed connection")]
     UnknownToken,
     /// The named agent is not live or may not be addressed by the caller.
     #[error("unknown agent `{0}`")]

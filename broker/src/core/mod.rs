@@ -4,10 +4,12 @@
 //! - [`state`]: the task state machine of PROTOCOL.md §6.
 //! - [`validate`]: part and message checks, and the §7 payload bounds.
 //! - [`task`]: the in-memory task record and its parties.
+//! - [`artifact`]: an artifact as stored (first call + appended chunks), and its merge rule.
 //! - [`registry`]: live agents, peer ids and capability tokens.
 //! - [`addressing`]: who may address whom, and the `to` resolution rules.
 
 pub mod addressing;
+pub mod artifact;
 pub mod error;
 pub mod registry;
 pub mod state;

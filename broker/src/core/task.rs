@@ -4,7 +4,8 @@
 //! Records are immutable once shared (`Arc<TaskRecord>`): the writer clones,
 //! changes and republishes, so a reader never sees a half-applied call.
 
-use a2a_proto::types::{Artifact, Message, PushConfig, Role, State, TaskStatus};
+use super::artifact::StoredArtifact;
+use a2a_proto::types::{Message, PushConfig, Role, State, TaskStatus};
 use std::any::Any;
 use std::sync::Arc;
 
@@ -62,14 +63,16 @@ pub struct TaskRecord {
     pub worker: Party,
     pub status: TaskStatus,
     pub history: Vec<Arc<Message>>,
-    pub artifacts: Vec<Artifact>,
-    /// Starts at 1; +1 per change.
+    pub artifacts: Vec<StoredArtifact>,
+    /// Serialized bytes of the stored messages and artifacts (`A2A_MAX_TASK_BYTES`).
+    pub stored_bytes: u64,
+    /// Starts at 1; +1 per change (so it also counts the task log's entries).
     pub version: u64,
     /// The `messageId` of the message that created the task (idempotency key).
     pub create_message_id: String,
     /// Created by a `to: "*"` broadcast.
     pub broadcast: bool,
-    /// Push configs, each owned by the party that set it.
+    /// The push config (one per task, §5), with the party that set it.
     pub push_configs: Vec<(Party, PushConfig)>,
     pub created_at: String,
     pub updated_at: String,
@@ -101,14 +104,6 @@ impl TaskRecord {
         } else {
             &self.requester
         }
-    }
-
-    /// The push config a party set, if any.
-    pub fn push_config_of(&self, party: &Party) -> Option<&PushConfig> {
-        self.push_configs
-            .iter()
-            .find(|(owner, _)| owner == party)
-            .map(|(_, c)| c)
     }
 }
 
@@ -150,6 +145,7 @@ pub(crate) mod fixture {
             },
             history: (0..history).map(|i| message(&format!("m{i}"))).collect(),
             artifacts: vec![],
+            stored_bytes: 0,
             version: history.max(1) as u64,
             create_message_id: "m0".into(),
             broadcast: false,

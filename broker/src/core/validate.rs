@@ -1,12 +1,17 @@
-//! Checks of parts and messages beyond their shape: base64, exactly one of
-//! `uri`/`bytes`, non-empty parts, and the payload bounds of §7.
+//! Checks of messages, artifacts, cards and ids beyond their shape: base64,
+//! ids, and the size bounds of §7.
 //!
 //! These run on the connection's thread before a call reaches the writer, so
-//! decoding a 20 MiB file part never holds up the commits of others.
+//! decoding a 20 MiB file part never holds up the commits of others. They
+//! follow PI-Desktop's broker where it is lenient (§3): a message may have
+//! no parts, a file part may carry only a `name`, or both `uri` and `bytes`.
 
 use super::CoreError;
-use a2a_proto::limits::{A2A_MAX_FILE_BYTES, A2A_MAX_TEXT_CHARS};
-use a2a_proto::types::{Message, Part};
+use a2a_proto::limits::{
+    A2A_MAX_ARTIFACT_BYTES, A2A_MAX_CARD_BYTES, A2A_MAX_FILE_BYTES, A2A_MAX_ID_BYTES,
+    A2A_MAX_METADATA_BYTES, A2A_MAX_TEXT_CHARS,
+};
+use a2a_proto::types::{AgentCard, Artifact, Message, Object, Part};
 use base64::engine::{general_purpose::GeneralPurpose, DecodePaddingMode, GeneralPurposeConfig};
 use base64::Engine as _;
 
@@ -16,66 +21,165 @@ const BASE64: GeneralPurpose = GeneralPurpose::new(
     GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
 );
 
-/// Checks a message: a non-empty `messageId`, at least one part, every part valid.
+/// Blank `to` and `taskId` mean omitted, as in PI-Desktop's broker (§3).
+pub fn normalize_message(msg: &mut Message) {
+    if msg.to.as_deref() == Some("") {
+        msg.to = None;
+    }
+    if msg.task_id.as_deref() == Some("") {
+        msg.task_id = None;
+    }
+}
+
+/// Refuses an id over `A2A_MAX_ID_BYTES` (`-32602`, §7).
+pub fn check_id(field: &str, id: &str) -> Result<(), CoreError> {
+    if id.len() > A2A_MAX_ID_BYTES {
+        return Err(CoreError::InvalidParams(format!(
+            "{field} is {} bytes long; ids are at most {A2A_MAX_ID_BYTES} bytes (A2A_MAX_ID_BYTES)",
+            id.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a message: a non-empty `messageId`, the ids' lengths, the
+/// metadata bound, every part valid. Parts may be empty.
 pub fn check_message(msg: &Message) -> Result<(), CoreError> {
     if msg.message_id.is_empty() {
         return Err(CoreError::InvalidParams(
             "messageId must not be empty".into(),
         ));
     }
-    check_parts(&msg.parts)
-}
-
-/// Checks a list of parts (a message's or an artifact's).
-pub fn check_parts(parts: &[Part]) -> Result<(), CoreError> {
-    if parts.is_empty() {
-        return Err(CoreError::InvalidParams(
-            "parts must hold at least one part".into(),
-        ));
-    }
-    let mut text_chars = 0usize;
-    for part in parts {
-        match part {
-            Part::Text { text, .. } => text_chars += text.chars().count(),
-            Part::File { file, .. } => match (&file.uri, &file.bytes) {
-                (Some(_), Some(_)) => {
-                    return Err(CoreError::InvalidParams(
-                        "file part must have exactly one of uri and bytes, not both".into(),
-                    ))
-                }
-                (None, None) => {
-                    return Err(CoreError::InvalidParams(
-                        "file part must have exactly one of uri and bytes".into(),
-                    ))
-                }
-                (Some(_), None) => {}
-                (None, Some(b64)) => check_file_bytes(b64)?,
-            },
-            Part::Data { data, .. } => {
-                let mut counter = ByteCounter(0);
-                serde_json::to_writer(&mut counter, data)
-                    .map_err(|e| CoreError::Internal(format!("sizing a data part: {e}")))?;
-                if counter.0 > A2A_MAX_FILE_BYTES {
-                    return Err(too_large(
-                        "A2A_MAX_FILE_BYTES",
-                        A2A_MAX_FILE_BYTES,
-                        counter.0,
-                    ));
-                }
-            }
+    check_id("messageId", &msg.message_id)?;
+    for (field, v) in [
+        ("taskId", &msg.task_id),
+        ("contextId", &msg.context_id),
+        ("to", &msg.to),
+    ] {
+        if let Some(v) = v {
+            check_id(field, v)?;
         }
     }
-    if text_chars > A2A_MAX_TEXT_CHARS {
+    check_metadata(msg.metadata.as_ref(), &msg.parts)?;
+    let sizes = check_parts(&msg.parts)?;
+    if sizes.text_chars > A2A_MAX_TEXT_CHARS {
         return Err(too_large(
             "A2A_MAX_TEXT_CHARS",
             A2A_MAX_TEXT_CHARS,
-            text_chars,
+            sizes.text_chars,
         ));
     }
     Ok(())
 }
 
-fn check_file_bytes(b64: &str) -> Result<(), CoreError> {
+/// Checks an artifact (one `a2a.tasks.artifact` call's, possibly a chunk):
+/// its id, metadata, parts, and that it alone fits `A2A_MAX_ARTIFACT_BYTES`.
+/// Returns its content bytes, which the writer adds to what the artifact
+/// already holds.
+pub fn check_artifact(a: &Artifact) -> Result<u64, CoreError> {
+    if a.artifact_id.is_empty() {
+        return Err(CoreError::InvalidParams(
+            "artifactId must not be empty".into(),
+        ));
+    }
+    check_id("artifactId", &a.artifact_id)?;
+    if a.artifact_id.contains('\0') {
+        return Err(CoreError::InvalidParams(
+            "artifactId must not contain NUL".into(),
+        ));
+    }
+    check_metadata(a.metadata.as_ref(), &a.parts)?;
+    let sizes = check_parts(&a.parts)?;
+    if sizes.text_chars > A2A_MAX_TEXT_CHARS {
+        return Err(too_large(
+            "A2A_MAX_TEXT_CHARS",
+            A2A_MAX_TEXT_CHARS,
+            sizes.text_chars,
+        ));
+    }
+    if sizes.content_bytes > A2A_MAX_ARTIFACT_BYTES {
+        return Err(too_large(
+            "A2A_MAX_ARTIFACT_BYTES",
+            A2A_MAX_ARTIFACT_BYTES,
+            sizes.content_bytes,
+        ));
+    }
+    Ok(sizes.content_bytes as u64)
+}
+
+/// Checks a card before registration: its name's length and its size.
+pub fn check_card(card: &AgentCard) -> Result<(), CoreError> {
+    check_id("card.name", &card.name)?;
+    let size = json_len(card)?;
+    if size > A2A_MAX_CARD_BYTES {
+        return Err(too_large("A2A_MAX_CARD_BYTES", A2A_MAX_CARD_BYTES, size));
+    }
+    Ok(())
+}
+
+/// What a list of parts holds, for the bounds that count it.
+#[derive(Debug, Default, PartialEq)]
+pub struct PartSizes {
+    /// Unicode scalar values of the text parts.
+    pub text_chars: usize,
+    /// Decoded file bytes + UTF-8 text bytes + serialized data parts + `uri`
+    /// lengths (what `A2A_MAX_ARTIFACT_BYTES` counts).
+    pub content_bytes: usize,
+}
+
+/// Checks a list of parts (a message's or an artifact's) and sizes them.
+pub fn check_parts(parts: &[Part]) -> Result<PartSizes, CoreError> {
+    let mut sizes = PartSizes::default();
+    for part in parts {
+        match part {
+            Part::Text { text, .. } => {
+                sizes.text_chars += text.chars().count();
+                sizes.content_bytes += text.len();
+            }
+            Part::File { file, .. } => {
+                if let Some(b64) = &file.bytes {
+                    sizes.content_bytes += check_file_bytes(b64)?;
+                }
+                if let Some(uri) = &file.uri {
+                    sizes.content_bytes += uri.len();
+                }
+            }
+            Part::Data { data, .. } => {
+                let n = json_len(data)?;
+                if n > A2A_MAX_FILE_BYTES {
+                    return Err(too_large("A2A_MAX_FILE_BYTES", A2A_MAX_FILE_BYTES, n));
+                }
+                sizes.content_bytes += n;
+            }
+        }
+    }
+    Ok(sizes)
+}
+
+/// Refuses metadata (of the message or artifact and of its parts, summed)
+/// over `A2A_MAX_METADATA_BYTES`.
+fn check_metadata(own: Option<&Object>, parts: &[Part]) -> Result<(), CoreError> {
+    let mut total = 0usize;
+    let part_meta = parts.iter().filter_map(|p| match p {
+        Part::Text { metadata, .. } | Part::File { metadata, .. } | Part::Data { metadata, .. } => {
+            metadata.as_ref()
+        }
+    });
+    for m in own.into_iter().chain(part_meta) {
+        total += json_len(m)?;
+        if total > A2A_MAX_METADATA_BYTES {
+            return Err(too_large(
+                "A2A_MAX_METADATA_BYTES",
+                A2A_MAX_METADATA_BYTES,
+                total,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Decodes a file part's base64 (refused if invalid) and returns its size.
+fn check_file_bytes(b64: &str) -> Result<usize, CoreError> {
     // Refuse a payload that cannot fit before paying for its decoding.
     let estimate = b64.len() / 4 * 3;
     if estimate > A2A_MAX_FILE_BYTES + 3 {
@@ -95,7 +199,7 @@ fn check_file_bytes(b64: &str) -> Result<(), CoreError> {
             decoded.len(),
         ));
     }
-    Ok(())
+    Ok(decoded.len())
 }
 
 fn too_large(limit: &'static str, max: usize, actual: usize) -> CoreError {
@@ -104,6 +208,14 @@ fn too_large(limit: &'static str, max: usize, actual: usize) -> CoreError {
         max: max as u64,
         actual: actual as u64,
     }
+}
+
+/// The serialized (JSON) size of a value, without building the text.
+pub fn json_len<T: serde::Serialize + ?Sized>(v: &T) -> Result<usize, CoreError> {
+    let mut counter = ByteCounter(0);
+    serde_json::to_writer(&mut counter, v)
+        .map_err(|e| CoreError::Internal(format!("sizing a value: {e}")))?;
+    Ok(counter.0)
 }
 
 struct ByteCounter(usize);
@@ -134,13 +246,26 @@ mod tests {
         }
     }
 
+    fn msg(parts: Vec<Part>) -> Message {
+        Message {
+            role: Default::default(),
+            parts,
+            message_id: "m".into(),
+            task_id: None,
+            context_id: None,
+            from: None,
+            to: None,
+            metadata: None,
+        }
+    }
+
     #[test]
     fn text_bound_counts_scalar_values_over_all_parts() {
         let ok = vec![Part::text("é".repeat(8000)), Part::text("x".repeat(8000))];
-        assert!(check_parts(&ok).is_ok());
+        assert!(check_message(&msg(ok)).is_ok());
         let over = vec![Part::text("é".repeat(8000)), Part::text("x".repeat(8001))];
         assert_eq!(
-            check_parts(&over),
+            check_message(&msg(over)),
             Err(CoreError::PayloadTooLarge {
                 limit: "A2A_MAX_TEXT_CHARS",
                 max: 16000,
@@ -158,14 +283,14 @@ mod tests {
             check_parts(&[file(None, Some("***"))]),
             Err(CoreError::InvalidParams(_))
         ));
-        assert!(matches!(
-            check_parts(&[file(None, None)]),
-            Err(CoreError::InvalidParams(_))
-        ));
-        assert!(matches!(
-            check_parts(&[file(Some("u"), Some("aGk="))]),
-            Err(CoreError::InvalidParams(_))
-        ));
+        // As PI-Desktop's broker: a reference by name, and uri + bytes together.
+        assert!(check_parts(&[file(None, None)]).is_ok());
+        assert_eq!(
+            check_parts(&[file(Some("u"), Some("aGk="))])
+                .unwrap()
+                .content_bytes,
+            3
+        );
         let big = BASE64.encode(vec![0u8; A2A_MAX_FILE_BYTES + 1]);
         assert!(matches!(
             check_parts(&[file(None, Some(&big))]),
@@ -177,20 +302,75 @@ mod tests {
 
     #[test]
     fn empty_parts_and_ids() {
-        assert!(matches!(check_parts(&[]), Err(CoreError::InvalidParams(_))));
-        let msg = Message {
-            role: Default::default(),
-            parts: vec![Part::text("x")],
-            message_id: String::new(),
-            task_id: None,
-            context_id: None,
-            from: None,
-            to: None,
+        assert!(check_message(&msg(vec![])).is_ok(), "parts may be empty");
+        let mut m = msg(vec![Part::text("x")]);
+        m.message_id = String::new();
+        assert!(matches!(
+            check_message(&m),
+            Err(CoreError::InvalidParams(_))
+        ));
+        m.message_id = "x".repeat(A2A_MAX_ID_BYTES);
+        assert!(check_message(&m).is_ok());
+        m.message_id.push('x');
+        assert!(matches!(
+            check_message(&m),
+            Err(CoreError::InvalidParams(_))
+        ));
+        let mut m = msg(vec![]);
+        m.task_id = Some("t".repeat(A2A_MAX_ID_BYTES + 1));
+        assert!(matches!(
+            check_message(&m),
+            Err(CoreError::InvalidParams(_))
+        ));
+        let mut m = msg(vec![]);
+        m.to = Some(String::new());
+        m.task_id = Some(String::new());
+        normalize_message(&mut m);
+        assert_eq!((m.to, m.task_id), (None, None));
+    }
+
+    #[test]
+    fn metadata_is_bounded_over_the_message_and_its_parts() {
+        let meta = |n: usize| -> Object {
+            serde_json::from_value(serde_json::json!({"k": "x".repeat(n)})).unwrap()
+        };
+        let half = A2A_MAX_METADATA_BYTES / 2 - 16;
+        let mut m = msg(vec![Part::Text {
+            text: "t".into(),
+            metadata: Some(meta(half)),
+        }]);
+        m.metadata = Some(meta(half));
+        assert!(check_message(&m).is_ok());
+        m.metadata = Some(meta(half + 64));
+        assert!(matches!(
+            check_message(&m),
+            Err(CoreError::PayloadTooLarge {
+                limit: "A2A_MAX_METADATA_BYTES",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn artifacts_and_cards_are_sized() {
+        let art = Artifact {
+            artifact_id: "a".into(),
+            name: None,
+            description: None,
+            parts: vec![Part::text("héllo"), file(Some("file:///x"), Some("aGk="))],
             metadata: None,
         };
+        assert_eq!(check_artifact(&art), Ok(6 + 9 + 2));
+        let card: AgentCard = serde_json::from_value(
+            serde_json::json!({"name": "w", "description": "d".repeat(A2A_MAX_CARD_BYTES)}),
+        )
+        .unwrap();
         assert!(matches!(
-            check_message(&msg),
-            Err(CoreError::InvalidParams(_))
+            check_card(&card),
+            Err(CoreError::PayloadTooLarge {
+                limit: "A2A_MAX_CARD_BYTES",
+                ..
+            })
         ));
     }
 }

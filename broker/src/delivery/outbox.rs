@@ -287,6 +287,31 @@ enum Target {
 /// panic), it answers `-32603` so that no request is left hanging.
 pub struct Responder {
     inner: Option<(Target, Id)>,
+    /// Held while the request is parked (a wait, a blocking send): counts
+    /// against the connection's `A2A_MAX_PARKED_WAITS` until answered.
+    _parked: Option<Parked>,
+}
+
+/// One parked request of a connection; the count drops when it is answered.
+pub struct Parked(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Parked {
+    /// Takes one of `max` parking places on `count`, or `None` if all are taken.
+    pub fn take(count: &Arc<std::sync::atomic::AtomicUsize>, max: usize) -> Option<Parked> {
+        use std::sync::atomic::Ordering::AcqRel;
+        count
+            .fetch_update(AcqRel, std::sync::atomic::Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Parked(count.clone()))
+    }
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 impl std::fmt::Debug for Responder {
@@ -300,6 +325,7 @@ impl Responder {
     pub fn direct(outbox: Arc<Outbox>, id: Id) -> Self {
         Self {
             inner: Some((Target::Direct(outbox), id)),
+            _parked: None,
         }
     }
 
@@ -307,6 +333,7 @@ impl Responder {
     pub fn in_batch(batch: Arc<BatchCollector>, index: usize, id: Id) -> Self {
         Self {
             inner: Some((Target::Batch(batch, index), id)),
+            _parked: None,
         }
     }
 
@@ -314,7 +341,14 @@ impl Responder {
     pub fn discard() -> Self {
         Self {
             inner: Some((Target::Discard, Id::Null)),
+            _parked: None,
         }
+    }
+
+    /// This responder holds a parking place until it answers.
+    pub fn parked(mut self, p: Parked) -> Self {
+        self._parked = Some(p);
+        self
     }
 
     /// Sends the answer.

@@ -4,7 +4,7 @@
 //! the timer.
 
 use super::outbox::Responder;
-use super::timer::Timer;
+use super::timer::{Timer, TimerKey};
 use crate::reply::Reply;
 use a2a_proto::error::RpcError;
 use a2a_proto::limits::MAX_PULL_QUEUE;
@@ -19,10 +19,36 @@ struct State {
     events: VecDeque<Arc<Notification>>,
     /// Dropped since the last wait that reported it.
     dropped: u64,
-    waiters: Vec<(u64, Responder)>,
+    /// Blocked waits, each with its timeout's timer entry (cancelled when
+    /// the wait is answered early, so nothing stays queued until its deadline).
+    waiters: Vec<(u64, Responder, TimerKey)>,
     next_waiter: u64,
+    /// The timer the waits' timeouts are on (set by the first wait).
+    timer: Option<Timer>,
     /// Set when the agent's token is invalidated.
     closed: Option<RpcError>,
+}
+
+/// Bytes of events one `events.wait` answer may carry: the outgoing frame
+/// bound less room for the envelope.
+const EVENTS_REPLY_BUDGET: usize = a2a_proto::limits::A2A_MAX_OUT_FRAME_BYTES - 64 * 1024;
+
+/// The size of a notification as a JSON line (an upper bound of its binary
+/// frame, which carries the same strings without escapes or field names).
+fn json_len(n: &Notification) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    let _ = serde_json::to_writer(&mut c, n);
+    c.0
 }
 
 /// The pending queue of one pull agent.
@@ -64,7 +90,10 @@ impl PullQueue {
         }
         if !st.waiters.is_empty() {
             let waiters = std::mem::take(&mut st.waiters);
-            for (_, responder) in waiters {
+            for (_, responder, key) in waiters {
+                if let Some(t) = &st.timer {
+                    t.cancel(key);
+                }
                 let reply = self.snapshot(&mut st, false);
                 responder.send(Ok(reply));
             }
@@ -83,7 +112,17 @@ impl PullQueue {
             })));
             st.dropped = 0;
         }
-        events.extend(st.events.iter().cloned());
+        // The answer must fit one outgoing frame (§1.1): past the budget,
+        // the rest waits for the next `events.wait` (nothing is dropped).
+        let mut budget = EVENTS_REPLY_BUDGET;
+        for n in &st.events {
+            let size = json_len(&**n);
+            if size > budget && !events.is_empty() {
+                break;
+            }
+            budget = budget.saturating_sub(size);
+            events.push(n.clone());
+        }
         Reply::Events { events, timed_out }
     }
 
@@ -125,16 +164,20 @@ impl PullQueue {
         }
         st.next_waiter += 1;
         let id = st.next_waiter;
-        st.waiters.push((id, responder));
-        drop(st);
         let me = self.clone();
-        timer.schedule(Instant::now() + timeout, move || me.expire(id));
+        // Scheduled under the lock: the callback takes it too, so it cannot
+        // look for this waiter before it is in the list.
+        let key = timer.schedule(Instant::now() + timeout, move || me.expire(id));
+        st.waiters.push((id, responder, key));
+        if st.timer.is_none() {
+            st.timer = Some(timer.clone());
+        }
     }
 
     fn expire(&self, id: u64) {
         let mut st = self.state.lock();
-        if let Some(pos) = st.waiters.iter().position(|(w, _)| *w == id) {
-            let (_, responder) = st.waiters.swap_remove(pos);
+        if let Some(pos) = st.waiters.iter().position(|(w, _, _)| *w == id) {
+            let (_, responder, _) = st.waiters.swap_remove(pos);
             let reply = self.snapshot(&mut st, true);
             responder.send(Ok(reply));
         }
@@ -143,7 +186,11 @@ impl PullQueue {
     /// The agent is gone: blocked and later waits get `err`.
     pub fn close(&self, err: RpcError) {
         let mut st = self.state.lock();
-        for (_, responder) in st.waiters.drain(..) {
+        let timer = st.timer.take();
+        for (_, responder, key) in st.waiters.drain(..) {
+            if let Some(t) = &timer {
+                t.cancel(key);
+            }
             responder.send(Err(err.clone()));
         }
         st.events.clear();

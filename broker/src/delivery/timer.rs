@@ -1,97 +1,115 @@
 //! One thread that runs callbacks at deadlines: `events.wait` timeouts and
 //! blocking-send expiries. Callbacks must be short and must not block.
+//!
+//! Kept hand-written rather than pulling in a runtime's timer wheel: the
+//! broker's deadlines are few (at most `A2A_MAX_PARKED_WAITS` per
+//! connection), and what they need beyond a heap is cancellation (a wait
+//! answered early leaves nothing queued) and an end (the thread exits when
+//! the last handle is dropped), both a few lines over an ordered map.
 
 use parking_lot::{Condvar, Mutex};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 type Callback = Box<dyn FnOnce() + Send>;
 
-struct Entry {
-    at: Instant,
-    seq: u64,
-    f: Callback,
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        (self.at, self.seq) == (o.at, o.seq)
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(o.at, o.seq))
-    }
-}
+/// Identifies a scheduled callback, to cancel it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TimerKey(Instant, u64);
 
 #[derive(Default)]
 struct Inner {
-    heap: BinaryHeap<Reverse<Entry>>,
+    /// Ordered by deadline, then by scheduling order.
+    due: BTreeMap<TimerKey, Callback>,
     seq: u64,
+    /// Set when the last handle is dropped: the thread exits.
+    stopped: bool,
+}
+
+struct Shared {
+    inner: Mutex<Inner>,
+    cond: Condvar,
+}
+
+/// Stops the thread when the last [`Timer`] clone goes.
+struct Owner(Arc<Shared>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.0.inner.lock().stopped = true;
+        self.0.cond.notify_one();
+    }
 }
 
 /// A handle to the timer thread; cheap to clone.
 #[derive(Clone)]
 pub struct Timer {
-    shared: Arc<(Mutex<Inner>, Condvar)>,
+    owner: Arc<Owner>,
 }
 
 impl Timer {
-    /// Starts the timer thread. It lives as long as the process.
+    /// Starts the timer thread. It exits once every handle is dropped
+    /// (callbacks still due then are dropped without running).
     pub fn start() -> Timer {
-        let shared = Arc::new((Mutex::new(Inner::default()), Condvar::new()));
+        let shared = Arc::new(Shared {
+            inner: Mutex::new(Inner::default()),
+            cond: Condvar::new(),
+        });
         let thread_shared = shared.clone();
         std::thread::Builder::new()
             .name("a2a-timer".into())
             .spawn(move || run(&thread_shared))
             .expect("spawn timer thread");
-        Timer { shared }
+        Timer {
+            owner: Arc::new(Owner(shared)),
+        }
     }
 
     /// Runs `f` on the timer thread at `at` (at once if `at` has passed).
-    pub fn schedule(&self, at: Instant, f: impl FnOnce() + Send + 'static) {
-        let (lock, cond) = &*self.shared;
-        let mut inner = lock.lock();
+    pub fn schedule(&self, at: Instant, f: impl FnOnce() + Send + 'static) -> TimerKey {
+        let shared = &self.owner.0;
+        let mut inner = shared.inner.lock();
         inner.seq += 1;
-        let seq = inner.seq;
-        let earliest = inner.heap.peek().is_none_or(|Reverse(e)| at < e.at);
-        inner.heap.push(Reverse(Entry {
-            at,
-            seq,
-            f: Box::new(f),
-        }));
+        let key = TimerKey(at, inner.seq);
+        let earliest = inner.due.first_key_value().is_none_or(|(k, _)| key < *k);
+        inner.due.insert(key, Box::new(f));
         if earliest {
-            cond.notify_one();
+            shared.cond.notify_one();
         }
+        key
+    }
+
+    /// Drops a callback that has not run yet (no effect if it ran).
+    pub fn cancel(&self, key: TimerKey) {
+        self.owner.0.inner.lock().due.remove(&key);
+    }
+
+    /// Callbacks waiting to run.
+    pub fn pending(&self) -> usize {
+        self.owner.0.inner.lock().due.len()
     }
 }
 
-fn run(shared: &(Mutex<Inner>, Condvar)) {
-    let (lock, cond) = shared;
-    let mut inner = lock.lock();
+fn run(shared: &Shared) {
+    let mut inner = shared.inner.lock();
     loop {
+        if inner.stopped {
+            return;
+        }
         let now = Instant::now();
-        match inner.heap.peek() {
-            Some(Reverse(e)) if e.at <= now => {
-                let Reverse(e) = inner.heap.pop().expect("peeked");
+        match inner.due.first_key_value().map(|(k, _)| *k) {
+            Some(key) if key.0 <= now => {
+                let f = inner.due.remove(&key).expect("first key");
                 drop(inner);
                 // A panicking callback must not kill the timer for everyone.
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(e.f));
-                inner = lock.lock();
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+                inner = shared.inner.lock();
             }
-            Some(Reverse(e)) => {
-                let at = e.at;
-                cond.wait_until(&mut inner, at);
+            Some(key) => {
+                shared.cond.wait_until(&mut inner, key.0);
             }
-            None => cond.wait(&mut inner),
+            None => shared.cond.wait(&mut inner),
         }
     }
 }
@@ -114,5 +132,33 @@ mod tests {
             .map(|_| rx.recv_timeout(Duration::from_secs(10)).unwrap())
             .collect();
         assert_eq!(got, [2, 3, 1]);
+    }
+
+    #[test]
+    fn cancelled_callbacks_never_run_and_leave_nothing_queued() {
+        let t = Timer::start();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let now = Instant::now();
+        let far = t.schedule(now + Duration::from_secs(3600), || panic!("cancelled"));
+        let tx2 = tx.clone();
+        let near = t.schedule(now + Duration::from_millis(5), move || tx2.send(1).unwrap());
+        t.cancel(far);
+        assert_eq!(t.pending(), 1);
+        assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), 1);
+        t.cancel(near); // already ran: no effect
+        assert_eq!(t.pending(), 0);
+    }
+
+    #[test]
+    fn the_thread_ends_with_the_last_handle() {
+        let t = Timer::start();
+        let weak = Arc::downgrade(&t.owner.0);
+        t.schedule(Instant::now() + Duration::from_secs(3600), || {});
+        drop(t);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while weak.upgrade().is_some() {
+            assert!(Instant::now() < deadline, "timer thread still running");
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 }

@@ -41,6 +41,8 @@ pub(super) struct BlockingSpec {
 pub(super) struct Blocking {
     spec: BlockingSpec,
     reply: Responder,
+    /// Its expiry on the timer, cancelled when its tasks settle first.
+    expiry: Option<crate::delivery::timer::TimerKey>,
 }
 
 /// A committed call's aftermath.
@@ -72,12 +74,19 @@ impl Engine {
                 for t in &spec.task_ids {
                     self.waiters_by_task.entry(t.clone()).or_default().push(id);
                 }
-                self.waiters.insert(id, Blocking { spec, reply });
                 let tx = self.tx.clone();
                 let at = Instant::now() + Duration::from_secs(A2A_DEFAULT_STREAM_WAIT_SECONDS);
-                self.shared.timer.schedule(at, move || {
+                let expiry = self.shared.timer.schedule(at, move || {
                     let _ = tx.send(Command::BlockingExpired(id));
                 });
+                self.waiters.insert(
+                    id,
+                    Blocking {
+                        spec,
+                        reply,
+                        expiry: Some(expiry),
+                    },
+                );
             }
             _ => reply.send(Ok(effects.reply)),
         }
@@ -166,6 +175,9 @@ impl Engine {
         let Some(b) = self.waiters.remove(&id) else {
             return;
         };
+        if let Some(key) = b.expiry {
+            self.shared.timer.cancel(key);
+        }
         for t in &b.spec.task_ids {
             if let Some(ws) = self.waiters_by_task.get_mut(t) {
                 ws.retain(|w| *w != id);

@@ -178,7 +178,13 @@ struct Undo {
     tasks: HashMap<String, Option<Arc<TaskRecord>>>,
     open_counts: HashMap<String, usize>,
     sends: Vec<(Arc<crate::core::registry::Agent>, u32)>,
+    /// Agents registered: removed again if the commit fails, made visible if it succeeds.
     registered: Vec<Arc<crate::core::registry::Agent>>,
+    /// Agents deregistered: kept if the commit fails, removed (and their
+    /// pull queues closed) only once it succeeds.
+    leaving: Vec<Arc<crate::core::registry::Agent>>,
+    /// Tasks that reached a terminal state: eviction candidates once committed.
+    settled: Vec<String>,
     next_seq: Option<i64>,
 }
 
@@ -197,6 +203,8 @@ impl Undo {
             }
         }
         self.registered.extend(later.registered);
+        self.leaving.extend(later.leaving);
+        self.settled.extend(later.settled);
         if self.next_seq.is_none() {
             self.next_seq = later.next_seq;
         }
@@ -289,6 +297,11 @@ impl Engine {
                 for d in done {
                     d.reply.send(Err(err.clone()));
                 }
+                // Expiries are not writes: a failed commit must not leave
+                // those blocking sends hanging until the client gives up.
+                for id in expired {
+                    self.finish_waiter(id);
+                }
                 for c in closed {
                     let _ = c.send(());
                 }
@@ -296,6 +309,8 @@ impl Engine {
             }
         }
         self.publish(&undo);
+        self.commit_registry(&undo);
+        self.settled.extend(undo.settled.iter().cloned());
         for d in done {
             match d.result {
                 Ok(effects) => self.release(effects, d.reply),
@@ -390,9 +405,36 @@ impl Engine {
         if let Some(seq) = undo.next_seq {
             self.next_seq = seq;
         }
+        for agent in &undo.leaving {
+            agent.set_leaving(false);
+        }
         let mut reg = self.shared.registry.write();
         for agent in undo.registered {
             reg.remove(&agent);
+        }
+    }
+
+    /// After a commit: registrations become visible, deregistrations take
+    /// effect (token dead, name free, pull waits answered).
+    fn commit_registry(&self, undo: &Undo) {
+        if undo.registered.is_empty() && undo.leaving.is_empty() {
+            return;
+        }
+        for agent in &undo.registered {
+            agent.mark_committed();
+        }
+        if undo.leaving.is_empty() {
+            return;
+        }
+        let mut reg = self.shared.registry.write();
+        for agent in &undo.leaving {
+            reg.remove(agent);
+        }
+        drop(reg);
+        for agent in &undo.leaving {
+            if let crate::delivery::Endpoint::Pull(q) = &agent.endpoint {
+                q.close(to_rpc(CoreError::UnknownToken));
+            }
         }
     }
 

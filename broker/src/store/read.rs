@@ -2,6 +2,7 @@
 //! read-only connections, and by the writer on its own connection (where it
 //! also sees the writes of its open batch).
 
+use crate::core::artifact::{split_key, StoredArtifact};
 use crate::core::task::{Party, TaskRecord};
 use crate::core::CoreError;
 use a2a_proto::params::ListRole;
@@ -45,23 +46,44 @@ pub fn load_task(c: &Connection, id: &str) -> Result<Option<TaskRecord>, CoreErr
     };
     let status: TaskStatus = decode(&status)?;
     let mut history: Vec<(i64, Message)> = Vec::new();
+    let mut message_bytes: u64 = 0;
     {
         let mut st = c.prepare_cached("SELECT pos, body FROM a2a_messages WHERE task_id = ?1")?;
         let mut rows = st.query([id])?;
         while let Some(r) = rows.next()? {
-            history.push((r.get(0)?, decode(&r.get::<_, String>(1)?)?));
+            let body: String = r.get(1)?;
+            message_bytes += body.len() as u64;
+            history.push((r.get(0)?, decode(&body)?));
         }
     }
     history.sort_by_key(|(pos, _)| *pos);
-    let mut artifacts: Vec<(i64, Artifact)> = Vec::new();
+    let mut stored_bytes: u64 = 0;
+    // Each artifact's row and then its appended chunks' rows (same `pos`,
+    // keys that sort in append order: `core::artifact::chunk_key`).
+    let mut artifacts: Vec<StoredArtifact> = Vec::new();
     {
-        let mut st = c.prepare_cached("SELECT pos, body FROM a2a_artifacts WHERE task_id = ?1")?;
+        let mut st = c.prepare_cached(
+            "SELECT artifact_id, body FROM a2a_artifacts WHERE task_id = ?1 ORDER BY pos, artifact_id",
+        )?;
         let mut rows = st.query([id])?;
         while let Some(r) = rows.next()? {
-            artifacts.push((r.get(0)?, decode(&r.get::<_, String>(1)?)?));
+            let key: String = r.get(0)?;
+            let body: String = r.get(1)?;
+            let piece: Artifact = decode(&body)?;
+            let content = crate::core::validate::check_parts(&piece.parts)
+                .map(|s| s.content_bytes as u64)
+                .unwrap_or(0);
+            stored_bytes += body.len() as u64;
+            match (split_key(&key), artifacts.last_mut()) {
+                ((_, true), Some(last)) => {
+                    *last = last.appended(piece, content, body.len() as u64);
+                }
+                _ => artifacts.push(StoredArtifact::new(piece, content, body.len() as u64)),
+            }
         }
     }
-    artifacts.sort_by_key(|(pos, _)| *pos);
+    // One per task since schema 12's first release kept one per party: of
+    // rows left from then, the last loaded stands for the task.
     let mut push_configs = Vec::new();
     {
         let mut st = c.prepare_cached(
@@ -74,7 +96,7 @@ pub fn load_task(c: &Connection, id: &str) -> Result<Option<TaskRecord>, CoreErr
                 peer_id: r.get(1)?,
             };
             let cfg: PushConfig = decode(&r.get::<_, String>(2)?)?;
-            push_configs.push((owner, cfg));
+            push_configs = vec![(owner, cfg)];
         }
     }
     Ok(Some(TaskRecord {
@@ -90,7 +112,8 @@ pub fn load_task(c: &Connection, id: &str) -> Result<Option<TaskRecord>, CoreErr
         },
         status,
         history: history.into_iter().map(|(_, m)| Arc::new(m)).collect(),
-        artifacts: artifacts.into_iter().map(|(_, a)| a).collect(),
+        artifacts,
+        stored_bytes: stored_bytes + message_bytes,
         version: version as u64,
         create_message_id: mid,
         broadcast,

@@ -7,7 +7,8 @@ use crate::core::CoreError;
 use a2a_proto::types::{Artifact, Message, PushConfig, StreamEvent};
 use rusqlite::{params, Connection};
 
-fn json<T: serde::Serialize + ?Sized>(v: &T) -> Result<String, CoreError> {
+/// The JSON text of a stored value (one encoding, reused for its row and its size).
+pub fn json<T: serde::Serialize + ?Sized>(v: &T) -> Result<String, CoreError> {
     serde_json::to_string(v).map_err(|e| CoreError::Internal(format!("encoding a row: {e}")))
 }
 
@@ -82,12 +83,13 @@ pub fn update_task(c: &Connection, rec: &TaskRecord) -> Result<(), CoreError> {
     Ok(())
 }
 
-/// Appends a stamped message to a task's history.
+/// Appends a stamped message to a task's history; `body` is its JSON.
 pub fn insert_message(
     c: &Connection,
     task_id: &str,
     pos: usize,
     msg: &Message,
+    body: &str,
 ) -> Result<(), CoreError> {
     c.prepare_cached(
         "INSERT INTO a2a_messages (task_id, message_id, pos, from_peer, body) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -97,33 +99,66 @@ pub fn insert_message(
         msg.message_id,
         pos as i64,
         msg.from.as_deref().unwrap_or(""),
-        json(msg)?
+        body
     ])?;
     Ok(())
 }
 
-/// Writes an artifact (whole, after merging appended chunks).
+/// Writes an artifact's first (or replacing) call, `body` its JSON; a
+/// replaced artifact's appended chunks go.
 pub fn put_artifact(
     c: &Connection,
     task_id: &str,
     pos: usize,
     art: &Artifact,
+    body: &str,
 ) -> Result<(), CoreError> {
     c.prepare_cached(
         "INSERT INTO a2a_artifacts (task_id, artifact_id, pos, body) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (task_id, artifact_id) DO UPDATE SET body = excluded.body",
     )?
-    .execute(params![task_id, art.artifact_id, pos as i64, json(art)?])?;
+    .execute(params![task_id, art.artifact_id, pos as i64, body])?;
+    // Chunk keys are `id NUL n` (`core::artifact::chunk_key`): all of them
+    // sort in [`id NUL`, `id \x01`).
+    c.prepare_cached(
+        "DELETE FROM a2a_artifacts WHERE task_id = ?1 AND artifact_id > ?2 AND artifact_id < ?3",
+    )?
+    .execute(params![
+        task_id,
+        format!("{}\u{0}", art.artifact_id),
+        format!("{}\u{1}", art.artifact_id)
+    ])?;
     Ok(())
 }
 
-/// Writes the push config a party set on a task.
+/// Writes one appended chunk of an artifact as a row of its own (the
+/// artifact's earlier rows are not touched: an append costs its own size).
+pub fn insert_artifact_chunk(
+    c: &Connection,
+    task_id: &str,
+    key: &str,
+    pos: usize,
+    body: &str,
+) -> Result<(), CoreError> {
+    c.prepare_cached(
+        "INSERT INTO a2a_artifacts (task_id, artifact_id, pos, body) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![task_id, key, pos as i64, body])?;
+    Ok(())
+}
+
+/// Writes a task's push config (one per task: any other party's goes), and
+/// the party that set it.
 pub fn put_push_config(
     c: &Connection,
     task_id: &str,
     owner: &Party,
     cfg: &PushConfig,
 ) -> Result<(), CoreError> {
+    c.prepare_cached(
+        "DELETE FROM a2a_push_configs WHERE task_id = ?1 AND (owner_ctx, owner_peer) != (?2, ?3)",
+    )?
+    .execute(params![task_id, owner.context_id, owner.peer_id])?;
     c.prepare_cached(
         "INSERT INTO a2a_push_configs (task_id, owner_ctx, owner_peer, config) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (task_id, owner_ctx, owner_peer) DO UPDATE SET config = excluded.config",

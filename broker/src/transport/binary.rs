@@ -6,6 +6,7 @@
 //! have, so a response costs no copy of the task (a unit test holds the two
 //! encodings equal against an owned conversion kept there as the reference).
 
+use crate::core::artifact::StoredArtifact;
 use crate::delivery::Outgoing;
 use crate::reply::{Reply, TaskView};
 use a2a_proto::binary::{encode_frame, ServerFrame};
@@ -62,6 +63,24 @@ impl Encode for ResponseRef<'_> {
     }
 }
 
+/// An artifact as `a2a_proto::types::Artifact` encodes (field order, a
+/// `Vec`'s length prefix), from its stored pieces.
+struct ArtifactRef<'a>(&'a StoredArtifact);
+
+impl Encode for ArtifactRef<'_> {
+    fn encode<E: Encoder>(&self, e: &mut E) -> Result<(), EncodeError> {
+        let a = self.0;
+        a.id().encode(e)?;
+        a.name().encode(e)?;
+        a.description().encode(e)?;
+        (a.part_count() as u64).encode(e)?;
+        for p in a.parts() {
+            p.encode(e)?;
+        }
+        a.metadata().encode(e)
+    }
+}
+
 impl Encode for TaskView {
     /// The field order of `a2a_proto::types::Task`.
     fn encode<E: Encoder>(&self, e: &mut E) -> Result<(), EncodeError> {
@@ -75,7 +94,10 @@ impl Encode for TaskView {
         r.context_id.encode(e)?;
         r.status.encode(e)?;
         history.encode(e)?;
-        r.artifacts.encode(e)?;
+        (r.artifacts.len() as u64).encode(e)?;
+        for a in &r.artifacts {
+            ArtifactRef(a).encode(e)?;
+        }
         r.worker.peer_id.encode(e)?;
         r.requester.peer_id.encode(e)?;
         r.version.encode(e)
@@ -163,7 +185,7 @@ mod tests {
             context_id: r.context_id.clone(),
             status: r.status.clone(),
             history,
-            artifacts: r.artifacts.clone(),
+            artifacts: r.artifacts.iter().map(|a| a.merged()).collect(),
             agent_name: r.worker.peer_id.clone(),
             requester_name: r.requester.peer_id.clone(),
             version: r.version,

@@ -2,15 +2,13 @@
 
 use super::super::effects::Effects;
 use super::super::{Engine, Undo};
-use super::stamp;
+use super::{stamp, Move};
 use crate::clock;
 use crate::core::registry::{ConnId, Registration};
 use crate::core::CoreError;
-use crate::delivery::{Endpoint, Outbox};
-use crate::errors::to_rpc;
+use crate::delivery::Outbox;
 use crate::reply::Reply;
 use crate::store::{read, write};
-use a2a_proto::limits::A2A_MAX_TASK_HISTORY;
 use a2a_proto::params::{RegisterParams, RegisterResult};
 use a2a_proto::types::{Message, Part, Role, State};
 use std::sync::Arc;
@@ -35,11 +33,9 @@ impl Engine {
             conn,
             outbox,
         })?;
-        if let Err(e) = write::put_agent(&self.conn, &agent, &clock::now()) {
-            self.shared.registry.write().remove(&agent);
-            return Err(e);
-        }
+        // Not visible to anyone until the batch commits (`Engine::commit_registry`).
         undo.registered.push(agent.clone());
+        write::put_agent(&self.conn, &agent, &clock::now())?;
         Ok(Effects::reply(Reply::Registered(RegisterResult {
             agent_id: agent.peer_id.clone(),
             token,
@@ -54,11 +50,18 @@ impl Engine {
         token: Option<&str>,
         undo: &mut Undo,
     ) -> Result<Effects, CoreError> {
-        let agent = self.caller(token)?;
-        self.shared.registry.write().remove(&agent);
-        if let Endpoint::Pull(q) = &agent.endpoint {
-            q.close(to_rpc(CoreError::UnknownToken));
-        }
+        // Idempotent (§5): a token we do not know (already deregistered, or
+        // never valid) is answered `{ok: true}`; only a missing one is an error.
+        let agent = match self.caller(token) {
+            Ok(a) => a,
+            Err(CoreError::UnknownToken) => return Ok(Effects::reply(Reply::Ok)),
+            Err(e) => return Err(e),
+        };
+        // Gone for the rest of this batch at once; for everyone else once
+        // the batch commits (`Engine::commit_registry`), so a failed commit
+        // leaves the agent as it was.
+        agent.set_leaving(true);
+        undo.leaving.push(agent.clone());
         let me = agent.party();
         let now = clock::now();
         write::mark_deregistered(&self.conn, &me, &now)?;
@@ -94,15 +97,15 @@ impl Engine {
                     &me.peer_id,
                     &rec.counterpart(&me).peer_id,
                 );
-                // The history bound holds even here: past it, the note
-                // rides on the status only.
-                let room = rec.history.len() < A2A_MAX_TASK_HISTORY;
+                // A terminal move: past the history or size bound, the
+                // note rides on the status only (`Engine::transition`).
                 self.transition(
-                    &rec,
-                    state,
-                    Some(note),
-                    room,
-                    &me,
+                    Move {
+                        rec: &rec,
+                        state,
+                        message: Some(note),
+                        actor: &me,
+                    },
                     &mut effects.events,
                     undo,
                 )?;

@@ -18,7 +18,7 @@ use crate::core::registry::Agent;
 use crate::core::task::{Party, TaskRecord};
 use crate::core::CoreError;
 use crate::store::write;
-use a2a_proto::limits::A2A_MAX_TASK_HISTORY;
+use a2a_proto::limits::{A2A_MAX_TASK_BYTES, A2A_MAX_TASK_HISTORY, A2A_MAX_TASK_LOG};
 use a2a_proto::types::{Message, Role, State, StatusUpdate, StreamEvent, TaskStatus};
 use std::sync::Arc;
 
@@ -51,6 +51,66 @@ pub(super) fn check_history_room(rec: &TaskRecord) -> Result<(), CoreError> {
     Ok(())
 }
 
+/// Refuses a change that would write the task log's 10,001st entry
+/// (terminal moves are never refused: callers skip this for them).
+pub(super) fn check_log_room(rec: &TaskRecord) -> Result<(), CoreError> {
+    if rec.version >= A2A_MAX_TASK_LOG {
+        return Err(CoreError::SendCap {
+            limit: "A2A_MAX_TASK_LOG",
+            max: A2A_MAX_TASK_LOG,
+            actual: rec.version + 1,
+        });
+    }
+    Ok(())
+}
+
+/// Refuses `more` stored bytes past `A2A_MAX_TASK_BYTES`.
+pub(super) fn check_bytes_room(rec: &TaskRecord, more: usize) -> Result<(), CoreError> {
+    let after = rec.stored_bytes + more as u64;
+    if after > A2A_MAX_TASK_BYTES as u64 {
+        return Err(CoreError::PayloadTooLarge {
+            limit: "A2A_MAX_TASK_BYTES",
+            max: A2A_MAX_TASK_BYTES as u64,
+            actual: after,
+        });
+    }
+    Ok(())
+}
+
+/// A message to store in a task's history, encoded once (its row, and the
+/// size the task bound counts).
+pub(super) struct Encoded {
+    pub msg: Arc<Message>,
+    pub body: String,
+}
+
+impl Encoded {
+    pub fn new(msg: Message) -> Result<Self, CoreError> {
+        let body = write::json(&msg)?;
+        Ok(Self {
+            msg: Arc::new(msg),
+            body,
+        })
+    }
+}
+
+/// Does a message fit the task's history (count and bytes)? `Err` says
+/// which bound it would break.
+pub(super) fn history_room(rec: &TaskRecord, m: &Encoded) -> Result<(), CoreError> {
+    check_history_room(rec)?;
+    check_bytes_room(rec, m.body.len())
+}
+
+/// A status change to apply: the task, its new state, the stamped message
+/// that goes with it (if any), and the party whose act it is (its
+/// counterpart gets the event).
+pub(super) struct Move<'a> {
+    pub rec: &'a TaskRecord,
+    pub state: State,
+    pub message: Option<Message>,
+    pub actor: &'a Party,
+}
+
 /// Refuses anyone but the task's worker.
 pub(super) fn worker_only(
     rec: &TaskRecord,
@@ -71,62 +131,80 @@ pub(super) fn party_role(rec: &TaskRecord, agent: &Agent) -> Result<Role, CoreEr
         ))
 }
 
+/// A `status-update` event of a task carrying `status` (final when its state is terminal).
+pub(super) fn status_event(rec: &TaskRecord, status: TaskStatus) -> StreamEvent {
+    StreamEvent::Status(StatusUpdate {
+        task_id: rec.id.clone(),
+        context_id: rec.context_id.clone(),
+        is_final: status.state.is_terminal(),
+        status,
+    })
+}
+
 impl Engine {
     /// The live agent a token belongs to.
     pub(super) fn caller(&self, token: Option<&str>) -> Result<Arc<Agent>, CoreError> {
-        self.shared.registry.read().resolve(token)
+        self.shared.registry.read().resolve_for_write(token)
     }
 
-    /// Moves a task to `state` (already checked), optionally with a stamped
-    /// message (appended to the history when `in_history`), writes it, and
-    /// queues the counterpart's event (and the push notifications if the
-    /// state is terminal). `actor` is the party whose act this is; its
-    /// counterpart gets the event.
-    #[allow(clippy::too_many_arguments)]
+    /// Applies a move (its transition already checked against §6): the
+    /// message joins the history, the status changes, the row and the log
+    /// are written, and the counterpart's event (with the push
+    /// notification, if the state is terminal) is queued.
+    ///
+    /// Bounds (§7): a move that is not terminal is refused past the task
+    /// log, history or size bound; a terminal move never is: past one of
+    /// them its message rides on the status only, so no task can be pinned open.
     pub(super) fn transition(
         &mut self,
-        rec: &TaskRecord,
-        state: State,
-        message: Option<Message>,
-        in_history: bool,
-        actor: &Party,
+        mv: Move<'_>,
         events: &mut Vec<Routed>,
         undo: &mut Undo,
     ) -> Result<Arc<TaskRecord>, CoreError> {
+        let Move {
+            rec,
+            state,
+            message,
+            actor,
+        } = mv;
+        let terminal = state.is_terminal();
+        if !terminal {
+            check_log_room(rec)?;
+        }
+        let message = message.map(Encoded::new).transpose()?;
+        let in_history = match &message {
+            Some(m) => match history_room(rec, m) {
+                Ok(()) => true,
+                Err(_) if terminal => false,
+                Err(e) => return Err(e),
+            },
+            None => false,
+        };
         let now = clock::now();
         let mut next = rec.clone();
-        let message = message.map(Arc::new);
         if let Some(m) = message.as_ref().filter(|_| in_history) {
-            write::insert_message(&self.conn, &rec.id, next.history.len(), m)?;
-            next.history.push(m.clone());
+            write::insert_message(&self.conn, &rec.id, next.history.len(), &m.msg, &m.body)?;
+            next.history.push(m.msg.clone());
+            next.stored_bytes += m.body.len() as u64;
         }
         next.status = TaskStatus {
             state,
-            message,
+            message: message.map(|m| m.msg),
             timestamp: now.clone(),
         };
         next.version += 1;
         next.updated_at = now.clone();
-        let event = StreamEvent::Status(StatusUpdate {
-            task_id: next.id.clone(),
-            context_id: next.context_id.clone(),
-            status: next.status.clone(),
-            is_final: state.is_terminal(),
-        });
-        self.record_change(
-            &next,
-            event,
-            actor,
-            next.counterpart(actor).clone(),
-            &now,
-            events,
-        )?;
-        if state.is_terminal() && !rec.state().is_terminal() {
-            self.settled.push_back(next.id.clone());
+        let event = status_event(&next, next.status.clone());
+        let counterpart = next.counterpart(actor).clone();
+        self.record_change(&next, event, actor, counterpart.clone(), &now, events)?;
+        if terminal && !rec.state().is_terminal() {
+            undo.settled.push(next.id.clone());
             self.add_open(&next.context_id, -1, undo);
-            for (owner, cfg) in &next.push_configs {
+            // One push config per task; its notification goes where the
+            // task event goes: to the counterpart of the caller (§5).
+            if let Some((_, cfg)) = next.push_configs.first() {
                 events.push(Routed::Push {
-                    to: owner.clone(),
+                    to: counterpart,
                     task_id: next.id.clone(),
                     context_id: next.context_id.clone(),
                     token: cfg.token.clone(),
@@ -172,12 +250,7 @@ impl Engine {
             to,
             context_id: rec.context_id.clone(),
             version: rec.version,
-            event: StreamEvent::Status(StatusUpdate {
-                task_id: rec.id.clone(),
-                context_id: rec.context_id.clone(),
-                status: rec.status.clone(),
-                is_final: rec.state().is_terminal(),
-            }),
+            event: status_event(rec, rec.status.clone()),
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use super::super::effects::{BlockingSpec, Effects, Routed};
 use super::super::{Engine, Undo};
-use super::{check_history_room, party_role, stamp};
+use super::{check_log_room, history_room, party_role, stamp, status_event, Encoded, Move};
 use crate::clock;
 use crate::core::addressing::resolve_workers;
 use crate::core::registry::Agent;
@@ -12,9 +12,9 @@ use crate::core::task::TaskRecord;
 use crate::core::CoreError;
 use crate::reply::{Reply, TaskView};
 use crate::store::{read, write};
-use a2a_proto::limits::{A2A_MAX_SENDS_PER_RUN, A2A_MAX_TASKS_PER_CONTEXT};
+use a2a_proto::limits::{A2A_MAX_SENDS_PER_RUN, A2A_MAX_TASKS_PER_CONTEXT, A2A_MAX_TASK_BYTES};
 use a2a_proto::params::{SendConfiguration, SendParams};
-use a2a_proto::types::{Message, Role, State, StatusUpdate, StreamEvent, TaskStatus};
+use a2a_proto::types::{Message, Role, State, TaskStatus};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -143,14 +143,22 @@ impl Engine {
         let mut events = Vec::with_capacity(n * 2);
         for (i, worker) in workers.iter().enumerate() {
             let id = clock::uuid();
-            let stamped = Arc::new(stamp(
+            let first = Encoded::new(stamp(
                 msg.clone(),
                 &id,
                 &me.context_id,
                 Role::User,
                 &me.peer_id,
                 &worker.peer_id,
-            ));
+            ))?;
+            if first.body.len() > A2A_MAX_TASK_BYTES {
+                return Err(CoreError::PayloadTooLarge {
+                    limit: "A2A_MAX_TASK_BYTES",
+                    max: A2A_MAX_TASK_BYTES as u64,
+                    actual: first.body.len() as u64,
+                });
+            }
+            let stamped = first.msg.clone();
             let mut rec = TaskRecord {
                 id: id.clone(),
                 context_id: me.context_id.clone(),
@@ -163,6 +171,7 @@ impl Engine {
                 },
                 history: vec![stamped.clone()],
                 artifacts: Vec::new(),
+                stored_bytes: first.body.len() as u64,
                 version: 1,
                 create_message_id: msg.message_id.clone(),
                 broadcast,
@@ -172,17 +181,12 @@ impl Engine {
                 render: Default::default(),
             };
             write::insert_task(&self.conn, &rec, base_seq + i as i64)?;
-            write::insert_message(&self.conn, &id, 0, &stamped)?;
+            write::insert_message(&self.conn, &id, 0, &stamped, &first.body)?;
             if let Some(pc) = &cfg.push_notification_config {
                 write::put_push_config(&self.conn, &id, &me, pc)?;
                 rec.push_configs.push((me.clone(), pc.clone()));
             }
-            let event = StreamEvent::Status(StatusUpdate {
-                task_id: id.clone(),
-                context_id: me.context_id.clone(),
-                status: rec.status.clone(),
-                is_final: false,
-            });
+            let event = status_event(&rec, rec.status.clone());
             write::append_log(&self.conn, &id, 1, &event, &me.peer_id, &now)?;
             events.push(Routed::Task {
                 to: rec.worker.clone(),
@@ -251,7 +255,7 @@ impl Engine {
             return Err(CoreError::TaskTerminal(rec.state()));
         }
         Self::check_sends(agent, 1)?;
-        check_history_room(&rec)?;
+        check_log_room(&rec)?;
 
         let counterpart = rec.counterpart(&me).clone();
         let stamped = stamp(
@@ -265,33 +269,29 @@ impl Engine {
         let mut events = Vec::new();
         let mut next = if role == Role::User && rec.state().is_interrupted() {
             // The requester's answer resumes the task.
-            self.transition(
-                &rec,
-                State::Working,
-                Some(stamped),
-                true,
-                &me,
-                &mut events,
-                undo,
-            )?
+            let mv = Move {
+                rec: &rec,
+                state: State::Working,
+                message: Some(stamped),
+                actor: &me,
+            };
+            self.transition(mv, &mut events, undo)?
         } else {
+            let m = Encoded::new(stamped)?;
+            history_room(&rec, &m)?;
             let now = clock::now();
-            let m = Arc::new(stamped);
             let mut next = (*rec).clone();
-            write::insert_message(&self.conn, &rec.id, next.history.len(), &m)?;
-            next.history.push(m.clone());
+            write::insert_message(&self.conn, &rec.id, next.history.len(), &m.msg, &m.body)?;
+            next.history.push(m.msg.clone());
+            next.stored_bytes += m.body.len() as u64;
             next.version += 1;
             next.updated_at = now.clone();
-            let event = StreamEvent::Status(StatusUpdate {
-                task_id: next.id.clone(),
-                context_id: next.context_id.clone(),
-                status: TaskStatus {
-                    state: next.state(),
-                    message: Some(m),
-                    timestamp: now.clone(),
-                },
-                is_final: false,
-            });
+            let status = TaskStatus {
+                state: next.state(),
+                message: Some(m.msg),
+                timestamp: now.clone(),
+            };
+            let event = status_event(&next, status);
             self.record_change(&next, event, &me, counterpart, &now, &mut events)?;
             self.put_task(next, undo)
         };

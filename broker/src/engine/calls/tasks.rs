@@ -3,13 +3,16 @@
 
 use super::super::effects::{Effects, Routed};
 use super::super::{Engine, Undo};
-use super::{check_history_room, party_role, stamp, worker_only};
+use super::{check_bytes_room, check_log_room, party_role, stamp, worker_only, Move};
 use crate::clock;
+use crate::core::artifact::{chunk_key, StoredArtifact};
 use crate::core::state::check_move;
 use crate::core::task::{Party, TaskRecord};
+use crate::core::validate::check_artifact;
 use crate::core::CoreError;
 use crate::reply::Reply;
 use crate::store::{read, write};
+use a2a_proto::limits::{A2A_MAX_ARTIFACTS, A2A_MAX_ARTIFACT_BYTES};
 use a2a_proto::params::{
     ArtifactParams, CancelParams, PushSetParams, ResubscribeParams, StatusParams,
 };
@@ -17,8 +20,8 @@ use a2a_proto::types::{ArtifactUpdate, Message, PushConfig, Role, State, StreamE
 use std::sync::Arc;
 
 impl Engine {
-    /// Checks an optional status message: stamped later, but refused now if
-    /// its id is taken or the history is full.
+    /// Refuses a status message whose id the task's history already holds
+    /// (the bounds are `Engine::transition`'s).
     fn check_status_message(rec: &TaskRecord, msg: Option<&Message>) -> Result<(), CoreError> {
         if let Some(m) = msg {
             if rec.history.iter().any(|h| h.message_id == m.message_id) {
@@ -27,7 +30,6 @@ impl Engine {
                     m.message_id
                 )));
             }
-            check_history_room(rec)?;
         }
         Ok(())
     }
@@ -54,7 +56,13 @@ impl Engine {
             )
         });
         let mut effects = Effects::reply(Reply::Ok);
-        let next = self.transition(&rec, p.state, msg, true, &me, &mut effects.events, undo)?;
+        let mv = Move {
+            rec: &rec,
+            state: p.state,
+            message: msg,
+            actor: &me,
+        };
+        let next = self.transition(mv, &mut effects.events, undo)?;
         effects.reply = Reply::task(next, None);
         Ok(effects)
     }
@@ -75,19 +83,20 @@ impl Engine {
             .message
             .map(|m| stamp(m, &rec.id, &rec.context_id, role, &me.peer_id, &to));
         let mut effects = Effects::reply(Reply::Ok);
-        let next = self.transition(
-            &rec,
-            State::Canceled,
-            msg,
-            true,
-            &me,
-            &mut effects.events,
-            undo,
-        )?;
+        let mv = Move {
+            rec: &rec,
+            state: State::Canceled,
+            message: msg,
+            actor: &me,
+        };
+        let next = self.transition(mv, &mut effects.events, undo)?;
         effects.reply = Reply::task(next, None);
         Ok(effects)
     }
 
+    /// Adds an artifact, replaces one (same id, `append: false`), or
+    /// appends a chunk to one (`append: true`), writing only the call's own
+    /// row (`core::artifact`).
     pub(in crate::engine) fn artifact(
         &mut self,
         p: ArtifactParams,
@@ -99,42 +108,59 @@ impl Engine {
         if rec.state().is_terminal() {
             return Err(CoreError::TaskTerminal(rec.state()));
         }
-        if p.artifact.artifact_id.is_empty() {
-            return Err(CoreError::InvalidParams(
-                "artifactId must not be empty".into(),
-            ));
-        }
-        let me = agent.party();
-        let now = clock::now();
-        let mut next = (*rec).clone();
-        let pos = next
+        check_log_room(&rec)?;
+        let content = check_artifact(&p.artifact)?;
+        let body = write::json(&p.artifact)?;
+        let pos = rec
             .artifacts
             .iter()
-            .position(|a| a.artifact_id == p.artifact.artifact_id);
-        let pos = match pos {
+            .position(|a| a.id() == p.artifact.artifact_id);
+        // What the task and the artifact would hold after the call.
+        let (replaced_bytes, artifact_content) = match pos {
+            Some(i) if p.append => (0, rec.artifacts[i].content_bytes + content),
+            Some(i) => (rec.artifacts[i].stored_bytes, content),
+            None => (0, content),
+        };
+        if pos.is_none() && rec.artifacts.len() >= A2A_MAX_ARTIFACTS {
+            return Err(CoreError::SendCap {
+                limit: "A2A_MAX_ARTIFACTS",
+                max: A2A_MAX_ARTIFACTS as u64,
+                actual: rec.artifacts.len() as u64 + 1,
+            });
+        }
+        if artifact_content > A2A_MAX_ARTIFACT_BYTES as u64 {
+            return Err(CoreError::PayloadTooLarge {
+                limit: "A2A_MAX_ARTIFACT_BYTES",
+                max: A2A_MAX_ARTIFACT_BYTES as u64,
+                actual: artifact_content,
+            });
+        }
+        let mut shrunk = (*rec).clone();
+        shrunk.stored_bytes -= replaced_bytes;
+        check_bytes_room(&shrunk, body.len())?;
+
+        let me = agent.party();
+        let now = clock::now();
+        let mut next = shrunk;
+        let stored = body.len() as u64;
+        match pos {
             Some(i) if p.append => {
-                let stored = &mut next.artifacts[i];
-                stored.parts.extend(p.artifact.parts.iter().cloned());
-                if p.artifact.name.is_some() {
-                    stored.name.clone_from(&p.artifact.name);
-                }
-                if p.artifact.description.is_some() {
-                    stored.description.clone_from(&p.artifact.description);
-                }
-                if p.artifact.metadata.is_some() {
-                    stored.metadata.clone_from(&p.artifact.metadata);
-                }
-                i
+                let key = chunk_key(&p.artifact.artifact_id, next.artifacts[i].chunks.len() + 1);
+                write::insert_artifact_chunk(&self.conn, &next.id, &key, i, &body)?;
+                next.artifacts[i] = next.artifacts[i].appended(p.artifact.clone(), content, stored);
             }
             Some(i) => {
-                next.artifacts[i] = p.artifact.clone();
-                i
+                write::put_artifact(&self.conn, &next.id, i, &p.artifact, &body)?;
+                next.artifacts[i] = StoredArtifact::new(p.artifact.clone(), content, stored);
             }
             None => {
-                next.artifacts.push(p.artifact.clone());
-                next.artifacts.len() - 1
+                let i = next.artifacts.len();
+                write::put_artifact(&self.conn, &next.id, i, &p.artifact, &body)?;
+                next.artifacts
+                    .push(StoredArtifact::new(p.artifact.clone(), content, stored));
             }
-        };
+        }
+        next.stored_bytes += stored;
         next.version += 1;
         next.updated_at = now.clone();
         let event = StreamEvent::Artifact(ArtifactUpdate {
@@ -144,7 +170,6 @@ impl Engine {
             append: p.append,
             last_chunk: p.last_chunk,
         });
-        write::put_artifact(&self.conn, &next.id, pos, &next.artifacts[pos])?;
         let mut effects = Effects::reply(Reply::Ok);
         let to = next.requester.clone();
         self.record_change(&next, event, &me, to, &now, &mut effects.events)?;
@@ -196,7 +221,8 @@ impl Engine {
         Ok(Effects::reply(Reply::Config(Some(p.config))))
     }
 
-    /// Stores the push config `owner` sets on a task (one per party).
+    /// Stores the task's push config (one per task, the last set wins,
+    /// whichever party sets it; `owner` is kept for the audit view).
     pub(in crate::engine) fn set_push_config(
         &mut self,
         rec: &TaskRecord,
@@ -206,10 +232,7 @@ impl Engine {
     ) -> Result<Arc<TaskRecord>, CoreError> {
         write::put_push_config(&self.conn, &rec.id, owner, &cfg)?;
         let mut next = rec.clone();
-        match next.push_configs.iter_mut().find(|(o, _)| o == owner) {
-            Some((_, c)) => *c = cfg,
-            None => next.push_configs.push((owner.clone(), cfg)),
-        }
+        next.push_configs = vec![(owner.clone(), cfg)];
         Ok(self.put_task(next, undo))
     }
 }
