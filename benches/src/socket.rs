@@ -60,8 +60,12 @@ impl SocketBroker {
         })
         .expect("start the broker");
         let sock = dir.path().join("run").join("sock");
-        let server = listen(broker.clone(), sock.to_str().expect("utf-8 temp path"))
-            .expect("listen on the socket");
+        let server = listen(
+            broker.clone(),
+            sock.to_str().expect("utf-8 temp path"),
+            a2a_proto::limits::DEFAULT_MAX_CONNECTIONS,
+        )
+        .expect("listen on the socket");
         let secret = match &server.secret_file {
             Some(f) => std::fs::read_to_string(f).expect("read the minted secret"),
             // A2A_BROKER_SECRET was set in the environment.

@@ -51,7 +51,9 @@ pub const FEATURES: &[&str] = &[
 pub struct Broker {
     pub shared: Arc<Shared>,
     pub engine: EngineHandle,
-    readers: reads::ReaderPool,
+    readers: Arc<reads::ReaderPool>,
+    /// Where reads that need SQLite run (off the transports' threads).
+    read_workers: reads::ReadWorkers,
     next_conn: AtomicU64,
 }
 
@@ -68,12 +70,21 @@ pub struct Session {
     parked: Arc<std::sync::atomic::AtomicUsize>,
 }
 
+impl Session {
+    /// Has the connection completed its handshake?
+    pub fn is_handshaken(&self) -> bool {
+        self.handshaken
+    }
+}
+
 impl Broker {
     pub fn new(shared: Arc<Shared>, engine: EngineHandle, db_path: PathBuf) -> Self {
+        let readers = Arc::new(reads::ReaderPool::new(db_path));
         Self {
             shared,
             engine,
-            readers: reads::ReaderPool::new(db_path),
+            read_workers: reads::ReadWorkers::start(readers.clone()),
+            readers,
             next_conn: AtomicU64::new(1),
         }
     }
@@ -200,9 +211,17 @@ impl Broker {
         let op = match call {
             Call::Handshake(p) => return Some(self.handshake(s, p)),
             Call::ListAgents(p) => return Some(self.read(|c| reads::list_agents(c, p))),
-            Call::Get(p) => return Some(self.read(|c| reads::get_task(c, p))),
-            Call::ListTasks(p) => return Some(self.read(|c| reads::list_tasks(c, p))),
-            Call::PushGet(p) => return Some(self.read(|c| reads::push_config(c, p))),
+            Call::Get(p) => {
+                let cached = self.cached(&p.id);
+                return self.read_where(cached, slot, move |c| reads::get_task(c, p));
+            }
+            Call::ListTasks(p) => {
+                return self.read_where(false, slot, move |c| reads::list_tasks(c, p));
+            }
+            Call::PushGet(p) => {
+                let cached = self.cached(&p.task_id);
+                return self.read_where(cached, slot, move |c| reads::push_config(c, p));
+            }
             Call::Wait(p) => return self.wait(s, p, slot),
             Call::Register(p) => Ok(Op::Register {
                 conn: s.conn,
@@ -262,13 +281,44 @@ impl Broker {
         }))
     }
 
-    /// Runs a read on this connection's thread with its read connection.
+    /// Runs a read that needs no SQLite on this connection's thread.
     fn read(
         &self,
         f: impl FnOnce(&mut reads::ReadCtx<'_>) -> Result<Reply, crate::core::CoreError>,
     ) -> Result<Reply, RpcError> {
         let mut ctx = reads::ReadCtx::new(&self.shared, &self.readers);
         f(&mut ctx).map_err(to_rpc)
+    }
+
+    /// Is this task in the committed-task cache (a read of it needs no SQLite)?
+    fn cached(&self, id: &str) -> bool {
+        self.shared.tasks.read().contains_key(id)
+    }
+
+    /// Runs a read here if it needs no SQLite, else on a reader thread,
+    /// which answers the responder itself (`None`: handed on).
+    fn read_where(
+        &self,
+        here: bool,
+        slot: &mut Option<Responder>,
+        f: impl FnOnce(&mut reads::ReadCtx<'_>) -> Result<Reply, crate::core::CoreError>
+            + Send
+            + 'static,
+    ) -> Option<Result<Reply, RpcError>> {
+        if here {
+            return Some(self.read(f));
+        }
+        let responder = slot.take().expect("responder present");
+        let shared = self.shared.clone();
+        self.read_workers.run(Box::new(move |pool| {
+            let result = catch_unwind(AssertUnwindSafe(|| {
+                let mut ctx = reads::ReadCtx::new(&shared, pool);
+                f(&mut ctx).map_err(to_rpc)
+            }))
+            .unwrap_or_else(|_| Err(RpcError::internal("the request failed inside the broker")));
+            responder.send(result);
+        }));
+        None
     }
 
     /// A blocking send holds one of the connection's parking places until

@@ -2,7 +2,7 @@
 
 use a2a_broker::store::Durability;
 use a2a_broker::{demo, inspect, server};
-use a2a_proto::limits::DEFAULT_BATCH_MAX;
+use a2a_proto::limits::{DEFAULT_BATCH_MAX, DEFAULT_MAX_CONNECTIONS};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -48,6 +48,10 @@ enum Cmd {
         /// Do not serve stdin/stdout (a socket-only broker; stops on SIGTERM/SIGINT).
         #[arg(long, requires = "socket")]
         no_stdio: bool,
+        /// Socket connections held at once; one more is answered with an
+        /// error line and closed.
+        #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000), requires = "socket")]
+        max_connections: u64,
     },
     /// Run a short delegation through a broker on a temporary database and
     /// print what happens.
@@ -92,12 +96,14 @@ fn main() -> ExitCode {
             batch_max,
             socket,
             no_stdio,
+            max_connections,
         } => server::serve(server::ServeConfig {
             db,
             durability,
             batch_max: batch_max as usize,
             socket,
             no_stdio,
+            max_connections: max_connections as usize,
         }),
         Cmd::Demo => demo::run(),
         Cmd::Tasks { cmd } => match cmd {

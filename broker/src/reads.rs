@@ -1,10 +1,13 @@
-//! The read-only methods, answered on the connection's own thread: from the
-//! committed-task cache when it has the task, else from a read-only SQLite
-//! connection. They never queue behind the writer.
+//! The read-only methods, answered without the writer: on the connection's
+//! own thread when the committed-task cache has what they need, else on a
+//! reader thread with a read-only SQLite connection ([`ReadWorkers`]), so a
+//! slow read never stalls the socket runtime that serves every connection.
+//! They never queue behind the writer.
 
 use crate::core::addressing::addressable;
 use crate::core::registry::Agent;
 use crate::core::task::TaskRecord;
+use crate::core::validate;
 use crate::core::CoreError;
 use crate::engine::Shared;
 use crate::reply::{Reply, TaskView};
@@ -15,6 +18,10 @@ use parking_lot::Mutex;
 use rusqlite::Connection;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// Bytes of tasks one `a2a.tasks.list` page may carry: the outgoing frame
+/// bound less room for the envelope.
+const LIST_REPLY_BUDGET: usize = a2a_proto::limits::A2A_MAX_OUT_FRAME_BYTES - 64 * 1024;
 
 /// Idle read-only connections shared by all sessions: a socket broker
 /// with hundreds of clients needs a few of them, not one each.
@@ -46,6 +53,46 @@ impl ReaderPool {
         if idle.len() < IDLE_READERS {
             idle.push(c);
         }
+    }
+}
+
+/// A read to run on a reader thread: it answers its responder itself.
+type ReadJob = Box<dyn FnOnce(&ReaderPool) + Send>;
+
+/// Threads that run the reads needing SQLite (cache misses, every
+/// `a2a.tasks.list`): two, as SQLite reads in WAL mode run side by side and
+/// this machine class has two cores; more would only queue on them.
+pub struct ReadWorkers {
+    tx: crossbeam_channel::Sender<ReadJob>,
+}
+
+/// Reader threads.
+const READ_THREADS: usize = 2;
+
+impl ReadWorkers {
+    /// Starts the reader threads on `pool`; they end when this is dropped.
+    pub fn start(pool: Arc<ReaderPool>) -> Self {
+        let (tx, rx) = crossbeam_channel::unbounded::<ReadJob>();
+        for i in 0..READ_THREADS {
+            let rx = rx.clone();
+            let pool = pool.clone();
+            std::thread::Builder::new()
+                .name(format!("a2a-read-{i}"))
+                .spawn(move || {
+                    while let Ok(job) = rx.recv() {
+                        // The job's own panic boundary answers its caller.
+                        job(&pool);
+                    }
+                })
+                .expect("spawn reader thread");
+        }
+        Self { tx }
+    }
+
+    /// Queues a read; if the threads are gone the job is dropped, and its
+    /// responder answers `-32603`.
+    pub fn run(&self, job: ReadJob) {
+        let _ = self.tx.send(job);
     }
 }
 
@@ -156,13 +203,30 @@ pub fn list_tasks(c: &mut ReadCtx<'_>, p: ListTasksParams) -> Result<Reply, Core
             CoreError::InvalidParams(format!("cursor `{cur}` is not one this broker gave"))
         })?),
     };
-    let (ids, next) = read::list_task_ids(c.db()?, &agent.party(), p.role, p.state, limit, before)?;
-    let mut tasks = Vec::with_capacity(ids.len());
-    for id in ids {
-        tasks.push(TaskView::full(c.task(&id)?));
+    let (page, more) =
+        read::list_task_ids(c.db()?, &agent.party(), p.role, p.state, limit, before)?;
+    // The answer must fit one outgoing frame (§1.1): past the budget the
+    // page ends early, and its cursor picks up where it stopped.
+    let mut budget = LIST_REPLY_BUDGET;
+    let mut tasks = Vec::with_capacity(page.len());
+    let mut last_seq = None;
+    let mut cut = false;
+    for (seq, id) in &page {
+        let view = TaskView::full(c.task(id)?);
+        let size = validate::json_len(&view)?;
+        if size > budget && !tasks.is_empty() {
+            cut = true;
+            break;
+        }
+        budget = budget.saturating_sub(size);
+        tasks.push(view);
+        last_seq = Some(*seq);
     }
     Ok(Reply::TaskList {
         tasks,
-        next_cursor: next.map(|n| n.to_string()),
+        next_cursor: (more || cut)
+            .then_some(last_seq)
+            .flatten()
+            .map(|n| n.to_string()),
     })
 }

@@ -22,6 +22,8 @@ pub struct ServeConfig {
     pub socket: Option<String>,
     /// `--no-stdio`: do not serve stdin/stdout.
     pub no_stdio: bool,
+    /// `--max-connections`: socket connections held at once.
+    pub max_connections: usize,
 }
 
 impl ServeConfig {
@@ -33,6 +35,7 @@ impl ServeConfig {
             batch_max: a2a_proto::limits::DEFAULT_BATCH_MAX,
             socket: None,
             no_stdio: false,
+            max_connections: a2a_proto::limits::DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -80,7 +83,7 @@ pub fn serve(cfg: ServeConfig) -> Result<(), String> {
     }
 
     let server = match &cfg.socket {
-        Some(name) => Some(socket::listen(broker.clone(), name)?),
+        Some(name) => Some(socket::listen(broker.clone(), name, cfg.max_connections)?),
         None => None,
     };
 

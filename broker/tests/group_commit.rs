@@ -86,7 +86,7 @@ fn racing_terminal_transitions_never_both_win() {
         })
         .collect();
 
-    // Per task, in one batch line: the worker completes it, the requester
+    // Per task, in one batch line (of two): the worker completes it, the requester
     // cancels it, and the worker fails it. Exactly one may win.
     let before = b.shared.stats.commits.load(Ordering::Relaxed);
     let mut racing = Vec::new();
@@ -108,7 +108,11 @@ fn racing_terminal_transitions_never_both_win() {
             json!({"token": wrk, "id": t, "state": "failed"}),
         ));
     }
-    b.handle_line(&mut s, Value::Array(racing).to_string().as_bytes());
+    // Batch lines hold at most A2A_MAX_BATCH (256) entries: two lines of
+    // 50 tasks' triples each, sent back to back.
+    for chunk in racing.chunks(150) {
+        b.handle_line(&mut s, Value::Array(chunk.to_vec()).to_string().as_bytes());
+    }
     let racing_ids: Vec<u64> = (0..n)
         .flat_map(|k| (0..3).map(move |j| 1000 + 10 * k + j))
         .collect();

@@ -134,6 +134,16 @@ fn decode_with<T: Decode<()>, C: bincode::config::Config>(
     Ok(v)
 }
 
+/// The first complete frame at the front of `buf` (its payload's range), if
+/// all of it is there; a length prefix over `max` is an error at once.
+pub fn next_frame(buf: &[u8], max: usize) -> Result<Option<std::ops::Range<usize>>, FrameError> {
+    if buf.len() < 4 {
+        return Ok(None);
+    }
+    let n = payload_len_within(buf[..4].try_into().expect("4 bytes"), max)?;
+    Ok((buf.len() - 4 >= n).then_some(4..4 + n))
+}
+
 /// Splits complete frames a client sent off the front of `buf`: returns the
 /// payloads' ranges and how many bytes they used.
 pub fn split_frames(buf: &[u8]) -> Result<(Vec<std::ops::Range<usize>>, usize), FrameError> {

@@ -116,7 +116,7 @@ impl PullQueue {
         // the rest waits for the next `events.wait` (nothing is dropped).
         let mut budget = EVENTS_REPLY_BUDGET;
         for n in &st.events {
-            let size = json_len(&**n);
+            let size = json_len(n);
             if size > budget && !events.is_empty() {
                 break;
             }

@@ -139,13 +139,17 @@ mod tests {
         let t = Timer::start();
         let (tx, rx) = crossbeam_channel::unbounded();
         let now = Instant::now();
-        let far = t.schedule(now + Duration::from_secs(3600), || panic!("cancelled"));
-        let tx2 = tx.clone();
-        let near = t.schedule(now + Duration::from_millis(5), move || tx2.send(1).unwrap());
-        t.cancel(far);
+        let a = t.schedule(now + Duration::from_secs(3600), || panic!("cancelled"));
+        let b = t.schedule(now + Duration::from_secs(3600), || panic!("cancelled"));
+        assert_eq!(t.pending(), 2);
+        t.cancel(a);
         assert_eq!(t.pending(), 1);
+        t.cancel(b);
+        assert_eq!(t.pending(), 0);
+        // Cancelling one that already ran changes nothing.
+        let ran = t.schedule(now, move || tx.send(1).unwrap());
         assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), 1);
-        t.cancel(near); // already ran: no effect
+        t.cancel(ran);
         assert_eq!(t.pending(), 0);
     }
 

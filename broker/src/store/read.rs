@@ -192,7 +192,7 @@ pub fn list_task_ids(
     state: Option<State>,
     limit: usize,
     before_seq: Option<i64>,
-) -> Result<(Vec<String>, Option<i64>), CoreError> {
+) -> Result<(Vec<(i64, String)>, bool), CoreError> {
     let (as_req, as_worker) = match role {
         ListRole::Requester => (true, false),
         ListRole::Worker => (false, true),
@@ -220,12 +220,7 @@ pub fn list_task_ids(
         .collect::<Result<Vec<_>, _>>()?;
     let more = rows.len() > limit;
     let page: Vec<(i64, String)> = rows.into_iter().take(limit).collect();
-    let next = if more {
-        page.last().map(|(s, _)| *s)
-    } else {
-        None
-    };
-    Ok((page.into_iter().map(|(_, id)| id).collect(), next))
+    Ok((page, more))
 }
 
 /// The logged events of a task with a version above `after`, in order.

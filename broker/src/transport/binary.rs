@@ -12,6 +12,7 @@ use crate::reply::{Reply, TaskView};
 use a2a_proto::binary::{encode_frame, ServerFrame};
 use a2a_proto::error::RpcError;
 use a2a_proto::jsonrpc::Id;
+use a2a_proto::limits::A2A_MAX_OUT_FRAME_BYTES;
 use bincode::enc::Encoder;
 use bincode::error::EncodeError;
 use bincode::Encode;
@@ -24,16 +25,38 @@ const NOTIFICATION: u32 = 1;
 /// batch would be written response by response).
 pub fn write_outgoing(out: &mut Vec<u8>, item: &Outgoing) -> Result<(), EncodeError> {
     match item {
-        Outgoing::Response(r) => encode_frame(&ResponseRef(&r.id, &r.result), out),
+        Outgoing::Response(r) => response(out, r),
         Outgoing::Batch(rs) => {
             for r in rs {
-                encode_frame(&ResponseRef(&r.id, &r.result), out)?;
+                response(out, r)?;
             }
             Ok(())
         }
-        Outgoing::Event(n) => encode_frame(&(NOTIFICATION, &**n), out),
+        Outgoing::Event(n) => {
+            let start = out.len();
+            encode_frame(&(NOTIFICATION, &**n), out)?;
+            // Never written past the bound (§1.1); the task bounds keep
+            // every event far below it.
+            if out.len() - start - 4 > A2A_MAX_OUT_FRAME_BYTES {
+                out.truncate(start);
+            }
+            Ok(())
+        }
         Outgoing::Fatal(e) => encode_frame(&ServerFrame::Fatal(e.clone()), out),
     }
+}
+
+/// One response frame, answered `-32603` instead if it would exceed the
+/// outgoing frame bound (§1.1).
+fn response(out: &mut Vec<u8>, r: &crate::delivery::Response) -> Result<(), EncodeError> {
+    let start = out.len();
+    encode_frame(&ResponseRef(&r.id, &r.result), out)?;
+    if out.len() - start - 4 > A2A_MAX_OUT_FRAME_BYTES {
+        out.truncate(start);
+        let e = Err(super::frame_limit::response_too_large());
+        encode_frame(&ResponseRef(&r.id, &e), out)?;
+    }
+    Ok(())
 }
 
 fn wire_id(id: &Id) -> u64 {

@@ -5,8 +5,10 @@
 //! - [`stdio`]: the canonical transport on stdin/stdout.
 //! - [`socket`]: the local socket (ext), NDJSON or binary frames by the first bytes.
 //! - [`binary`]: writing binary frames.
+//! - [`frame_limit`]: what stands in for a frame over the outgoing bound.
 
 pub mod binary;
+pub mod frame_limit;
 pub mod ndjson;
 pub mod socket;
 pub mod stdio;

@@ -1,10 +1,11 @@
 //! NDJSON framing (PROTOCOL.md §1.1): reading lines with a size cap, and
 //! writing the outbox's typed items as JSON lines.
 
-use crate::delivery::{Outgoing, Response};
+use crate::delivery::Outgoing;
 use a2a_proto::jsonrpc::{write_notification, write_response, write_response_body};
+use a2a_proto::limits::A2A_MAX_OUT_FRAME_BYTES;
 use a2a_proto::types::Notification;
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead};
 
 /// One read from a [`LineReader`].
 #[derive(Debug, PartialEq)]
@@ -24,6 +25,10 @@ struct Splitter {
     buf: Vec<u8>,
     max: usize,
     discarding: bool,
+    /// Report a line as too large as soon as it passes `max`, without
+    /// waiting for its end (before a socket handshake: the connection is
+    /// closed then, so there is nothing to resynchronise).
+    eager: bool,
 }
 
 enum Step {
@@ -41,6 +46,7 @@ impl Splitter {
             buf: Vec::new(),
             max,
             discarding: false,
+            eager: false,
         }
     }
 
@@ -59,6 +65,9 @@ impl Splitter {
             if self.buf.len() + chunk.len() > self.max {
                 self.discarding = true;
                 self.buf = Vec::new();
+                if self.eager {
+                    return (chunk.len(), Step::TooLarge);
+                }
             } else {
                 self.buf.extend_from_slice(chunk);
             }
@@ -134,6 +143,13 @@ impl<R: tokio::io::AsyncBufRead + Unpin> AsyncLineReader<R> {
         }
     }
 
+    /// Changes the line bound from the next line on; `eager` reports a
+    /// line over it as soon as it passes the bound (see `Splitter::eager`).
+    pub fn set_max(&mut self, max: usize, eager: bool) {
+        self.split.max = max;
+        self.split.eager = eager;
+    }
+
     /// The next line; same rules as [`LineReader::next_line`].
     pub async fn next_line(&mut self) -> io::Result<Line<'_>> {
         use tokio::io::AsyncBufReadExt;
@@ -154,30 +170,63 @@ impl<R: tokio::io::AsyncBufRead + Unpin> AsyncLineReader<R> {
     }
 }
 
-fn write_resp<W: Write>(w: &mut W, r: &Response) -> io::Result<()> {
-    write_response(w, &r.id, r.result.as_ref())
-}
-
-/// Writes one outbox item as a JSON line (a batch as one array line).
-pub fn write_outgoing<W: Write>(w: &mut W, item: &Outgoing) -> io::Result<()> {
+/// Appends one outbox item as a JSON line (a batch as one array line),
+/// never longer than `A2A_MAX_OUT_FRAME_BYTES` (§1.1): a response that
+/// would be is answered `-32603` instead, and in a batch each response that
+/// would take the reply past the bound is replaced by `-32600`.
+pub fn write_outgoing(out: &mut Vec<u8>, item: &Outgoing) -> io::Result<()> {
+    let start = out.len();
     match item {
-        Outgoing::Response(r) => write_resp(w, r),
-        Outgoing::Batch(rs) => {
-            w.write_all(b"[")?;
-            for (i, r) in rs.iter().enumerate() {
-                if i > 0 {
-                    w.write_all(b",")?;
-                }
-                write_response_body(w, &r.id, r.result.as_ref())?;
+        Outgoing::Response(r) => {
+            write_response(out, &r.id, r.result.as_ref())?;
+            if out.len() - start > A2A_MAX_OUT_FRAME_BYTES {
+                out.truncate(start);
+                write_response::<_, ()>(
+                    out,
+                    &r.id,
+                    Err(&super::frame_limit::response_too_large()),
+                )?;
             }
-            w.write_all(b"]\n")
+            Ok(())
         }
-        Outgoing::Fatal(e) => write_response::<_, ()>(w, &a2a_proto::jsonrpc::Id::Null, Err(e)),
-        Outgoing::Event(n) => match &**n {
-            Notification::TaskEvent(p) => write_notification(w, a2a_proto::methods::TASK_EVENT, p),
-            Notification::Push(p) => write_notification(w, a2a_proto::methods::PUSH, p),
-            Notification::Lagged(p) => write_notification(w, a2a_proto::methods::LAGGED, p),
-        },
+        Outgoing::Batch(rs) => {
+            out.push(b'[');
+            for (i, r) in rs.iter().enumerate() {
+                let at = out.len();
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_response_body(out, &r.id, r.result.as_ref())?;
+                // Room for the closing `]\n` and for the remaining
+                // responses' replacements, which are small.
+                if out.len() - start + 2 + 256 * (rs.len() - i) > A2A_MAX_OUT_FRAME_BYTES {
+                    out.truncate(at);
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    let e = super::frame_limit::batch_reply_too_large();
+                    write_response_body::<_, ()>(out, &r.id, Err(&e))?;
+                }
+            }
+            out.extend_from_slice(b"]\n");
+            Ok(())
+        }
+        Outgoing::Fatal(e) => write_response::<_, ()>(out, &a2a_proto::jsonrpc::Id::Null, Err(e)),
+        Outgoing::Event(n) => {
+            match &**n {
+                Notification::TaskEvent(p) => {
+                    write_notification(out, a2a_proto::methods::TASK_EVENT, p)?
+                }
+                Notification::Push(p) => write_notification(out, a2a_proto::methods::PUSH, p)?,
+                Notification::Lagged(p) => write_notification(out, a2a_proto::methods::LAGGED, p)?,
+            }
+            // The task bounds keep every event far below this; one that is
+            // not is never written (a client may resubscribe for it).
+            if out.len() - start > A2A_MAX_OUT_FRAME_BYTES {
+                out.truncate(start);
+            }
+            Ok(())
+        }
     }
 }
 

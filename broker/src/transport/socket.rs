@@ -15,10 +15,13 @@ use super::binary;
 use super::ndjson::{self, AsyncLineReader, Line};
 use crate::delivery::{Outbox, Outgoing, Responder};
 use crate::dispatch::{Broker, Secret, Session};
-use a2a_proto::binary::{decode_payload, preamble, split_frames, ClientFrame, FrameError, MAGIC};
+use a2a_proto::binary::{decode_payload, next_frame, preamble, ClientFrame, FrameError, MAGIC};
 use a2a_proto::error::RpcError;
 use a2a_proto::jsonrpc::Id;
-use a2a_proto::limits::{MAX_FRAME_BYTES, OUTBOX_EVENT_BOUND, OUTBOX_RESPONSE_BOUND};
+use a2a_proto::limits::{
+    HANDSHAKE_TIMEOUT_SECONDS, MAX_FRAME_BYTES, OUTBOX_EVENT_BOUND, OUTBOX_RESPONSE_BOUND,
+    PRE_HANDSHAKE_FRAME_BYTES,
+};
 use interprocess::local_socket::tokio::{prelude::*, Stream};
 use interprocess::local_socket::{GenericFilePath, ListenerOptions};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -165,8 +168,13 @@ fn load_secret(path: &Path) -> Result<(Secret, Option<PathBuf>), String> {
     Ok((Secret::new(secret), Some(file)))
 }
 
-/// Binds `--socket NAME` and starts serving it on a tokio runtime.
-pub fn listen(broker: Arc<Broker>, name: &str) -> Result<SocketServer, String> {
+/// Binds `--socket NAME` and starts serving it on a tokio runtime, holding
+/// at most `max_connections` connections at once.
+pub fn listen(
+    broker: Arc<Broker>,
+    name: &str,
+    max_connections: usize,
+) -> Result<SocketServer, String> {
     let path = socket_path(name);
     let dir = path
         .parent()
@@ -196,11 +204,27 @@ pub fn listen(broker: Arc<Broker>, name: &str) -> Result<SocketServer, String> {
     };
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
         .map_err(|e| format!("cannot restrict socket {}: {e}", path.display()))?;
+    let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     runtime.spawn(async move {
         loop {
             match listener.accept().await {
                 Ok(conn) => {
-                    tokio::spawn(serve_connection(broker.clone(), secret.clone(), conn));
+                    // Taken before the connection is served, given back when
+                    // it ends: one over the bound is answered and closed at
+                    // once, never left waiting in the backlog.
+                    match ConnectionSlot::take(&open, max_connections) {
+                        Some(slot) => {
+                            tokio::spawn(serve_connection(
+                                broker.clone(),
+                                secret.clone(),
+                                conn,
+                                slot,
+                            ));
+                        }
+                        None => {
+                            tokio::spawn(refuse(conn));
+                        }
+                    }
                 }
                 // Out of descriptors, or a connection that died in the
                 // backlog: keep serving the others.
@@ -215,30 +239,69 @@ pub fn listen(broker: Arc<Broker>, name: &str) -> Result<SocketServer, String> {
     })
 }
 
+/// One of the socket's `--max-connections` places, held while a connection lives.
+struct ConnectionSlot(Arc<std::sync::atomic::AtomicUsize>);
+
+impl ConnectionSlot {
+    fn take(open: &Arc<std::sync::atomic::AtomicUsize>, max: usize) -> Option<Self> {
+        use std::sync::atomic::Ordering::AcqRel;
+        open.fetch_update(AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1))
+            .ok()
+            .map(|_| ConnectionSlot(open.clone()))
+    }
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Answers a connection over `--max-connections` with one NDJSON error line
+/// and closes it (a binary client reads it as a malformed frame: closed
+/// either way).
+async fn refuse(conn: Stream) {
+    let err = RpcError::new(
+        a2a_proto::error::INVALID_REQUEST,
+        "invalid request: the broker holds as many connections as it may (--max-connections)",
+        Some(serde_json::json!({"reason": "too many connections"})),
+    );
+    let mut line = Vec::new();
+    let _ = a2a_proto::jsonrpc::write_response::<_, ()>(&mut line, &Id::Null, Err(&err));
+    let mut w = &conn;
+    let _ = tokio::time::timeout(Duration::from_secs(1), w.write_all(&line)).await;
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum Codec {
     Json,
     Binary,
 }
 
-async fn serve_connection(broker: Arc<Broker>, secret: Arc<Secret>, conn: Stream) {
+async fn serve_connection(
+    broker: Arc<Broker>,
+    secret: Arc<Secret>,
+    conn: Stream,
+    _slot: ConnectionSlot,
+) {
     let outbox = Arc::new(Outbox::with_response_bound(
         OUTBOX_EVENT_BOUND,
         OUTBOX_RESPONSE_BOUND,
     ));
     let mut session = broker.session_with_secret(outbox.clone(), secret);
     let mut rd = BufReader::with_capacity(64 * 1024, &conn);
-    let codec = match sniff(&mut rd).await {
-        Some(c) => c,
-        None => {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(HANDSHAKE_TIMEOUT_SECONDS);
+    let codec = match tokio::time::timeout_at(deadline, sniff(&mut rd)).await {
+        Ok(Some(c)) => c,
+        Ok(None) | Err(_) => {
             tokio::task::block_in_place(|| broker.close(session));
             return;
         }
     };
     let reader = async {
         match codec {
-            Codec::Json => read_json(&broker, &mut session, rd).await,
-            Codec::Binary => read_binary(&broker, &mut session, rd).await,
+            Codec::Json => read_json(&broker, &mut session, rd, deadline).await,
+            Codec::Binary => read_binary(&broker, &mut session, rd, deadline).await,
         }
         outbox.close();
     };
@@ -275,15 +338,40 @@ async fn sniff<R: tokio::io::AsyncBufRead + Unpin>(rd: &mut R) -> Option<Codec> 
     })
 }
 
+/// Before its handshake, a connection costs the broker almost nothing
+/// (§2): lines are bounded by `PRE_HANDSHAKE_FRAME_BYTES` and reported as
+/// soon as they pass it, a batch is refused, and either closes the
+/// connection, as does a handshake not done by `deadline`.
 async fn read_json<R: tokio::io::AsyncBufRead + Unpin>(
     broker: &Broker,
     session: &mut Session,
     rd: R,
+    deadline: tokio::time::Instant,
 ) {
-    let mut lines = AsyncLineReader::new(rd, MAX_FRAME_BYTES);
+    let mut lines = AsyncLineReader::new(rd, PRE_HANDSHAKE_FRAME_BYTES);
+    lines.set_max(PRE_HANDSHAKE_FRAME_BYTES, true);
+    let mut open = false;
     loop {
-        match lines.next_line().await {
+        if !open && session.is_handshaken() {
+            open = true;
+            lines.set_max(MAX_FRAME_BYTES, false);
+        }
+        let next = if open {
+            lines.next_line().await
+        } else {
+            match tokio::time::timeout_at(deadline, lines.next_line()).await {
+                Ok(r) => r,
+                Err(_) => return pre_handshake_close(session, "handshake timeout"),
+            }
+        };
+        match next {
+            Ok(Line::Line(l)) if !open && is_batch(l) => {
+                return pre_handshake_close(session, "batch before handshake");
+            }
             Ok(Line::Line(l)) => broker.handle_line(session, l),
+            Ok(Line::TooLarge) if !open => {
+                return pre_handshake_close(session, "frame too large before handshake");
+            }
             Ok(Line::TooLarge) => broker.frame_too_large(session),
             Ok(Line::Eof) | Err(_) => break,
         }
@@ -293,14 +381,41 @@ async fn read_json<R: tokio::io::AsyncBufRead + Unpin>(
     }
 }
 
+/// Does this NDJSON line hold a batch (a JSON array)?
+fn is_batch(line: &[u8]) -> bool {
+    line.iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'[')
+}
+
+/// Answers a connection that broke a pre-handshake rule, then closes it.
+fn pre_handshake_close(session: &Session, reason: &str) {
+    let err = RpcError::new(
+        a2a_proto::error::INVALID_REQUEST,
+        format!("invalid request: {reason}; the connection is closed"),
+        Some(serde_json::json!({
+            "reason": reason,
+            "method": a2a_proto::methods::HANDSHAKE,
+            "max": PRE_HANDSHAKE_FRAME_BYTES,
+        })),
+    );
+    session.outbox.push_fatal(err);
+}
+
+/// Binary frames; before the handshake a frame is bounded by
+/// `PRE_HANDSHAKE_FRAME_BYTES` and the handshake must come by `deadline`
+/// (see `read_json`).
 async fn read_binary<R: tokio::io::AsyncRead + Unpin>(
     broker: &Broker,
     session: &mut Session,
     mut rd: R,
+    deadline: tokio::time::Instant,
 ) {
     let mut pre = [0u8; 6];
-    if rd.read_exact(&mut pre).await.is_err() {
-        return;
+    match tokio::time::timeout_at(deadline, rd.read_exact(&mut pre)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(_)) => return,
+        Err(_) => return pre_handshake_close(session, "handshake timeout"),
     }
     if pre != preamble() {
         session
@@ -313,15 +428,38 @@ async fn read_binary<R: tokio::io::AsyncRead + Unpin>(
     }
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     loop {
-        match rd.read_buf(&mut buf).await {
+        let open = session.is_handshaken();
+        let read = if open {
+            rd.read_buf(&mut buf).await
+        } else {
+            match tokio::time::timeout_at(deadline, rd.read_buf(&mut buf)).await {
+                Ok(r) => r,
+                Err(_) => return pre_handshake_close(session, "handshake timeout"),
+            }
+        };
+        match read {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
-        let (frames, used) = match split_frames(&buf) {
-            Ok(f) => f,
-            Err(e) => return fatal(session, e),
-        };
-        for range in frames {
+        // Frame by frame: the bound changes with the handshake, which may
+        // arrive in the same read as the frames that follow it.
+        let mut used = 0;
+        loop {
+            let open = session.is_handshaken();
+            let max = if open {
+                MAX_FRAME_BYTES
+            } else {
+                PRE_HANDSHAKE_FRAME_BYTES
+            };
+            let range = match next_frame(&buf[used..], max) {
+                Ok(Some(r)) => used + r.start..used + r.end,
+                Ok(None) => break,
+                Err(_) if !open => {
+                    return pre_handshake_close(session, "frame too large before handshake")
+                }
+                Err(e) => return fatal(session, e),
+            };
+            used = range.end;
             match decode_payload::<ClientFrame>(&buf[range]) {
                 Ok(ClientFrame::Request { id, call }) => {
                     let responder = Responder::direct(session.outbox.clone(), Id::Uint(id));

@@ -19,14 +19,21 @@ pub fn spawn_writer<W: Write + Send + 'static>(outbox: Arc<Outbox>, out: W) -> J
         .spawn(move || {
             let mut w = BufWriter::with_capacity(64 * 1024, out);
             let mut items = Vec::new();
+            let mut line = Vec::with_capacity(64 * 1024);
             let mut broken = false;
             while outbox.drain_blocking(&mut items) {
                 loop {
                     for item in items.drain(..) {
-                        if !broken && write_outgoing(&mut w, &item).is_err() {
+                        line.clear();
+                        let encoded = write_outgoing(&mut line, &item);
+                        debug_assert!(encoded.is_ok(), "encoding into memory cannot fail");
+                        if !broken && w.write_all(&line).is_err() {
                             // The reader is gone; keep draining so nobody blocks.
                             broken = true;
                         }
+                    }
+                    if line.capacity() > 4 << 20 {
+                        line = Vec::with_capacity(64 * 1024);
                     }
                     outbox.drain_now(&mut items);
                     if items.is_empty() {

@@ -1,0 +1,850 @@
+//! Every promise under pressure (issue 8): what an unauthenticated client,
+//! a hostile worker token, or a careless one can make the broker spend, and
+//! the contract points where a client written against PI-Desktop's broker
+//! broke. Against the real binary over its real transports; memory is read
+//! from `/proc` (peak resident set, `VmHWM`), and costs are compared as
+//! ratios within one run (the writer thread's CPU time, from
+//! `/proc/PID/task/TID/schedstat`), never as absolute times.
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A broker child with its stdio NDJSON connection.
+struct Broker {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    /// Responses read while waiting for another, by id.
+    stash: Vec<Value>,
+    next_id: u64,
+    socket: Option<PathBuf>,
+    secret: Option<String>,
+    _dir: tempfile::TempDir,
+}
+
+impl Broker {
+    fn start(extra: &[&str]) -> Broker {
+        Self::start_on(tempfile::tempdir().unwrap(), "p.db", extra)
+    }
+
+    fn start_on(dir: tempfile::TempDir, db: &str, extra: &[&str]) -> Broker {
+        let db = dir.path().join(db);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_a2a-broker"))
+            .arg("serve")
+            .arg("--db")
+            .arg(&db)
+            .args(["--durability", "normal"])
+            .args(extra)
+            .env_remove("A2A_BROKER_SECRET")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn a2a-broker");
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                if line.starts_with("{\"ready\"") {
+                    let _ = ready_tx.send(line);
+                }
+            }
+        });
+        let ready: Value =
+            serde_json::from_str(&ready_rx.recv_timeout(TIMEOUT).expect("ready line")).unwrap();
+        let socket = ready["socket"].as_str().map(PathBuf::from);
+        let secret = ready["secretFile"]
+            .as_str()
+            .map(|f| std::fs::read_to_string(f).unwrap());
+        let stdout = BufReader::with_capacity(1 << 20, child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut b = Broker {
+            child,
+            stdin,
+            lines,
+            stash: Vec::new(),
+            next_id: 0,
+            socket,
+            secret,
+            _dir: dir,
+        };
+        b.ok("app.handshake", json!({"protocolVersion": 10}));
+        b
+    }
+
+    /// Stops the broker as a host does (end of stdin) and hands back its directory.
+    fn stop(mut self) -> tempfile::TempDir {
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+        std::mem::replace(&mut self._dir, tempfile::tempdir().unwrap())
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn send_line(&mut self, line: &str) {
+        let w = self.stdin.as_mut().unwrap();
+        w.write_all(line.as_bytes()).unwrap();
+        w.write_all(b"\n").unwrap();
+        w.flush().unwrap();
+    }
+
+    /// Sends a request; returns its id.
+    fn request(&mut self, method: &str, params: Value) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_line(&line.to_string());
+        id
+    }
+
+    /// The next line that is a response (notifications are dropped).
+    fn next_response(&mut self) -> Value {
+        self.next_response_line().1
+    }
+
+    /// The next response, with the length of its line.
+    fn next_response_line(&mut self) -> (usize, Value) {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(TIMEOUT)
+                .expect("a line from the broker");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v.get("method").is_none() {
+                return (line.len(), v);
+            }
+        }
+    }
+
+    fn response(&mut self, id: u64) -> Value {
+        if let Some(i) = self.stash.iter().position(|r| r["id"] == id) {
+            return self.stash.swap_remove(i);
+        }
+        loop {
+            let r = self.next_response();
+            if r["id"] == id {
+                return r;
+            }
+            self.stash.push(r);
+        }
+    }
+
+    /// A call whose answer is only checked for success, read without
+    /// parsing it (large replies cost a debug-built JSON parser seconds).
+    fn call_succeeds(&mut self, method: &str, params: Value) -> bool {
+        let id = self.request(method, params);
+        let head = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},");
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(TIMEOUT)
+                .expect("a line from the broker");
+            if let Some(rest) = line.strip_prefix(&head) {
+                return rest.starts_with("\"result\"");
+            }
+        }
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.request(method, params);
+        self.response(id)
+    }
+
+    fn ok(&mut self, method: &str, params: Value) -> Value {
+        let r = self.call(method, params);
+        assert!(r.get("error").is_none(), "{method}: {r}");
+        r["result"].clone()
+    }
+
+    fn register(&mut self, ctx: &str, name: &str) -> (String, String) {
+        let r = self.ok(
+            "a2a.agents.register",
+            json!({"contextId": ctx, "card": {"name": name}}),
+        );
+        (
+            r["agentId"].as_str().unwrap().to_owned(),
+            r["token"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    /// A task from `req` to the agent `to`; its id.
+    fn task(&mut self, req: &str, to: &str) -> String {
+        let m = json!({"role": "user", "messageId": fresh("m"), "to": to, "parts": [{"kind": "text", "text": "go"}]});
+        let r = self.ok("a2a.message.send", json!({"token": req, "message": m}));
+        r["task"]["id"].as_str().unwrap().to_owned()
+    }
+
+    fn socket_conn(&self) -> UnixStream {
+        let s = UnixStream::connect(self.socket.as_ref().expect("a socket")).unwrap();
+        s.set_read_timeout(Some(TIMEOUT)).unwrap();
+        s
+    }
+
+    /// Peak resident set of the broker, in bytes.
+    fn peak_rss(&self) -> u64 {
+        proc_status_kb(self.pid(), "VmHWM") * 1024
+    }
+
+    /// CPU time the writer thread has used so far.
+    fn writer_cpu(&self) -> Duration {
+        thread_cpu(self.pid(), "a2a-writer")
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn fresh(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!("{prefix}-{}", N.fetch_add(1, Ordering::Relaxed))
+}
+
+fn proc_status_kb(pid: u32, key: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}:")))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{key} in /proc/{pid}/status"))
+}
+
+/// CPU time (ns resolution, from `schedstat`) of the process's thread named `name`.
+fn thread_cpu(pid: u32, name: &str) -> Duration {
+    for entry in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let dir = entry.unwrap().path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if comm.trim() == name {
+            let stat = std::fs::read_to_string(dir.join("schedstat")).unwrap();
+            let ns: u64 = stat.split_whitespace().next().unwrap().parse().unwrap();
+            return Duration::from_nanos(ns);
+        }
+    }
+    panic!("no thread {name} in process {pid}");
+}
+
+fn error_code(r: &Value) -> i64 {
+    r["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("expected an error, got {r}"))
+}
+
+fn assert_bound(r: &Value, error_code: &str, limit: &str) {
+    assert_eq!(r["error"]["code"], 1400, "{r}");
+    assert_eq!(r["error"]["data"]["errorCode"], error_code, "{r}");
+    assert_eq!(r["error"]["data"]["limit"], limit, "{r}");
+}
+
+/// Reads what the broker writes on a raw socket connection until it closes
+/// it (or `within` passes: then `None`).
+fn read_until_closed(s: &mut UnixStream, within: Duration) -> Option<Vec<u8>> {
+    s.set_read_timeout(Some(within)).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return Some(got),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Some(got),
+            Err(_) => return None,
+        }
+    }
+}
+
+fn first_line(bytes: &[u8]) -> Value {
+    let line = bytes.split(|&b| b == b'\n').next().unwrap();
+    serde_json::from_slice(line)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(line)))
+}
+
+// ---- item 1: what a client can make the broker allocate ----
+
+#[test]
+fn a_huge_batch_gets_one_error_and_costs_no_memory() {
+    let mut b = Broker::start(&[]);
+    let before = b.peak_rss();
+    // 30 MB of `[0,0,…]`: before, one error object per entry (a 2.9 GB reply).
+    let mut line = String::with_capacity(30_000_002);
+    line.push('[');
+    for i in 0..15_000_000 {
+        if i > 0 {
+            line.push(',');
+        }
+        line.push('0');
+    }
+    line.push(']');
+    b.send_line(&line);
+    drop(line);
+    let r = b.next_response();
+    assert!(r.is_object(), "one response object, not an array");
+    assert_eq!(error_code(&r), -32600);
+    assert_eq!(r["error"]["data"]["reason"], "batch too large");
+    // The connection stays usable.
+    b.ok(
+        "a2a.agents.register",
+        json!({"contextId": "c", "card": {"name": "a"}}),
+    );
+    let grew = b.peak_rss().saturating_sub(before);
+    eprintln!("peak RSS grew by {} MB for a 30 MB batch line", grew >> 20);
+    assert!(grew < 160 << 20, "peak RSS grew by {grew} bytes");
+}
+
+#[test]
+fn before_its_handshake_a_socket_connection_costs_almost_nothing() {
+    let b = Broker::start(&["--socket", "pre"]);
+    let before = b.peak_rss();
+    // 100 connections each sending 30 MiB without a newline: each is cut
+    // off after 64 KiB.
+    let chunk = vec![b'x'; 1 << 20];
+    let mut threads = Vec::new();
+    for _ in 0..100 {
+        let mut s = b.socket_conn();
+        let chunk = chunk.clone();
+        threads.push(std::thread::spawn(move || {
+            let mut sent = 0usize;
+            for _ in 0..30 {
+                match s.write_all(&chunk) {
+                    Ok(()) => sent += chunk.len(),
+                    Err(_) => break,
+                }
+            }
+            let got = read_until_closed(&mut s, TIMEOUT).expect("closed by the broker");
+            (sent, got)
+        }));
+    }
+    for t in threads {
+        let (sent, got) = t.join().unwrap();
+        assert!(
+            sent < 30 << 20,
+            "the broker read all 30 MiB of an unauthenticated line"
+        );
+        let r = first_line(&got);
+        assert_eq!(error_code(&r), -32600);
+        assert_eq!(
+            r["error"]["data"]["reason"],
+            "frame too large before handshake"
+        );
+    }
+    let grew = b.peak_rss().saturating_sub(before);
+    eprintln!(
+        "peak RSS grew by {} MB for 100 x 30 MiB unauthenticated lines",
+        grew >> 20
+    );
+    assert!(grew < 200 << 20, "peak RSS grew by {grew} bytes");
+
+    // A batch before the handshake: refused, closed.
+    let mut s = b.socket_conn();
+    s.write_all(b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"app.handshake\",\"params\":{\"protocolVersion\":10}}]\n")
+        .unwrap();
+    let got = read_until_closed(&mut s, TIMEOUT).expect("closed");
+    assert_eq!(
+        first_line(&got)["error"]["data"]["reason"],
+        "batch before handshake"
+    );
+
+    // A binary frame over 64 KiB before the handshake: refused, closed.
+    let mut s = b.socket_conn();
+    let mut pre = b"A2AB".to_vec();
+    pre.extend_from_slice(&1u16.to_le_bytes());
+    pre.extend_from_slice(&(1u32 << 20).to_le_bytes());
+    s.write_all(&pre).unwrap();
+    assert!(read_until_closed(&mut s, TIMEOUT).is_some(), "not closed");
+
+    // After the handshake the full bound applies: a 1 MiB line is fine.
+    let mut s = b.socket_conn();
+    let hs = json!({"jsonrpc": "2.0", "id": 1, "method": "app.handshake",
+        "params": {"protocolVersion": 10, "secret": b.secret.as_ref().unwrap()}});
+    s.write_all(format!("{hs}\n").as_bytes()).unwrap();
+    let big = json!({"jsonrpc": "2.0", "id": 2, "method": "a2a.agents.list",
+        "params": {"token": "x".repeat(1 << 20)}});
+    s.write_all(format!("{big}\n").as_bytes()).unwrap();
+    let mut rd = BufReader::new(s.try_clone().unwrap());
+    let mut line = String::new();
+    for id in [1, 2] {
+        line.clear();
+        rd.read_line(&mut line).unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["id"], id, "{v}");
+    }
+    assert_eq!(
+        serde_json::from_str::<Value>(&line).unwrap()["error"]["data"]["errorCode"],
+        "A2A_UNKNOWN_TOKEN"
+    );
+}
+
+#[test]
+fn a_silent_connection_is_closed_after_the_handshake_timeout() {
+    let b = Broker::start(&["--socket", "silent"]);
+    let mut s = b.socket_conn();
+    let t = Instant::now();
+    let got = read_until_closed(&mut s, Duration::from_secs(30)).expect("closed within 30 s");
+    let waited = t.elapsed();
+    eprintln!("a silent connection was closed after {waited:?}");
+    assert!(
+        waited >= Duration::from_secs(9),
+        "closed too early: {waited:?}"
+    );
+    assert!(
+        got.is_empty(),
+        "a connection that never chose a codec is closed without a reply"
+    );
+    // One that chose NDJSON but never shook hands is told why.
+    let mut s = b.socket_conn();
+    s.write_all(b"{\"jsonrpc\":\"2.0\",").unwrap();
+    let got = read_until_closed(&mut s, Duration::from_secs(30)).expect("closed within 30 s");
+    assert_eq!(
+        first_line(&got)["error"]["data"]["reason"],
+        "handshake timeout"
+    );
+}
+
+#[test]
+fn connections_over_the_bound_are_answered_and_closed() {
+    let b = Broker::start(&["--socket", "maxc", "--max-connections", "3"]);
+    let hs = |s: &mut UnixStream| {
+        let hs = json!({"jsonrpc": "2.0", "id": 1, "method": "app.handshake",
+            "params": {"protocolVersion": 10, "secret": b.secret.as_ref().unwrap()}});
+        s.write_all(format!("{hs}\n").as_bytes()).unwrap();
+        let mut line = String::new();
+        BufReader::new(s.try_clone().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.contains("\"result\""), "{line}");
+    };
+    let mut held: Vec<UnixStream> = (0..3).map(|_| b.socket_conn()).collect();
+    for s in &mut held {
+        hs(s);
+    }
+    let mut extra = b.socket_conn();
+    let got = read_until_closed(&mut extra, TIMEOUT).expect("closed at once");
+    assert_eq!(
+        first_line(&got)["error"]["data"]["reason"],
+        "too many connections"
+    );
+    // A place frees when a connection ends.
+    drop(held.pop());
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let mut s = b.socket_conn();
+        let hs_line = json!({"jsonrpc": "2.0", "id": 1, "method": "app.handshake",
+            "params": {"protocolVersion": 10, "secret": b.secret.as_ref().unwrap()}});
+        s.write_all(format!("{hs_line}\n").as_bytes()).unwrap();
+        let mut line = String::new();
+        let _ = BufReader::new(s.try_clone().unwrap()).read_line(&mut line);
+        if line.contains("\"result\"") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no place freed: {line}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+// ---- item 2: one worker token cannot stall the writer ----
+
+#[test]
+fn artifact_appends_cost_the_writer_the_chunk_not_the_artifact() {
+    use base64::Engine;
+    let b64 = |n: usize| base64::engine::general_purpose::STANDARD.encode(vec![1u8; n]);
+    let mut b = Broker::start(&[]);
+    let (_, req) = b.register("c1", "req");
+    let (w, wrk) = b.register("c2", "wrk");
+    let id = b.task(&req, &w);
+    // 100 KiB of file bytes per chunk (text parts stop at 16,000 characters).
+    let chunk = b64(100 * 1024);
+    let append = |b: &mut Broker, first: bool| {
+        let art =
+            json!({"artifactId": "log", "parts": [{"kind": "file", "file": {"bytes": chunk}}]});
+        b.call_succeeds(
+            "a2a.tasks.artifact",
+            json!({"token": wrk, "id": id, "artifact": art, "append": !first}),
+        )
+    };
+    assert!(append(&mut b, true));
+    // 80 appends: the artifact reaches 8 MiB. Before, each append rewrote
+    // the whole artifact; compare the writer's CPU over the first 20 and
+    // the last 20.
+    let mut marks = Vec::new();
+    for round in 0..80 {
+        if round % 20 == 0 {
+            marks.push(b.writer_cpu());
+        }
+        assert!(append(&mut b, false), "append {round} refused");
+    }
+    marks.push(b.writer_cpu());
+    let first = marks[1] - marks[0];
+    let last = marks[4] - marks[3];
+    let ratio = last.as_secs_f64() / first.as_secs_f64().max(1e-6);
+    eprintln!("writer CPU: first 20 appends {first:?}, last 20 {last:?}, ratio {ratio:.2}");
+    assert!(
+        ratio < 3.0,
+        "appends cost more as the artifact grows: {ratio:.2}x"
+    );
+    let t = b.ok(
+        "a2a.tasks.get",
+        json!({"token": req, "id": id, "historyLength": 0}),
+    )["task"]
+        .clone();
+    let parts = t["artifacts"][0]["parts"].as_array().unwrap();
+    assert_eq!(parts.len(), 81);
+    assert!(parts.iter().all(|p| p["file"]["bytes"] == chunk));
+    // The artifact bound counts appends: 8.1 MiB + 12 MiB passes, 0.5 MiB more does not.
+    let big = |n: usize| json!({"artifactId": "log", "parts": [{"kind": "file", "file": {"bytes": b64(n)}}]});
+    let grow = |b: &mut Broker, n: usize| {
+        b.call_succeeds(
+            "a2a.tasks.artifact",
+            json!({"token": wrk, "id": id, "artifact": big(n), "append": true}),
+        )
+    };
+    assert!(grow(&mut b, 12 << 20));
+    let r = b.call(
+        "a2a.tasks.artifact",
+        json!({"token": wrk, "id": id, "artifact": big(512 << 10), "append": true}),
+    );
+    assert_bound(&r, "A2A_PAYLOAD_TOO_LARGE", "A2A_MAX_ARTIFACT_BYTES");
+    assert_eq!(r["error"]["data"]["max"], 20 * 1024 * 1024);
+    // Replacing it starts it over (its chunks go, in memory and on disk).
+    let r = b.ok(
+        "a2a.tasks.artifact",
+        json!({"token": wrk, "id": id, "artifact": {"artifactId": "log", "parts": [{"kind": "text", "text": "new"}]}}),
+    );
+    assert_eq!(
+        r["task"]["artifacts"][0]["parts"],
+        json!([{"kind": "text", "text": "new"}])
+    );
+}
+
+#[test]
+fn artifact_chunks_survive_a_restart_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    let mut b = Broker::start_on(dir, "r.db", &[]);
+    let (_, req) = b.register("c1", "req");
+    let (w, wrk) = b.register("c2", "wrk");
+    let id = b.task(&req, &w);
+    for (i, name) in [(0, Some("first")), (1, None), (2, Some("last"))] {
+        let mut art =
+            json!({"artifactId": "a", "parts": [{"kind": "text", "text": format!("p{i}")}]});
+        if let Some(n) = name {
+            art["name"] = json!(n);
+        }
+        b.ok(
+            "a2a.tasks.artifact",
+            json!({"token": wrk, "id": id, "artifact": art, "append": i > 0}),
+        );
+    }
+    let before = b.ok("a2a.tasks.get", json!({"token": req, "id": id}))["task"].clone();
+    let mut b = Broker::start_on(b.stop(), "r.db", &[]);
+    assert!(path.join("r.db").exists());
+    let (_, req) = b.register("c1", "req");
+    let after = b.ok("a2a.tasks.get", json!({"token": req, "id": id}))["task"].clone();
+    assert_eq!(after["artifacts"], before["artifacts"]);
+    assert_eq!(
+        after["artifacts"][0],
+        json!({"artifactId": "a", "name": "last", "parts": [
+            {"kind": "text", "text": "p0"}, {"kind": "text", "text": "p1"}, {"kind": "text", "text": "p2"}]})
+    );
+}
+
+#[test]
+fn ids_cards_metadata_and_artifact_counts_are_bounded() {
+    let mut b = Broker::start(&[]);
+    let long = "i".repeat(257);
+    let r = b.call(
+        "a2a.agents.register",
+        json!({"contextId": long, "card": {"name": "a"}}),
+    );
+    assert_eq!(error_code(&r), -32602);
+    let r = b.call(
+        "a2a.agents.register",
+        json!({"contextId": "c", "card": {"name": long}}),
+    );
+    assert_eq!(error_code(&r), -32602);
+    let r = b.call(
+        "a2a.agents.register",
+        json!({"contextId": "c", "card": {"name": "big", "description": "d".repeat(65 * 1024)}}),
+    );
+    assert_bound(&r, "A2A_PAYLOAD_TOO_LARGE", "A2A_MAX_CARD_BYTES");
+    let (_, req) = b.register("c1", "req");
+    let (w, wrk) = b.register("c2", "wrk");
+    let m = json!({"role": "user", "messageId": long, "to": w, "parts": []});
+    assert_eq!(
+        error_code(&b.call("a2a.message.send", json!({"token": req, "message": m}))),
+        -32602
+    );
+    let m = json!({"role": "user", "messageId": "m", "to": w, "parts": [],
+        "metadata": {"k": "v".repeat(65 * 1024)}});
+    let r = b.call("a2a.message.send", json!({"token": req, "message": m}));
+    assert_bound(&r, "A2A_PAYLOAD_TOO_LARGE", "A2A_MAX_METADATA_BYTES");
+    let id = b.task(&req, &w);
+    let r = b.call("a2a.tasks.get", json!({"token": req, "id": long}));
+    assert_eq!(error_code(&r), -32602);
+    for i in 0..64 {
+        b.ok(
+            "a2a.tasks.artifact",
+            json!({"token": wrk, "id": id, "artifact": {"artifactId": format!("a{i}"), "parts": [{"kind": "text", "text": "x"}]}}),
+        );
+    }
+    let r = b.call(
+        "a2a.tasks.artifact",
+        json!({"token": wrk, "id": id, "artifact": {"artifactId": "a64", "parts": [{"kind": "text", "text": "x"}]}}),
+    );
+    assert_bound(&r, "A2A_SEND_CAP", "A2A_MAX_ARTIFACTS");
+    // Nothing of the refused calls was written.
+    let t = b.ok("a2a.tasks.get", json!({"token": req, "id": id}))["task"].clone();
+    assert_eq!(t["version"], 65);
+}
+
+#[test]
+fn a_task_log_is_bounded_but_never_pins_a_task_open() {
+    let mut b = Broker::start(&[]);
+    let (_, req) = b.register("c1", "req");
+    let (w, wrk) = b.register("c2", "wrk");
+    let id = b.task(&req, &w);
+    // Versions 2..=10000: 9,999 progress updates, pipelined.
+    let ids: Vec<u64> = (0..9_999)
+        .map(|_| {
+            b.request(
+                "a2a.tasks.status",
+                json!({"token": wrk, "id": id, "state": "working"}),
+            )
+        })
+        .collect();
+    for i in ids {
+        let r = b.response(i);
+        assert!(r.get("result").is_some(), "{r}");
+    }
+    let r = b.call(
+        "a2a.tasks.status",
+        json!({"token": wrk, "id": id, "state": "working"}),
+    );
+    assert_bound(&r, "A2A_SEND_CAP", "A2A_MAX_TASK_LOG");
+    let art = json!({"artifactId": "a", "parts": [{"kind": "text", "text": "x"}]});
+    let r = b.call(
+        "a2a.tasks.artifact",
+        json!({"token": wrk, "id": id, "artifact": art}),
+    );
+    assert_bound(&r, "A2A_SEND_CAP", "A2A_MAX_TASK_LOG");
+    let msg = json!({"role": "user", "messageId": "late", "taskId": id, "parts": [{"kind": "text", "text": "x"}]});
+    let r = b.call("a2a.message.send", json!({"token": req, "message": msg}));
+    assert_bound(&r, "A2A_SEND_CAP", "A2A_MAX_TASK_LOG");
+    // A terminal move is never refused by it.
+    let t = b.ok(
+        "a2a.tasks.status",
+        json!({"token": wrk, "id": id, "state": "completed"}),
+    );
+    assert_eq!(t["task"]["version"], 10_001);
+}
+
+#[test]
+fn too_many_parked_waits_are_refused_per_connection() {
+    let mut b = Broker::start(&[]);
+    let r = b.ok(
+        "a2a.agents.register",
+        json!({"contextId": "c", "card": {"name": "p"}, "delivery": "pull"}),
+    );
+    let tok = r["token"].as_str().unwrap().to_owned();
+    let ids: Vec<u64> = (0..64)
+        .map(|_| {
+            b.request(
+                "a2a.events.wait",
+                json!({"token": tok, "timeoutSeconds": 2}),
+            )
+        })
+        .collect();
+    let r = b.call(
+        "a2a.events.wait",
+        json!({"token": tok, "timeoutSeconds": 2}),
+    );
+    assert_eq!(error_code(&r), -32602);
+    assert_eq!(r["error"]["data"]["reason"], "too many waits");
+    for i in ids {
+        assert_eq!(b.response(i)["result"]["timedOut"], true);
+    }
+    // Answered waits give their places back.
+    let r = b.call(
+        "a2a.events.wait",
+        json!({"token": tok, "timeoutSeconds": 0}),
+    );
+    assert_eq!(r["result"]["timedOut"], true, "{r}");
+}
+
+// ---- item 3: registering many agents under one name ----
+
+#[test]
+fn registering_many_agents_under_one_name_costs_what_the_first_did() {
+    let mut b = Broker::start(&[]);
+    let register_many = |b: &mut Broker, n: usize| {
+        let ids: Vec<u64> = (0..n)
+            .map(|i| {
+                b.request(
+                    "a2a.agents.register",
+                    json!({"contextId": format!("c{i}"), "card": {"name": "w"}}),
+                )
+            })
+            .collect();
+        let mut last = String::new();
+        for i in ids {
+            let r = b.response(i);
+            last = r["result"]["agentId"]
+                .as_str()
+                .expect("registered")
+                .to_owned();
+        }
+        last
+    };
+    let t0 = b.writer_cpu();
+    register_many(&mut b, 2_000);
+    let first = b.writer_cpu() - t0;
+    register_many(&mut b, 16_000);
+    let t1 = b.writer_cpu();
+    let last_name = register_many(&mut b, 2_000);
+    let last = b.writer_cpu() - t1;
+    assert_eq!(last_name, "w-20000");
+    let ratio = last.as_secs_f64() / first.as_secs_f64().max(1e-6);
+    eprintln!("writer CPU for 2,000 registrations: first {first:?}, after 18,000 {last:?}, ratio {ratio:.2}");
+    assert!(
+        ratio < 3.0,
+        "registration cost grows with live agents: {ratio:.2}x"
+    );
+}
+
+// ---- item 6: every frame a client must accept ----
+
+#[test]
+fn a_task_stays_within_what_one_frame_can_carry() {
+    use base64::Engine;
+    let mut b = Broker::start(&[]);
+    let (_, req) = b.register("c1", "req");
+    let (w, wrk) = b.register("c2", "wrk");
+    let file = |mib: usize| {
+        let bytes = base64::engine::general_purpose::STANDARD.encode(vec![7u8; mib << 20]);
+        json!([{"kind": "file", "file": {"name": "f.bin", "bytes": bytes}}])
+    };
+    // A 20 MiB file: its reply carries it twice (status message and
+    // history), under the 64 MiB outgoing bound.
+    let m = json!({"role": "user", "messageId": "f", "to": w, "parts": file(20)});
+    let id = b.request("a2a.message.send", json!({"token": req, "message": m}));
+    let (len, t) = b.next_response_line();
+    assert!(len <= 64 << 20, "reply of {len} bytes");
+    assert_eq!(t["id"], id);
+    let tid = t["result"]["task"]["id"].as_str().unwrap().to_owned();
+    // 6 MiB files on one task: refused once the task would pass 28 MiB.
+    let mut refused = None;
+    for i in 0..6 {
+        let m =
+            json!({"role": "user", "messageId": format!("g{i}"), "taskId": tid, "parts": file(6)});
+        let r = b.call("a2a.message.send", json!({"token": req, "message": m}));
+        if r.get("error").is_some() {
+            refused = Some(r);
+            break;
+        }
+    }
+    let r = refused.expect("the task bound refused a file");
+    assert_bound(&r, "A2A_PAYLOAD_TOO_LARGE", "A2A_MAX_TASK_BYTES");
+    // A terminal move with a large message still goes through, on the status only.
+    let m = json!({"role": "agent", "messageId": "done", "parts": file(6)});
+    let id = b.request(
+        "a2a.tasks.status",
+        json!({"token": wrk, "id": tid, "state": "completed", "message": m}),
+    );
+    let (len, t) = b.next_response_line();
+    assert!(len <= 64 << 20, "reply of {len} bytes");
+    assert_eq!(t["id"], id);
+    assert_eq!(t["result"]["task"]["status"]["state"], "completed");
+    let get = b.request("a2a.tasks.get", json!({"token": req, "id": tid}));
+    let (len, t) = b.next_response_line();
+    eprintln!("tasks.get of a task at its size bound, status message repeated: {len} bytes");
+    assert!(len <= 64 << 20, "tasks.get wrote {len} bytes");
+    assert_eq!(t["id"], get);
+}
+
+// ---- item 7: nothing observable reflects a write its commit did not keep ----
+
+/// A host-core table whose deferred foreign key fails the commit of any
+/// batch that registers an agent named `doomed` (the broker leaves foreign
+/// tables and triggers alone; SQLite checks deferred keys at `COMMIT`).
+fn doom(db: &Path) {
+    let c = rusqlite::Connection::open(db).unwrap();
+    c.execute_batch(
+        "CREATE TABLE doom_parent (id INTEGER PRIMARY KEY);
+         CREATE TABLE doom_child (p INTEGER REFERENCES doom_parent(id) DEFERRABLE INITIALLY DEFERRED);
+         CREATE TRIGGER doom AFTER INSERT ON a2a_agents WHEN NEW.peer_id = 'doomed'
+         BEGIN INSERT INTO doom_child VALUES (42); END;",
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_failed_commit_leaves_a_deregistered_agent_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("doom.db");
+    {
+        // Create and migrate the database, then add the trap.
+        let dir = Broker::start_on(dir, "doom.db", &[]).stop();
+        doom(&db);
+        let mut b = Broker::start_on(dir, "doom.db", &[]);
+        let (w, wrk) = b.register("c2", "wrk");
+        let mut together = false;
+        for attempt in 0..200 {
+            let (_, req) = b.register("c1", &format!("req{attempt}"));
+            let task = b.task(&req, &w);
+            // One write: the deregistration and the doomed registration
+            // usually reach the writer in one batch, whose commit fails.
+            let dereg = json!({"jsonrpc": "2.0", "id": 900_000 + attempt * 2, "method": "a2a.agents.deregister", "params": {"token": req}});
+            let reg = json!({"jsonrpc": "2.0", "id": 900_001 + attempt * 2, "method": "a2a.agents.register", "params": {"contextId": "cd", "card": {"name": "doomed"}}});
+            b.send_line(&format!("{dereg}\n{reg}"));
+            let d = b.response(900_000 + attempt * 2);
+            let r = b.response(900_001 + attempt * 2);
+            assert_eq!(
+                error_code(&r),
+                -32603,
+                "the doomed registration must fail: {r}"
+            );
+            if d.get("error").is_none() {
+                continue; // committed alone, before the doomed one: try again
+            }
+            together = true;
+            assert_eq!(error_code(&d), -32603, "{d}");
+            // The caller was told the call failed: so it did not happen.
+            let list = b.ok("a2a.agents.list", json!({"token": req}));
+            assert!(list["agents"].is_array(), "the token must still be valid");
+            let t = b.ok("a2a.tasks.get", json!({"token": wrk, "id": task}))["task"].clone();
+            assert_eq!(t["status"]["state"], "submitted", "its task must stay open");
+            let names: Vec<String> = b.ok("a2a.agents.list", json!({"token": wrk}))["agents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["name"].as_str().unwrap().to_owned())
+                .collect();
+            assert!(
+                names.iter().any(|n| *n == format!("req{attempt}")),
+                "{names:?}"
+            );
+            assert!(!names.iter().any(|n| n == "doomed"), "{names:?}");
+            break;
+        }
+        assert!(together, "never got both calls into one batch in 200 tries");
+    }
+}
