@@ -474,9 +474,16 @@ fn a_clean_exit_leaves_everything_in_the_database_file() {
         let db = dir.path().join("kept.db");
         let mut b = spawn(&db);
         let token = b.setup();
-        let tasks: Vec<String> = (0..40)
-            .map(|i| b.create_task(&token, &format!("m-{i}")))
-            .collect();
+        let mut tasks = Vec::new();
+        for i in 0..40 {
+            tasks.push(b.create_task(&token, &format!("m-{i}")));
+            if i % 10 == 9 {
+                // Reads keep SQLite connections of their own open: the
+                // writer's close is then not the last, which alone would
+                // have checkpointed.
+                b.ok("a2a.tasks.list", json!({"token": token, "limit": 5}));
+            }
+        }
         if stop == "SIGTERM" {
             let ok = Command::new("kill")
                 .args(["-TERM", &b.child.id().to_string()])

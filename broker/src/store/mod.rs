@@ -312,9 +312,14 @@ fn check_read_only(path: &Path) -> Result<(), OpenError> {
         .query_row("PRAGMA quick_check(1)", [], |r| r.get(0))
         .map_err(sql)?;
     if verdict != "ok" {
+        // One line: SQLite's report spans several ("*** in database main ***").
+        let detail: Vec<&str> = verdict
+            .lines()
+            .filter(|l| !l.starts_with("***"))
+            .collect();
         return Err(OpenError::Corrupt {
             path: p,
-            detail: verdict,
+            detail: detail.join("; "),
         });
     }
     Ok(())
