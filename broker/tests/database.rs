@@ -264,7 +264,11 @@ fn one_broker_per_database_and_the_audit_works_beside_it() {
     assert!(err.contains(&format!("pid {}", a.child.id())), "{err}");
 
     // The read-only audit runs beside the live broker.
-    let out = bin().args(["tasks", "list", "--db"]).arg(&db).output().unwrap();
+    let out = bin()
+        .args(["tasks", "list", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains(&task));
     let out = bin()
@@ -280,7 +284,10 @@ fn one_broker_per_database_and_the_audit_works_beside_it() {
     // A killed broker's lock file stays behind and blocks nobody.
     a.child.kill().unwrap();
     a.child.wait().unwrap();
-    assert!(sibling(&db, "-lock").exists(), "the killed broker left its lock file");
+    assert!(
+        sibling(&db, "-lock").exists(),
+        "the killed broker left its lock file"
+    );
     let mut c = spawn(&db);
     let token = c.setup();
     c.create_task(&token, "m-3");
@@ -304,7 +311,11 @@ fn a_database_owned_by_another_user_is_refused_untouched() {
     let err = serve_refused(&db);
     assert!(err.contains("uid 65534"), "{err}");
     assert!(err.contains("theirs.db"), "{err}");
-    assert_eq!(snapshot(dir.path()), before, "a refused database is untouched");
+    assert_eq!(
+        snapshot(dir.path()),
+        before,
+        "a refused database is untouched"
+    );
 
     // The same for its write-ahead log.
     std::os::unix::fs::chown(&db, Some(0), None).unwrap();
@@ -313,7 +324,10 @@ fn a_database_owned_by_another_user_is_refused_untouched() {
     std::os::unix::fs::chown(&wal, Some(65534), None).unwrap();
     let before = snapshot(dir.path());
     let err = serve_refused(&db);
-    assert!(err.contains("theirs.db-wal") && err.contains("uid 65534"), "{err}");
+    assert!(
+        err.contains("theirs.db-wal") && err.contains("uid 65534"),
+        "{err}"
+    );
     assert_eq!(snapshot(dir.path()), before);
 }
 
@@ -340,14 +354,20 @@ fn loose_permission_bits_are_removed_with_a_line() {
         assert!(
             b.before_ready
                 .iter()
-                .any(|l| l.contains(&format!("/{name} ")) && l.contains("0644") && l.contains("0600")),
+                .any(|l| l.contains(&format!("/{name} "))
+                    && l.contains("0644")
+                    && l.contains("0600")),
             "a line about {name}: {:?}",
             b.before_ready
         );
         let mode = std::fs::metadata(f).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{name}");
     }
-    let out = bin().args(["tasks", "list", "--db"]).arg(&db).output().unwrap();
+    let out = bin()
+        .args(["tasks", "list", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains(&task));
     b.setup();
     b.close_stdin();
@@ -387,11 +407,16 @@ fn refused_databases_stay_byte_identical() {
     let damaged = case("damaged");
     {
         let c = rusqlite::Connection::open(&damaged).unwrap();
-        c.execute_batch("CREATE TABLE plans (id INTEGER PRIMARY KEY, body TEXT); PRAGMA user_version = 11;")
-            .unwrap();
+        c.execute_batch(
+            "CREATE TABLE plans (id INTEGER PRIMARY KEY, body TEXT); PRAGMA user_version = 11;",
+        )
+        .unwrap();
         for i in 0..200 {
-            c.execute("INSERT INTO plans (body) VALUES (?1)", [format!("{i:0>500}")])
-                .unwrap();
+            c.execute(
+                "INSERT INTO plans (body) VALUES (?1)",
+                [format!("{i:0>500}")],
+            )
+            .unwrap();
         }
     }
     let mut bytes = std::fs::read(&damaged).unwrap();
@@ -428,44 +453,81 @@ fn a_directory_or_a_missing_directory_is_a_clear_error() {
     );
     assert!(!missing.exists());
     assert!(snapshot(dir.path()).is_empty(), "nothing created");
+
+    // A write-ahead log without its database: a new database would replay
+    // it as its own.
+    let db = dir.path().join("lost.db");
+    std::fs::write(sibling(&db, "-wal"), vec![7u8; 4096]).unwrap();
+    let before = snapshot(dir.path());
+    let err = serve_refused(&db);
+    assert!(
+        err.contains("lost.db-wal") && err.contains("move it away"),
+        "{err}"
+    );
+    assert_eq!(snapshot(dir.path()), before);
 }
 
 #[test]
-fn a_removed_database_fails_every_later_write_and_stops_the_broker() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("gone.db");
-    let mut b = spawn(&db);
-    let token = b.setup();
-    for i in 0..5 {
-        b.create_task(&token, &format!("before-{i}"));
-    }
-    std::fs::remove_file(&db).unwrap();
+fn a_removed_or_replaced_database_fails_every_later_write_and_stops_the_broker() {
+    for how in ["removed", "replaced"] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("gone.db");
+        let mut b = spawn(&db);
+        let token = b.setup();
+        for i in 0..5 {
+            b.create_task(&token, &format!("before-{i}"));
+        }
+        if how == "removed" {
+            std::fs::remove_file(&db).unwrap();
+        } else {
+            // Another file moved over the path (a restored backup, say).
+            let other = dir.path().join("other.db");
+            std::fs::copy(&db, &other).unwrap();
+            std::fs::rename(&other, &db).unwrap();
+        }
 
-    // Twenty sends at once, as a client that did not notice would.
-    let mut lines = String::new();
-    for i in 0..20 {
-        let line = json!({"jsonrpc": "2.0", "id": 1000 + i, "method": "a2a.message.send",
-                          "params": send_params(&token, &format!("after-{i}"))});
-        lines.push_str(&format!("{line}\n"));
+        // Twenty sends at once, as a client that did not notice would.
+        let mut lines = String::new();
+        for i in 0..20 {
+            let line = json!({"jsonrpc": "2.0", "id": 1000 + i, "method": "a2a.message.send",
+                              "params": send_params(&token, &format!("after-{i}"))});
+            lines.push_str(&format!("{line}\n"));
+        }
+        b.write(&lines);
+        let mut refused = 0;
+        while let Some(v) = b.next_line() {
+            let Some(id) = v["id"].as_u64().filter(|id| (1000..1020).contains(id)) else {
+                continue;
+            };
+            assert!(
+                v.get("result").is_none(),
+                "{how}: send {id} acknowledged: {v}"
+            );
+            assert_eq!(v["error"]["code"], -32603, "{v}");
+            assert_eq!(v["error"]["data"]["reason"], REMOVED, "{v}");
+            refused += 1;
+        }
+        // A send the writer had not refused when the broker stopped gets no
+        // answer at all (never an acknowledgement); in practice all 20 do.
+        eprintln!("{how}: {refused} of 20 sends answered, all refused with the reason");
+        assert!(refused >= 1, "the sends were answered with the reason");
+        let status = b.wait_exit();
+        assert!(!status.success(), "exit status {status:?}");
+        let err = b.rest_of_stderr();
+        assert_eq!(err.len(), 1, "one line: {err:?}");
+        assert!(
+            err[0].contains("gone.db") && err[0].contains("removed"),
+            "{err:?}"
+        );
+        drop(b);
+
+        // The path takes a broker again at once.
+        let mut again = spawn(&db);
+        let token = again.setup();
+        again.create_task(&token, "next");
+        again.close_stdin();
+        assert!(again.wait_exit().success());
     }
-    b.write(&lines);
-    let mut refused = 0;
-    while let Some(v) = b.next_line() {
-        let Some(id) = v["id"].as_u64().filter(|id| (1000..1020).contains(id)) else {
-            continue;
-        };
-        assert!(v.get("result").is_none(), "send {id} acknowledged after rm: {v}");
-        assert_eq!(v["error"]["code"], -32603, "{v}");
-        assert_eq!(v["error"]["data"]["reason"], REMOVED, "{v}");
-        refused += 1;
-    }
-    eprintln!("{refused} of 20 sends after rm answered, all refused with the reason");
-    assert!(refused >= 1, "the sends were answered with the reason");
-    let status = b.wait_exit();
-    assert!(!status.success(), "exit status {status:?}");
-    let err = b.rest_of_stderr();
-    assert_eq!(err.len(), 1, "one line: {err:?}");
-    assert!(err[0].contains("gone.db") && err[0].contains("removed"), "{err:?}");
 }
 
 #[test]
@@ -531,7 +593,11 @@ fn a_failed_start_leaves_nothing_behind() {
     assert!(!status.success());
     assert_eq!(err.lines().count(), 1, "{err:?}");
     assert!(err.contains("socket path") && err.contains("107"), "{err}");
-    assert!(snapshot(dir.path()).is_empty(), "left behind: {:?}", snapshot(dir.path()).keys());
+    assert!(
+        snapshot(dir.path()).is_empty(),
+        "left behind: {:?}",
+        snapshot(dir.path()).keys()
+    );
 
     // A socket directory open to other users.
     let open_dir = dir.path().join("shared");

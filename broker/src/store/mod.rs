@@ -67,7 +67,9 @@ pub enum OpenError {
     #[error("database {path}: {dir} is not a directory")]
     ParentNotDirectory { path: String, dir: String },
     /// Another broker runs on it (PROTOCOL.md §9: one broker per database).
-    #[error("database {path} is in use by another broker ({holder}, lock file {lock}); stop it first")]
+    #[error(
+        "database {path} is in use by another broker ({holder}, lock file {lock}); stop it first"
+    )]
     Locked {
         path: String,
         holder: String,
@@ -298,7 +300,9 @@ fn check_read_only(path: &Path) -> Result<(), OpenError> {
     );
     let ro = Connection::open_with_flags(
         uri,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(sql)?;
     let v: i64 = ro
@@ -313,10 +317,7 @@ fn check_read_only(path: &Path) -> Result<(), OpenError> {
         .map_err(sql)?;
     if verdict != "ok" {
         // One line: SQLite's report spans several ("*** in database main ***").
-        let detail: Vec<&str> = verdict
-            .lines()
-            .filter(|l| !l.starts_with("***"))
-            .collect();
+        let detail: Vec<&str> = verdict.lines().filter(|l| !l.starts_with("***")).collect();
         return Err(OpenError::Corrupt {
             path: p,
             detail: detail.join("; "),
