@@ -1,6 +1,7 @@
 //! `a2a-broker serve`: open the store, start the writer, serve stdio and/or
 //! the local socket, and shut down cleanly (exit 0) on end of stdin,
-//! SIGTERM or SIGINT, after the commits in flight.
+//! SIGTERM or SIGINT, after the commits in flight, checkpointed into the
+//! database file; or exit non-zero if the database file is removed under it.
 
 use crate::delivery::{Outbox, Timer};
 use crate::dispatch::Broker;
@@ -183,7 +184,8 @@ pub fn serve(cfg: ServeConfig) -> Result<(), String> {
         // A host that stopped reading stdout must not keep us alive.
         let _ = done_rx.recv_timeout(Duration::from_secs(5));
     }
-    if removed {
+    // Also when the file went while the last commits ran.
+    if removed || guard.removed() {
         return Err(format!(
             "database {} was removed or replaced while the broker ran: the writes since were refused (\"{}\"), none acknowledged; stopping",
             cfg.db.display(),

@@ -575,6 +575,13 @@ fn a_clean_exit_leaves_everything_in_the_database_file() {
                 .unwrap();
             assert_eq!(n, 1, "{stop}: task {t} is in the copied file");
         }
+
+        // The checkpointed file (no -wal beside it) opens again.
+        let mut again = spawn(&db);
+        let token = again.setup();
+        again.create_task(&token, "after");
+        again.close_stdin();
+        assert!(again.wait_exit().success());
     }
 }
 

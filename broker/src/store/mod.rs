@@ -105,6 +105,8 @@ pub struct Store {
 /// A database path checked and locked for this broker, not yet opened.
 pub struct Locked {
     path: PathBuf,
+    /// `path` with symlinks resolved: where SQLite puts the -wal and -shm.
+    real: PathBuf,
     lock: DbLock,
     exists: bool,
 }
@@ -159,6 +161,7 @@ pub fn lock(path: &Path) -> Result<Locked, OpenError> {
     })?;
     Ok(Locked {
         path: path.to_path_buf(),
+        real,
         lock,
         exists,
     })
@@ -188,7 +191,7 @@ impl Locked {
     /// a database this call created is removed again if it fails.
     pub fn open(self, durability: Durability) -> Result<Store, OpenError> {
         let p = self.path.display().to_string();
-        let files = file_guard::family(&self.path);
+        let files = file_guard::family(&self.real);
         if let Some((file, owner)) = file_guard::foreign_owner(&files) {
             return Err(OpenError::NotOwned {
                 path: p,
