@@ -78,13 +78,11 @@ pub fn serve(cfg: ServeConfig) -> Result<(), String> {
         eprintln!("a2a-broker: {note}");
     }
     let guard = store.guard.clone();
-    let created = store.created;
+    let created = store.created.clone();
     let broker = match start_on(&cfg, store.conn) {
         Ok(b) => b,
         Err(e) => {
-            if created {
-                store::remove_created(&cfg.db);
-            }
+            store::remove_created(&created);
             return Err(e);
         }
     };
@@ -92,9 +90,7 @@ pub fn serve(cfg: ServeConfig) -> Result<(), String> {
     // Undoes a start that fails from here on.
     let abandon = |e: String| {
         engine.shutdown();
-        if created {
-            store::remove_created(&cfg.db);
-        }
+        store::remove_created(&created);
         e
     };
     let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(3);

@@ -620,4 +620,20 @@ fn a_failed_start_leaves_nothing_behind() {
     let left: Vec<String> = snapshot(dir.path()).into_keys().collect();
     assert_eq!(left, ["shared"], "only the directory the test made");
     assert!(snapshot(&open_dir).is_empty());
+    std::fs::remove_dir(&open_dir).unwrap();
+
+    // A socket directory that cannot be created: found only when binding,
+    // after the database was created; the start removes it again.
+    let (status, err) = run(bin()
+        .args(["serve", "--db"])
+        .arg(&db)
+        .arg("--socket")
+        .arg("/proc/no-such-dir-a2a/b.sock"));
+    assert!(!status.success());
+    assert!(err.contains("cannot create socket directory"), "{err}");
+    assert!(
+        snapshot(dir.path()).is_empty(),
+        "left behind: {:?}",
+        snapshot(dir.path()).keys()
+    );
 }

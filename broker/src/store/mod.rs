@@ -98,8 +98,9 @@ pub struct Store {
     pub guard: Arc<FileGuard>,
     /// Lines to print: permission bits removed.
     pub notes: Vec<String>,
-    /// This open created the file (a start that fails later removes it).
-    pub created: bool,
+    /// The files this open created (none if the database existed): a start
+    /// that fails later removes them.
+    pub created: Vec<PathBuf>,
 }
 
 /// A database path checked and locked for this broker, not yet opened.
@@ -201,7 +202,7 @@ impl Locked {
             });
         }
         if self.exists {
-            check_read_only(&self.path)?;
+            check_read_only(&self.path, &files[1])?;
         } else if std::fs::metadata(&files[1]).is_ok_and(|m| m.len() > 0) {
             return Err(OpenError::OrphanWal {
                 path: p,
@@ -213,6 +214,13 @@ impl Locked {
             source,
         };
         let notes = file_guard::tighten(&files).map_err(io)?;
+        // What this start creates, and removes again if it fails: the
+        // database and those of its -wal and -shm not there before.
+        let created: Vec<PathBuf> = if self.exists {
+            Vec::new()
+        } else {
+            files.iter().filter(|f| !f.exists()).cloned().collect()
+        };
         if !self.exists {
             // A new database holds every delegate's messages: owner-only
             // from the first byte (SQLite gives its -wal and -shm the same mode).
@@ -224,17 +232,19 @@ impl Locked {
                 .open(&self.path)
                 .map_err(io)?;
         }
-        let exists = self.exists;
-        let opened = self.open_writable(durability, notes);
-        if opened.is_err() && !exists {
-            for f in &files {
-                let _ = std::fs::remove_file(f);
-            }
+        let opened = self.open_writable(durability, notes, created.clone());
+        if opened.is_err() {
+            remove_created(&created);
         }
         opened
     }
 
-    fn open_writable(self, durability: Durability, notes: Vec<String>) -> Result<Store, OpenError> {
+    fn open_writable(
+        self,
+        durability: Durability,
+        notes: Vec<String>,
+        created: Vec<PathBuf>,
+    ) -> Result<Store, OpenError> {
         let p = self.path.display().to_string();
         let sql = |source| OpenError::Sqlite {
             path: p.clone(),
@@ -271,14 +281,14 @@ impl Locked {
             conn,
             guard,
             notes,
-            created: !self.exists,
+            created,
         })
     }
 }
 
 /// Refuses, before anything writes, a database this broker cannot use:
 /// not SQLite, damaged, or of another schema version.
-fn check_read_only(path: &Path) -> Result<(), OpenError> {
+fn check_read_only(path: &Path, wal: &Path) -> Result<(), OpenError> {
     let p = path.display().to_string();
     let sql = |source: rusqlite::Error| match source.sqlite_error_code() {
         Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt) => {
@@ -295,7 +305,7 @@ fn check_read_only(path: &Path) -> Result<(), OpenError> {
     // With no write-ahead log to read, `immutable` reads the file without
     // creating a -shm beside it or taking SQLite's locks (the broker lock
     // keeps other brokers out).
-    let wal_len = std::fs::metadata(file_guard::sibling(path, "-wal")).map_or(0, |m| m.len());
+    let wal_len = std::fs::metadata(wal).map_or(0, |m| m.len());
     let uri = format!(
         "file:{}?mode=ro{}",
         uri_path(path),
@@ -367,10 +377,10 @@ pub fn commit_error(e: &rusqlite::Error) -> RpcError {
 /// `data.reason` of the calls refused because the file is gone.
 pub const REMOVED_REASON: &str = "database file removed";
 
-/// Removes a database this start created (and its -wal, -shm), after a
-/// later step of the start failed and the connection closed.
-pub fn remove_created(path: &Path) {
-    for f in file_guard::family(path) {
+/// Removes the files a failed start created ([`Store::created`]), once
+/// the connection is closed.
+pub fn remove_created(files: &[PathBuf]) {
+    for f in files {
         let _ = std::fs::remove_file(f);
     }
 }
