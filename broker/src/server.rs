@@ -1,8 +1,9 @@
 //! `a2a-broker serve`: open the store, start the writer, serve stdio and/or
 //! the local socket, and shut down cleanly (exit 0) on end of stdin,
-//! SIGTERM or SIGINT, after the commits in flight.
+//! SIGTERM or SIGINT, after the commits in flight, checkpointed into the
+//! database file; or exit non-zero if the database file is removed under it.
 
-use crate::delivery::Timer;
+use crate::delivery::{Outbox, Timer};
 use crate::dispatch::Broker;
 use crate::engine::{self, Shared};
 use crate::store::{self, Durability};
@@ -43,7 +44,12 @@ impl ServeConfig {
 /// Opens the store and starts the writer: a broker ready for sessions of
 /// any transport (also used in-process by benchmarks and tests).
 pub fn start(cfg: &ServeConfig) -> Result<Arc<Broker>, String> {
-    let conn = store::open_writer(&cfg.db, cfg.durability).map_err(|e| e.to_string())?;
+    let store = store::open(&cfg.db, cfg.durability).map_err(|e| e.to_string())?;
+    start_on(cfg, store.conn)
+}
+
+/// Starts the writer on an open write connection.
+fn start_on(cfg: &ServeConfig, conn: rusqlite::Connection) -> Result<Arc<Broker>, String> {
     let shared = Arc::new(Shared {
         registry: RwLock::new(Default::default()),
         tasks: RwLock::new(Default::default()),
@@ -54,22 +60,50 @@ pub fn start(cfg: &ServeConfig) -> Result<Arc<Broker>, String> {
     Ok(Arc::new(Broker::new(shared, engine, cfg.db.clone())))
 }
 
-/// Runs the broker until stdin ends or a signal arrives. `Err` carries the
-/// one line to print when it cannot start.
+/// Runs the broker until stdin ends, a signal arrives, or the database file
+/// is removed under it (then `Err`). `Err` carries the one line to print.
+///
+/// Start-up order: whatever can be refused without side effects is checked
+/// before the database is touched (the lock file, the only thing created
+/// before, goes with the lock), and a database this start created is
+/// removed again if a later step fails: a failed start leaves nothing behind.
 pub fn serve(cfg: ServeConfig) -> Result<(), String> {
     if cfg.no_stdio && cfg.socket.is_none() {
         return Err("--no-stdio leaves nothing to serve: add --socket NAME".into());
     }
+    let locked = store::lock(&cfg.db).map_err(|e| e.to_string())?;
+    if let Some(name) = &cfg.socket {
+        socket::check(name)?;
+    }
     raise_fd_limit();
-    let broker = start(&cfg)?;
+    let store = locked.open(cfg.durability).map_err(|e| e.to_string())?;
+    for note in &store.notes {
+        eprintln!("a2a-broker: {note}");
+    }
+    let guard = store.guard.clone();
+    let created = store.created.clone();
+    let broker = match start_on(&cfg, store.conn) {
+        Ok(b) => b,
+        Err(e) => {
+            store::remove_created(&created);
+            return Err(e);
+        }
+    };
     let engine = broker.engine.clone();
-    let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(2);
+    // Undoes a start that fails from here on.
+    let abandon = |e: String| {
+        engine.shutdown();
+        store::remove_created(&created);
+        e
+    };
+    let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(3);
+    guard.on_removed(stop_tx.clone());
 
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGINT,
     ])
-    .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    .map_err(|e| abandon(format!("cannot install signal handlers: {e}")))?;
     {
         let stop_tx = stop_tx.clone();
         std::thread::Builder::new()
@@ -79,11 +113,13 @@ pub fn serve(cfg: ServeConfig) -> Result<(), String> {
                     let _ = stop_tx.send(());
                 }
             })
-            .map_err(|e| format!("cannot start the signal thread: {e}"))?;
+            .map_err(|e| abandon(format!("cannot start the signal thread: {e}")))?;
     }
 
     let server = match &cfg.socket {
-        Some(name) => Some(socket::listen(broker.clone(), name, cfg.max_connections)?),
+        Some(name) => Some(
+            socket::listen(broker.clone(), name, cfg.max_connections).map_err(abandon)?,
+        ),
         None => None,
     };
 
@@ -117,13 +153,26 @@ pub fn serve(cfg: ServeConfig) -> Result<(), String> {
                 broker.close(session);
                 let _ = stop_tx.send(());
             })
-            .map_err(|e| format!("cannot start the stdin thread: {e}"))?;
+            .map_err(|e| abandon(format!("cannot start the stdin thread: {e}")))?;
         Some((outbox, writer))
     };
 
-    // Stdin closed or a signal arrived.
+    // Stdin closed, a signal arrived, or the database file is gone.
     let _ = stop_rx.recv();
-    // Stop taking connections, finish the commits in flight, flush stdout.
+    let removed = guard.removed();
+    if removed {
+        // The writer refuses every commit from now on. Let it answer the
+        // batch that found the file gone (a connection closed behind it is
+        // a barrier), then stop answering altogether: a call the writer
+        // has not refused yet gets no answer rather than one without the
+        // reason, and none is ever acknowledged.
+        broker.close(broker.session(Arc::new(Outbox::new(1))));
+        if let Some((outbox, _)) = &stdio_out {
+            outbox.close();
+        }
+    }
+    // Stop taking connections, finish the commits in flight (checkpointed
+    // into the database file), flush stdout.
     drop(server);
     engine.shutdown();
     if let Some((outbox, writer)) = stdio_out {
@@ -135,6 +184,14 @@ pub fn serve(cfg: ServeConfig) -> Result<(), String> {
         });
         // A host that stopped reading stdout must not keep us alive.
         let _ = done_rx.recv_timeout(Duration::from_secs(5));
+    }
+    // Also when the file went while the last commits ran.
+    if removed || guard.removed() {
+        return Err(format!(
+            "database {} was removed or replaced while the broker ran: the writes since were refused (\"{}\"), none acknowledged; stopping",
+            cfg.db.display(),
+            store::REMOVED_REASON
+        ));
     }
     Ok(())
 }

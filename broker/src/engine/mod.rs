@@ -247,6 +247,8 @@ impl Engine {
                 }
             }
             if let Some(done) = self.process(batch) {
+                // A clean exit leaves every commit in the database file itself.
+                crate::store::close(self.conn);
                 let _ = done.send(());
                 return;
             }
@@ -293,7 +295,7 @@ impl Engine {
             if let Err(e) = self.sql("COMMIT") {
                 let _ = self.sql("ROLLBACK");
                 self.restore(undo);
-                let err = RpcError::internal(format!("commit failed: {e}"));
+                let err = crate::store::commit_error(&e);
                 for d in done {
                     d.reply.send(Err(err.clone()));
                 }

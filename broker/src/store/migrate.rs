@@ -51,6 +51,13 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<(), OpenError> {
         path: path.into(),
         source,
     };
+    let current: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(sql)?;
+    if current == SCHEMA_VERSION {
+        // Nothing to do, so nothing written: not even the version again.
+        return Ok(());
+    }
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql)?;

@@ -168,14 +168,54 @@ fn load_secret(path: &Path) -> Result<(Secret, Option<PathBuf>), String> {
     Ok((Secret::new(secret), Some(file)))
 }
 
+/// `sun_path` holds 108 bytes, the terminating NUL included.
+const SUN_PATH_MAX: usize = 107;
+
+/// Checks `--socket NAME` without touching anything: the path fits a Unix
+/// socket address, its directory (if it exists) is ours and closed to
+/// others, and no live broker listens there. Run before the database is
+/// opened, so that a bad name fails a start that has created nothing.
+pub fn check(name: &str) -> Result<PathBuf, String> {
+    let path = socket_path(name);
+    let len = path.as_os_str().len();
+    if len > SUN_PATH_MAX {
+        return Err(format!(
+            "socket path {} is {len} bytes; a Unix socket path holds at most {SUN_PATH_MAX}: use a shorter --socket name or directory",
+            path.display()
+        ));
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if dir.exists() {
+        prepare_dir(dir)?; // only checks a directory that exists
+    }
+    if let Ok(meta) = std::fs::symlink_metadata(&path) {
+        use std::os::unix::fs::FileTypeExt;
+        if !meta.file_type().is_socket() {
+            return Err(format!("{} exists and is not a socket", path.display()));
+        }
+        if std::os::unix::net::UnixStream::connect(&path).is_ok() {
+            return Err(format!(
+                "socket {} is in use by a live broker",
+                path.display()
+            ));
+        }
+    }
+    Ok(path)
+}
+
 /// Binds `--socket NAME` and starts serving it on a tokio runtime, holding
-/// at most `max_connections` connections at once.
+/// at most `max_connections` connections at once. The secret file is
+/// written only once the socket is bound, and a failure after that removes
+/// both: a failed start leaves nothing behind.
 pub fn listen(
     broker: Arc<Broker>,
     name: &str,
     max_connections: usize,
 ) -> Result<SocketServer, String> {
-    let path = socket_path(name);
+    let path = check(name)?;
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -183,8 +223,6 @@ pub fn listen(
         .to_path_buf();
     prepare_dir(&dir)?;
     clear_stale(&path)?;
-    let (secret, secret_file) = load_secret(&path)?;
-    let secret = Arc::new(secret);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("a2a-socket")
@@ -202,8 +240,20 @@ pub fn listen(
             .create_tokio()
             .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?
     };
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-        .map_err(|e| format!("cannot restrict socket {}: {e}", path.display()))?;
+    // From here on, dropping `server` removes the socket and the secret file.
+    let mut server = SocketServer {
+        path,
+        secret_file: None,
+        runtime: Some(runtime),
+    };
+    std::fs::set_permissions(&server.path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| format!("cannot restrict socket {}: {e}", server.path.display()))?;
+    let (secret, secret_file) = load_secret(&server.path)?;
+    server.secret_file = secret_file;
+    let secret = Arc::new(secret);
+    let Some(runtime) = server.runtime.as_ref() else {
+        return Err("the socket runtime is gone".into());
+    };
     let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     runtime.spawn(async move {
         loop {
@@ -232,11 +282,7 @@ pub fn listen(
             }
         }
     });
-    Ok(SocketServer {
-        path,
-        secret_file,
-        runtime: Some(runtime),
-    })
+    Ok(server)
 }
 
 /// One of the socket's `--max-connections` places, held while a connection lives.
