@@ -5,8 +5,10 @@
 //! - [`stdio`]: the canonical transport on stdin/stdout.
 //! - [`socket`]: the local socket (ext), NDJSON or binary frames by the first bytes.
 //! - [`binary`]: writing binary frames.
+//! - [`memory`]: an in-process connection pair (tests, transcripts, benchmarks).
 
 pub mod binary;
+pub mod memory;
 pub mod ndjson;
 pub mod socket;
 pub mod stdio;
