@@ -342,6 +342,12 @@ impl Conn {
         }
     }
 
+    /// Whether the response with this id has already arrived (no waiting).
+    pub fn has_response(&mut self, id: u64) -> bool {
+        self.pump_ready();
+        self.responses.contains_key(&id_key(&json!(id)))
+    }
+
     /// The next value that is not a notification nor an id-keyed
     /// response (a batch reply, an error with `id: null`).
     pub fn next_other(&mut self, timeout: Duration) -> Option<Value> {
