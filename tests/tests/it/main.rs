@@ -19,3 +19,4 @@ mod lifecycle;
 mod migration;
 mod send;
 mod tasks;
+mod transcripts;
