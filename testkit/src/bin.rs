@@ -149,3 +149,20 @@ pub fn broker_bin() -> &'static Path {
         locate(Profile::current(), Build::IfMissing).unwrap_or_else(|e| panic!("{e}"))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_test_build_is_of_the_debug_profile_and_finds_its_directory() {
+        // `cargo test` builds this unit test in the dev profile, into
+        // `<target>/debug/deps`.
+        assert_eq!(Profile::current(), Profile::Debug);
+        let dir = profile_dir(Profile::Debug);
+        assert!(dir.ends_with("debug"), "{}", dir.display());
+        let exe = std::env::current_exe().expect("current_exe");
+        assert!(exe.starts_with(&dir), "{} not under {}", exe.display(), dir.display());
+        assert!(profile_dir(Profile::Release).ends_with("release"));
+    }
+}

@@ -14,7 +14,7 @@
 //!   [`Transport`], and [`on_both_transports!`] to run a test on each.
 //! - [`proto`]: handshake (with the secret), agents, tasks, messages.
 //! - [`assert`]: error codes, A2A `errorCode`s, bounds, timestamps.
-//! - [`db`] (feature `db`): SQLite helpers for durability tests.
+//! - `db` (feature `db`): SQLite helpers for durability tests.
 //! - [`temp`]: temporary database directories.
 //! - [`transcript`]: request/response transcript files, run over any
 //!   [`transcript::Lines`] and rewritten with `UPDATE_EXPECT=1`.
