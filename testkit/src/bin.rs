@@ -162,7 +162,12 @@ mod tests {
         let dir = profile_dir(Profile::Debug);
         assert!(dir.ends_with("debug"), "{}", dir.display());
         let exe = std::env::current_exe().expect("current_exe");
-        assert!(exe.starts_with(&dir), "{} not under {}", exe.display(), dir.display());
+        assert!(
+            exe.starts_with(&dir),
+            "{} not under {}",
+            exe.display(),
+            dir.display()
+        );
         assert!(profile_dir(Profile::Release).ends_with("release"));
     }
 }

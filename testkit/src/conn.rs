@@ -144,7 +144,11 @@ impl Conn {
         Conn::from_parts(None, rx, None)
     }
 
-    fn from_parts(tx: Option<Sender<Vec<u8>>>, rx: Receiver<Value>, stream: Option<UnixStream>) -> Conn {
+    fn from_parts(
+        tx: Option<Sender<Vec<u8>>>,
+        rx: Receiver<Value>,
+        stream: Option<UnixStream>,
+    ) -> Conn {
         Conn {
             tx,
             rx,

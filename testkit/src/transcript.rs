@@ -157,11 +157,13 @@ pub fn run(name: &str, text: &str, conn: &mut dyn Lines) -> Result<String, Trans
         out.push_str("> ");
         out.push_str(request);
         out.push('\n');
-        let wire = norm.substitute(request).map_err(|p| TranscriptError::Placeholder {
-            path: name.into(),
-            line: line_no,
-            name: p,
-        })?;
+        let wire = norm
+            .substitute(request)
+            .map_err(|p| TranscriptError::Placeholder {
+                path: name.into(),
+                line: line_no,
+                name: p,
+            })?;
         norm.sent.push_str(&wire);
         conn.send_line(&wire)
             .map_err(|source| TranscriptError::Send {
@@ -513,7 +515,9 @@ mod tests {
                     format!(
                         r#"{{"jsonrpc":"2.0","method":"a2a.task.event","params":{{"taskId":"{TASK}"}}}}"#
                     ),
-                    format!(r#"{{"jsonrpc":"2.0","id":2,"error":{{"message":"task {TASK} gone"}}}}"#),
+                    format!(
+                        r#"{{"jsonrpc":"2.0","id":2,"error":{{"message":"task {TASK} gone"}}}}"#
+                    ),
                 ],
                 vec![],
             ]),
@@ -527,7 +531,10 @@ mod tests {
             out,
             "# hello\n> {\"id\":1,\"method\":\"r\"}\n< {\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{\"t\":\"$time\",\"token\":\"$token1\"}}\n> {\"id\":2,\"method\":\"s\",\"params\":{\"token\":\"$token1\"}}\n< {\"jsonrpc\":\"2.0\",\"method\":\"a2a.task.event\",\"params\":{\"taskId\":\"$task1\"}}\n< {\"error\":{\"message\":\"task $task1 gone\"},\"id\":2,\"jsonrpc\":\"2.0\"}\n> {\"method\":\"n\"}\n"
         );
-        assert_eq!(conn.sent[1], format!("{{\"id\":2,\"method\":\"s\",\"params\":{{\"token\":\"{TOKEN}\"}}}}"));
+        assert_eq!(
+            conn.sent[1],
+            format!("{{\"id\":2,\"method\":\"s\",\"params\":{{\"token\":\"{TOKEN}\"}}}}")
+        );
         assert_eq!(conn.sent.len(), 3);
     }
 

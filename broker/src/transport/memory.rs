@@ -220,8 +220,10 @@ mod tests {
     fn answers_a_handshake_and_closes_after_the_input_ends() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (_broker, mut conn) = MemoryBroker::pair(&config(&dir)).expect("start");
-        conn.send_line(r#"{"jsonrpc":"2.0","id":1,"method":"app.handshake","params":{"protocolVersion":10}}"#)
-            .expect("send");
+        conn.send_line(
+            r#"{"jsonrpc":"2.0","id":1,"method":"app.handshake","params":{"protocolVersion":10}}"#,
+        )
+        .expect("send");
         let line = conn.recv_line(Duration::from_secs(20)).expect("response");
         let v: serde_json::Value = serde_json::from_str(&line).expect("json");
         assert_eq!(v["id"], 1, "{v}");

@@ -31,7 +31,12 @@ fn stdin_eof_exits_zero(t: Transport) {
         json!({"token": p.token, "timeoutSeconds": 100}),
     );
     let status = b.close_stdin_and_wait(TIMEOUT);
-    assert_eq!(status.code(), Some(0), "{status:?}; stderr {:?}", b.stderr_now());
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "{status:?}; stderr {:?}",
+        b.stderr_now()
+    );
 }
 
 #[test]

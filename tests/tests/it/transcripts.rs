@@ -102,5 +102,8 @@ fn every_transcript_file_is_run() {
     on_disk.sort();
     let mut listed: Vec<String> = LISTED.iter().map(|s| s.to_string()).collect();
     listed.sort();
-    assert_eq!(on_disk, listed, "tests/transcripts/*.ndjson vs transcripts!(..)");
+    assert_eq!(
+        on_disk, listed,
+        "tests/transcripts/*.ndjson vs transcripts!(..)"
+    );
 }
