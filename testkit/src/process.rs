@@ -163,7 +163,8 @@ impl Spawn {
 /// of connections), and a channel to wait for the next ones.
 #[derive(Debug)]
 pub struct StderrLog {
-    lines: Receiver<String>,
+    /// In a mutex so that a [`BrokerProcess`] can be shared by threads.
+    lines: Mutex<Receiver<String>>,
     seen: Arc<Mutex<Vec<String>>>,
 }
 
@@ -192,7 +193,10 @@ impl StderrLog {
                 }
             }
         });
-        StderrLog { lines: rx, seen }
+        StderrLog {
+            lines: Mutex::new(rx),
+            seen,
+        }
     }
 
     /// Every line so far (shared; grows as the child writes).
@@ -208,7 +212,14 @@ impl StderrLog {
     /// The next line not yet taken from the channel, waiting at most
     /// `timeout`; `None` on timeout or once stderr is closed.
     pub fn next(&self, timeout: Duration) -> Option<String> {
-        self.lines.recv_timeout(timeout).ok()
+        self.recv(timeout).ok()
+    }
+
+    fn recv(&self, timeout: Duration) -> Result<String, RecvTimeoutError> {
+        match self.lines.lock() {
+            Ok(rx) => rx.recv_timeout(timeout),
+            Err(_) => Err(RecvTimeoutError::Disconnected),
+        }
     }
 
     /// Waits until stderr closes (the child exited) or `timeout` passes;
@@ -217,7 +228,7 @@ impl StderrLog {
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
+            match self.recv(left) {
                 Ok(_) => {}
                 Err(_) => return self.all(),
             }
@@ -249,7 +260,7 @@ impl BrokerProcess {
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.stderr.lines.recv_timeout(left) {
+            match self.stderr.recv(left) {
                 Ok(line) => {
                     if let Ok(v) = serde_json::from_str::<Value>(&line) {
                         if v.get("ready") == Some(&Value::Bool(true)) {
@@ -386,4 +397,23 @@ pub fn socket_path_for(db: &Path) -> PathBuf {
         .unwrap_or(Path::new("."))
         .join("run")
         .join("sock")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_handle_can_be_shared_by_threads() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<BrokerProcess>();
+    }
+
+    #[test]
+    fn the_socket_of_a_database_is_in_its_run_directory() {
+        assert_eq!(
+            socket_path_for(Path::new("/tmp/x/broker.db")),
+            Path::new("/tmp/x/run/sock")
+        );
+    }
 }

@@ -15,6 +15,7 @@ mod events;
 mod framing;
 mod handshake;
 mod idempotency;
+mod kit;
 mod lifecycle;
 mod migration;
 mod send;
