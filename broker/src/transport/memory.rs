@@ -101,7 +101,8 @@ impl MemoryConnection {
                 lines: out_tx,
             },
         );
-        std::thread::Builder::new()
+        let closer = outbox.clone();
+        let served = std::thread::Builder::new()
             .name("a2a-memory".into())
             .spawn(move || {
                 let source = ChunkSource {
@@ -116,7 +117,12 @@ impl MemoryConnection {
                 broker.close(session);
                 outbox.close();
                 let _ = writer.join();
-            })?;
+            });
+        if let Err(e) = served {
+            // No session will run: let the writer thread end.
+            closer.close();
+            return Err(e.into());
+        }
         Ok(MemoryConnection {
             input: Some(in_tx),
             output: out_rx,
