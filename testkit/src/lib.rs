@@ -13,7 +13,7 @@
 //! - [`broker`]: [`Broker`], a child plus the test's connection over a
 //!   [`Transport`], and [`on_both_transports!`] to run a test on each.
 //! - [`proto`]: handshake (with the secret), agents, tasks, messages.
-//! - [`assert`]: error codes, A2A `errorCode`s, bounds, timestamps.
+//! - [`assert`](mod@assert): error codes, A2A `errorCode`s, bounds, timestamps.
 //! - `db` (feature `db`): SQLite helpers for durability tests.
 //! - [`temp`]: temporary database directories.
 //! - [`transcript`]: request/response transcript files, run over any
