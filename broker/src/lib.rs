@@ -39,3 +39,5 @@ pub mod reply;
 pub mod server;
 pub mod store;
 pub mod transport;
+
+pub use transport::memory::{MemoryBroker, MemoryConnection, MemoryError};

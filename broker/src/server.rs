@@ -117,9 +117,9 @@ pub fn serve(cfg: ServeConfig) -> Result<(), String> {
     }
 
     let server = match &cfg.socket {
-        Some(name) => Some(
-            socket::listen(broker.clone(), name, cfg.max_connections).map_err(abandon)?,
-        ),
+        Some(name) => {
+            Some(socket::listen(broker.clone(), name, cfg.max_connections).map_err(abandon)?)
+        }
         None => None,
     };
 

@@ -6,9 +6,11 @@
 //! - [`socket`]: the local socket (ext), NDJSON or binary frames by the first bytes.
 //! - [`binary`]: writing binary frames.
 //! - [`frame_limit`]: what stands in for a frame over the outgoing bound.
+//! - [`memory`]: an in-process connection pair (tests, transcripts, benchmarks).
 
 pub mod binary;
 pub mod frame_limit;
+pub mod memory;
 pub mod ndjson;
 pub mod socket;
 pub mod stdio;

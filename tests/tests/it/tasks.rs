@@ -1,7 +1,7 @@
 //! `a2a.tasks.*`: get, the §6 state machine through `status`, cancel,
 //! artifacts, list, resubscribe with replay, and push configs.
 
-use a2a_integration::*;
+use a2a_testkit::*;
 
 on_both_transports!(
     status_follows_the_state_machine,

@@ -2,7 +2,7 @@
 //! recipient resolution, broadcast, appending, resuming, blocking sends,
 //! part validation and v1.0 part normalisation.
 
-use a2a_integration::*;
+use a2a_testkit::*;
 
 on_both_transports!(
     creation_returns_the_task_and_routes_it_to_the_worker,

@@ -1,7 +1,7 @@
 //! Event delivery: `seq` per recipient, pull delivery through
 //! `a2a.events.wait` (pending, blocking, timeout, acks, overflow/lagged).
 
-use a2a_integration::*;
+use a2a_testkit::*;
 
 on_both_transports!(
     seq_grows_by_one_per_recipient_across_tasks_and_kinds,

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use a2a_integration::*;
+use a2a_testkit::*;
 
 on_both_transports!(
     sigkill_mid_load_loses_no_acknowledged_creation,

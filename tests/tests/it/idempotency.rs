@@ -2,7 +2,7 @@
 //! now, writes and routes nothing, is not charged; a conflicting replay is
 //! invalid params; replays survive a broker restart.
 
-use a2a_integration::*;
+use a2a_testkit::*;
 
 on_both_transports!(
     replayed_creation_returns_the_same_task_and_routes_nothing,

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use a2a_integration::*;
+use a2a_testkit::*;
 
 on_both_transports!(
     invalid_json_gets_parse_error_with_null_id_and_connection_survives,

@@ -2,7 +2,7 @@
 //! per context and sends per registration. A refused call writes nothing,
 //! routes nothing and is not charged.
 
-use a2a_integration::*;
+use a2a_testkit::*;
 use base64::Engine;
 
 on_both_transports!(

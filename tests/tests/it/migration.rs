@@ -2,7 +2,7 @@
 //! `user_version` 12; a newer or unreadable database is refused with one
 //! stderr line and left untouched.
 
-use a2a_integration::*;
+use a2a_testkit::*;
 
 fn assert_a2a_tables(path: &std::path::Path) {
     let tables = table_names(path);

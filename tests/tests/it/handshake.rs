@@ -1,7 +1,7 @@
 //! `app.handshake`: required first, version checked, repeatable, result shape,
 //! the stderr ready line, and the secret (socket only).
 
-use a2a_integration::*;
+use a2a_testkit::*;
 
 on_both_transports!(
     ready_line_names_the_child_pid,

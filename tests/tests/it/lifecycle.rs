@@ -4,7 +4,7 @@
 //! recovered by `resubscribe`; deregister settles the agent's tasks; one
 //! socket connection closing leaves the others alone.
 
-use a2a_integration::*;
+use a2a_testkit::*;
 
 on_both_transports!(
     stdin_eof_exits_zero,
@@ -31,7 +31,12 @@ fn stdin_eof_exits_zero(t: Transport) {
         json!({"token": p.token, "timeoutSeconds": 100}),
     );
     let status = b.close_stdin_and_wait(TIMEOUT);
-    assert_eq!(status.code(), Some(0), "{status:?}; stderr {:?}", b.stderr);
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "{status:?}; stderr {:?}",
+        b.stderr_now()
+    );
 }
 
 #[test]

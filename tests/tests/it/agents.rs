@@ -1,7 +1,7 @@
 //! `a2a.agents.register` / `deregister` / `list`: card defaults and stamping,
 //! peer-id suffixes, tokens, kinds, listing order and skill filter.
 
-use a2a_integration::*;
+use a2a_testkit::*;
 
 on_both_transports!(
     register_mints_token_and_fills_card_defaults,
