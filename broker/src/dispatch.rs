@@ -113,7 +113,12 @@ impl Broker {
     /// they are dead, so a transport that hangs up after this leaves no
     /// moment in which another connection could still use them.
     pub fn close(&self, s: Session) {
-        self.engine.connection_closed(s.conn);
+        // A connection that never completed its handshake registered
+        // nothing: no need to queue behind the writer (a flood of
+        // unauthenticated connections must not cost it a wake-up each).
+        if s.handshaken {
+            self.engine.connection_closed(s.conn);
+        }
     }
 
     /// Answers a line that was longer than the frame limit.

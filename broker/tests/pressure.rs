@@ -6,243 +6,82 @@
 //! ratios within one run (the writer thread's CPU time, from
 //! `/proc/PID/task/TID/schedstat`), never as absolute times.
 
+use a2a_testkit::measure::{peak_rss, thread_cpu};
+use a2a_testkit::raw::RawConn;
+use a2a_testkit::{BrokerProcess, Spawn, TIMEOUT};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::Receiver;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-const TIMEOUT: Duration = Duration::from_secs(60);
-
-/// A broker child with its stdio NDJSON connection.
+/// A broker child (`--durability normal`) and the test's stdio connection.
 struct Broker {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    /// Responses read while waiting for another, by id.
-    stash: Vec<Value>,
-    next_id: u64,
-    socket: Option<PathBuf>,
-    secret: Option<String>,
-    _dir: tempfile::TempDir,
+    conn: RawConn,
+    p: BrokerProcess,
+    dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Broker {
+    type Target = RawConn;
+    fn deref(&self) -> &RawConn {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for Broker {
+    fn deref_mut(&mut self) -> &mut RawConn {
+        &mut self.conn
+    }
 }
 
 impl Broker {
-    fn start(extra: &[&str]) -> Broker {
-        Self::start_on(tempfile::tempdir().unwrap(), "p.db", extra)
+    /// On a new database; with `socket`, also on a socket in its directory.
+    fn start(socket: bool, extra: &[&str]) -> Broker {
+        Self::start_on(tempfile::tempdir().unwrap(), "p.db", socket, extra)
     }
 
-    fn start_on(dir: tempfile::TempDir, db: &str, extra: &[&str]) -> Broker {
-        let db = dir.path().join(db);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_a2a-broker"))
-            .arg("serve")
-            .arg("--db")
-            .arg(&db)
+    fn start_on(dir: tempfile::TempDir, db: &str, socket: bool, extra: &[&str]) -> Broker {
+        let mut spawn = Spawn::new(dir.path().join(db))
+            .bin(env!("CARGO_BIN_EXE_a2a-broker"))
             .args(["--durability", "normal"])
-            .args(extra)
-            .env_remove("A2A_BROKER_SECRET")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn a2a-broker");
-        let stderr = BufReader::new(child.stderr.take().unwrap());
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stderr.lines().map_while(Result::ok) {
-                if line.starts_with("{\"ready\"") {
-                    let _ = ready_tx.send(line);
-                }
-            }
-        });
-        let ready: Value =
-            serde_json::from_str(&ready_rx.recv_timeout(TIMEOUT).expect("ready line")).unwrap();
-        let socket = ready["socket"].as_str().map(PathBuf::from);
-        let secret = ready["secretFile"]
-            .as_str()
-            .map(|f| std::fs::read_to_string(f).unwrap());
-        let stdout = BufReader::with_capacity(1 << 20, child.stdout.take().unwrap());
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stdout.lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        let mut b = Broker {
-            child,
-            stdin,
-            lines,
-            stash: Vec::new(),
-            next_id: 0,
-            socket,
-            secret,
-            _dir: dir,
-        };
-        b.ok("app.handshake", json!({"protocolVersion": 10}));
-        b
+            .args(extra);
+        if socket {
+            spawn = spawn.socket(dir.path().join("run").join("b.sock"));
+        }
+        let mut p = spawn.start(TIMEOUT).expect("broker ready");
+        let mut conn = RawConn::over(p.take_stdin().unwrap(), p.take_stdout().unwrap());
+        conn.ok("app.handshake", json!({"protocolVersion": 10}));
+        Broker { conn, p, dir }
     }
 
     /// Stops the broker as a host does (end of stdin) and hands back its directory.
-    fn stop(mut self) -> tempfile::TempDir {
-        drop(self.stdin.take());
-        let _ = self.child.wait();
-        std::mem::replace(&mut self._dir, tempfile::tempdir().unwrap())
+    fn stop(self) -> tempfile::TempDir {
+        let Broker { conn, mut p, dir } = self;
+        drop(conn);
+        assert!(p.wait_exit(TIMEOUT).is_some(), "the broker did not stop");
+        dir
     }
 
-    fn pid(&self) -> u32 {
-        self.child.id()
+    fn secret(&self) -> String {
+        self.p.secret().expect("a socket secret")
     }
 
-    fn send_line(&mut self, line: &str) {
-        let w = self.stdin.as_mut().unwrap();
-        w.write_all(line.as_bytes()).unwrap();
-        w.write_all(b"\n").unwrap();
-        w.flush().unwrap();
-    }
-
-    /// Sends a request; returns its id.
-    fn request(&mut self, method: &str, params: Value) -> u64 {
-        self.next_id += 1;
-        let id = self.next_id;
-        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.send_line(&line.to_string());
-        id
-    }
-
-    /// The next line that is a response (notifications are dropped).
-    fn next_response(&mut self) -> Value {
-        self.next_response_line().1
-    }
-
-    /// The next response, with the length of its line.
-    fn next_response_line(&mut self) -> (usize, Value) {
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(TIMEOUT)
-                .expect("a line from the broker");
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v.get("method").is_none() {
-                return (line.len(), v);
-            }
-        }
-    }
-
-    fn response(&mut self, id: u64) -> Value {
-        if let Some(i) = self.stash.iter().position(|r| r["id"] == id) {
-            return self.stash.swap_remove(i);
-        }
-        loop {
-            let r = self.next_response();
-            if r["id"] == id {
-                return r;
-            }
-            self.stash.push(r);
-        }
-    }
-
-    /// A call whose answer is only checked for success, read without
-    /// parsing it (large replies cost a debug-built JSON parser seconds).
-    fn call_succeeds(&mut self, method: &str, params: Value) -> bool {
-        let id = self.request(method, params);
-        let head = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},");
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(TIMEOUT)
-                .expect("a line from the broker");
-            if let Some(rest) = line.strip_prefix(&head) {
-                return rest.starts_with("\"result\"");
-            }
-        }
-    }
-
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.request(method, params);
-        self.response(id)
-    }
-
-    fn ok(&mut self, method: &str, params: Value) -> Value {
-        let r = self.call(method, params);
-        assert!(r.get("error").is_none(), "{method}: {r}");
-        r["result"].clone()
-    }
-
-    fn register(&mut self, ctx: &str, name: &str) -> (String, String) {
-        let r = self.ok(
-            "a2a.agents.register",
-            json!({"contextId": ctx, "card": {"name": name}}),
-        );
-        (
-            r["agentId"].as_str().unwrap().to_owned(),
-            r["token"].as_str().unwrap().to_owned(),
-        )
-    }
-
-    /// A task from `req` to the agent `to`; its id.
-    fn task(&mut self, req: &str, to: &str) -> String {
-        let m = json!({"role": "user", "messageId": fresh("m"), "to": to, "parts": [{"kind": "text", "text": "go"}]});
-        let r = self.ok("a2a.message.send", json!({"token": req, "message": m}));
-        r["task"]["id"].as_str().unwrap().to_owned()
-    }
-
+    /// A raw socket connection, nothing sent.
     fn socket_conn(&self) -> UnixStream {
-        let s = UnixStream::connect(self.socket.as_ref().expect("a socket")).unwrap();
+        let s = UnixStream::connect(self.p.socket().expect("a socket")).unwrap();
         s.set_read_timeout(Some(TIMEOUT)).unwrap();
         s
     }
 
-    /// Peak resident set of the broker, in bytes.
     fn peak_rss(&self) -> u64 {
-        proc_status_kb(self.pid(), "VmHWM") * 1024
+        peak_rss(self.p.pid)
     }
 
     /// CPU time the writer thread has used so far.
     fn writer_cpu(&self) -> Duration {
-        thread_cpu(self.pid(), "a2a-writer")
+        thread_cpu(self.p.pid, "a2a-writer")
     }
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn fresh(prefix: &str) -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    format!("{prefix}-{}", N.fetch_add(1, Ordering::Relaxed))
-}
-
-fn proc_status_kb(pid: u32, key: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{key}:")))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{key} in /proc/{pid}/status"))
-}
-
-/// CPU time (ns resolution, from `schedstat`) of the process's thread named `name`.
-fn thread_cpu(pid: u32, name: &str) -> Duration {
-    for entry in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
-        let dir = entry.unwrap().path();
-        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
-        if comm.trim() == name {
-            let stat = std::fs::read_to_string(dir.join("schedstat")).unwrap();
-            let ns: u64 = stat.split_whitespace().next().unwrap().parse().unwrap();
-            return Duration::from_nanos(ns);
-        }
-    }
-    panic!("no thread {name} in process {pid}");
 }
 
 fn error_code(r: &Value) -> i64 {
@@ -283,7 +122,7 @@ fn first_line(bytes: &[u8]) -> Value {
 
 #[test]
 fn a_huge_batch_gets_one_error_and_costs_no_memory() {
-    let mut b = Broker::start(&[]);
+    let mut b = Broker::start(false, &[]);
     let before = b.peak_rss();
     // 30 MB of `[0,0,…]`: before, one error object per entry (a 2.9 GB reply).
     let mut line = String::with_capacity(30_000_002);
@@ -313,7 +152,7 @@ fn a_huge_batch_gets_one_error_and_costs_no_memory() {
 
 #[test]
 fn before_its_handshake_a_socket_connection_costs_almost_nothing() {
-    let b = Broker::start(&["--socket", "pre"]);
+    let b = Broker::start(true, &[]);
     let before = b.peak_rss();
     // 100 connections each sending 30 MiB without a newline: each is cut
     // off after 64 KiB.
@@ -375,7 +214,7 @@ fn before_its_handshake_a_socket_connection_costs_almost_nothing() {
     // After the handshake the full bound applies: a 1 MiB line is fine.
     let mut s = b.socket_conn();
     let hs = json!({"jsonrpc": "2.0", "id": 1, "method": "app.handshake",
-        "params": {"protocolVersion": 10, "secret": b.secret.as_ref().unwrap()}});
+        "params": {"protocolVersion": 10, "secret": b.secret()}});
     s.write_all(format!("{hs}\n").as_bytes()).unwrap();
     let big = json!({"jsonrpc": "2.0", "id": 2, "method": "a2a.agents.list",
         "params": {"token": "x".repeat(1 << 20)}});
@@ -396,7 +235,7 @@ fn before_its_handshake_a_socket_connection_costs_almost_nothing() {
 
 #[test]
 fn a_silent_connection_is_closed_after_the_handshake_timeout() {
-    let b = Broker::start(&["--socket", "silent"]);
+    let b = Broker::start(true, &[]);
     let mut s = b.socket_conn();
     let t = Instant::now();
     let got = read_until_closed(&mut s, Duration::from_secs(30)).expect("closed within 30 s");
@@ -422,10 +261,10 @@ fn a_silent_connection_is_closed_after_the_handshake_timeout() {
 
 #[test]
 fn connections_over_the_bound_are_answered_and_closed() {
-    let b = Broker::start(&["--socket", "maxc", "--max-connections", "3"]);
+    let b = Broker::start(true, &["--max-connections", "3"]);
     let hs = |s: &mut UnixStream| {
         let hs = json!({"jsonrpc": "2.0", "id": 1, "method": "app.handshake",
-            "params": {"protocolVersion": 10, "secret": b.secret.as_ref().unwrap()}});
+            "params": {"protocolVersion": 10, "secret": b.secret()}});
         s.write_all(format!("{hs}\n").as_bytes()).unwrap();
         let mut line = String::new();
         BufReader::new(s.try_clone().unwrap())
@@ -449,7 +288,7 @@ fn connections_over_the_bound_are_answered_and_closed() {
     loop {
         let mut s = b.socket_conn();
         let hs_line = json!({"jsonrpc": "2.0", "id": 1, "method": "app.handshake",
-            "params": {"protocolVersion": 10, "secret": b.secret.as_ref().unwrap()}});
+            "params": {"protocolVersion": 10, "secret": b.secret()}});
         s.write_all(format!("{hs_line}\n").as_bytes()).unwrap();
         let mut line = String::new();
         let _ = BufReader::new(s.try_clone().unwrap()).read_line(&mut line);
@@ -467,7 +306,7 @@ fn connections_over_the_bound_are_answered_and_closed() {
 fn artifact_appends_cost_the_writer_the_chunk_not_the_artifact() {
     use base64::Engine;
     let b64 = |n: usize| base64::engine::general_purpose::STANDARD.encode(vec![1u8; n]);
-    let mut b = Broker::start(&[]);
+    let mut b = Broker::start(false, &[]);
     let (_, req) = b.register("c1", "req");
     let (w, wrk) = b.register("c2", "wrk");
     let id = b.task(&req, &w);
@@ -476,7 +315,7 @@ fn artifact_appends_cost_the_writer_the_chunk_not_the_artifact() {
     let append = |b: &mut Broker, first: bool| {
         let art =
             json!({"artifactId": "log", "parts": [{"kind": "file", "file": {"bytes": chunk}}]});
-        b.call_succeeds(
+        b.succeeds(
             "a2a.tasks.artifact",
             json!({"token": wrk, "id": id, "artifact": art, "append": !first}),
         )
@@ -512,7 +351,7 @@ fn artifact_appends_cost_the_writer_the_chunk_not_the_artifact() {
     // The artifact bound counts appends: 8.1 MiB + 12 MiB passes, 0.5 MiB more does not.
     let big = |n: usize| json!({"artifactId": "log", "parts": [{"kind": "file", "file": {"bytes": b64(n)}}]});
     let grow = |b: &mut Broker, n: usize| {
-        b.call_succeeds(
+        b.succeeds(
             "a2a.tasks.artifact",
             json!({"token": wrk, "id": id, "artifact": big(n), "append": true}),
         )
@@ -539,7 +378,7 @@ fn artifact_appends_cost_the_writer_the_chunk_not_the_artifact() {
 fn artifact_chunks_survive_a_restart_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_path_buf();
-    let mut b = Broker::start_on(dir, "r.db", &[]);
+    let mut b = Broker::start_on(dir, "r.db", false, &[]);
     let (_, req) = b.register("c1", "req");
     let (w, wrk) = b.register("c2", "wrk");
     let id = b.task(&req, &w);
@@ -555,7 +394,7 @@ fn artifact_chunks_survive_a_restart_in_order() {
         );
     }
     let before = b.ok("a2a.tasks.get", json!({"token": req, "id": id}))["task"].clone();
-    let mut b = Broker::start_on(b.stop(), "r.db", &[]);
+    let mut b = Broker::start_on(b.stop(), "r.db", false, &[]);
     assert!(path.join("r.db").exists());
     let (_, req) = b.register("c1", "req");
     let after = b.ok("a2a.tasks.get", json!({"token": req, "id": id}))["task"].clone();
@@ -569,7 +408,7 @@ fn artifact_chunks_survive_a_restart_in_order() {
 
 #[test]
 fn ids_cards_metadata_and_artifact_counts_are_bounded() {
-    let mut b = Broker::start(&[]);
+    let mut b = Broker::start(false, &[]);
     let long = "i".repeat(257);
     let r = b.call(
         "a2a.agents.register",
@@ -618,7 +457,7 @@ fn ids_cards_metadata_and_artifact_counts_are_bounded() {
 
 #[test]
 fn a_task_log_is_bounded_but_never_pins_a_task_open() {
-    let mut b = Broker::start(&[]);
+    let mut b = Broker::start(false, &[]);
     let (_, req) = b.register("c1", "req");
     let (w, wrk) = b.register("c2", "wrk");
     let id = b.task(&req, &w);
@@ -659,7 +498,7 @@ fn a_task_log_is_bounded_but_never_pins_a_task_open() {
 
 #[test]
 fn too_many_parked_waits_are_refused_per_connection() {
-    let mut b = Broker::start(&[]);
+    let mut b = Broker::start(false, &[]);
     let r = b.ok(
         "a2a.agents.register",
         json!({"contextId": "c", "card": {"name": "p"}, "delivery": "pull"}),
@@ -694,7 +533,7 @@ fn too_many_parked_waits_are_refused_per_connection() {
 
 #[test]
 fn registering_many_agents_under_one_name_costs_what_the_first_did() {
-    let mut b = Broker::start(&[]);
+    let mut b = Broker::start(false, &[]);
     let register_many = |b: &mut Broker, n: usize| {
         let ids: Vec<u64> = (0..n)
             .map(|i| {
@@ -735,7 +574,7 @@ fn registering_many_agents_under_one_name_costs_what_the_first_did() {
 #[test]
 fn a_task_stays_within_what_one_frame_can_carry() {
     use base64::Engine;
-    let mut b = Broker::start(&[]);
+    let mut b = Broker::start(false, &[]);
     let (_, req) = b.register("c1", "req");
     let (w, wrk) = b.register("c2", "wrk");
     let file = |mib: usize| {
@@ -802,9 +641,9 @@ fn a_failed_commit_leaves_a_deregistered_agent_as_it_was() {
     let db = dir.path().join("doom.db");
     {
         // Create and migrate the database, then add the trap.
-        let dir = Broker::start_on(dir, "doom.db", &[]).stop();
+        let dir = Broker::start_on(dir, "doom.db", false, &[]).stop();
         doom(&db);
-        let mut b = Broker::start_on(dir, "doom.db", &[]);
+        let mut b = Broker::start_on(dir, "doom.db", false, &[]);
         let (w, wrk) = b.register("c2", "wrk");
         let mut together = false;
         for attempt in 0..200 {

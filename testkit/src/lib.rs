@@ -18,6 +18,9 @@
 //! - [`temp`]: temporary database directories.
 //! - [`transcript`]: request/response transcript files, run over any
 //!   [`transcript::Lines`] and rewritten with `UPDATE_EXPECT=1`.
+//! - [`raw`]: an NDJSON connection that keeps lines as text (large
+//!   replies, reply sizes).
+//! - [`measure`]: a broker's peak memory and a thread's CPU time, from `/proc`.
 //!
 //! Every wait has a deadline ([`TIMEOUT`]), so no test can hang; the
 //! deadlines bound hangs and never measure speed.
@@ -30,8 +33,10 @@ pub mod broker;
 pub mod conn;
 #[cfg(feature = "db")]
 pub mod db;
+pub mod measure;
 pub mod process;
 pub mod proto;
+pub mod raw;
 pub mod temp;
 pub mod transcript;
 

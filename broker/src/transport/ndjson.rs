@@ -57,7 +57,7 @@ impl Splitter {
 
     /// Takes what it can of `avail`: returns the bytes used and what they made.
     fn feed(&mut self, avail: &[u8]) -> (usize, Step) {
-        let (chunk, found) = match avail.iter().position(|&b| b == b'\n') {
+        let (chunk, found) = match memchr::memchr(b'\n', avail) {
             Some(i) => (&avail[..i], Some(i)),
             None => (avail, None),
         };

@@ -340,7 +340,8 @@ async fn serve_connection(
     let codec = match tokio::time::timeout_at(deadline, sniff(&mut rd)).await {
         Ok(Some(c)) => c,
         Ok(None) | Err(_) => {
-            tokio::task::block_in_place(|| broker.close(session));
+            // Never shook hands: nothing to close behind the writer.
+            drop(session);
             return;
         }
     };
@@ -366,8 +367,12 @@ async fn serve_connection(
             }
         }
     }
-    // Waits for the writer thread; keep the other connections' tasks running.
-    tokio::task::block_in_place(|| broker.close(session));
+    // Waits for the writer thread; keep the other connections' tasks
+    // running. A connection that never shook hands registered nothing and
+    // does not wait (see `Broker::close`).
+    if session.is_handshaken() {
+        tokio::task::block_in_place(|| broker.close(session));
+    }
 }
 
 /// Looks at the first bytes: the binary preamble, or NDJSON.
@@ -533,6 +538,29 @@ fn fatal(session: &Session, e: FrameError) {
         .push_fatal(RpcError::invalid_request(&e.to_string()));
 }
 
+/// Stored bytes past which rendering a task is worth moving off the
+/// runtime's worker (a few milliseconds of encoding).
+const HEAVY_TASK_BYTES: u64 = 256 * 1024;
+
+/// Is this item a reply carrying large tasks (see `write_loop`)?
+fn is_heavy(item: &Outgoing) -> bool {
+    use crate::reply::Reply;
+    let weight = |r: &Result<Reply, RpcError>| -> u64 {
+        match r {
+            Ok(Reply::Task(v)) => v.rec.stored_bytes,
+            Ok(Reply::Tasks(vs)) | Ok(Reply::TaskList { tasks: vs, .. }) => {
+                vs.iter().map(|v| v.rec.stored_bytes).sum()
+            }
+            _ => 0,
+        }
+    };
+    match item {
+        Outgoing::Response(r) => weight(&r.result) > HEAVY_TASK_BYTES,
+        Outgoing::Batch(rs) => rs.iter().map(|r| weight(&r.result)).sum::<u64>() > HEAVY_TASK_BYTES,
+        Outgoing::Event(_) | Outgoing::Fatal(_) => false,
+    }
+}
+
 async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec) {
     let mut w = conn;
     let mut items: Vec<Outgoing> = Vec::new();
@@ -541,13 +569,24 @@ async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec) {
         bytes.clear();
         let mut frames = 0u64;
         loop {
-            for item in items.drain(..) {
-                frames += 1;
-                let ok = match codec {
-                    Codec::Json => ndjson::write_outgoing(&mut bytes, &item).is_ok(),
-                    Codec::Binary => binary::write_outgoing(&mut bytes, &item).is_ok(),
-                };
-                debug_assert!(ok, "encoding into memory cannot fail");
+            let heavy = items.iter().any(is_heavy);
+            let mut encode = || {
+                for item in items.drain(..) {
+                    frames += 1;
+                    let ok = match codec {
+                        Codec::Json => ndjson::write_outgoing(&mut bytes, &item).is_ok(),
+                        Codec::Binary => binary::write_outgoing(&mut bytes, &item).is_ok(),
+                    };
+                    debug_assert!(ok, "encoding into memory cannot fail");
+                }
+            };
+            // Rendering a task that holds megabytes of files takes long
+            // enough to stall the other connections this runtime worker
+            // serves: hand them to another worker meanwhile.
+            if heavy {
+                tokio::task::block_in_place(encode);
+            } else {
+                encode();
             }
             // Coalesce whatever else became ready, up to a sane write size.
             if bytes.len() >= 1 << 20 {
