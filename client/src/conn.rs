@@ -9,7 +9,15 @@
 //! cannot arrive before the call is registered); the writer thread, woken
 //! when the buffer stops being empty, swaps it out and writes it whole: a
 //! burst of submissions costs one `write`, as in the broker's own socket
-//! writer.
+//! writer. One shortcut: a call submitted on an idle connection (no other
+//! call in flight, nothing being written) is sent by its submitter with a
+//! non-blocking `send`, saving the hand-off to the writer thread on the
+//! latency of a lone call; whatever that `send` cannot take at once is left
+//! to the writer. Only one thread writes at a time (`Outgoing::writing`),
+//! so frames reach the socket whole and in submission order.
+//!
+//! Every send uses `MSG_NOSIGNAL` where the platform has it: a broker that
+//! died never raises `SIGPIPE` in the host process.
 //!
 //! Architecture invariant: the reader thread never blocks on anything but
 //! the socket (and the user code it runs: event handlers and completion
@@ -91,8 +99,72 @@ struct Outgoing {
     buf: Vec<u8>,
     /// Frames in `buf`.
     frames: u64,
+    /// Some thread (the writer, or a submitter on an idle connection) is
+    /// sending bytes taken out of `buf`: nobody else may send meanwhile.
+    writing: bool,
     /// Set when the connection ends: the writer exits, nothing more queues.
     closed: bool,
+}
+
+/// `send(2)` flags of every write: no `SIGPIPE` on a closed socket.
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+const NOSIGNAL: libc::c_int = libc::MSG_NOSIGNAL;
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+const NOSIGNAL: libc::c_int = 0;
+
+/// The socket as `socket2` sees it, for `send` with flags.
+fn sock(stream: &Stream) -> Option<socket2::SockRef<'_>> {
+    match stream {
+        #[cfg(unix)]
+        Stream::UdSocket(s) => Some(socket2::SockRef::from(s.inner())),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+/// Sends all of `bytes`, blocking (within the socket's send timeout).
+fn send_all(stream: &Stream, mut bytes: &[u8]) -> std::io::Result<()> {
+    let Some(s) = sock(stream) else {
+        return (&*stream).write_all(bytes);
+    };
+    while !bytes.is_empty() {
+        match s.send_with_flags(bytes, NOSIGNAL) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Sends what the socket takes of `bytes` without blocking; returns how
+/// many bytes it took.
+fn send_now(stream: &Stream, bytes: &[u8]) -> std::io::Result<usize> {
+    let Some(s) = sock(stream) else {
+        return Ok(0);
+    };
+    let mut sent = 0;
+    while sent < bytes.len() {
+        match s.send_with_flags(&bytes[sent..], NOSIGNAL | libc::MSG_DONTWAIT) {
+            Ok(0) => break,
+            Ok(n) => sent += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(sent)
+}
+
+/// Why a failed send ended the connection.
+fn send_error(e: &std::io::Error) -> CloseReason {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
+    if matches!(e.kind(), BrokenPipe | ConnectionReset) {
+        CloseReason::ByBroker
+    } else {
+        CloseReason::Io(e.to_string())
+    }
 }
 
 /// Frames and write system calls of one connection, for the benchmarks.
@@ -186,7 +258,7 @@ impl Shared {
                 max: MAX_FRAME_BYTES,
             });
         }
-        {
+        let lone = {
             let mut t = self.table.lock();
             if let Some(reason) = &t.closed {
                 out.buf.truncate(start);
@@ -199,8 +271,18 @@ impl Shared {
                     hook,
                 },
             );
-        }
+            t.calls.len() == 1
+        };
         out.frames += 1;
+        if lone && start == 0 && !out.writing {
+            // An idle connection: send it from here, no hand-off.
+            out.writing = true;
+            let bytes = std::mem::take(&mut out.buf);
+            let frames = std::mem::take(&mut out.frames);
+            drop(out);
+            self.send_inline(bytes, frames);
+            return Ok(slot);
+        }
         drop(out);
         // Cheap when the writer is busy (no waiter on the condvar): then it
         // finds this frame in its next swap.
@@ -208,6 +290,43 @@ impl Shared {
             self.out_cv.notify_one();
         }
         Ok(slot)
+    }
+
+    /// The idle-connection shortcut of `submit`: sends `bytes` without
+    /// blocking, leaves any rest to the writer thread (in front of what
+    /// queued meanwhile), then gives the sending turn back.
+    fn send_inline(&self, mut bytes: Vec<u8>, frames: u64) {
+        let result = send_now(&self.stream, &bytes);
+        let mut out = self.out.lock();
+        out.writing = false;
+        if out.closed {
+            return;
+        }
+        match result {
+            Ok(sent) if sent == bytes.len() => {
+                self.stats.frames.fetch_add(frames, Ordering::Relaxed);
+                self.stats.writes.fetch_add(1, Ordering::Relaxed);
+                if out.buf.is_empty() {
+                    // Keep the buffer's capacity for the next submission.
+                    bytes.clear();
+                    out.buf = bytes;
+                    return;
+                }
+            }
+            Ok(sent) => {
+                bytes.drain(..sent);
+                bytes.extend_from_slice(&out.buf);
+                out.buf = bytes;
+                out.frames += frames;
+            }
+            Err(e) => {
+                drop(out);
+                self.close(send_error(&e));
+                return;
+            }
+        }
+        drop(out);
+        self.out_cv.notify_one();
     }
 
     fn closed_error(&self) -> ClientError {
@@ -372,7 +491,7 @@ fn connect(path: &Path, io_timeout: Duration, retry: Duration) -> Result<Stream,
             .connect_sync()
             .and_then(|stream| {
                 stream.set_send_timeout(Some(io_timeout))?;
-                (&stream).write_all(&preamble())?;
+                send_all(&stream, &preamble())?;
                 Ok(stream)
             });
         match attempt {
@@ -412,25 +531,22 @@ fn write_loop(shared: &Shared) {
     loop {
         let frames = {
             let mut out = shared.out.lock();
-            while out.buf.is_empty() && !out.closed {
+            while (out.buf.is_empty() || out.writing) && !out.closed {
                 shared.out_cv.wait(&mut out);
             }
             if out.closed {
                 return;
             }
+            out.writing = true;
             std::mem::swap(&mut out.buf, &mut spare);
             std::mem::take(&mut out.frames)
         };
-        if let Err(e) = (&shared.stream).write_all(&spare) {
+        let result = send_all(&shared.stream, &spare);
+        shared.out.lock().writing = false;
+        if let Err(e) = result {
             // A write that failed part-way leaves a torn frame on the wire:
             // the connection cannot be used again.
-            use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
-            let reason = if matches!(e.kind(), BrokenPipe | ConnectionReset) {
-                CloseReason::ByBroker
-            } else {
-                CloseReason::Io(e.to_string())
-            };
-            shared.close(reason);
+            shared.close(send_error(&e));
             return;
         }
         shared.stats.frames.fetch_add(frames, Ordering::Relaxed);

@@ -73,10 +73,10 @@
 //! thread: a blocking call of the same client there fails with
 //! [`ClientError::WouldDeadlock`] instead of hanging.
 //!
-//! Embedders outside Rust: writes to a socket the broker closed raise
-//! `SIGPIPE` on Unix. Rust programs and Node ignore it by default; a C
-//! host must ignore it too (`signal(SIGPIPE, SIG_IGN)`), or a dying broker
-//! kills it.
+//! Embedders outside Rust: every write is a `send` with `MSG_NOSIGNAL` (on
+//! Linux and FreeBSD), so a broker that dies never raises `SIGPIPE` in the
+//! host; elsewhere (macOS) a C host must ignore `SIGPIPE` itself
+//! (`signal(SIGPIPE, SIG_IGN)`), as Rust programs and Node do by default.
 
 pub mod agent;
 pub mod builders;
