@@ -6,7 +6,8 @@
 //!
 //! (a) Throughput of `Agent::get_task` (`historyLength: 1`) on one task:
 //!     - `async-256`: one thread keeping 256 `get_task_async` calls in
-//!       flight (submit until 256 are outstanding, wait for the oldest);
+//!       flight (submit until 256 are outstanding, wait for the oldest,
+//!       take the answers already there behind it, refill);
 //!     - `blocking-1`: the same thread calling the blocking `get_task` in a
 //!       loop;
 //!     - `blocking-64`: 64 threads calling the blocking `get_task`, all on
@@ -69,8 +70,15 @@ fn async_window(agent: &Agent, task: &str, n: u64) -> Duration {
             q.push_back(agent.get_task_async(task, Some(1)).expect("submit"));
             sent += 1;
         }
+        // Wait for the oldest, take every answer already there behind it,
+        // then refill the window in one burst (which the writer coalesces).
         if let Some(p) = q.pop_front() {
             p.wait(T).expect("tasks.get");
+        }
+        while q.front().is_some_and(Pending::is_ready) {
+            if let Some(p) = q.pop_front() {
+                p.wait(T).expect("tasks.get");
+            }
         }
     }
     start.elapsed()
