@@ -350,10 +350,16 @@ fn main() {
         "SUMMARY client_async reader thread CPU per completion at 256 in flight: {:.2} us",
         reader.map_or(f64::NAN, |d| cpu["async-256"].us(d))
     );
-    let parts: Vec<String> = ["raw server", "minimal client", "wait", "on_complete", "waker"]
-        .iter()
-        .map(|k| format!("{k} {:.1} us", med(&rtt[k])))
-        .collect();
+    let parts: Vec<String> = [
+        "raw server",
+        "minimal client",
+        "wait",
+        "on_complete",
+        "waker",
+    ]
+    .iter()
+    .map(|k| format!("{k} {:.1} us", med(&rtt[k])))
+    .collect();
     let over: Vec<String> = ["wait", "on_complete", "waker"]
         .iter()
         .map(|k| format!("{k} +{:.1} us", med(&overhead[k])))

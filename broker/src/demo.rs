@@ -263,7 +263,10 @@ fn drive(db: &Path, socket: &Path) -> Result<String, String> {
     println!("\n1. planner lists its peers: {names:?}");
 
     let tasks = planner
-        .broadcast(message_to("*", "I own src/lib.rs until further notice"), None)
+        .broadcast(
+            message_to("*", "I own src/lib.rs until further notice"),
+            None,
+        )
         .map_err(err)?;
     println!(
         "2. planner broadcasts \"I own src/lib.rs\" (to: \"*\"): {} tasks, one per peer",
@@ -318,7 +321,9 @@ fn drive(db: &Path, socket: &Path) -> Result<String, String> {
             }),
         )
         .map_err(err)?;
-    println!("5. planner sends a *blocking* request to tester (send_async); its connection stays free");
+    println!(
+        "5. planner sends a *blocking* request to tester (send_async); its connection stays free"
+    );
     let first = tester.wait(TIMEOUT).map_err(err)?;
     for ev in &first {
         println!("      {}", describe(ev));

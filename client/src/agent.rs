@@ -125,7 +125,12 @@ macro_rules! blocking {
 impl Agent {
     /// Builds the agent of a `register` answer; a push agent's queue is
     /// attached to the demux before the handle is returned.
-    pub(crate) fn new(client: Client, context_id: &str, r: RegisterResult, delivery: Delivery) -> Agent {
+    pub(crate) fn new(
+        client: Client,
+        context_id: &str,
+        r: RegisterResult,
+        delivery: Delivery,
+    ) -> Agent {
         let queue: SharedQueue = crate::demux::new_queue();
         let inner = Arc::new(AgentInner {
             client,
@@ -222,7 +227,11 @@ impl Agent {
             token: self.token_opt(),
             skill: skill.map(str::to_owned),
         });
-        self.submit(call, convert!("a2a.agents.list", Outcome::Agents(r) => r.agents), None)
+        self.submit(
+            call,
+            convert!("a2a.agents.list", Outcome::Agents(r) => r.agents),
+            None,
+        )
     }
 
     blocking!(
@@ -246,7 +255,11 @@ impl Agent {
             message,
             configuration,
         });
-        self.submit(call, convert!("a2a.message.send", Outcome::Task(r) => r.task), None)
+        self.submit(
+            call,
+            convert!("a2a.message.send", Outcome::Task(r) => r.task),
+            None,
+        )
     }
 
     blocking!(
@@ -269,7 +282,11 @@ impl Agent {
             message,
             configuration,
         });
-        self.submit(call, convert!("a2a.message.send", Outcome::Tasks(r) => r.tasks), None)
+        self.submit(
+            call,
+            convert!("a2a.message.send", Outcome::Tasks(r) => r.tasks),
+            None,
+        )
     }
 
     blocking!(
@@ -285,7 +302,11 @@ impl Agent {
             message,
             configuration: None,
         });
-        self.submit(call, convert!("a2a.message.stream", Outcome::Task(r) => r.task), None)
+        self.submit(
+            call,
+            convert!("a2a.message.stream", Outcome::Task(r) => r.task),
+            None,
+        )
     }
 
     blocking!(
@@ -306,7 +327,11 @@ impl Agent {
             id: id.to_owned(),
             history_length,
         });
-        self.submit(call, convert!("a2a.tasks.get", Outcome::Task(r) => r.task), None)
+        self.submit(
+            call,
+            convert!("a2a.tasks.get", Outcome::Task(r) => r.task),
+            None,
+        )
     }
 
     blocking!(
@@ -328,7 +353,11 @@ impl Agent {
             state,
             message,
         });
-        self.submit(call, convert!("a2a.tasks.status", Outcome::Task(r) => r.task), None)
+        self.submit(
+            call,
+            convert!("a2a.tasks.status", Outcome::Task(r) => r.task),
+            None,
+        )
     }
 
     blocking!(
@@ -348,7 +377,11 @@ impl Agent {
             id: id.to_owned(),
             message,
         });
-        self.submit(call, convert!("a2a.tasks.cancel", Outcome::Task(r) => r.task), None)
+        self.submit(
+            call,
+            convert!("a2a.tasks.cancel", Outcome::Task(r) => r.task),
+            None,
+        )
     }
 
     blocking!(
@@ -369,7 +402,11 @@ impl Agent {
             id: id.to_owned(),
             after_version,
         });
-        self.submit(call, convert!("a2a.tasks.resubscribe", Outcome::Task(r) => r.task), None)
+        self.submit(
+            call,
+            convert!("a2a.tasks.resubscribe", Outcome::Task(r) => r.task),
+            None,
+        )
     }
 
     blocking!(
@@ -438,7 +475,11 @@ impl Agent {
             limit: query.limit,
             cursor: query.cursor,
         });
-        self.submit(call, convert!("a2a.tasks.list", Outcome::TaskList(r) => r), None)
+        self.submit(
+            call,
+            convert!("a2a.tasks.list", Outcome::TaskList(r) => r),
+            None,
+        )
     }
 
     blocking!(
@@ -462,7 +503,11 @@ impl Agent {
             append,
             last_chunk,
         });
-        self.submit(call, convert!("a2a.tasks.artifact", Outcome::Task(r) => r.task), None)
+        self.submit(
+            call,
+            convert!("a2a.tasks.artifact", Outcome::Task(r) => r.task),
+            None,
+        )
     }
 
     blocking!(
@@ -622,7 +667,11 @@ impl Agent {
             });
             let grace = self.inner.client.options().io_timeout;
             let r = self
-                .submit(call, convert!("a2a.events.wait", Outcome::Events(r) => r), None)?
+                .submit(
+                    call,
+                    convert!("a2a.events.wait", Outcome::Events(r) => r),
+                    None,
+                )?
                 .wait(left + grace)?;
             if let Some(max) = r.events.iter().filter_map(Event::seq).max() {
                 *ack = Some(ack.map_or(max, |a| a.max(max)));

@@ -617,9 +617,9 @@ fn dispatch_frames(bytes: &[u8], shared: &Shared, batch: &mut Batch) -> Result<u
     let mut end = Ok(used);
     for range in frames {
         match decode_payload::<ServerFrame>(&bytes[range]) {
-            Ok(ServerFrame::Response { id, result }) => batch
-                .answers
-                .push((id, result.map_err(ClientError::Rpc))),
+            Ok(ServerFrame::Response { id, result }) => {
+                batch.answers.push((id, result.map_err(ClientError::Rpc)))
+            }
             Ok(ServerFrame::Notification(n)) => {
                 // Answers before an event are delivered before it.
                 shared.answer_all(&mut batch.answers, &mut batch.ready);

@@ -317,7 +317,10 @@ mod tests {
         assert!(p.is_ready());
         assert!(matches!(p.try_take(), Some(Ok(true))));
         assert!(p.try_take().is_none());
-        assert!(matches!(p.wait(Duration::ZERO), Err(ClientError::Protocol(_))));
+        assert!(matches!(
+            p.wait(Duration::ZERO),
+            Err(ClientError::Protocol(_))
+        ));
     }
 
     #[test]

@@ -283,7 +283,11 @@ fn a_client_that_never_reads_does_not_stall_the_others() {
                 match r.send(message_to(rude, "are you there?"), None) {
                     Ok(t) => assert_eq!(t.agent_name, rude),
                     // Already cut off: its agent is gone.
-                    Err(e) => assert_eq!(e.a2a_code().map(a2a_client::A2aErrorCode::as_str), Some("A2A_UNKNOWN_AGENT"), "{e}"),
+                    Err(e) => assert_eq!(
+                        e.a2a_code().map(a2a_client::A2aErrorCode::as_str),
+                        Some("A2A_UNKNOWN_AGENT"),
+                        "{e}"
+                    ),
                 }
             }
             worker.join().unwrap();

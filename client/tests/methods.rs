@@ -203,9 +203,17 @@ fn task_lifecycle_routes_each_event_to_the_counterpart() {
 
     // Terminal tasks refuse messages and moves.
     let e = r.send(task_message(&t.id, "late"), None).unwrap_err();
-    assert_eq!(e.a2a_code().map(a2a_client::A2aErrorCode::as_str), Some("A2A_TASK_TERMINAL"), "{e}");
+    assert_eq!(
+        e.a2a_code().map(a2a_client::A2aErrorCode::as_str),
+        Some("A2A_TASK_TERMINAL"),
+        "{e}"
+    );
     let e = w.set_status(&t.id, State::Working, None).unwrap_err();
-    assert_eq!(e.a2a_code().map(a2a_client::A2aErrorCode::as_str), Some("A2A_TASK_TERMINAL"), "{e}");
+    assert_eq!(
+        e.a2a_code().map(a2a_client::A2aErrorCode::as_str),
+        Some("A2A_TASK_TERMINAL"),
+        "{e}"
+    );
 
     // get: the whole history, or its tail.
     let full = r.get_task(&t.id, None).unwrap();
@@ -229,15 +237,35 @@ fn task_lifecycle_routes_each_event_to_the_counterpart() {
 
     // Refusals keep code and data.
     let e = r.set_status(&plain.id, State::Working, None).unwrap_err();
-    assert_eq!(e.a2a_code().map(a2a_client::A2aErrorCode::as_str), Some("A2A_CROSS_CONTEXT_DENIED"), "{e}");
+    assert_eq!(
+        e.a2a_code().map(a2a_client::A2aErrorCode::as_str),
+        Some("A2A_CROSS_CONTEXT_DENIED"),
+        "{e}"
+    );
     let e = other.get_task(&t.id, None).unwrap_err();
-    assert_eq!(e.a2a_code().map(a2a_client::A2aErrorCode::as_str), Some("A2A_CROSS_CONTEXT_DENIED"), "{e}");
+    assert_eq!(
+        e.a2a_code().map(a2a_client::A2aErrorCode::as_str),
+        Some("A2A_CROSS_CONTEXT_DENIED"),
+        "{e}"
+    );
     let e = w.set_status(&plain.id, State::Submitted, None).unwrap_err();
-    assert_eq!(e.a2a_code().map(a2a_client::A2aErrorCode::as_str), Some("A2A_INVALID_TRANSITION"), "{e}");
+    assert_eq!(
+        e.a2a_code().map(a2a_client::A2aErrorCode::as_str),
+        Some("A2A_INVALID_TRANSITION"),
+        "{e}"
+    );
     let e = r.send(message_to("nobody", "hi"), None).unwrap_err();
-    assert_eq!(e.a2a_code().map(a2a_client::A2aErrorCode::as_str), Some("A2A_UNKNOWN_AGENT"), "{e}");
+    assert_eq!(
+        e.a2a_code().map(a2a_client::A2aErrorCode::as_str),
+        Some("A2A_UNKNOWN_AGENT"),
+        "{e}"
+    );
     let e = r.get_task("no-such-task", None).unwrap_err();
-    assert_eq!(e.a2a_code().map(a2a_client::A2aErrorCode::as_str), Some("A2A_UNKNOWN_TASK"), "{e}");
+    assert_eq!(
+        e.a2a_code().map(a2a_client::A2aErrorCode::as_str),
+        Some("A2A_UNKNOWN_TASK"),
+        "{e}"
+    );
     match &e {
         ClientError::Rpc(rpc) => assert_eq!(rpc.code, 1400),
         other => panic!("{other:?}"),
@@ -517,7 +545,11 @@ fn deregister_settles_tasks_and_frees_the_name() {
             json!({"token": w.token(), "id": served.id}),
         )
         .unwrap_err();
-    assert_eq!(e.a2a_code().map(a2a_client::A2aErrorCode::as_str), Some("A2A_UNKNOWN_TOKEN"), "{e}");
+    assert_eq!(
+        e.a2a_code().map(a2a_client::A2aErrorCode::as_str),
+        Some("A2A_UNKNOWN_TOKEN"),
+        "{e}"
+    );
 
     // The name is free again, and the same party sees its tasks.
     let again = register(&cb, "ctx-w", "leaver");
@@ -745,7 +777,11 @@ fn oversized_payloads_are_refused_and_the_connection_stays_usable() {
     // Past the broker's text bound: its error, with the bound in `data`.
     let long = "x".repeat(a2a_client::proto::limits::A2A_MAX_TEXT_CHARS + 1);
     let e = r.send(message_to("small", &long), None).unwrap_err();
-    assert_eq!(e.a2a_code().map(a2a_client::A2aErrorCode::as_str), Some("A2A_PAYLOAD_TOO_LARGE"), "{e}");
+    assert_eq!(
+        e.a2a_code().map(a2a_client::A2aErrorCode::as_str),
+        Some("A2A_PAYLOAD_TOO_LARGE"),
+        "{e}"
+    );
     let data = e.rpc().unwrap().data.clone().unwrap();
     assert_eq!(data["limit"], "A2A_MAX_TEXT_CHARS");
     assert_eq!(data["max"], 16000);

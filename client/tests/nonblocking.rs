@@ -10,9 +10,9 @@ mod common;
 
 use a2a_client::proto::params::SendConfiguration;
 use a2a_client::{
-    agent_card, message_to, task_message, text_artifact, A2aErrorCode, Agent, Client,
-    ClientError, CloseReason, Delivery, ErrorKind, Event, EventHandler, ListRole, Pending,
-    PushConfig, State, Task, TaskQuery,
+    agent_card, message_to, task_message, text_artifact, A2aErrorCode, Agent, Client, ClientError,
+    CloseReason, Delivery, ErrorKind, Event, EventHandler, ListRole, Pending, PushConfig, State,
+    Task, TaskQuery,
 };
 use common::*;
 use futures_core::Stream;
@@ -84,7 +84,7 @@ fn every_async_method_answers_through_every_way_of_taking_it() {
         .wait(TIMEOUT)
         .unwrap();
     assert_eq!((t.status.state, t.version), (State::Submitted, 1));
-    assert_eq!(task_ids(&collect_n(&w, 1)), [t.id.clone()]);
+    assert_eq!(task_ids(&collect_n(&w, 1)), [t.id.as_str()]);
 
     let got = via_callback(w.get_task_async(&t.id, Some(1)).unwrap()).unwrap();
     assert_eq!((got.id.as_str(), got.history.len()), (t.id.as_str(), 1));
@@ -113,13 +113,17 @@ fn every_async_method_answers_through_every_way_of_taking_it() {
     let read = poll_take(w.push_config_async(&t.id).unwrap()).unwrap();
     assert_eq!(read, set);
 
-    let again = r.resubscribe_async(&t.id, None).unwrap().wait(TIMEOUT).unwrap();
+    let again = r
+        .resubscribe_async(&t.id, None)
+        .unwrap()
+        .wait(TIMEOUT)
+        .unwrap();
     assert_eq!(again.version, 3);
-    assert_eq!(task_ids(&collect_n(&r, 1)), [t.id.clone()]);
+    assert_eq!(task_ids(&collect_n(&r, 1)), [t.id.as_str()]);
 
     let s = via_callback(r.stream_async(message_to("doer", "stream")).unwrap()).unwrap();
-    assert_eq!(task_ids(&collect_n(&r, 1)), [s.id.clone()]);
-    assert_eq!(task_ids(&collect_n(&w, 1)), [s.id.clone()]);
+    assert_eq!(task_ids(&collect_n(&r, 1)), [s.id.as_str()]);
+    assert_eq!(task_ids(&collect_n(&w, 1)), [s.id.as_str()]);
 
     let all = poll_take(r.broadcast_async(message_to("*", "hello"), None).unwrap()).unwrap();
     assert_eq!(all.len(), 1);
@@ -139,7 +143,10 @@ fn every_async_method_answers_through_every_way_of_taking_it() {
     assert_eq!(c.status.state, State::Canceled);
 
     // Broker errors keep their kind and typed A2A code.
-    let e = r.get_task_async("no-such-task", None).unwrap().wait(TIMEOUT);
+    let e = r
+        .get_task_async("no-such-task", None)
+        .unwrap()
+        .wait(TIMEOUT);
     let e = e.expect_err("unknown task");
     assert_eq!(e.kind(), ErrorKind::Rpc);
     assert_eq!(e.a2a_code(), Some(A2aErrorCode::UnknownTask));
@@ -383,7 +390,11 @@ fn handlers_get_queued_events_first_in_order_and_stop_when_removed() {
         assert_eq!(ids, [&first[0], &first[1], &first[2], &first[2]]);
     }
     let mut none = Vec::new();
-    assert_eq!(w.try_events(&mut none, 10), 0, "events go only to the handler");
+    assert_eq!(
+        w.try_events(&mut none, 10),
+        0,
+        "events go only to the handler"
+    );
 
     // Later events arrive on the reader thread, in order.
     let later = send_n(&r, "doer", 20, "later");
@@ -435,11 +446,17 @@ fn a_handler_can_replace_itself_and_answer_without_blocking() {
             return;
         };
         let blocking = agent.get_task(id, None);
-        tx.send(format!("blocking: {:?}", blocking.map(|_| ()).map_err(|e| e.kind())))
-            .unwrap();
+        tx.send(format!(
+            "blocking: {:?}",
+            blocking.map(|_| ()).map_err(|e| e.kind())
+        ))
+        .unwrap();
         let wait = agent.wait(Duration::from_secs(30));
-        tx.send(format!("wait: {:?}", wait.map(|_| ()).map_err(|e| e.kind())))
-            .unwrap();
+        tx.send(format!(
+            "wait: {:?}",
+            wait.map(|_| ()).map_err(|e| e.kind())
+        ))
+        .unwrap();
         let cb_tx = tx.clone();
         agent
             .set_status_async(id, State::Completed, None)
@@ -603,16 +620,23 @@ async fn pending_calls_and_events_await_from_tokio() {
     let c = b.connect();
     let r = register(&c, "ctx", "asker");
     let w = register(&c, "ctx", "doer");
-    let t = tokio::time::timeout(TIMEOUT, r.send_async(message_to("doer", "go"), None).unwrap())
-        .await
-        .expect("send answered")
-        .unwrap();
+    let t = tokio::time::timeout(
+        TIMEOUT,
+        r.send_async(message_to("doer", "go"), None).unwrap(),
+    )
+    .await
+    .expect("send answered")
+    .unwrap();
     // Many awaited at once, joined by tokio.
     let handles: Vec<_> = (0..50)
         .map(|_| tokio::spawn(w.get_task_async(&t.id, None).unwrap()))
         .collect();
     for h in handles {
-        let got = tokio::time::timeout(TIMEOUT, h).await.unwrap().unwrap().unwrap();
+        let got = tokio::time::timeout(TIMEOUT, h)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
         assert_eq!(got.id, t.id);
     }
     // The event stream, awaited.
