@@ -24,7 +24,7 @@ use a2a_proto::params::{
 };
 use a2a_proto::types::{AgentCard, Artifact, Delivery, Message, PushConfig, State, Task};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -40,6 +40,10 @@ pub struct TaskQuery {
     /// The `nextCursor` of the previous page.
     pub cursor: Option<String>,
 }
+
+/// How long one `a2a.events.wait` of a pull agent's pump may be held by
+/// the broker: short, so that a pump no longer wanted stops soon.
+const PUMP_WAIT: Duration = Duration::from_secs(10);
 
 /// A registered agent.
 ///
@@ -70,10 +74,18 @@ pub(crate) struct AgentInner {
     /// empty: its events are fetched by `wait`).
     queue: SharedQueue,
     /// Pull agents: the highest `seq` already handed to a caller, sent as
-    /// `afterSeq` by the next wait. The lock also keeps two waits of one
-    /// agent from running at once (they would return the same events); a
-    /// second wait queues for it at most its own timeout.
+    /// `afterSeq` by the next `a2a.events.wait` (held only briefly).
     pull_ack: Mutex<Option<u64>>,
+    /// Pull agents: held by a direct `wait` for its whole call, so that two
+    /// waits of one agent never run at once (they would return the same
+    /// events); a second wait queues for it at most its own timeout. The
+    /// pump starts only under it.
+    pull_turn: Mutex<()>,
+    /// Pull agents: an `a2a.events.wait` of the pump is in flight (see
+    /// [`Agent::kick_pump`]).
+    pump_in_flight: AtomicBool,
+    /// Pull agents: live [`Events`] streams, which keep the pump running.
+    pub(crate) pump_streams: AtomicUsize,
     deregistered: AtomicBool,
 }
 
@@ -141,16 +153,20 @@ impl Agent {
             delivery,
             queue,
             pull_ack: Mutex::new(None),
+            pull_turn: Mutex::new(()),
+            pump_in_flight: AtomicBool::new(false),
+            pump_streams: AtomicUsize::new(0),
             deregistered: AtomicBool::new(false),
         });
-        if delivery == Delivery::Push {
-            inner.client.inner_demux().attach(
-                &inner.id,
-                &inner.context_id,
-                &inner.queue,
-                Arc::downgrade(&inner),
-            );
-        }
+        // A pull agent's queue is attached too: nothing is routed to it (its
+        // events never travel as notifications), but it closes with the
+        // connection, which ends its streams.
+        inner.client.inner_demux().attach(
+            &inner.id,
+            &inner.context_id,
+            &inner.queue,
+            Arc::downgrade(&inner),
+        );
         Agent { inner }
     }
 
@@ -160,6 +176,10 @@ impl Agent {
 
     pub(crate) fn queue(&self) -> &EventQueue {
         &self.inner.queue
+    }
+
+    pub(crate) fn pump_streams(&self) -> &AtomicUsize {
+        &self.inner.pump_streams
     }
 
     /// The peer id (`agentId`).
@@ -582,26 +602,103 @@ impl Agent {
     ///   is dropped, or when no event can come any more (deregistration,
     ///   closed connection).
     ///
-    /// A pull agent's events are fetched by [`Agent::wait`], never queued
-    /// here: its handler is kept but not called.
+    /// A pull agent's events are fetched from the broker by a chain of
+    /// `a2a.events.wait` calls (the "pump", one in flight at a time, no
+    /// thread of its own) while a handler is installed or an
+    /// [`Agent::events`] stream lives; what it fetches is queued here and
+    /// acknowledged by its next call.
     pub fn set_event_handler(&self, handler: Option<EventHandler>) {
+        let install = handler.is_some();
         self.inner.queue.set_handler(self, handler);
+        if install {
+            self.kick_pump();
+        }
     }
 
-    /// Appends to `out` up to `max` of the events queued for this push
-    /// agent, without blocking; returns how many. Always 0 while an event
-    /// handler is installed, and for a pull agent.
+    /// Appends to `out` up to `max` of the events queued for this agent,
+    /// without blocking; returns how many. Always 0 while an event handler
+    /// is installed. A pull agent's queue is filled only while its pump
+    /// runs (see [`Agent::set_event_handler`]).
     pub fn try_events(&self, out: &mut Vec<Event>, max: usize) -> usize {
         self.inner.queue.try_take(out, max)
     }
 
-    /// This push agent's events as a [`futures_core::Stream`] (see
-    /// [`Events`]). A pull agent's stream yields nothing until the
-    /// connection closes.
+    /// This agent's events as a [`futures_core::Stream`] (see [`Events`]).
+    /// For a pull agent, a live stream keeps the pump running.
     pub fn events(&self) -> Events {
-        Events {
-            agent: self.clone(),
+        Events::new(self.clone())
+    }
+
+    /// Starts a pull agent's pump if it is wanted (a handler, or a live
+    /// stream) and not running. Never blocks: if a direct `wait` holds the
+    /// agent's turn, that wait starts the pump when it ends.
+    pub(crate) fn kick_pump(&self) {
+        let inner = &self.inner;
+        if inner.delivery != Delivery::Pull || !self.pump_wanted() {
+            return;
         }
+        let Some(_turn) = inner.pull_turn.try_lock() else {
+            return;
+        };
+        if inner.pump_in_flight.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if self.pump_once().is_err() {
+            inner.pump_in_flight.store(false, Ordering::Release);
+        }
+    }
+
+    fn pump_wanted(&self) -> bool {
+        !self.is_deregistered()
+            && (self.inner.queue.has_handler()
+                || self.inner.pump_streams.load(Ordering::Acquire) > 0)
+    }
+
+    /// Submits one `a2a.events.wait` of the pump; its completion (on the
+    /// reader thread) queues the events, which may run the handler, and
+    /// submits the next while the pump is wanted.
+    fn pump_once(&self) -> Result<(), ClientError> {
+        let call = Call::Wait(WaitParams {
+            token: self.token_opt(),
+            timeout_seconds: Some(PUMP_WAIT.as_secs_f64()),
+            after_seq: *self.inner.pull_ack.lock(),
+        });
+        // Weak: a pump in flight must not keep the agent alive.
+        let agent = Arc::downgrade(&self.inner);
+        self.submit(
+            call,
+            convert!("a2a.events.wait", Outcome::Events(r) => r),
+            None,
+        )?
+        .on_complete(move |result| {
+            let Some(inner) = agent.upgrade() else { return };
+            let me = Agent::from_inner(inner);
+            let inner = &me.inner;
+            let failed = match result {
+                Ok(r) => {
+                    if let Some(max) = r.events.iter().filter_map(Event::seq).max() {
+                        let mut ack = inner.pull_ack.lock();
+                        *ack = Some(ack.map_or(max, |a| a.max(max)));
+                    }
+                    let weak = Arc::downgrade(inner);
+                    for ev in r.events {
+                        inner.queue.deliver(ev, &weak);
+                    }
+                    false
+                }
+                Err(_) => true,
+            };
+            if !failed && me.pump_wanted() && me.pump_once().is_ok() {
+                return;
+            }
+            inner.pump_in_flight.store(false, Ordering::Release);
+            // Wanted again meanwhile (a handler installed while this call
+            // was in flight): start over, unless the connection is gone.
+            if !failed {
+                me.kick_pump();
+            }
+        });
+        Ok(())
     }
 
     /// Is an event queued for [`Agent::wait`] right now (or the queue
@@ -619,6 +716,8 @@ impl Agent {
     /// this one returned (`afterSeq`), so an event is returned once unless
     /// a response is lost; two waits of one pull agent run one after the
     /// other, and the second gives up (empty) when its own timeout passes.
+    /// While a pull agent's pump runs (a handler or a stream), its `wait`
+    /// reads the queue the pump fills instead.
     ///
     /// Fails with [`ClientError::Closed`] once the connection is gone and
     /// the queue is empty, [`ClientError::Deregistered`] after
@@ -640,16 +739,32 @@ impl Agent {
                 if on_reader_thread(conn_id) {
                     return Err(ClientError::WouldDeadlock);
                 }
-                self.wait_pull(timeout)
+                let r = self.wait_pull(timeout);
+                // A handler or stream may have wanted the pump meanwhile.
+                self.kick_pump();
+                r
             }
         }
     }
 
     fn wait_pull(&self, timeout: Duration) -> Result<Vec<Event>, ClientError> {
         let deadline = Instant::now().checked_add(timeout);
-        let Some(mut ack) = self.inner.pull_ack.try_lock_for(timeout) else {
+        let Some(turn) = self.inner.pull_turn.try_lock_for(timeout) else {
             return Ok(Vec::new());
         };
+        if self.inner.pump_in_flight.load(Ordering::Acquire) || self.pump_wanted() {
+            // The pump fetches this agent's events: read its queue (and
+            // start the pump, if it could not start while this held the
+            // turn).
+            drop(turn);
+            self.kick_pump();
+            return self.inner.queue.wait(deadline).map_err(|()| self.gone());
+        }
+        // Events the pump fetched before it stopped come first.
+        let mut queued = Vec::new();
+        if self.try_events(&mut queued, usize::MAX) > 0 {
+            return Ok(queued);
+        }
         let most = Duration::from_secs(A2A_MAX_STREAM_WAIT_SECONDS);
         loop {
             // The broker clamps a wait to A2A_MAX_STREAM_WAIT_SECONDS, so a
@@ -663,7 +778,7 @@ impl Agent {
             let call = Call::Wait(WaitParams {
                 token: self.token_opt(),
                 timeout_seconds: Some(left.as_secs_f64()),
-                after_seq: *ack,
+                after_seq: *self.inner.pull_ack.lock(),
             });
             let grace = self.inner.client.options().io_timeout;
             let r = self
@@ -674,6 +789,7 @@ impl Agent {
                 )?
                 .wait(left + grace)?;
             if let Some(max) = r.events.iter().filter_map(Event::seq).max() {
+                let mut ack = self.inner.pull_ack.lock();
                 *ack = Some(ack.map_or(max, |a| a.max(max)));
             }
             if !r.events.is_empty() || deadline.is_some_and(|d| Instant::now() >= d) {

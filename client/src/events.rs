@@ -27,6 +27,7 @@ use futures_core::Stream;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll, Waker};
 use std::thread::ThreadId;
@@ -236,6 +237,12 @@ impl EventQueue {
         }
     }
 
+    /// Is a handler installed (or running)?
+    pub(crate) fn has_handler(&self) -> bool {
+        let st = self.st.lock();
+        st.installed.is_some() || st.running.is_some()
+    }
+
     /// Is an event ready for `wait` right now (or the queue closed)?
     pub(crate) fn ready(&self) -> bool {
         let st = self.st.lock();
@@ -274,17 +281,38 @@ impl EventQueue {
     }
 }
 
-/// A push agent's events as a [`futures_core::Stream`], from
+/// An agent's events as a [`futures_core::Stream`], from
 /// [`crate::Agent::events`]. Yields each queued event once (shared with
 /// `wait` and `try_events`: each event goes to one reader), nothing while
 /// an event handler is installed, and ends when no event can come any more
-/// (connection closed, agent deregistered).
+/// (connection closed, agent deregistered). For a pull agent, a live
+/// stream keeps the agent's pump fetching its events.
 ///
 /// Threads: `Send + Sync + Unpin`; the reader thread wakes the polling
 /// task. Lifetime: holds its agent (and so the connection) open.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Events {
-    pub(crate) agent: Agent,
+    agent: Agent,
+}
+
+impl Events {
+    pub(crate) fn new(agent: Agent) -> Events {
+        agent.pump_streams().fetch_add(1, Ordering::AcqRel);
+        agent.kick_pump();
+        Events { agent }
+    }
+}
+
+impl Clone for Events {
+    fn clone(&self) -> Events {
+        Events::new(self.agent.clone())
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        self.agent.pump_streams().fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Stream for Events {

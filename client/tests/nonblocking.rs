@@ -688,3 +688,58 @@ fn a_second_pull_wait_gives_up_at_its_own_timeout() {
     assert_eq!(got.len(), 1);
     first.join().unwrap();
 }
+
+#[test]
+fn a_pull_agent_feeds_its_handler_and_stream_without_a_thread() {
+    let b = Broker::start();
+    let c = b.connect();
+    let pull = c
+        .register("ctx", agent_card("puller"), Delivery::Pull)
+        .unwrap();
+    let r = register(&c, "ctx", "asker");
+
+    // A handler: the pump fetches the events and hands them over in order,
+    // on the reader thread.
+    let (tx, rx) = mpsc::channel();
+    pull.set_event_handler(Some(Box::new(move |_, ev| {
+        let thread = std::thread::current().name().unwrap_or("").to_owned();
+        tx.send((status_of(&ev).map(|s| s.0.to_owned()), thread))
+            .unwrap();
+    })));
+    let ids = send_n(&r, "puller", 5, "pulled");
+    let got: Vec<(Option<String>, String)> = (0..5)
+        .map(|_| rx.recv_timeout(TIMEOUT).expect("handled"))
+        .collect();
+    assert_eq!(
+        got.iter()
+            .map(|(id, _)| id.clone().unwrap())
+            .collect::<Vec<_>>(),
+        ids
+    );
+    assert!(got.iter().all(|(_, t)| t == "a2a-client-reader"));
+
+    // Removed: later events are fetched by `wait` (from the pump's last
+    // batch or directly), each once.
+    pull.set_event_handler(None);
+    let later = send_n(&r, "puller", 3, "later");
+    let evs = collect_until(&pull, |evs| evs.len() >= 3);
+    assert_eq!(task_ids(&evs), later);
+    assert!(rx.try_recv().is_err(), "no handler call after removal");
+
+    // A stream keeps the pump going while it lives.
+    let mut stream = pull.events();
+    let more = send_n(&r, "puller", 2, "streamed");
+    assert_eq!(task_ids(&block_on_n(&mut stream, 2)), more);
+    drop(stream);
+    // With the stream gone, the next event reaches `wait` exactly once,
+    // whether the pump's last call or a direct wait fetched it.
+    let last = send_n(&r, "puller", 1, "last");
+    let evs = collect_until(&pull, |evs| !evs.is_empty());
+    assert_eq!(task_ids(&evs), last);
+    let mut rest = Vec::new();
+    let deadline = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < deadline {
+        rest.extend(pull.wait(Duration::from_millis(50)).unwrap());
+    }
+    assert!(rest.is_empty(), "delivered twice: {rest:#?}");
+}
