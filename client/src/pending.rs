@@ -126,8 +126,8 @@ impl<T> Convert<T> {
 /// - [`Pending::on_complete`] hands the answer to a callback;
 /// - `.await` (it is a [`Future`]) from any executor.
 ///
-/// Threads: `Send + Sync + Unpin` (the answer is produced on the
-/// connection's reader thread and moved to whoever takes it). Lifetime:
+/// Threads: `Send + Unpin` (the answer is produced on the connection's
+/// reader thread and moved to whoever takes it); one owner at a time. Lifetime:
 /// independent of the [`crate::Client`] it came from; if the connection
 /// closes first, the answer is [`ClientError::Closed`]. Dropping a
 /// `Pending` does not cancel the call: the broker still performs it, and
@@ -305,6 +305,14 @@ mod tests {
     fn pending() -> (Arc<Slot>, Pending<bool>) {
         let slot = Slot::new();
         (slot.clone(), Pending::new(slot, Convert::Fn(ok), u64::MAX))
+    }
+
+    #[test]
+    fn pending_and_events_can_move_between_threads_and_tasks() {
+        fn send_unpin<T: Send + Unpin>() {}
+        send_unpin::<Pending<a2a_proto::types::Task>>();
+        send_unpin::<Pending<crate::Agent>>();
+        send_unpin::<crate::Events>();
     }
 
     #[test]
