@@ -1,6 +1,8 @@
-//! One push agent's events: a queue filled by the connection's reader
-//! thread, read by [`crate::Agent::wait`] (blocking), [`crate::Agent::try_events`]
-//! (a non-blocking drain) and [`Events`] (a `futures_core::Stream`), or handed
+//! One agent's events: a queue filled on the connection's reader thread
+//! (a push agent's notifications; a pull agent's `a2a.events.wait` results
+//! while its pump runs, see [`crate::Agent::set_event_handler`]), read by
+//! [`crate::Agent::wait`] (blocking), [`crate::Agent::try_events`] (a
+//! non-blocking drain) and [`Events`] (a `futures_core::Stream`), or handed
 //! to an [`EventHandler`] instead.
 //!
 //! The handler protocol, per queue: whoever runs the handler (the reader
