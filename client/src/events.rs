@@ -10,7 +10,7 @@
 //! holds the "running" mark and drains the queue in order until it is
 //! empty, so events reach the handler one at a time and in arrival order.
 //! - Events queued before a handler is installed are handed to it first,
-//!   by [`EventQueue::set_handler`] on the installing thread.
+//!   by [`crate::Agent::set_event_handler`] on the installing thread.
 //! - While a handler is installed, `wait`, `try_events` and the stream see
 //!   nothing: events go only to it.
 //! - Installing (or removing) from another thread waits for a running
