@@ -1,348 +1,401 @@
-//! `a2a-broker demo`: starts this very binary as a broker on a temporary
-//! database, drives a small delegation through its stdio pipe exactly as a
-//! sidecar would, and narrates what happens; then prints the audit view of
-//! the durable log. Needs nothing but the binary.
+//! `a2a-broker demo` (a module of the binary, not of the library): a small
+//! program written against `a2a-client`, the way a sidecar uses the broker.
+//! It starts this very binary as a broker (`serve --socket`, stdin kept open
+//! so the broker lives exactly as long as the demo), reads its ready line,
+//! connects one client per agent over the local socket, narrates a short
+//! delegation, then prints the audit view of the durable log and the
+//! commands that show it again (the database is kept with `--keep` or
+//! `--db PATH`).
 
-use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
+use a2a_broker::inspect;
+use a2a_client::proto::types::StreamEvent;
+use a2a_client::{
+    agent_card, message_to, read_secret, skill, task_message, text_artifact, Agent, Client,
+    Delivery, Event, ListRole, Message, Notification, Part, SendConfiguration, State, TaskQuery,
+};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// Longest wait for the broker to start, or for any expected event.
 const TIMEOUT: Duration = Duration::from_secs(20);
 
-/// A minimal NDJSON client over the broker's pipes.
-struct Pipe {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<Value>,
-    next_id: u64,
-    /// Notifications seen while waiting for responses.
-    events: Vec<Value>,
-    /// Responses that arrived while waiting for another.
-    early: Vec<Value>,
+/// How long the agents' queues must stay quiet before a step's events are
+/// considered all shown.
+const QUIET: Duration = Duration::from_millis(150);
+
+/// Where the demo keeps its database, and whether it removes it after.
+pub struct Options {
+    /// `--db PATH`: use (and keep) this database.
+    pub db: Option<PathBuf>,
+    /// `--keep`: keep the temporary database.
+    pub keep: bool,
 }
 
-impl Pipe {
-    fn start(db: &std::path::Path) -> Result<Pipe, String> {
+/// The broker child: killed if the demo fails half-way.
+struct BrokerProcess {
+    child: Child,
+    /// Closing it is how the broker is told to stop (exit 0).
+    stdin: Option<ChildStdin>,
+    socket: PathBuf,
+}
+
+impl BrokerProcess {
+    fn start(db: &Path, socket: &Path) -> Result<BrokerProcess, String> {
         let exe = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
         let mut child = Command::new(exe)
             .arg("serve")
             .arg("--db")
             .arg(db)
+            .arg("--socket")
+            .arg(socket)
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
+            .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot start the broker: {e}"))?;
-        let stdout = child.stdout.take().expect("piped");
-        let stderr = child.stderr.take().expect("piped");
-        let (tx, lines) = channel();
+        let stdin = child.stdin.take();
+        let stderr = child.stderr.take().ok_or("no stderr pipe")?;
+        // A thread owns the pipe: the ready line is awaited with a deadline,
+        // and later lines are drained so the broker never blocks on them.
+        let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                    if tx.send(v).is_err() {
-                        break;
-                    }
-                }
-            }
+            let mut lines = BufReader::new(stderr);
+            let mut first = String::new();
+            let _ = lines.read_line(&mut first);
+            let _ = tx.send(first);
+            let _ = std::io::copy(&mut lines, &mut std::io::sink());
         });
-        let mut ready = String::new();
-        BufReader::new(stderr)
-            .read_line(&mut ready)
-            .map_err(|e| format!("broker did not start: {e}"))?;
-        let ready: Value =
-            serde_json::from_str(&ready).map_err(|_| format!("broker did not start: {ready}"))?;
-        println!("  broker ready: {ready}");
-        Ok(Pipe {
-            stdin: child.stdin.take(),
+        let mut b = BrokerProcess {
             child,
-            lines,
-            next_id: 0,
-            events: Vec::new(),
-            early: Vec::new(),
-        })
-    }
-
-    fn send(&mut self, method: &str, params: Value) -> Result<u64, String> {
-        self.next_id += 1;
-        let line =
-            json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
-        let stdin = self.stdin.as_mut().ok_or("stdin closed")?;
-        writeln!(stdin, "{line}").map_err(|e| format!("write to broker: {e}"))?;
-        stdin.flush().map_err(|e| format!("write to broker: {e}"))?;
-        Ok(self.next_id)
-    }
-
-    fn wait_for(&mut self, id: u64) -> Result<Value, String> {
-        if let Some(i) = self.early.iter().position(|v| v["id"] == id) {
-            return unwrap_result(self.early.remove(i));
-        }
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let v = self
-                .lines
-                .recv_timeout(left)
-                .map_err(|_| format!("no answer to request {id}"))?;
-            if v.get("id").is_none() {
-                self.events.push(v);
-            } else if v["id"] == id {
-                return unwrap_result(v);
-            } else {
-                self.early.push(v);
+            stdin,
+            socket: socket.to_owned(),
+        };
+        let ready = rx
+            .recv_timeout(TIMEOUT)
+            .map_err(|_| "the broker did not start in time".to_string())?;
+        match serde_json::from_str::<serde_json::Value>(&ready) {
+            Ok(v) if v["ready"] == true => {
+                println!("  broker ready: {}", ready.trim());
+                Ok(b)
+            }
+            _ => {
+                let _ = b.child.kill();
+                Err(format!("the broker did not start: {}", ready.trim()))
             }
         }
     }
 
-    fn call(&mut self, method: &str, params: Value) -> Result<Value, String> {
-        let id = self.send(method, params)?;
-        self.wait_for(id)
+    fn connect(&self, name: &str) -> Result<Client, String> {
+        let secret = read_secret(&self.socket).map_err(|e| format!("read the secret: {e}"))?;
+        let options = a2a_client::ClientOptions {
+            client_name: format!("a2a-broker-demo/{name}"),
+            ..Default::default()
+        };
+        Client::connect_with(&self.socket, &secret, options).map_err(|e| e.to_string())
     }
 
-    /// Prints and forgets the notifications received so far.
-    fn show_events(&mut self) {
-        for e in self.events.drain(..) {
-            let p = &e["params"];
-            let ev = &p["event"];
-            let what = match ev["kind"].as_str() {
-                Some("status-update") => {
-                    let text = ev["status"]["message"]["parts"][0]["text"]
-                        .as_str()
-                        .unwrap_or("");
-                    format!(
-                        "status {}{}{}",
-                        ev["status"]["state"].as_str().unwrap_or("?"),
-                        if ev["final"] == true { " (final)" } else { "" },
-                        if text.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" {text:?}")
-                        }
-                    )
-                }
-                Some("artifact-update") => format!("artifact {}", ev["artifact"]["artifactId"]),
-                _ => format!("{} {}", e["method"], p["status"]["state"]),
-            };
-            println!(
-                "      event -> {:<9} seq {:<2} task v{}: {what}",
-                p["recipient"].as_str().unwrap_or("?"),
-                p["seq"],
-                p["taskVersion"]
-            );
-        }
-    }
-
+    /// Closes the broker's stdin and waits for its exit status.
     fn finish(mut self) -> Result<i32, String> {
         drop(self.stdin.take());
-        let status = self.child.wait().map_err(|e| e.to_string())?;
-        Ok(status.code().unwrap_or(-1))
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some(st) = self.child.try_wait().map_err(|e| e.to_string())? {
+                return Ok(st.code().unwrap_or(-1));
+            }
+            if Instant::now() >= deadline {
+                return Err("the broker did not exit after its stdin closed".into());
+            }
+            // Polling an exit status, bounded by the deadline above.
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
 
-impl Drop for Pipe {
+impl Drop for BrokerProcess {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        if self.stdin.is_some() {
+            let _ = self.child.kill();
+        }
         let _ = self.child.wait();
     }
 }
 
-fn unwrap_result(v: Value) -> Result<Value, String> {
-    match v.get("result") {
-        Some(r) => Ok(r.clone()),
-        None => Err(format!("broker error: {}", v["error"])),
-    }
-}
-
-fn text(t: &str, id: &str) -> Value {
-    json!({"role": "user", "parts": [{"kind": "text", "text": t}], "messageId": id})
-}
-
 /// Runs the demo.
-pub fn run() -> Result<(), String> {
-    let dir = std::env::temp_dir().join(format!("a2a-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let db = dir.join("demo.db");
-    let result = drive(&db);
+pub fn run(opts: Options) -> Result<(), String> {
+    let dir = tempfile_dir()?;
+    let keep = opts.keep || opts.db.is_some();
+    let db = opts.db.clone().unwrap_or_else(|| dir.join("demo.db"));
+    let socket = dir.join("run").join("sock");
+    let result = drive(&db, &socket);
     if let Ok(task) = &result {
-        println!("\n== the durable audit view (a2a-broker tasks list / show --db …) ==");
-        crate::inspect::list(&db, None, 10)?;
+        println!("\n== the durable audit view ==");
+        inspect::list(&db, None, 10)?;
         println!();
-        crate::inspect::show(&db, task)?;
+        inspect::show(&db, task)?;
+        println!();
+        if keep {
+            println!("Run these again at any time:");
+            println!("  a2a-broker tasks list --db {}", db.display());
+            println!("  a2a-broker tasks show --db {} {task}", db.display());
+        } else {
+            println!(
+                "(the temporary database is removed now; run `a2a-broker demo --keep` or \
+                 `--db PATH` to keep it and rerun `a2a-broker tasks list/show --db PATH`)"
+            );
+        }
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    if keep && opts.db.is_none() {
+        // Only the socket directory goes; the database stays.
+        let _ = std::fs::remove_dir_all(dir.join("run"));
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     result.map(|_| ())
 }
 
-/// Drives the delegation; returns the id of the task to audit.
-fn drive(db: &std::path::Path) -> Result<String, String> {
-    println!("== a2a-broker demo: a planner delegates to two subagents ==");
-    println!("  database: {}", db.display());
-    let mut b = Pipe::start(db)?;
-    b.call(
-        "app.handshake",
-        json!({"protocolVersion": 10, "client": "a2a-broker-demo"}),
-    )?;
+/// A fresh private directory for the socket (and the default database).
+fn tempfile_dir() -> Result<PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!("a2a-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    Ok(dir)
+}
 
-    let mut token = std::collections::HashMap::new();
-    for (name, skill) in [
+fn text(m: &Message) -> &str {
+    match m.parts.first() {
+        Some(Part::Text { text, .. }) => text,
+        _ => "",
+    }
+}
+
+fn describe(ev: &Event) -> String {
+    match ev {
+        Notification::TaskEvent(p) => {
+            let what = match &p.event {
+                StreamEvent::Status(s) => {
+                    let msg = s.status.message.as_deref().map(text).unwrap_or("");
+                    format!(
+                        "status {}{}{}",
+                        s.status.state.as_str(),
+                        if s.is_final { " (final)" } else { "" },
+                        if msg.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" {msg:?}")
+                        }
+                    )
+                }
+                StreamEvent::Artifact(a) => format!("artifact {:?}", a.artifact.artifact_id),
+            };
+            format!(
+                "event -> {:<9} seq {:<2} task v{}: {what}",
+                p.recipient, p.seq, p.task_version
+            )
+        }
+        Notification::Push(p) => format!(
+            "push  -> {:<9} seq {:<2} task {} {}",
+            p.recipient,
+            p.seq,
+            p.task_id,
+            p.status.state.as_str()
+        ),
+        Notification::Lagged(p) => format!("lagged -> {}: {} dropped", p.recipient, p.dropped),
+    }
+}
+
+/// Prints the events the agents received, until their queues stay quiet.
+fn show_events(agents: &[&Agent]) -> Result<(), String> {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let mut any = false;
+        for a in agents {
+            let mut got = Vec::new();
+            a.try_events(&mut got, usize::MAX);
+            for ev in &got {
+                println!("      {}", describe(ev));
+            }
+            any |= !got.is_empty();
+        }
+        if !any {
+            // Quiet now: one more look after a pause, then done.
+            std::thread::sleep(QUIET);
+            if !agents.iter().any(|a| a.has_events()) || Instant::now() >= deadline {
+                return Ok(());
+            }
+        }
+    }
+}
+
+fn err(e: a2a_client::ClientError) -> String {
+    format!("broker call failed: {e}")
+}
+
+/// Drives the delegation; returns the id of the task to audit.
+fn drive(db: &Path, socket: &Path) -> Result<String, String> {
+    println!("== a2a-broker demo: a planner delegates to two subagents, over the socket ==");
+    println!("  database: {}", db.display());
+    let broker = BrokerProcess::start(db, socket)?;
+
+    // One connection per agent, as three sidecars would have.
+    let mut agents = Vec::new();
+    for (name, sk) in [
         ("planner", "plan"),
         ("reviewer", "review"),
         ("tester", "test"),
     ] {
-        let card = json!({"name": name, "description": format!("the {name}"),
-                          "skills": [{"id": skill, "name": skill, "description": "", "tags": [skill]}]});
-        let r = b.call(
-            "a2a.agents.register",
-            json!({"contextId": "session-1", "card": card}),
-        )?;
-        token.insert(name, r["token"].as_str().unwrap_or_default().to_owned());
-        println!("  registered {:<9} peer id {}", name, r["agentId"]);
+        let client = broker.connect(name)?;
+        let mut card = agent_card(name);
+        card.description = format!("the {name}");
+        card.skills = vec![skill(sk, &[sk])];
+        let agent = client
+            .register("session-1", card, Delivery::Push)
+            .map_err(err)?;
+        println!("  registered {:<9} peer id {:?}", name, agent.id());
+        agents.push(agent);
     }
-    let tok = |n: &str| token[n].clone();
+    let [planner, reviewer, tester] = [&agents[0], &agents[1], &agents[2]];
+    let all = [planner, reviewer, tester];
 
-    let peers = b.call("a2a.agents.list", json!({"token": tok("planner")}))?;
-    let names: Vec<&str> = peers["agents"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|c| c["name"].as_str()).collect())
-        .unwrap_or_default();
+    let peers = planner.list_agents(None).map_err(err)?;
+    let names: Vec<&str> = peers.iter().map(|c| c.name.as_str()).collect();
     println!("\n1. planner lists its peers: {names:?}");
 
-    let mut ann = text("I own src/lib.rs until further notice", "own-1");
-    ann["to"] = json!("*");
-    let r = b.call(
-        "a2a.message.send",
-        json!({"token": tok("planner"), "message": ann}),
-    )?;
+    let tasks = planner
+        .broadcast(
+            message_to("*", "I own src/lib.rs until further notice"),
+            None,
+        )
+        .map_err(err)?;
     println!(
         "2. planner broadcasts \"I own src/lib.rs\" (to: \"*\"): {} tasks, one per peer",
-        r["tasks"].as_array().map_or(0, Vec::len)
+        tasks.len()
     );
-    b.show_events();
+    show_events(&all)?;
 
-    let mut ask = text("Review src/lib.rs", "review-1");
-    ask["to"] = json!("reviewer");
-    let r = b.call(
-        "a2a.message.send",
-        json!({"token": tok("planner"), "message": ask}),
-    )?;
-    let review = r["task"]["id"].as_str().unwrap_or_default().to_owned();
+    let ask = message_to("reviewer", "Review src/lib.rs");
+    let review = planner.send(ask.clone(), None).map_err(err)?;
     println!(
-        "3. planner asks reviewer for a review: task {review} ({})",
-        r["task"]["status"]["state"]
+        "3. planner asks reviewer for a review: task {} ({})",
+        review.id,
+        review.status.state.as_str()
     );
-    b.show_events();
-    let again = b.call(
-        "a2a.message.send",
-        json!({"token": tok("planner"), "message": ask}),
-    )?;
+    show_events(&all)?;
+    let again = planner.send(ask, None).map_err(err)?;
     println!(
         "   the same send retried (same messageId): same task {} returned, nothing new written or routed",
-        again["task"]["id"]
+        again.id
     );
 
-    b.call(
-        "a2a.tasks.status",
-        json!({"token": tok("reviewer"), "id": review, "state": "working"}),
-    )?;
-    b.call(
-        "a2a.tasks.artifact",
-        json!({"token": tok("reviewer"), "id": review,
-               "artifact": {"artifactId": "review.md", "name": "review",
-                            "parts": [{"kind": "text", "text": "LGTM, two nits"}]}}),
-    )?;
-    let done = b.call(
-        "a2a.tasks.status",
-        json!({"token": tok("reviewer"), "id": review, "state": "completed",
-               "message": text("Review done", "rev-done")}),
-    )?;
+    reviewer
+        .set_status(&review.id, State::Working, None)
+        .map_err(err)?;
+    let mut artifact = text_artifact("review.md", "LGTM, two nits");
+    artifact.name = Some("review".into());
+    reviewer
+        .add_artifact(&review.id, artifact, false, true)
+        .map_err(err)?;
+    let done = reviewer
+        .set_status(
+            &review.id,
+            State::Completed,
+            Some(task_message(&review.id, "Review done")),
+        )
+        .map_err(err)?;
     println!(
         "4. reviewer works, adds an artifact, completes (task version {}):",
-        done["task"]["version"]
+        done.version
     );
-    b.show_events();
+    show_events(&all)?;
 
-    let mut run_tests = text("Run the test suite", "test-1");
-    run_tests["to"] = json!("tester");
-    let blocking = b.send(
-        "a2a.message.send",
-        json!({"token": tok("planner"), "message": run_tests, "configuration": {"blocking": true}}),
-    )?;
-    println!("5. planner sends a *blocking* request to tester; the pipe stays free meanwhile");
-    let deadline = Instant::now() + TIMEOUT;
-    let test_task = loop {
-        if let Some(e) = b
-            .events
-            .iter()
-            .find(|e| e["params"]["recipient"] == "tester")
-        {
-            break e["params"]["event"]["taskId"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-        }
-        if Instant::now() > deadline {
-            return Err("tester never heard of its task".into());
-        }
-        let v = b
-            .lines
-            .recv_timeout(TIMEOUT)
-            .map_err(|_| "broker went quiet".to_string())?;
-        if v.get("id").is_some() {
-            b.early.push(v);
-        } else {
-            b.events.push(v);
-        }
-    };
-    b.show_events();
-    b.call(
-        "a2a.tasks.status",
-        json!({"token": tok("tester"), "id": test_task, "state": "input-required",
-               "message": text("Which suite: unit or e2e?", "t-q")}),
-    )?;
-    let r = b.wait_for(blocking)?;
+    // A blocking send is submitted, not waited for: the planner's
+    // connection stays free, and the answer completes a `Pending` later.
+    let blocking = planner
+        .send_async(
+            message_to("tester", "Run the test suite"),
+            Some(SendConfiguration {
+                blocking: Some(true),
+                history_length: None,
+                push_notification_config: None,
+            }),
+        )
+        .map_err(err)?;
+    println!(
+        "5. planner sends a *blocking* request to tester (send_async); its connection stays free"
+    );
+    let first = tester.wait(TIMEOUT).map_err(err)?;
+    for ev in &first {
+        println!("      {}", describe(ev));
+    }
+    let test_task = first
+        .iter()
+        .find_map(|e| match e {
+            Notification::TaskEvent(p) => match &p.event {
+                StreamEvent::Status(s) if s.status.state == State::Submitted => {
+                    Some(s.task_id.clone())
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .ok_or("tester never heard of its task")?;
+    let peers_meanwhile = planner.list_agents(None).map_err(err)?.len();
+    println!("   meanwhile the planner's connection answers other calls ({peers_meanwhile} peers listed)");
+    tester
+        .set_status(
+            &test_task,
+            State::InputRequired,
+            Some(task_message(&test_task, "Which suite: unit or e2e?")),
+        )
+        .map_err(err)?;
+    let settled = blocking.wait(TIMEOUT).map_err(err)?;
     println!(
         "   tester asks a question; the blocking send returns: state {}",
-        r["task"]["status"]["state"]
+        settled.status.state.as_str()
     );
-    b.show_events();
-    let mut answer = text("unit", "answer-1");
-    answer["taskId"] = json!(test_task);
-    let r = b.call(
-        "a2a.message.send",
-        json!({"token": tok("planner"), "message": answer}),
-    )?;
+    show_events(&all)?;
+    let resumed = planner
+        .send(task_message(&test_task, "unit"), None)
+        .map_err(err)?;
     println!(
         "6. planner answers \"unit\": the task resumes ({})",
-        r["task"]["status"]["state"]
+        resumed.status.state.as_str()
     );
-    b.call(
-        "a2a.tasks.status",
-        json!({"token": tok("tester"), "id": test_task, "state": "completed",
-               "message": text("212 passed", "t-done")}),
-    )?;
-    b.show_events();
+    show_events(&all)?;
+    tester
+        .set_status(
+            &test_task,
+            State::Completed,
+            Some(task_message(&test_task, "212 passed")),
+        )
+        .map_err(err)?;
+    show_events(&all)?;
 
-    let list = b.call(
-        "a2a.tasks.list",
-        json!({"token": tok("planner"), "role": "requester"}),
-    )?;
+    let list = planner
+        .list_tasks(TaskQuery {
+            role: ListRole::Requester,
+            ..TaskQuery::default()
+        })
+        .map_err(err)?;
     println!("7. planner's tasks, newest first:");
-    for t in list["tasks"].as_array().into_iter().flatten() {
+    for t in &list.tasks {
         println!(
             "      {} -> {:<9} {}",
-            t["id"].as_str().unwrap_or("?"),
-            t["agentName"].as_str().unwrap_or("?"),
-            t["status"]["state"].as_str().unwrap_or("?")
+            t.id,
+            t.agent_name,
+            t.status.state.as_str()
         );
     }
-    b.call("a2a.agents.deregister", json!({"token": tok("tester")}))?;
+    tester.deregister().map_err(err)?;
     println!("8. tester deregisters: its open broadcast task fails, the planner is told:");
-    b.show_events();
-    let code = b.finish()?;
-    println!("9. stdin closed: the broker exited with status {code}");
+    show_events(&[planner, reviewer])?;
+    let review_id = review.id;
+    drop(agents);
+    let code = broker.finish()?;
+    println!("9. clients closed, broker stdin closed: the broker exited with status {code}");
     if code != 0 {
         return Err(format!("broker exited with {code}"));
     }
-    Ok(review)
+    Ok(review_id)
 }

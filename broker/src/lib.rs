@@ -21,14 +21,12 @@
 //! - [`transport`]: framing (NDJSON on stdio).
 //! - [`server`]: `a2a-broker serve`: start-up, signals, shutdown.
 //! - [`inspect`]: `a2a-broker tasks list|show`: the read-only audit view.
-//! - [`demo`]: `a2a-broker demo`.
 //! - [`clock`]: timestamps and random ids.
 //! - [`fuzz_entry`]: what the fuzz targets run (also over the corpus in tests).
 
 pub mod clock;
 pub mod core;
 pub mod delivery;
-pub mod demo;
 pub mod dispatch;
 pub mod engine;
 pub mod errors;

@@ -1,7 +1,10 @@
 //! The `a2a-broker` command line.
 
 use a2a_broker::store::Durability;
-use a2a_broker::{demo, inspect, server};
+// The demo is a client program, not part of the broker's library.
+mod demo;
+
+use a2a_broker::{inspect, server};
 use a2a_proto::limits::{DEFAULT_BATCH_MAX, DEFAULT_MAX_CONNECTIONS};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -53,9 +56,18 @@ enum Cmd {
         #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000), requires = "socket")]
         max_connections: u64,
     },
-    /// Run a short delegation through a broker on a temporary database and
-    /// print what happens.
-    Demo,
+    /// Run a short delegation through a broker (this binary, on a local
+    /// socket) with the a2a-client library, print what happens and the
+    /// audit view of the durable log.
+    Demo {
+        /// Keep the temporary database, so the printed audit commands can
+        /// be rerun.
+        #[arg(long)]
+        keep: bool,
+        /// Use (and keep) this database file instead of a temporary one.
+        #[arg(long, value_name = "PATH")]
+        db: Option<PathBuf>,
+    },
     /// Read-only audit of the durable task history.
     Tasks {
         #[command(subcommand)]
@@ -105,7 +117,7 @@ fn main() -> ExitCode {
             no_stdio,
             max_connections: max_connections as usize,
         }),
-        Cmd::Demo => demo::run(),
+        Cmd::Demo { keep, db } => demo::run(demo::Options { db, keep }),
         Cmd::Tasks { cmd } => match cmd {
             TasksCmd::List { db, context, limit } => inspect::list(&db, context.as_deref(), limit),
             TasksCmd::Show { db, id } => inspect::show(&db, &id),

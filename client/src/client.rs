@@ -1,11 +1,13 @@
 //! [`Client`]: one connection to the broker, shared by every thread and
 //! agent that holds a clone. It connects, shakes hands with the secret,
-//! registers agents, and offers the raw typed ([`Client::call`]) and JSON
-//! ([`Client::call_json`]) escape hatches.
+//! registers agents, and offers the raw typed ([`Client::call`],
+//! [`Client::call_async`]) and JSON ([`Client::call_json`],
+//! [`Client::call_json_async`]) escape hatches.
 
 use crate::agent::Agent;
-use crate::conn::Conn;
+use crate::conn::{Conn, Hook};
 use crate::error::{ClientError, CloseReason};
+use crate::pending::{Convert, Pending};
 use crate::Event;
 use a2a_proto::call::{Call, Outcome};
 use a2a_proto::limits::A2A_MAX_STREAM_WAIT_SECONDS;
@@ -47,8 +49,14 @@ pub struct ClientOptions {
     /// longest hold (`A2A_MAX_STREAM_WAIT_SECONDS`, for blocking sends), so
     /// it only fires for a broker that stopped answering.
     pub call_timeout: Duration,
-    /// Bound of the connect, the handshake and every socket write.
+    /// Bound of the connect, the handshake and every socket write (a
+    /// broker that stops reading for this long closes the connection).
     pub io_timeout: Duration,
+    /// How long [`Client::connect`] keeps retrying, on the calling thread,
+    /// a connect refused because the broker's accept backlog is full (a
+    /// burst of connections). Zero, the default, fails at once with the
+    /// [`ClientError::Io`] of the refusal.
+    pub connect_retry: Duration,
     /// Sent as `client` in the handshake.
     pub client_name: String,
     /// Sent as `clientVersion` in the handshake.
@@ -60,16 +68,27 @@ impl Default for ClientOptions {
         Self {
             call_timeout: Duration::from_secs(A2A_MAX_STREAM_WAIT_SECONDS + 30),
             io_timeout: Duration::from_secs(10),
+            connect_retry: Duration::ZERO,
             client_name: "a2a-client".into(),
             client_version: env!("CARGO_PKG_VERSION").into(),
         }
     }
 }
 
-/// A connection to the broker. Cheap to clone (an `Arc`), `Send + Sync`:
-/// any number of threads may call through it at once; their requests are
-/// pipelined on the one socket. The connection closes when the last clone,
-/// and the last [`Agent`] made from it, is dropped, or on [`Client::close`].
+/// A connection to the broker.
+///
+/// Threads: cheap to clone (an `Arc`), `Send + Sync`: any number of threads
+/// may call through it at once; their requests are pipelined on the one
+/// socket (queued to its writer thread, which writes each burst in one
+/// system call). Each connection owns two threads: the writer, and the
+/// reader, which completes every [`Pending`] and runs every event handler
+/// and `on_complete` callback.
+///
+/// Lifetime: the connection closes when the last clone, and the last
+/// [`Agent`] made from it, is dropped, or on [`Client::close`]. Dropping
+/// the last handle joins both threads, except when it happens on the
+/// reader thread itself (in a handler or callback): that thread then ends
+/// on its own, right after.
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -106,7 +125,7 @@ impl Client {
         secret: &str,
         options: ClientOptions,
     ) -> Result<Client, ClientError> {
-        let conn = Conn::open(socket.as_ref(), options.io_timeout)?;
+        let conn = Conn::open(socket.as_ref(), options.io_timeout, options.connect_retry)?;
         let hello = Call::Handshake(HandshakeParams {
             protocol_version: PROTOCOL_VERSION,
             client: Some(options.client_name.clone()),
@@ -141,30 +160,44 @@ impl Client {
 
     /// Registers an agent in `context_id` (the card's `name` is the name it
     /// asks for; the broker may suffix it). A push agent's events are
-    /// queued for [`Agent::wait`] from now on.
+    /// queued for [`Agent::wait`] from now on. Blocking:
+    /// [`Client::register_async`] waited for at most `call_timeout`.
     pub fn register(
         &self,
         context_id: &str,
         card: AgentCard,
         delivery: Delivery,
     ) -> Result<Agent, ClientError> {
+        self.register_async(context_id, card, delivery)?
+            .wait(self.inner.options.call_timeout)
+    }
+
+    /// `a2a.agents.register`, submitted. The [`Agent`] is made when the
+    /// answer is taken (its events meanwhile wait among the unclaimed ones,
+    /// and are handed to it then, in order); if the `Pending` is dropped
+    /// untaken, the agent stays registered with no handle, like one made
+    /// through [`Client::call_json`].
+    pub fn register_async(
+        &self,
+        context_id: &str,
+        card: AgentCard,
+        delivery: Delivery,
+    ) -> Result<Pending<Agent>, ClientError> {
         let call = Call::Register(RegisterParams {
             context_id: context_id.to_owned(),
             card,
             delivery: Some(delivery),
         });
-        match self.call(call)? {
-            Outcome::Registered(r) => {
-                let events = match delivery {
-                    Delivery::Push => {
-                        Some(self.inner.conn.shared.demux.attach(&r.agent_id, context_id))
-                    }
-                    Delivery::Pull => None,
-                };
-                Ok(Agent::new(self.clone(), context_id, r, delivery, events))
-            }
-            other => Err(unexpected("a2a.agents.register", &other)),
-        }
+        let client = self.clone();
+        let context_id = context_id.to_owned();
+        self.submit(
+            call,
+            Convert::Boxed(Box::new(move |outcome| match outcome {
+                Outcome::Registered(r) => Ok(Agent::new(client, &context_id, r, delivery)),
+                other => Err(unexpected("a2a.agents.register", &other)),
+            })),
+            None,
+        )
     }
 
     /// Sends one typed call and waits for its typed result (at most
@@ -176,6 +209,21 @@ impl Client {
     /// [`Client::call`] with an explicit timeout.
     pub fn call_timeout(&self, call: Call, timeout: Duration) -> Result<Outcome, ClientError> {
         self.inner.conn.call(call, timeout)
+    }
+
+    /// Submits one typed call; never blocks on the socket. A failure known
+    /// at submission (closed connection, frame too large) is the `Err`.
+    pub fn call_async(&self, call: Call) -> Result<Pending<Outcome>, ClientError> {
+        self.submit(call, Convert::Fn(Ok), None)
+    }
+
+    pub(crate) fn submit<T>(
+        &self,
+        call: Call,
+        convert: Convert<T>,
+        hook: Option<Hook>,
+    ) -> Result<Pending<T>, ClientError> {
+        self.inner.conn.submit(call, convert, hook)
     }
 
     /// The escape hatch: a method by name with JSON params, answered with
@@ -198,6 +246,22 @@ impl Client {
         Ok(self.call(call)?.to_json())
     }
 
+    /// [`Client::call_json`], submitted: params are checked at once (a bad
+    /// method or params is the `Err`), the JSON result comes in the
+    /// [`Pending`].
+    pub fn call_json_async(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<Pending<serde_json::Value>, ClientError> {
+        let params = match params {
+            serde_json::Value::Null => "{}".to_owned(),
+            p => p.to_string(),
+        };
+        let call = Call::from_json(method, &params)?;
+        self.submit(call, Convert::Fn(|o| Ok(o.to_json())), None)
+    }
+
     /// Takes the events no [`Agent`] of this client claimed (at most the
     /// latest 1024): those of agents registered through
     /// [`Client::call_json`], or of agents whose every handle was dropped.
@@ -205,8 +269,10 @@ impl Client {
         self.inner.conn.shared.demux.take_unclaimed()
     }
 
-    /// Closes the connection now: pending and later calls fail with
-    /// [`ClientError::Closed`], blocked [`Agent::wait`]s return. The broker
+    /// Closes the connection now: pending calls fail with
+    /// [`ClientError::Closed`] (promptly, completed by the reader thread),
+    /// later calls at submission, blocked [`Agent::wait`]s return. Any
+    /// thread may call it, a handler too. The broker
     /// invalidates the tokens of the agents registered on it and leaves
     /// their tasks open.
     pub fn close(&self) {
@@ -218,8 +284,19 @@ impl Client {
         self.inner.conn.close_reason()
     }
 
+    /// Frames submitted and `write` system calls made by this connection's
+    /// writer thread so far (their ratio is the coalescing achieved).
+    pub fn write_stats(&self) -> (u64, u64) {
+        self.inner.conn.write_stats()
+    }
+
     pub(crate) fn inner_demux(&self) -> &crate::demux::Demux {
         &self.inner.conn.shared.demux
+    }
+
+    /// The connection's id, for the reader-thread check.
+    pub(crate) fn conn_id(&self) -> u64 {
+        self.inner.conn.shared.id
     }
 }
 

@@ -1,31 +1,46 @@
 //! One local-socket connection speaking binary frames (PROTOCOL.md §1.2):
-//! callers write requests themselves, under a lock, and one background
+//! submitters encode requests into a shared outgoing buffer, one writer
+//! thread writes whatever has gathered there in one system call, and one
 //! reader thread reads everything the broker sends.
 //!
-//! Architecture invariant: the reader thread never blocks on anything but
-//! the socket. Responses go to one-shot channels registered per request id
-//! (so pipelined calls from many threads are matched however the broker
-//! orders its answers), notifications to the demux's unbounded per-agent
-//! queues.
+//! Architecture invariant: submitting never blocks on the socket. A call is
+//! encoded straight into the outgoing buffer and registered in the table of
+//! calls waiting for an answer, both under the buffer's lock (so the answer
+//! cannot arrive before the call is registered); the writer thread, woken
+//! when the buffer stops being empty, swaps it out and writes it whole: a
+//! burst of submissions costs one `write`, as in the broker's own socket
+//! writer. One shortcut: a call submitted on an idle connection (no other
+//! call in flight, nothing being written) is sent by its submitter with a
+//! non-blocking `send`, saving the hand-off to the writer thread on the
+//! latency of a lone call; whatever that `send` cannot take at once is left
+//! to the writer. Only one thread writes at a time (`Outgoing::writing`),
+//! so frames reach the socket whole and in submission order.
 //!
-//! Architecture invariant: no call can outlive the connection. When the
-//! socket ends, for whatever reason, the pending table is closed and
-//! emptied under one lock, which drops every waiting call's sender: each
-//! caller wakes with [`ClientError::Closed`], and any later call sees the
-//! closed table before it writes.
+//! Every send uses `MSG_NOSIGNAL` where the platform has it: a broker that
+//! died never raises `SIGPIPE` in the host process.
+//!
+//! Architecture invariant: the reader thread never blocks on anything but
+//! the socket (and the user code it runs: event handlers and completion
+//! callbacks). Responses complete the [`Slot`] registered under their id,
+//! however the broker orders its answers; notifications go to the demux.
+//!
+//! Architecture invariant: no call can outlive the connection. Closing
+//! (from any thread) records the reason and shuts the socket down; the
+//! reader then wakes, and empties the table under its lock, failing every
+//! waiting call with [`ClientError::Closed`]; any later submission sees the
+//! closed table before it queues anything.
 
 use crate::demux::Demux;
 use crate::error::{ClientError, CloseReason};
+use crate::pending::{mark_reader_thread, on_reader_thread, Answer, Convert, Pending, Slot};
 use a2a_proto::binary::{
-    decode_payload, encode_frame, preamble, split_frames, ClientFrame, ServerFrame,
+    decode_server_payload, encode_frame, preamble, split_frames_within, ClientFrame, ServerFrame,
 };
 use a2a_proto::call::{Call, Outcome};
-use a2a_proto::error::RpcError;
-use a2a_proto::limits::MAX_FRAME_BYTES;
-use crossbeam_channel::{RecvTimeoutError, Sender};
+use a2a_proto::limits::{A2A_MAX_OUT_FRAME_BYTES, MAX_FRAME_BYTES};
 use interprocess::local_socket::{prelude::*, ConnectOptions, GenericFilePath, Stream};
 use interprocess::ConnectWaitMode;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -34,159 +49,388 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// What a pending call is waiting for.
-type Answer = Result<Outcome, RpcError>;
+/// Stack of the reader thread: it splits and decodes frames and runs the
+/// callers' handlers, and a process may hold hundreds of connections.
+const READER_STACK: usize = 512 * 1024;
 
-/// Stack of the reader thread: it only splits and decodes frames, and a
-/// process may hold hundreds of connections.
-const READER_STACK: usize = 256 * 1024;
+/// Stack of the writer thread, which only copies bytes to the socket.
+const WRITER_STACK: usize = 64 * 1024;
 
 /// Bytes asked of each `read`; frames larger than this are reassembled.
 const READ_CHUNK: usize = 64 * 1024;
 
+/// A writer's buffer that grew past this is given back after its write.
+const KEEP_OUT_BUF: usize = 1 << 20;
+
+/// Connection ids, for telling a connection's reader thread apart.
+static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
+
+/// Bookkeeping run on the reader thread when a call's answer arrives,
+/// before it is published (e.g. a deregistration closes the agent's
+/// queue, so nothing can be read as live after `deregister` returned).
+pub(crate) type Hook = Box<dyn FnOnce(&Answer) + Send + 'static>;
+
+/// One call waiting for its answer.
+struct Waiter {
+    slot: Arc<Slot>,
+    hook: Option<Hook>,
+}
+
+impl Waiter {
+    fn complete(self, answer: Answer) {
+        if let Some(hook) = self.hook {
+            hook(&answer);
+        }
+        self.slot.complete(answer);
+    }
+}
+
 /// The calls waiting for an answer, and whether any more may wait.
 #[derive(Default)]
-struct Pending {
-    calls: HashMap<u64, Sender<Answer>>,
+struct Table {
+    calls: HashMap<u64, Waiter>,
     /// Set once, by whoever sees the end first; the first reason wins.
     closed: Option<CloseReason>,
 }
 
-/// State shared by the callers and the reader thread.
+/// The encoded frames the writer thread has not taken yet.
+#[derive(Default)]
+struct Outgoing {
+    buf: Vec<u8>,
+    /// Frames in `buf`.
+    frames: u64,
+    /// Some thread (the writer, or a submitter on an idle connection) is
+    /// sending bytes taken out of `buf`: nobody else may send meanwhile.
+    writing: bool,
+    /// Set when the connection ends: the writer exits, nothing more queues.
+    closed: bool,
+}
+
+/// `send(2)` flags of every write: no `SIGPIPE` on a closed socket.
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+const NOSIGNAL: libc::c_int = libc::MSG_NOSIGNAL;
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+const NOSIGNAL: libc::c_int = 0;
+
+/// The socket as `socket2` sees it, for `send` with flags.
+fn sock(stream: &Stream) -> Option<socket2::SockRef<'_>> {
+    match stream {
+        #[cfg(unix)]
+        Stream::UdSocket(s) => Some(socket2::SockRef::from(s.inner())),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+/// Sends all of `bytes`, blocking (within the socket's send timeout).
+fn send_all(stream: &Stream, mut bytes: &[u8]) -> std::io::Result<()> {
+    let Some(s) = sock(stream) else {
+        return (&*stream).write_all(bytes);
+    };
+    while !bytes.is_empty() {
+        match s.send_with_flags(bytes, NOSIGNAL) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Sends what the socket takes of `bytes` without blocking; returns how
+/// many bytes it took.
+fn send_now(stream: &Stream, bytes: &[u8]) -> std::io::Result<usize> {
+    let Some(s) = sock(stream) else {
+        return Ok(0);
+    };
+    let mut sent = 0;
+    while sent < bytes.len() {
+        match s.send_with_flags(&bytes[sent..], NOSIGNAL | libc::MSG_DONTWAIT) {
+            Ok(0) => break,
+            Ok(n) => sent += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(sent)
+}
+
+/// Why a failed send ended the connection.
+fn send_error(e: &std::io::Error) -> CloseReason {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
+    if matches!(e.kind(), BrokenPipe | ConnectionReset) {
+        CloseReason::ByBroker
+    } else {
+        CloseReason::Io(e.to_string())
+    }
+}
+
+/// Frames and write system calls of one connection, for the benchmarks.
+#[derive(Default)]
+struct Stats {
+    frames: AtomicU64,
+    writes: AtomicU64,
+}
+
+/// State shared by the submitters, the writer and the reader.
 pub(crate) struct Shared {
-    /// Calls waiting for their response, by request id.
-    pending: Mutex<Pending>,
+    /// This connection's id (see [`on_reader_thread`]).
+    pub(crate) id: u64,
+    /// Read by the reader, written by the writer (full-duplex on a Unix
+    /// socket), shut down by whoever closes.
+    stream: Stream,
+    table: Mutex<Table>,
+    out: Mutex<Outgoing>,
+    /// Wakes the writer when `out` stops being empty or closes.
+    out_cv: Condvar,
+    /// Request ids; unique per connection, which is all matching needs.
+    next_id: AtomicU64,
+    stats: Stats,
     /// Where notifications go, by recipient.
     pub(crate) demux: Demux,
 }
 
 impl Shared {
-    /// Ends the connection's life: fails every pending call and closes
-    /// every agent queue. Idempotent.
-    fn finish(&self, reason: CloseReason) {
-        let mut p = self.pending.lock();
-        if p.closed.is_none() {
-            p.closed = Some(reason);
+    /// Why the connection ended, if it has.
+    fn closed(&self) -> Option<CloseReason> {
+        self.table.lock().closed.clone()
+    }
+
+    /// Starts closing: records the reason (the first wins), stops the
+    /// writer and shuts the socket down, which wakes the reader; the reader
+    /// fails the waiting calls. Safe from any thread, idempotent.
+    fn close(&self, reason: CloseReason) {
+        {
+            let mut t = self.table.lock();
+            if t.closed.is_none() {
+                t.closed = Some(reason);
+            }
         }
-        // Dropping the senders wakes their callers with `Disconnected`.
-        p.calls.clear();
-        drop(p);
+        {
+            let mut out = self.out.lock();
+            out.closed = true;
+            out.buf = Vec::new();
+        }
+        self.out_cv.notify_all();
+        shutdown(&self.stream);
+    }
+
+    /// The reader's last act: fails every waiting call and closes every
+    /// agent queue. Callbacks of the failed calls run here, on the reader.
+    fn finish(&self, reason: CloseReason) {
+        self.close(reason);
+        let (calls, reason) = {
+            let mut t = self.table.lock();
+            let reason = t.closed.clone().unwrap_or(CloseReason::ByBroker);
+            (std::mem::take(&mut t.calls), reason)
+        };
+        for (_, w) in calls {
+            w.complete(Err(ClientError::Closed(reason.clone())));
+        }
         self.demux.close();
     }
 
-    fn closed(&self) -> Option<CloseReason> {
-        self.pending.lock().closed.clone()
+    /// Encodes `call`, registers its waiter and queues the frame for the
+    /// writer; never blocks on the socket.
+    fn submit(&self, call: Call, hook: Option<Hook>) -> Result<Arc<Slot>, ClientError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let frame = ClientFrame::Request { id, call };
+        let slot = Slot::new();
+        let mut out = self.out.lock();
+        if out.closed {
+            drop(out);
+            return Err(self.closed_error());
+        }
+        let start = out.buf.len();
+        if let Err(e) = encode_frame(&frame, &mut out.buf) {
+            out.buf.truncate(start);
+            return Err(ClientError::Protocol(format!(
+                "cannot encode the request: {e}"
+            )));
+        }
+        let bytes = out.buf.len() - start - 4;
+        if bytes > MAX_FRAME_BYTES {
+            out.buf.truncate(start);
+            return Err(ClientError::FrameTooLarge {
+                bytes,
+                max: MAX_FRAME_BYTES,
+            });
+        }
+        let lone = {
+            let mut t = self.table.lock();
+            if let Some(reason) = &t.closed {
+                out.buf.truncate(start);
+                return Err(ClientError::Closed(reason.clone()));
+            }
+            t.calls.insert(
+                id,
+                Waiter {
+                    slot: slot.clone(),
+                    hook,
+                },
+            );
+            t.calls.len() == 1
+        };
+        out.frames += 1;
+        if lone && start == 0 && !out.writing {
+            // An idle connection: send it from here, no hand-off.
+            out.writing = true;
+            let bytes = std::mem::take(&mut out.buf);
+            let frames = std::mem::take(&mut out.frames);
+            drop(out);
+            self.send_inline(bytes, frames);
+            return Ok(slot);
+        }
+        drop(out);
+        // Cheap when the writer is busy (no waiter on the condvar): then it
+        // finds this frame in its next swap.
+        if start == 0 {
+            self.out_cv.notify_one();
+        }
+        Ok(slot)
     }
 
-    fn answer(&self, id: u64, result: Answer) {
-        // A missing id is a call that timed out and left: drop the answer.
-        if let Some(tx) = self.pending.lock().calls.remove(&id) {
-            let _ = tx.send(result);
+    /// The idle-connection shortcut of `submit`: sends `bytes` without
+    /// blocking, leaves any rest to the writer thread (in front of what
+    /// queued meanwhile), then gives the sending turn back.
+    fn send_inline(&self, mut bytes: Vec<u8>, frames: u64) {
+        let result = send_now(&self.stream, &bytes);
+        let mut out = self.out.lock();
+        out.writing = false;
+        if out.closed {
+            return;
+        }
+        match result {
+            Ok(sent) if sent == bytes.len() => {
+                self.stats.frames.fetch_add(frames, Ordering::Relaxed);
+                self.stats.writes.fetch_add(1, Ordering::Relaxed);
+                if out.buf.is_empty() {
+                    // Keep the buffer's capacity for the next submission.
+                    bytes.clear();
+                    out.buf = bytes;
+                    return;
+                }
+            }
+            Ok(sent) => {
+                bytes.drain(..sent);
+                bytes.extend_from_slice(&out.buf);
+                out.buf = bytes;
+                out.frames += frames;
+            }
+            Err(e) => {
+                drop(out);
+                self.close(send_error(&e));
+                return;
+            }
+        }
+        drop(out);
+        self.out_cv.notify_one();
+    }
+
+    fn closed_error(&self) -> ClientError {
+        ClientError::Closed(self.closed().unwrap_or(CloseReason::ByBroker))
+    }
+
+    /// Completes the calls answered in one read, taking the table's lock
+    /// once for all of them.
+    fn answer_all(&self, answers: &mut Vec<(u64, Answer)>, ready: &mut Vec<(Waiter, Answer)>) {
+        {
+            let mut t = self.table.lock();
+            for (id, answer) in answers.drain(..) {
+                // A missing id cannot happen for calls of this client (every
+                // call stays registered until answered); a broker answering
+                // an id twice loses the second answer here.
+                if let Some(w) = t.calls.remove(&id) {
+                    ready.push((w, answer));
+                }
+            }
+        }
+        for (w, answer) in ready.drain(..) {
+            w.complete(answer);
         }
     }
 }
 
-/// A connected, preamble-sent socket and its reader thread.
+/// A connected, preamble-sent socket with its writer and reader threads.
 pub(crate) struct Conn {
-    /// Shared with the reader thread, which reads through `&Stream` while
-    /// callers write through it (full-duplex on a Unix socket).
-    stream: Arc<Stream>,
-    /// Serializes writers: a frame must reach the socket in one piece.
-    write_lock: Mutex<()>,
-    /// The pending calls and agent queues, also held by the reader.
     pub(crate) shared: Arc<Shared>,
-    /// Request ids; unique per connection, which is all matching needs.
-    next_id: AtomicU64,
-    /// Joined on drop, so no thread of ours outlives the connection.
-    reader: Mutex<Option<JoinHandle<()>>>,
+    /// Joined on drop (except on the reader thread itself), so no thread of
+    /// ours outlives the connection.
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Conn {
     /// Connects to the socket at `path`, writes the binary preamble and
-    /// starts the reader. `io_timeout` bounds the connect and every write,
-    /// so a broker that stops reading cannot block a caller forever.
-    pub(crate) fn open(path: &Path, io_timeout: Duration) -> Result<Conn, ClientError> {
-        let stream = Arc::new(connect(path, io_timeout)?);
+    /// starts the writer and the reader. `io_timeout` bounds the connect
+    /// and every write, so a broker that stops reading cannot hold a
+    /// submission's bytes forever (the connection closes instead).
+    /// `connect_retry` bounds the retries of a connect refused because the
+    /// broker's accept backlog is full (zero: none).
+    pub(crate) fn open(
+        path: &Path,
+        io_timeout: Duration,
+        connect_retry: Duration,
+    ) -> Result<Conn, ClientError> {
+        let stream = connect(path, io_timeout, connect_retry)?;
         let shared = Arc::new(Shared {
-            pending: Mutex::new(Pending::default()),
+            id: NEXT_CONN.fetch_add(1, Ordering::Relaxed),
+            stream,
+            table: Mutex::new(Table::default()),
+            out: Mutex::new(Outgoing::default()),
+            out_cv: Condvar::new(),
+            next_id: AtomicU64::new(1),
+            stats: Stats::default(),
             demux: Demux::default(),
         });
+        let writer = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("a2a-client-writer".into())
+                .stack_size(WRITER_STACK)
+                .spawn(move || write_loop(&shared))?
+        };
         let reader = {
-            let (stream, shared) = (stream.clone(), shared.clone());
+            let shared = shared.clone();
             std::thread::Builder::new()
                 .name("a2a-client-reader".into())
                 .stack_size(READER_STACK)
                 .spawn(move || {
-                    let reason = read_loop(&stream, &shared);
+                    mark_reader_thread(shared.id);
+                    let reason = read_loop(&shared);
                     shared.finish(reason);
-                })?
+                })
+        };
+        let reader = match reader {
+            Ok(r) => r,
+            Err(e) => {
+                shared.close(CloseReason::Io(e.to_string()));
+                let _ = writer.join();
+                return Err(e.into());
+            }
         };
         Ok(Conn {
-            stream,
-            write_lock: Mutex::new(()),
             shared,
-            next_id: AtomicU64::new(1),
-            reader: Mutex::new(Some(reader)),
+            threads: Mutex::new(vec![writer, reader]),
         })
     }
 
-    /// Sends `call` and waits for its answer, at most `timeout`.
+    /// Submits `call`; its [`Pending`] completes with the answer converted
+    /// by `convert`.
+    pub(crate) fn submit<T>(
+        &self,
+        call: Call,
+        convert: Convert<T>,
+        hook: Option<Hook>,
+    ) -> Result<Pending<T>, ClientError> {
+        let slot = self.shared.submit(call, hook)?;
+        Ok(Pending::new(slot, convert, self.shared.id))
+    }
+
+    /// Submits `call` and waits for its answer, at most `timeout`.
     pub(crate) fn call(&self, call: Call, timeout: Duration) -> Result<Outcome, ClientError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut bytes = Vec::new();
-        encode_frame(&ClientFrame::Request { id, call }, &mut bytes)
-            .map_err(|e| ClientError::Protocol(format!("cannot encode the request: {e}")))?;
-        if bytes.len() - 4 > MAX_FRAME_BYTES {
-            return Err(ClientError::FrameTooLarge {
-                bytes: bytes.len() - 4,
-                max: MAX_FRAME_BYTES,
-            });
-        }
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        {
-            let mut p = self.shared.pending.lock();
-            if let Some(reason) = &p.closed {
-                return Err(ClientError::Closed(reason.clone()));
-            }
-            p.calls.insert(id, tx);
-        }
-        if let Err(e) = self.write(&bytes) {
-            self.shared.pending.lock().calls.remove(&id);
-            return Err(e);
-        }
-        match rx.recv_timeout(timeout) {
-            Ok(Ok(outcome)) => Ok(outcome),
-            Ok(Err(e)) => Err(ClientError::Rpc(e)),
-            Err(RecvTimeoutError::Timeout) => {
-                self.shared.pending.lock().calls.remove(&id);
-                Err(ClientError::Timeout(timeout))
-            }
-            Err(RecvTimeoutError::Disconnected) => Err(self.closed_error()),
-        }
-    }
-
-    fn write(&self, bytes: &[u8]) -> Result<(), ClientError> {
-        let _guard = self.write_lock.lock();
-        if let Err(e) = (&*self.stream).write_all(bytes) {
-            // A write that failed part-way leaves a torn frame on the wire:
-            // the connection cannot be used again. If the reader already
-            // knows why the socket died, that is the better error.
-            if let Some(reason) = self.shared.closed() {
-                return Err(ClientError::Closed(reason));
-            }
-            use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
-            if matches!(e.kind(), BrokenPipe | ConnectionReset) {
-                self.close(CloseReason::ByBroker);
-                return Err(ClientError::Closed(CloseReason::ByBroker));
-            }
-            self.close(CloseReason::Io(e.to_string()));
-            return Err(ClientError::Io(e));
-        }
-        Ok(())
-    }
-
-    fn closed_error(&self) -> ClientError {
-        ClientError::Closed(self.shared.closed().unwrap_or(CloseReason::ByBroker))
+        self.submit(call, Convert::Fn(Ok), None)?.wait(timeout)
     }
 
     /// Why the connection ended, if it has.
@@ -194,21 +438,36 @@ impl Conn {
         self.shared.closed()
     }
 
-    /// Closes the connection: pending calls fail, the reader wakes and ends.
+    /// Closes the connection: pending calls fail (promptly, from the
+    /// reader), the threads end.
     pub(crate) fn close(&self, reason: CloseReason) {
-        self.shared.finish(reason);
-        shutdown(&self.stream);
+        self.shared.close(reason);
+    }
+
+    /// Frames queued and write system calls made so far.
+    pub(crate) fn write_stats(&self) -> (u64, u64) {
+        let s = &self.shared.stats;
+        (
+            s.frames.load(Ordering::Relaxed),
+            s.writes.load(Ordering::Relaxed),
+        )
     }
 }
 
 impl Drop for Conn {
     fn drop(&mut self) {
         self.close(CloseReason::Shutdown);
-        // The shutdown above makes the reader's `read` return, so this join
-        // is short; joining means no thread of ours outlives the client
-        // (which the C ABI's `_free` promises).
-        if let Some(reader) = self.reader.lock().take() {
-            let _ = reader.join();
+        // The last handle can be dropped by a handler or a callback running
+        // on the reader thread: joining it from itself would deadlock, so it
+        // is left to finish on its own (it is already unblocked: the socket
+        // is shut down). Anywhere else the joins are short, and mean no
+        // thread of ours outlives the client (which the C ABI's `_free`
+        // promises).
+        if on_reader_thread(self.shared.id) {
+            return;
+        }
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
         }
     }
 }
@@ -218,19 +477,21 @@ impl Drop for Conn {
 /// A non-blocking connect to a Unix socket whose accept backlog is full
 /// fails at once (`EAGAIN`) rather than waiting; `interprocess` then hands
 /// back a socket that never connected, which the first write reveals
-/// (`ENOTCONN`). Such a connect is retried until the deadline: a broker
-/// under a burst of connections accepts them soon.
-fn connect(path: &Path, io_timeout: Duration) -> Result<Stream, ClientError> {
-    let deadline = Instant::now() + io_timeout;
+/// (`ENOTCONN`). Such a connect is retried for at most `retry` (the
+/// caller's bound; zero fails at once), since a broker under a burst of
+/// connections accepts them soon.
+fn connect(path: &Path, io_timeout: Duration, retry: Duration) -> Result<Stream, ClientError> {
+    let retry_until = Instant::now() + retry;
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
         let attempt = ConnectOptions::new()
             .name(path.to_fs_name::<GenericFilePath>()?)
-            .wait_mode(ConnectWaitMode::Timeout(left.max(Duration::from_millis(1))))
+            .wait_mode(ConnectWaitMode::Timeout(
+                io_timeout.max(Duration::from_millis(1)),
+            ))
             .connect_sync()
             .and_then(|stream| {
                 stream.set_send_timeout(Some(io_timeout))?;
-                (&stream).write_all(&preamble())?;
+                send_all(&stream, &preamble())?;
                 Ok(stream)
             });
         match attempt {
@@ -239,9 +500,10 @@ fn connect(path: &Path, io_timeout: Duration) -> Result<Stream, ClientError> {
                 if matches!(
                     e.kind(),
                     std::io::ErrorKind::NotConnected | std::io::ErrorKind::WouldBlock
-                ) && Instant::now() < deadline =>
+                ) && Instant::now() < retry_until =>
             {
-                // Backlog full: give the broker's accept loop a moment.
+                // Backlog full: give the broker's accept loop a moment,
+                // within the bound the caller set.
                 std::thread::sleep(Duration::from_millis(5));
             }
             Err(e) => return Err(e.into()),
@@ -250,7 +512,8 @@ fn connect(path: &Path, io_timeout: Duration) -> Result<Stream, ClientError> {
 }
 
 /// Shuts the socket down in both directions, which wakes a `read` blocked
-/// in another thread (dropping our handle would not: the reader holds one).
+/// in the reader thread (dropping a handle would not: the reader holds one)
+/// and fails a `write` blocked in the writer.
 fn shutdown(stream: &Stream) {
     match stream {
         #[cfg(unix)]
@@ -262,15 +525,49 @@ fn shutdown(stream: &Stream) {
     }
 }
 
+/// The writer thread: takes everything queued and writes it in one call.
+fn write_loop(shared: &Shared) {
+    let mut spare: Vec<u8> = Vec::new();
+    loop {
+        let frames = {
+            let mut out = shared.out.lock();
+            while (out.buf.is_empty() || out.writing) && !out.closed {
+                shared.out_cv.wait(&mut out);
+            }
+            if out.closed {
+                return;
+            }
+            out.writing = true;
+            std::mem::swap(&mut out.buf, &mut spare);
+            std::mem::take(&mut out.frames)
+        };
+        let result = send_all(&shared.stream, &spare);
+        shared.out.lock().writing = false;
+        if let Err(e) = result {
+            // A write that failed part-way leaves a torn frame on the wire:
+            // the connection cannot be used again.
+            shared.close(send_error(&e));
+            return;
+        }
+        shared.stats.frames.fetch_add(frames, Ordering::Relaxed);
+        shared.stats.writes.fetch_add(1, Ordering::Relaxed);
+        spare.clear();
+        if spare.capacity() > KEEP_OUT_BUF {
+            spare = Vec::new();
+        }
+    }
+}
+
 /// Reads frames until the socket ends; returns why it ended.
-fn read_loop(stream: &Stream, shared: &Shared) -> CloseReason {
+fn read_loop(shared: &Shared) -> CloseReason {
     // `chunk` takes each read; `partial` holds the bytes of a frame that
     // spans reads. In the common case (whole frames per read) nothing is
     // copied out of `chunk` before decoding.
     let mut chunk = vec![0u8; READ_CHUNK];
     let mut partial: Vec<u8> = Vec::new();
+    let mut batch = Batch::default();
     loop {
-        let n = match (&*stream).read(&mut chunk) {
+        let n = match (&shared.stream).read(&mut chunk) {
             Ok(0) => return CloseReason::ByBroker,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -282,14 +579,14 @@ fn read_loop(stream: &Stream, shared: &Shared) -> CloseReason {
             Err(e) => return CloseReason::Io(e.to_string()),
         };
         let result = if partial.is_empty() {
-            let r = dispatch_frames(&chunk[..n], shared);
+            let r = dispatch_frames(&chunk[..n], shared, &mut batch);
             if let Ok(used) = r {
                 partial.extend_from_slice(&chunk[used..n]);
             }
             r
         } else {
             partial.extend_from_slice(&chunk[..n]);
-            let r = dispatch_frames(&partial, shared);
+            let r = dispatch_frames(&partial, shared, &mut batch);
             if let Ok(used) = r {
                 partial.drain(..used);
             }
@@ -305,17 +602,43 @@ fn read_loop(stream: &Stream, shared: &Shared) -> CloseReason {
     }
 }
 
-/// Hands every complete frame at the front of `bytes` to its taker;
-/// returns how many bytes they used.
-fn dispatch_frames(bytes: &[u8], shared: &Shared) -> Result<usize, CloseReason> {
-    let (frames, used) = split_frames(bytes).map_err(|e| CloseReason::BadFrame(e.to_string()))?;
+/// Reused buffers of the reader: the answers of one read, and their
+/// waiters.
+#[derive(Default)]
+struct Batch {
+    answers: Vec<(u64, Answer)>,
+    ready: Vec<(Waiter, Answer)>,
+}
+
+/// Hands every complete frame at the front of `bytes` to its taker, in the
+/// order received; returns how many bytes they used.
+fn dispatch_frames(bytes: &[u8], shared: &Shared, batch: &mut Batch) -> Result<usize, CloseReason> {
+    // The broker's frames may reach A2A_MAX_OUT_FRAME_BYTES (PROTOCOL.md
+    // §1.1), twice what a client may send it: a task at its size bound
+    // with its status message repeated from its history.
+    let (frames, used) = split_frames_within(bytes, A2A_MAX_OUT_FRAME_BYTES)
+        .map_err(|e| CloseReason::BadFrame(e.to_string()))?;
+    let mut end = Ok(used);
     for range in frames {
-        match decode_payload::<ServerFrame>(&bytes[range]) {
-            Ok(ServerFrame::Response { id, result }) => shared.answer(id, result),
-            Ok(ServerFrame::Notification(n)) => shared.demux.deliver(n),
-            Ok(ServerFrame::Fatal(e)) => return Err(CloseReason::Fatal(e)),
-            Err(e) => return Err(CloseReason::BadFrame(e.to_string())),
+        match decode_server_payload::<ServerFrame>(&bytes[range]) {
+            Ok(ServerFrame::Response { id, result }) => {
+                batch.answers.push((id, result.map_err(ClientError::Rpc)))
+            }
+            Ok(ServerFrame::Notification(n)) => {
+                // Answers before an event are delivered before it.
+                shared.answer_all(&mut batch.answers, &mut batch.ready);
+                shared.demux.deliver(n);
+            }
+            Ok(ServerFrame::Fatal(e)) => {
+                end = Err(CloseReason::Fatal(e));
+                break;
+            }
+            Err(e) => {
+                end = Err(CloseReason::BadFrame(e.to_string()));
+                break;
+            }
         }
     }
-    Ok(used)
+    shared.answer_all(&mut batch.answers, &mut batch.ready);
+    end
 }

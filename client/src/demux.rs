@@ -1,12 +1,12 @@
 //! Demultiplexing of notifications: one connection carries the events of
-//! every push agent registered on it, and each agent gets its own queue,
-//! chosen by the notification's `recipient` and `recipientContextId`.
+//! every push agent registered on it, and each agent gets its own queue
+//! ([`EventQueue`]), chosen by the notification's `recipient` and
+//! `recipientContextId`.
 //!
-//! Queues are unbounded on purpose: the reader thread that fills them also
-//! delivers every response of the connection, so it must never block on an
-//! agent that is slow to call `wait`. The broker already bounds what one
-//! connection can be sent (it drops events past its outbox bound and says so
-//! with `a2a.lagged`), so memory here is bounded by that in practice.
+//! A route holds its agent weakly: the demux belongs to the connection,
+//! which the agent keeps open, so a strong handle here would keep both
+//! alive forever. An agent whose every handle is gone detaches itself; its
+//! later events are unclaimed.
 //!
 //! Events whose recipient has no queue yet (a registration made through
 //! `call_json`, or an event racing the `register` response) are kept in a
@@ -14,10 +14,12 @@
 //! when it is created, atomically with creating it, so none is lost or
 //! reordered.
 
+use crate::agent::AgentInner;
+use crate::events::{EventQueue, SharedQueue};
 use crate::Event;
-use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Weak};
 
 /// Unclaimed events kept before the oldest are dropped.
 pub(crate) const UNCLAIMED_BOUND: usize = 1024;
@@ -26,7 +28,8 @@ pub(crate) const UNCLAIMED_BOUND: usize = 1024;
 struct Route {
     /// The agent's context: with the peer id, the full recipient identity.
     context_id: String,
-    tx: Sender<Event>,
+    queue: SharedQueue,
+    agent: Weak<AgentInner>,
 }
 
 #[derive(Default)]
@@ -45,62 +48,70 @@ pub(crate) struct Demux {
 }
 
 impl Demux {
-    /// Routes one notification from the reader thread; never blocks.
+    /// Routes one notification from the reader thread. The queue (and any
+    /// handler it runs) is fed outside the demux's lock, so a handler may
+    /// register or drop agents.
     pub(crate) fn deliver(&self, ev: Event) {
-        let mut st = self.state.lock();
-        let (peer, ctx) = ev.recipient();
-        if let Some(route) = st.routes.get(peer) {
-            if route.context_id == ctx {
-                let peer = peer.to_owned();
-                match route.tx.send(ev) {
-                    Ok(()) => return,
-                    // Every handle of that agent is gone: nobody will read
-                    // its queue again, so stop filling it.
-                    Err(crossbeam_channel::SendError(ev)) => {
-                        st.routes.remove(&peer);
-                        return keep_unclaimed(&mut st, ev);
-                    }
+        let target = {
+            let mut st = self.state.lock();
+            let (peer, ctx) = ev.recipient();
+            match st.routes.get(peer) {
+                Some(route) if route.context_id == ctx => {
+                    (route.queue.clone(), route.agent.clone())
                 }
+                _ => return keep_unclaimed(&mut st, ev),
             }
-        }
-        keep_unclaimed(&mut st, ev);
+        };
+        target.0.deliver(ev, &target.1);
     }
 
     /// Creates the queue of agent `peer` in `context_id`, seeded with the
-    /// unclaimed events addressed to it. On a closed connection the queue
-    /// is born disconnected, so waiting on it fails at once.
-    pub(crate) fn attach(&self, peer: &str, context_id: &str) -> Receiver<Event> {
-        let (tx, rx) = crossbeam_channel::unbounded();
+    /// unclaimed events addressed to it, and routes its events there from
+    /// now on. On a closed connection the queue is born closed.
+    pub(crate) fn attach(
+        &self,
+        peer: &str,
+        context_id: &str,
+        queue: &SharedQueue,
+        agent: Weak<AgentInner>,
+    ) {
         let mut st = self.state.lock();
         let mut rest = VecDeque::with_capacity(st.unclaimed.len());
+        let mut mine = Vec::new();
         for ev in st.unclaimed.drain(..) {
             if ev.recipient() == (peer, context_id) {
-                let _ = tx.send(ev);
+                mine.push(ev);
             } else {
                 rest.push_back(ev);
             }
         }
         st.unclaimed = rest;
-        if !st.closed {
+        // The queue is new: no handler yet, so these only queue.
+        for ev in mine {
+            queue.deliver(ev, &agent);
+        }
+        if st.closed {
+            queue.close();
+        } else {
             st.routes.insert(
                 peer.to_owned(),
                 Route {
                     context_id: context_id.to_owned(),
-                    tx,
+                    queue: queue.clone(),
+                    agent,
                 },
             );
         }
-        rx
     }
 
-    /// Removes an agent's queue (after deregistration); events already in
-    /// it stay readable, then the queue reports disconnection.
-    pub(crate) fn detach(&self, peer: &str, context_id: &str) {
+    /// Removes an agent's route (after deregistration, or when its last
+    /// handle is dropped) if it still leads to `queue`.
+    pub(crate) fn detach(&self, peer: &str, context_id: &str, queue: &EventQueue) {
         let mut st = self.state.lock();
         if st
             .routes
             .get(peer)
-            .is_some_and(|r| r.context_id == context_id)
+            .is_some_and(|r| r.context_id == context_id && std::ptr::eq(&*r.queue, queue))
         {
             st.routes.remove(peer);
         }
@@ -111,12 +122,17 @@ impl Demux {
         self.state.lock().unclaimed.drain(..).collect()
     }
 
-    /// The connection is gone: drop every sender, so each blocked `wait`
-    /// returns.
+    /// The connection is gone: every queue closes (waiters return, streams
+    /// end, handlers are dropped).
     pub(crate) fn close(&self) {
-        let mut st = self.state.lock();
-        st.closed = true;
-        st.routes.clear();
+        let routes = {
+            let mut st = self.state.lock();
+            st.closed = true;
+            std::mem::take(&mut st.routes)
+        };
+        for (_, r) in routes {
+            r.queue.close();
+        }
     }
 }
 
@@ -125,6 +141,11 @@ fn keep_unclaimed(st: &mut State, ev: Event) {
         st.unclaimed.pop_front();
     }
     st.unclaimed.push_back(ev);
+}
+
+/// A new, empty queue for an agent.
+pub(crate) fn new_queue() -> SharedQueue {
+    Arc::new(EventQueue::default())
 }
 
 #[cfg(test)]
@@ -140,16 +161,23 @@ mod tests {
         })
     }
 
+    fn take(q: &EventQueue) -> Vec<Event> {
+        let mut v = Vec::new();
+        q.try_take(&mut v, usize::MAX);
+        v
+    }
+
     #[test]
     fn routes_by_peer_and_context() {
         let d = Demux::default();
-        let a = d.attach("a", "c1");
-        let b = d.attach("b", "c2");
+        let (a, b) = (new_queue(), new_queue());
+        d.attach("a", "c1", &a, Weak::new());
+        d.attach("b", "c2", &b, Weak::new());
         d.deliver(ev("a", "c1", 1));
         d.deliver(ev("b", "c2", 2));
         d.deliver(ev("a", "other", 3));
-        assert_eq!(a.try_iter().collect::<Vec<_>>(), vec![ev("a", "c1", 1)]);
-        assert_eq!(b.try_iter().collect::<Vec<_>>(), vec![ev("b", "c2", 2)]);
+        assert_eq!(take(&a), vec![ev("a", "c1", 1)]);
+        assert_eq!(take(&b), vec![ev("b", "c2", 2)]);
         assert_eq!(d.take_unclaimed(), vec![ev("a", "other", 3)]);
     }
 
@@ -159,10 +187,13 @@ mod tests {
         d.deliver(ev("a", "c", 1));
         d.deliver(ev("x", "c", 9));
         d.deliver(ev("a", "c", 2));
-        let a = d.attach("a", "c");
+        let a = new_queue();
+        d.attach("a", "c", &a, Weak::new());
         d.deliver(ev("a", "c", 3));
-        let got: Vec<_> = a.try_iter().collect();
-        assert_eq!(got, vec![ev("a", "c", 1), ev("a", "c", 2), ev("a", "c", 3)]);
+        assert_eq!(
+            take(&a),
+            vec![ev("a", "c", 1), ev("a", "c", 2), ev("a", "c", 3)]
+        );
         assert_eq!(d.take_unclaimed(), vec![ev("x", "c", 9)]);
     }
 
@@ -178,26 +209,21 @@ mod tests {
     }
 
     #[test]
-    fn close_and_detach_disconnect_queues() {
+    fn close_and_detach_end_queues() {
         let d = Demux::default();
-        let a = d.attach("a", "c");
+        let a = new_queue();
+        d.attach("a", "c", &a, Weak::new());
         d.deliver(ev("a", "c", 1));
-        d.detach("a", "c");
-        assert_eq!(a.recv().unwrap(), ev("a", "c", 1));
-        assert!(a.recv().is_err());
-        let b = d.attach("b", "c");
+        d.detach("a", "c", &a);
+        d.deliver(ev("a", "c", 2));
+        assert_eq!(take(&a), vec![ev("a", "c", 1)]);
+        assert_eq!(d.take_unclaimed(), vec![ev("a", "c", 2)]);
+        let b = new_queue();
+        d.attach("b", "c", &b, Weak::new());
         d.close();
-        assert!(b.recv().is_err());
-        let late = d.attach("l", "c");
-        assert!(late.recv().is_err());
-    }
-
-    #[test]
-    fn dropped_receiver_stops_the_route() {
-        let d = Demux::default();
-        drop(d.attach("a", "c"));
-        d.deliver(ev("a", "c", 1));
-        assert_eq!(d.take_unclaimed(), vec![ev("a", "c", 1)]);
-        assert!(d.state.lock().routes.is_empty());
+        assert!(b.wait(None).is_err());
+        let late = new_queue();
+        d.attach("l", "c", &late, Weak::new());
+        assert!(late.wait(None).is_err());
     }
 }

@@ -1,7 +1,13 @@
 //! What can go wrong for a caller of this crate: one variant per failure a
 //! caller can see and act on differently. Broker errors keep their JSON-RPC
 //! code and `data` intact, so a caller can branch on `data.errorCode`.
+//!
+//! Two flat views are made for the layers that cannot match on a Rust enum
+//! with payloads: [`ClientError::kind`] (an [`ErrorKind`], one to one with
+//! the C ABI's status codes and the Node error `code`) and
+//! [`ClientError::a2a_code`] (the typed `A2A_*` code of a domain error).
 
+pub use a2a_proto::error::A2aErrorCode;
 use a2a_proto::error::RpcError;
 use std::fmt;
 
@@ -67,6 +73,71 @@ pub enum ClientError {
     /// The agent was deregistered: its token is dead and its queue closed.
     #[error("agent {0} is deregistered")]
     Deregistered(String),
+    /// A blocking wait was asked of this connection's reader thread (from
+    /// an event handler or an `on_complete` callback): the reader is the
+    /// thread that would deliver the answer, so waiting would deadlock.
+    /// Use the `_async` form and `on_complete` there instead.
+    #[error("a blocking call on the connection's own reader thread would deadlock")]
+    WouldDeadlock,
+}
+
+/// The kind of a [`ClientError`], without its payload: a small `Copy` value
+/// that maps one to one onto the C ABI's status codes and the Node error
+/// `code` ([`ErrorKind::as_str`]). New kinds come only with new
+/// [`ClientError`] variants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// [`ClientError::Rpc`]: the broker answered with an error; see
+    /// [`ClientError::a2a_code`] and [`ClientError::rpc`].
+    Rpc,
+    /// [`ClientError::Io`]: connecting or the socket failed.
+    Io,
+    /// [`ClientError::Closed`]: the connection is gone.
+    Closed,
+    /// [`ClientError::Timeout`]: no answer in time.
+    Timeout,
+    /// [`ClientError::FrameTooLarge`]: the request was not sent.
+    FrameTooLarge,
+    /// [`ClientError::Protocol`]: an answer or value this client cannot use.
+    Protocol,
+    /// [`ClientError::Deregistered`]: the agent's token is dead.
+    Deregistered,
+    /// [`ClientError::WouldDeadlock`]: a blocking call on the reader thread.
+    WouldDeadlock,
+}
+
+impl ErrorKind {
+    /// Every kind, in declaration order (for tables in the layers above).
+    pub const ALL: [ErrorKind; 8] = [
+        ErrorKind::Rpc,
+        ErrorKind::Io,
+        ErrorKind::Closed,
+        ErrorKind::Timeout,
+        ErrorKind::FrameTooLarge,
+        ErrorKind::Protocol,
+        ErrorKind::Deregistered,
+        ErrorKind::WouldDeadlock,
+    ];
+
+    /// A stable name, e.g. `"closed"`, for error codes outside Rust.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Rpc => "rpc",
+            ErrorKind::Io => "io",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::FrameTooLarge => "frame_too_large",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Deregistered => "deregistered",
+            ErrorKind::WouldDeadlock => "would_deadlock",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl ClientError {
@@ -79,9 +150,46 @@ impl ClientError {
         }
     }
 
-    /// `data.errorCode` of an A2A error (e.g. `A2A_UNKNOWN_AGENT`).
-    pub fn a2a_code(&self) -> Option<&str> {
-        self.rpc()?.a2a_code()
+    /// What kind of failure this is (the C ABI status, the Node `code`).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ClientError::Rpc(_) => ErrorKind::Rpc,
+            ClientError::Io(_) => ErrorKind::Io,
+            ClientError::Closed(_) => ErrorKind::Closed,
+            ClientError::Timeout(_) => ErrorKind::Timeout,
+            ClientError::FrameTooLarge { .. } => ErrorKind::FrameTooLarge,
+            ClientError::Protocol(_) => ErrorKind::Protocol,
+            ClientError::Deregistered(_) => ErrorKind::Deregistered,
+            ClientError::WouldDeadlock => ErrorKind::WouldDeadlock,
+        }
+    }
+
+    /// The `data.errorCode` of an A2A domain error (code 1400), typed;
+    /// `None` for every other error, and for a code this client does not
+    /// know (a newer broker's; [`ClientError::rpc`] still has it as sent).
+    pub fn a2a_code(&self) -> Option<A2aErrorCode> {
+        let code = self.rpc()?.a2a_code()?;
+        serde_json::from_value(serde_json::Value::String(code.to_owned())).ok()
+    }
+}
+
+impl Clone for ClientError {
+    /// A copy for a second taker (an `io::Error` is copied by kind and
+    /// message, the rest exactly).
+    fn clone(&self) -> Self {
+        match self {
+            ClientError::Rpc(e) => ClientError::Rpc(e.clone()),
+            ClientError::Io(e) => ClientError::Io(std::io::Error::new(e.kind(), e.to_string())),
+            ClientError::Closed(r) => ClientError::Closed(r.clone()),
+            ClientError::Timeout(d) => ClientError::Timeout(*d),
+            ClientError::FrameTooLarge { bytes, max } => ClientError::FrameTooLarge {
+                bytes: *bytes,
+                max: *max,
+            },
+            ClientError::Protocol(m) => ClientError::Protocol(m.clone()),
+            ClientError::Deregistered(a) => ClientError::Deregistered(a.clone()),
+            ClientError::WouldDeadlock => ClientError::WouldDeadlock,
+        }
     }
 }
 

@@ -17,26 +17,66 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Non-blocking underneath: every call is a submission (`*_async`) that
+//! returns a [`Pending`] at once; the blocking methods are
+//! `*_async(..)?.wait(timeout)`. A `Pending` can be waited for with a
+//! timeout, polled ([`Pending::try_take`]), handed to a callback
+//! ([`Pending::on_complete`]) or `.await`ed from any executor (it is a
+//! `Future`; this crate has no runtime). Events reach a per-agent handler
+//! ([`Agent::set_event_handler`]), a non-blocking drain
+//! ([`Agent::try_events`]), a `Stream` ([`Agent::events`]) or the blocking
+//! [`Agent::wait`].
+//!
+//! ```no_run
+//! # fn main() -> Result<(), a2a_client::ClientError> {
+//! # use a2a_client::{agent_card, message_to, Client, Delivery, Pending, Task};
+//! # use std::time::Duration;
+//! # let client = Client::connect("/tmp/s", "secret")?;
+//! # let me = client.register("session-1", agent_card("planner"), Delivery::Push)?;
+//! // 100 sends in flight from one thread, then their answers.
+//! let pending: Vec<Pending<Task>> = (0..100)
+//!     .map(|i| me.send_async(message_to("coder", &format!("job {i}")), None))
+//!     .collect::<Result<_, _>>()?;
+//! for p in pending {
+//!     println!("{:?}", p.wait(Duration::from_secs(5))?.id);
+//! }
+//! // Events on the reader thread, answered without blocking it.
+//! me.set_event_handler(Some(Box::new(|agent, event| {
+//!     println!("{} got {event:?}", agent.id());
+//! })));
+//! # Ok(()) }
+//! ```
+//!
 //! Modules:
 //! - [`client`]: [`Client`]: connect + handshake (with the broker's
-//!   secret), register, the typed [`Client::call`] and JSON
-//!   [`Client::call_json`] escape hatches.
-//! - [`agent`]: [`Agent`]: a registered agent, one method per `a2a.*` call,
-//!   and [`Agent::wait`] for its events (push queue or `a2a.events.wait`).
-//! - `conn`: the socket, the request writer, the reader thread, responses
-//!   matched to callers by id.
+//!   secret), register, the typed ([`Client::call`], [`Client::call_async`])
+//!   and JSON ([`Client::call_json`], [`Client::call_json_async`]) escape
+//!   hatches, [`Client::close`].
+//! - [`agent`]: [`Agent`]: a registered agent, one `_async` method per
+//!   `a2a.*` call and its blocking twin, and its events.
+//! - [`pending`]: [`Pending`], the handle of a submitted call.
+//! - [`events`]: [`EventHandler`] and the [`Events`] stream; the per-agent
+//!   queue and its handler protocol.
+//! - `conn`: the socket, the coalescing writer thread, the reader thread,
+//!   answers matched to calls by id.
 //! - `demux`: notifications routed to per-agent queues by recipient.
 //! - [`builders`]: cards, text messages, artifacts, fresh ids.
-//! - [`error`]: [`ClientError`] and [`CloseReason`].
+//! - [`error`]: [`ClientError`], its [`ErrorKind`], the typed
+//!   [`A2aErrorCode`], and [`CloseReason`].
 //!
-//! Threads: each [`Client`] owns one background reader thread, joined when
-//! the connection closes. Every blocking call ends by its timeout, or as
-//! soon as the connection dies (then with [`ClientError::Closed`]).
+//! Threads: each [`Client`] (connection) owns a writer thread and a reader
+//! thread, joined when its last handle is dropped (see [`Client`]).
+//! Submitting never blocks on the socket. Every blocking call ends by its
+//! timeout, or as soon as the connection dies (then with
+//! [`ClientError::Closed`]); every pending call fails within moments of the
+//! connection's end. Handlers and `on_complete` callbacks run on the reader
+//! thread: a blocking call of the same client there fails with
+//! [`ClientError::WouldDeadlock`] instead of hanging.
 //!
-//! Embedders outside Rust: writes to a socket the broker closed raise
-//! `SIGPIPE` on Unix. Rust programs and Node ignore it by default; a C
-//! host must ignore it too (`signal(SIGPIPE, SIG_IGN)`), or a dying broker
-//! kills it.
+//! Embedders outside Rust: every write is a `send` with `MSG_NOSIGNAL` (on
+//! Linux and FreeBSD), so a broker that dies never raises `SIGPIPE` in the
+//! host; elsewhere (macOS) a C host must ignore `SIGPIPE` itself
+//! (`signal(SIGPIPE, SIG_IGN)`), as Rust programs and Node do by default.
 
 pub mod agent;
 pub mod builders;
@@ -44,6 +84,8 @@ pub mod client;
 mod conn;
 mod demux;
 pub mod error;
+pub mod events;
+pub mod pending;
 
 pub use a2a_proto as proto;
 pub use a2a_proto::error::RpcError;
@@ -56,7 +98,9 @@ pub use builders::{
     agent_card, message_to, new_id, skill, task_message, text_artifact, text_message,
 };
 pub use client::{read_secret, secret_file, Client, ClientOptions, SECRET_ENV};
-pub use error::{ClientError, CloseReason};
+pub use error::{A2aErrorCode, ClientError, CloseReason, ErrorKind};
+pub use events::{EventHandler, Events};
+pub use pending::Pending;
 
 /// An event delivered to an agent: `a2a.task.event`, `a2a.push` or
 /// `a2a.lagged`, typed.

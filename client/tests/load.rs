@@ -8,6 +8,7 @@ mod common;
 use a2a_client::proto::binary::{ClientFrame, ServerFrame};
 use a2a_client::proto::call::{Call, Outcome};
 use a2a_client::proto::params::{GetParams, RegisterParams};
+use a2a_client::A2aErrorCode;
 use a2a_client::{
     agent_card, message_to, task_message, Agent, Client, Delivery, Notification, State,
 };
@@ -283,7 +284,7 @@ fn a_client_that_never_reads_does_not_stall_the_others() {
                 match r.send(message_to(rude, "are you there?"), None) {
                     Ok(t) => assert_eq!(t.agent_name, rude),
                     // Already cut off: its agent is gone.
-                    Err(e) => assert_eq!(e.a2a_code(), Some("A2A_UNKNOWN_AGENT"), "{e}"),
+                    Err(e) => assert_eq!(e.a2a_code(), Some(A2aErrorCode::UnknownAgent), "{e}"),
                 }
             }
             worker.join().unwrap();

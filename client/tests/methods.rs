@@ -6,6 +6,7 @@
 mod common;
 
 use a2a_client::proto::types::StreamEvent;
+use a2a_client::A2aErrorCode;
 use a2a_client::{
     agent_card, message_to, skill, task_message, text_artifact, text_message, Agent, Client,
     ClientError, CloseReason, Delivery, ListRole, Notification, Part, PushConfig, State, TaskQuery,
@@ -203,9 +204,9 @@ fn task_lifecycle_routes_each_event_to_the_counterpart() {
 
     // Terminal tasks refuse messages and moves.
     let e = r.send(task_message(&t.id, "late"), None).unwrap_err();
-    assert_eq!(e.a2a_code(), Some("A2A_TASK_TERMINAL"), "{e}");
+    assert_eq!(e.a2a_code(), Some(A2aErrorCode::TaskTerminal), "{e}");
     let e = w.set_status(&t.id, State::Working, None).unwrap_err();
-    assert_eq!(e.a2a_code(), Some("A2A_TASK_TERMINAL"), "{e}");
+    assert_eq!(e.a2a_code(), Some(A2aErrorCode::TaskTerminal), "{e}");
 
     // get: the whole history, or its tail.
     let full = r.get_task(&t.id, None).unwrap();
@@ -229,15 +230,15 @@ fn task_lifecycle_routes_each_event_to_the_counterpart() {
 
     // Refusals keep code and data.
     let e = r.set_status(&plain.id, State::Working, None).unwrap_err();
-    assert_eq!(e.a2a_code(), Some("A2A_CROSS_CONTEXT_DENIED"), "{e}");
+    assert_eq!(e.a2a_code(), Some(A2aErrorCode::CrossContextDenied), "{e}");
     let e = other.get_task(&t.id, None).unwrap_err();
-    assert_eq!(e.a2a_code(), Some("A2A_CROSS_CONTEXT_DENIED"), "{e}");
+    assert_eq!(e.a2a_code(), Some(A2aErrorCode::CrossContextDenied), "{e}");
     let e = w.set_status(&plain.id, State::Submitted, None).unwrap_err();
-    assert_eq!(e.a2a_code(), Some("A2A_INVALID_TRANSITION"), "{e}");
+    assert_eq!(e.a2a_code(), Some(A2aErrorCode::InvalidTransition), "{e}");
     let e = r.send(message_to("nobody", "hi"), None).unwrap_err();
-    assert_eq!(e.a2a_code(), Some("A2A_UNKNOWN_AGENT"), "{e}");
+    assert_eq!(e.a2a_code(), Some(A2aErrorCode::UnknownAgent), "{e}");
     let e = r.get_task("no-such-task", None).unwrap_err();
-    assert_eq!(e.a2a_code(), Some("A2A_UNKNOWN_TASK"), "{e}");
+    assert_eq!(e.a2a_code(), Some(A2aErrorCode::UnknownTask), "{e}");
     match &e {
         ClientError::Rpc(rpc) => assert_eq!(rpc.code, 1400),
         other => panic!("{other:?}"),
@@ -517,7 +518,7 @@ fn deregister_settles_tasks_and_frees_the_name() {
             json!({"token": w.token(), "id": served.id}),
         )
         .unwrap_err();
-    assert_eq!(e.a2a_code(), Some("A2A_UNKNOWN_TOKEN"), "{e}");
+    assert_eq!(e.a2a_code(), Some(A2aErrorCode::UnknownToken), "{e}");
 
     // The name is free again, and the same party sees its tasks.
     let again = register(&cb, "ctx-w", "leaver");
@@ -745,7 +746,7 @@ fn oversized_payloads_are_refused_and_the_connection_stays_usable() {
     // Past the broker's text bound: its error, with the bound in `data`.
     let long = "x".repeat(a2a_client::proto::limits::A2A_MAX_TEXT_CHARS + 1);
     let e = r.send(message_to("small", &long), None).unwrap_err();
-    assert_eq!(e.a2a_code(), Some("A2A_PAYLOAD_TOO_LARGE"), "{e}");
+    assert_eq!(e.a2a_code(), Some(A2aErrorCode::PayloadTooLarge), "{e}");
     let data = e.rpc().unwrap().data.clone().unwrap();
     assert_eq!(data["limit"], "A2A_MAX_TEXT_CHARS");
     assert_eq!(data["max"], 16000);
@@ -759,4 +760,34 @@ fn oversized_payloads_are_refused_and_the_connection_stays_usable() {
     }
     assert_eq!(r.list_agents(None).unwrap().len(), 1);
     assert_eq!(c.close_reason(), None);
+}
+
+/// The broker's frames may be twice what a client may send (PROTOCOL.md
+/// §1.1): a 20 MiB file part comes back in a reply of over 53 MiB (its
+/// base64 in the status message and in the history), which the client
+/// reads like any other.
+#[test]
+fn replies_past_the_incoming_frame_bound_are_read() {
+    use base64::Engine;
+    let broker = Broker::start();
+    let client = broker.connect();
+    let req = register(&client, "c1", "req");
+    let _wrk = register(&client, "c2", "wrk");
+    let bytes = base64::engine::general_purpose::STANDARD.encode(vec![9u8; 20 << 20]);
+    let mut m = message_to("wrk", "big");
+    m.parts = vec![Part::File {
+        file: a2a_client::proto::types::FileContent {
+            name: Some("f.bin".into()),
+            bytes: Some(bytes.clone()),
+            ..Default::default()
+        },
+        metadata: None,
+    }];
+    let task = req.send(m, None).expect("a reply over 32 MiB");
+    match &task.history[0].parts[0] {
+        Part::File { file, .. } => assert_eq!(file.bytes.as_deref(), Some(bytes.as_str())),
+        other => panic!("{other:?}"),
+    }
+    // The connection is still whole.
+    assert_eq!(req.get_task(&task.id, Some(0)).unwrap().id, task.id);
 }
