@@ -61,6 +61,12 @@ pub struct ClientOptions {
     pub client_name: String,
     /// Sent as `clientVersion` in the handshake.
     pub client_version: String,
+    /// Ask the broker for a shared-memory event ring of this many bytes
+    /// (PROTOCOL.md §1.3): push agents' events then arrive through it
+    /// instead of the socket. The broker may decline (see
+    /// [`Client::uses_event_ring`]); events reach handlers, `try_events`,
+    /// `events()` and `wait` the same way on either path.
+    pub event_ring_bytes: Option<usize>,
 }
 
 impl Default for ClientOptions {
@@ -71,6 +77,7 @@ impl Default for ClientOptions {
             connect_retry: Duration::ZERO,
             client_name: "a2a-client".into(),
             client_version: env!("CARGO_PKG_VERSION").into(),
+            event_ring_bytes: None,
         }
     }
 }
@@ -132,7 +139,11 @@ impl Client {
             client_version: Some(options.client_version.clone()),
             locale: None,
             secret: Some(secret.to_owned()),
-            event_ring: None,
+            event_ring: options
+                .event_ring_bytes
+                .map(|bytes| a2a_proto::params::EventRingRequest {
+                    bytes: bytes as u64,
+                }),
         });
         // On failure `conn` drops here, which closes the socket.
         let handshake = match conn.call(hello, options.io_timeout)? {
@@ -151,6 +162,12 @@ impl Client {
     /// The broker's handshake result.
     pub fn handshake_result(&self) -> &HandshakeResult {
         &self.inner.handshake
+    }
+
+    /// Did the broker grant the event ring asked for with
+    /// [`ClientOptions::event_ring_bytes`]?
+    pub fn uses_event_ring(&self) -> bool {
+        self.inner.handshake.event_ring.is_some()
     }
 
     /// The options this client was made with.
