@@ -687,3 +687,56 @@ fn a_failed_commit_leaves_a_deregistered_agent_as_it_was() {
         assert!(together, "never got both calls into one batch in 200 tries");
     }
 }
+
+#[test]
+fn a_registration_is_invisible_until_its_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("doom.db");
+    let dir = Broker::start_on(dir, "doom.db", true, &[]).stop();
+    doom(&db);
+    let mut b = Broker::start_on(dir, "doom.db", true, &[]);
+    let path = b.p.socket().unwrap();
+    let secret = b.secret();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (ready_tx, ready) = std::sync::mpsc::channel();
+    let watcher = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut c = RawConn::socket(&path, &secret).unwrap();
+            let (_, tok) = c.register("w", "watcher");
+            ready_tx.send(()).unwrap();
+            let mut lists = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let r = c.ok("a2a.agents.list", json!({"token": tok}));
+                let seen = r["agents"].as_array().unwrap().iter().any(|a| a["name"] == "doomed");
+                assert!(!seen, "another connection listed an agent whose commit failed");
+                lists += 1;
+            }
+            lists
+        })
+    };
+    ready.recv_timeout(TIMEOUT).unwrap();
+    let (_, req) = b.register("c1", "req");
+    let (w, wrk) = b.register("c2", "wrk");
+    let task = b.task(&req, &w);
+    // Every doomed registration fails at its commit; before, each was
+    // listed by other connections while its batch was open. A burst of
+    // status changes behind it keeps that batch open long enough to look.
+    for _ in 0..40 {
+        let doomed = b.request(
+            "a2a.agents.register",
+            json!({"contextId": "cd", "card": {"name": "doomed"}}),
+        );
+        let burst: Vec<u64> = (0..100)
+            .map(|_| b.request("a2a.tasks.status", json!({"token": wrk, "id": task, "state": "working"})))
+            .collect();
+        assert_eq!(error_code(&b.response(doomed)), -32603);
+        for i in burst {
+            b.response(i);
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let lists = watcher.join().unwrap();
+    eprintln!("{lists} listings during 40 failed registrations saw none of them");
+    assert!(lists > 0);
+}
