@@ -1,0 +1,374 @@
+//! The consumer side (the client): reads records, validating everything it
+//! reads from shared memory, and parks on the eventcount when the ring is
+//! empty, after an optional spin whose window adapts to the stream.
+
+use crate::layout::{decode_record_header, framed_len, KIND_EVENT, KIND_LAG, RECORD_HEADER_BYTES};
+use crate::memory::RingMemory;
+use crate::sync::Ordering;
+use std::time::{Duration, Instant};
+
+/// The ring's contents cannot be trusted any more (the other process wrote
+/// something no correct producer writes). Permanent: once returned, every
+/// later call returns it too; the connection should drop the ring.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RingError {
+    /// The head index is behind the tail, more than a ring ahead, or not a
+    /// multiple of 8.
+    #[error("ring corrupt: producer index out of range")]
+    BadIndex,
+    /// A record header has nonzero reserved bytes, an unknown kind, or a
+    /// length that runs past the published bytes.
+    #[error("ring corrupt: bad record header")]
+    BadRecord,
+}
+
+/// What [`Consumer::try_pop`] took off the ring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Popped {
+    /// An event; its payload is in the caller's buffer.
+    Event,
+    /// The producer dropped this many events here (before the next record).
+    /// The broker's `a2a.lagged` notification, carried as a record kind so it
+    /// can never be confused with an event's bytes.
+    Lagged(u64),
+}
+
+/// One record handed to a [`Consumer::drain`] callback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record<'a> {
+    /// An event's payload (a private copy: the producer cannot change it).
+    Event(&'a [u8]),
+    /// The producer dropped this many events just before the next record.
+    Lagged(u64),
+}
+
+/// The consumer's spin-before-park policy. The window decays: a spin that
+/// finds nothing halves it; a park that lasts `idle_after` or longer turns
+/// spinning off (an idle consumer costs no CPU); a park that ends sooner
+/// (a stream that is active but bursty) doubles it again, up to `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpinPolicy {
+    /// The longest spin before parking; `Duration::ZERO` never spins.
+    pub max: Duration,
+    /// A park at least this long means the stream went idle.
+    pub idle_after: Duration,
+}
+
+impl SpinPolicy {
+    /// Never spin: park as soon as the ring is empty.
+    pub const OFF: SpinPolicy = SpinPolicy {
+        max: Duration::ZERO,
+        idle_after: Duration::ZERO,
+    };
+}
+
+impl Default for SpinPolicy {
+    /// A 20 µs window (a cross-core futex wake-up costs 25-60 µs on the
+    /// 2-vCPU machines we measure on) and 1 ms of silence to call a stream
+    /// idle.
+    fn default() -> Self {
+        SpinPolicy {
+            max: Duration::from_micros(20),
+            idle_after: Duration::from_millis(1),
+        }
+    }
+}
+
+/// The reading end of a ring. One per ring; not `Clone`.
+pub struct Consumer<M: RingMemory> {
+    mem: M,
+    /// Data-area size (a power of two), from local knowledge.
+    capacity: u64,
+    /// Our copy of the shared `tail`: only this consumer writes it.
+    tail: u64,
+    /// Records up to here have been read but not yet released to the
+    /// producer (a batch releases once).
+    read: u64,
+    /// The producer's `head` as last read and validated.
+    head_cache: u64,
+    /// Set once the ring is found corrupt.
+    poisoned: Option<RingError>,
+    policy: SpinPolicy,
+    /// The current spin window (between zero and `policy.max`).
+    window: Duration,
+    /// Scratch space for `drain` (a record may be split across the end).
+    scratch: Vec<u8>,
+}
+
+impl<M: RingMemory> Consumer<M> {
+    /// The consumer of a ring whose header has been validated.
+    pub(crate) fn new(mem: M) -> Self {
+        let capacity = mem.capacity() as u64;
+        // SYNC POINT: Acquire pairs with the producer's Release of `head`;
+        // a consumer opened late starts wherever the previous reader (or
+        // none) left `tail`.
+        let tail = mem.header().tail.0.load(Ordering::Acquire);
+        // Under loom the spin is off: a timed busy loop is not something the
+        // model checker can explore, and parking is the protocol under test.
+        let policy = if cfg!(loom) {
+            SpinPolicy::OFF
+        } else {
+            SpinPolicy::default()
+        };
+        Consumer {
+            mem,
+            capacity,
+            tail,
+            read: tail,
+            head_cache: tail,
+            poisoned: None,
+            policy,
+            window: policy.max,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Replaces the spin policy (the window restarts at `policy.max`).
+    pub fn set_spin_policy(&mut self, policy: SpinPolicy) {
+        self.policy = policy;
+        self.window = policy.max;
+    }
+
+    /// Data-area bytes.
+    pub fn capacity(&self) -> usize {
+        self.capacity as usize
+    }
+
+    /// The dropped total the producer last reported (informational: written
+    /// by the other process, so never used for anything but display).
+    pub fn producer_dropped(&self) -> u64 {
+        // SYNC POINT (none): diagnostics, Relaxed on both sides.
+        self.mem.header().dropped.0.load(Ordering::Relaxed)
+    }
+
+    /// The memory the ring lives in.
+    pub fn memory(&self) -> &M {
+        &self.mem
+    }
+
+    /// Takes one record: `Ok(None)` when the ring is empty. An event's
+    /// payload replaces the contents of `buf`.
+    pub fn try_pop(&mut self, buf: &mut Vec<u8>) -> Result<Option<Popped>, RingError> {
+        let popped = self.read_one(buf)?;
+        self.release();
+        Ok(popped)
+    }
+
+    /// Takes up to `max` records, handing each to `f`, and releases their
+    /// space to the producer once at the end. Returns how many were taken.
+    pub fn drain(&mut self, max: usize, mut f: impl FnMut(Record<'_>)) -> Result<usize, RingError> {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut n = 0;
+        let result = loop {
+            if n == max {
+                break Ok(n);
+            }
+            match self.read_one(&mut scratch) {
+                Ok(Some(Popped::Event)) => f(Record::Event(&scratch)),
+                Ok(Some(Popped::Lagged(k))) => f(Record::Lagged(k)),
+                Ok(None) => break Ok(n),
+                Err(e) => break Err(e),
+            }
+            n += 1;
+        };
+        self.release();
+        self.scratch = scratch;
+        result
+    }
+
+    /// Whether a record is ready to read.
+    pub fn is_ready(&mut self) -> Result<bool, RingError> {
+        if let Some(e) = &self.poisoned {
+            return Err(e.clone());
+        }
+        if self.read != self.head_cache {
+            return Ok(true);
+        }
+        self.refresh_head()?;
+        Ok(self.read != self.head_cache)
+    }
+
+    /// Blocks until a record is ready (`Ok(true)`) or `timeout` passes
+    /// (`Ok(false)`; `None` waits forever). Spins first within the current
+    /// window, then parks on the eventcount.
+    pub fn wait(&mut self, timeout: Option<Duration>) -> Result<bool, RingError> {
+        if self.is_ready()? {
+            return Ok(true);
+        }
+        let start = Instant::now();
+        let deadline = timeout.and_then(|t| start.checked_add(t));
+        if !self.window.is_zero() {
+            let spin_until = start + self.window.min(timeout.unwrap_or(Duration::MAX));
+            if self.spin(spin_until)? {
+                return Ok(true);
+            }
+            // Nothing came within the window: spinning is less likely to pay.
+            self.window /= 2;
+        }
+        loop {
+            let remaining = match deadline {
+                None => None,
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(r) if !r.is_zero() => Some(r),
+                    _ => return Ok(false),
+                },
+            };
+            let parked_at = Instant::now();
+            let ready = self.park(remaining)?;
+            self.adapt_after_park(parked_at.elapsed());
+            if ready || self.is_ready()? {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// Spins on `head` until `until`; true when a record arrived.
+    fn spin(&mut self, until: Instant) -> Result<bool, RingError> {
+        loop {
+            for _ in 0..64 {
+                if self.is_ready()? {
+                    return Ok(true);
+                }
+                core::hint::spin_loop();
+            }
+            if Instant::now() >= until {
+                return Ok(false);
+            }
+        }
+    }
+
+    fn adapt_after_park(&mut self, parked: Duration) {
+        if self.policy.max.is_zero() {
+            return;
+        }
+        self.window = if parked >= self.policy.idle_after {
+            Duration::ZERO
+        } else {
+            (self.window * 2)
+                .max(Duration::from_micros(1))
+                .min(self.policy.max)
+        };
+    }
+
+    /// The eventcount's consumer half: announce, read the epoch, re-check,
+    /// sleep on the epoch. Returns true when the re-check found a record.
+    fn park(&mut self, timeout: Option<Duration>) -> Result<bool, RingError> {
+        let header = self.mem.header();
+        // SYNC POINT: SeqCst store, paired with the producer's SeqCst store
+        // of `head` then load of `sleeping` (producer.rs, `publish`, (2)):
+        // after this store, either the producer sees 1 and wakes us, or our
+        // load of `head` below sees its record.
+        header.sleeping.0.store(1, Ordering::SeqCst);
+        // SYNC POINT: pairs with the producer's SeqCst `fetch_add` of `epoch`
+        // (producer.rs, `publish`). Read *before* the re-check of `head`: a
+        // publish after the re-check then changes the epoch from this value,
+        // so the futex wait below returns at once or is woken.
+        let epoch = header.epoch.0.load(Ordering::SeqCst);
+        // SYNC POINT: SeqCst load of `head`, the other half of the pair with
+        // `sleeping` above; Acquire also makes the record bytes visible.
+        let head = header.head.0.load(Ordering::SeqCst);
+        if head != self.read {
+            // SYNC POINT (none): only this side sets 1; a concurrent swap(0)
+            // by the producer leaves the same value.
+            header.sleeping.0.store(0, Ordering::Relaxed);
+            self.validate_head(head)?;
+            return Ok(true);
+        }
+        self.mem.wait(epoch, timeout);
+        // SYNC POINT (none): woken, timed out or interrupted; the producer
+        // may already have cleared it. The next park sets it again SeqCst.
+        header.sleeping.0.store(0, Ordering::Relaxed);
+        Ok(false)
+    }
+
+    /// Loads and validates the producer's head.
+    fn refresh_head(&mut self) -> Result<(), RingError> {
+        // SYNC POINT: Acquire pairs with the producer's (SeqCst, so Release)
+        // store of `head` in `publish`: the bytes of every record before it
+        // are visible.
+        let head = self.mem.header().head.0.load(Ordering::Acquire);
+        self.validate_head(head)
+    }
+
+    fn validate_head(&mut self, head: u64) -> Result<(), RingError> {
+        let avail = head.wrapping_sub(self.read);
+        let used = head.wrapping_sub(self.tail);
+        if used > self.capacity || avail > used || head % 8 != 0 {
+            return Err(self.poison(RingError::BadIndex));
+        }
+        self.head_cache = head;
+        Ok(())
+    }
+
+    fn poison(&mut self, e: RingError) -> RingError {
+        self.poisoned = Some(e.clone());
+        e
+    }
+
+    /// Reads the next record without releasing it.
+    fn read_one(&mut self, buf: &mut Vec<u8>) -> Result<Option<Popped>, RingError> {
+        if let Some(e) = &self.poisoned {
+            return Err(e.clone());
+        }
+        if self.read == self.head_cache {
+            self.refresh_head()?;
+            if self.read == self.head_cache {
+                return Ok(None);
+            }
+        }
+        // Both indices are multiples of 8 and differ, so at least one record
+        // header's worth of bytes is published.
+        let avail = self.head_cache - self.read;
+        let mask = self.capacity - 1;
+        let at = (self.read & mask) as usize;
+        let mut raw = [0u8; RECORD_HEADER_BYTES];
+        self.mem.read(at, &mut raw);
+        let Some((len, kind)) = decode_record_header(raw) else {
+            return Err(self.poison(RingError::BadRecord));
+        };
+        let framed = match framed_len(len as usize) {
+            Some(f) if f as u64 <= avail => f as u64,
+            _ => return Err(self.poison(RingError::BadRecord)),
+        };
+        let len = len as usize;
+        let popped = match kind {
+            KIND_EVENT => {
+                buf.clear();
+                buf.resize(len, 0);
+                self.read_payload(at, buf);
+                Popped::Event
+            }
+            KIND_LAG if len == 8 => {
+                let mut n = [0u8; 8];
+                self.read_payload(at, &mut n);
+                Popped::Lagged(u64::from_le_bytes(n))
+            }
+            _ => return Err(self.poison(RingError::BadRecord)),
+        };
+        self.read += framed;
+        Ok(Some(popped))
+    }
+
+    /// Copies a payload that starts after the record header at `at`,
+    /// continuing at offset 0 if it reaches the end of the data area.
+    fn read_payload(&self, at: usize, dst: &mut [u8]) {
+        let body = (at + RECORD_HEADER_BYTES) & (self.capacity as usize - 1);
+        let first = dst.len().min(self.capacity as usize - body);
+        let (a, b) = dst.split_at_mut(first);
+        self.mem.read(body, a);
+        if !b.is_empty() {
+            self.mem.read(0, b);
+        }
+    }
+
+    /// Hands the bytes read so far back to the producer.
+    fn release(&mut self) {
+        if self.read != self.tail {
+            self.tail = self.read;
+            // SYNC POINT: Release pairs with the producer's Acquire load of
+            // `tail` (producer.rs, `try_push_kind`): our copies out of the
+            // released bytes happen before it overwrites them.
+            self.mem.header().tail.0.store(self.tail, Ordering::Release);
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! The producer side (the broker): writes records and publishes them, never
+//! blocks, and issues a futex wake-up only when the consumer is parked.
+
+use crate::layout::{encode_record_header, framed_len, KIND_EVENT, RECORD_HEADER_BYTES};
+use crate::memory::RingMemory;
+use crate::sync::Ordering;
+
+/// Why a record was not pushed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PushError {
+    /// Not enough free space now; retry after the consumer has read (or queue
+    /// it: see [`crate::Publisher`]).
+    #[error("ring full")]
+    Full,
+    /// The record can never fit in this ring: send it another way (the
+    /// socket).
+    #[error("record of {len} bytes exceeds the ring's largest record ({max} bytes)")]
+    TooLarge { len: usize, max: usize },
+    /// The consumer's tail index is impossible (behind what it had already
+    /// released, or ahead of the head): the ring can no longer be used.
+    #[error("ring corrupt: consumer index out of range")]
+    Corrupt,
+}
+
+/// The writing end of a ring. One per ring; not `Clone`.
+pub struct Producer<M: RingMemory> {
+    mem: M,
+    /// Data-area size (a power of two), from local knowledge.
+    capacity: u64,
+    /// Our copy of the shared `head`: only this producer writes it.
+    head: u64,
+    /// The consumer's `tail` as last read. Re-read only when the cached value
+    /// says the ring is too full, so a busy stream does not pull the
+    /// consumer's cache line on every push.
+    tail_cache: u64,
+    /// FUTEX_WAKE system calls issued (the figure the benchmark reports).
+    wakes: u64,
+}
+
+impl<M: RingMemory> Producer<M> {
+    /// The producer of a freshly initialised ring (head = tail = 0).
+    pub(crate) fn new(mem: M) -> Self {
+        let capacity = mem.capacity() as u64;
+        Producer {
+            mem,
+            capacity,
+            head: 0,
+            tail_cache: 0,
+            wakes: 0,
+        }
+    }
+
+    /// Data-area bytes (what the handshake reports as `eventRing.bytes`).
+    pub fn capacity(&self) -> usize {
+        self.capacity as usize
+    }
+
+    /// The largest payload [`Producer::try_push`] accepts (an empty ring holds
+    /// exactly one such record).
+    pub fn max_record(&self) -> usize {
+        self.capacity as usize - RECORD_HEADER_BYTES
+    }
+
+    /// FUTEX_WAKE system calls issued so far.
+    pub fn wake_count(&self) -> u64 {
+        self.wakes
+    }
+
+    /// Whether the consumer has announced that it is parked (or about to
+    /// park). Diagnostics and tests; the protocol does not depend on callers
+    /// reading it.
+    pub fn consumer_sleeping(&self) -> bool {
+        // SYNC POINT (none): a snapshot for diagnostics, no data depends on it.
+        self.mem.header().sleeping.0.load(Ordering::Relaxed) != 0
+    }
+
+    /// The memory the ring lives in (for a [`crate::Segment`], its name).
+    pub fn memory(&self) -> &M {
+        &self.mem
+    }
+
+    /// Writes one event record and publishes it, or fails at once: never
+    /// blocks. `TooLarge` when `record.len() > max_record()`.
+    pub fn try_push(&mut self, record: &[u8]) -> Result<(), PushError> {
+        self.try_push_kind(KIND_EVENT, record)
+    }
+
+    /// Records the overflow queue's dropped total in the header (diagnostics
+    /// for the consumer side; never trusted there).
+    pub(crate) fn set_dropped(&self, total: u64) {
+        // SYNC POINT (none): an informational counter, read Relaxed.
+        self.mem.header().dropped.0.store(total, Ordering::Relaxed);
+    }
+
+    pub(crate) fn try_push_kind(&mut self, kind: u8, payload: &[u8]) -> Result<(), PushError> {
+        let too_large = PushError::TooLarge {
+            len: payload.len(),
+            max: self.max_record(),
+        };
+        let framed = match framed_len(payload.len()) {
+            Some(f) if f as u64 <= self.capacity => f as u64,
+            _ => return Err(too_large),
+        };
+        if self.capacity - self.head.wrapping_sub(self.tail_cache) < framed {
+            // SYNC POINT: Acquire pairs with the consumer's Release store of
+            // `tail` (consumer.rs, `release`): its reads of the bytes it
+            // released happen before our writes over them.
+            let tail = self.mem.header().tail.0.load(Ordering::Acquire);
+            let used = self.head.wrapping_sub(tail);
+            if used > self.capacity || tail % 8 != 0 || tail < self.tail_cache {
+                return Err(PushError::Corrupt);
+            }
+            self.tail_cache = tail;
+            if self.capacity - used < framed {
+                return Err(PushError::Full);
+            }
+        }
+        let mask = self.capacity - 1;
+        let at = (self.head & mask) as usize;
+        // The header never straddles the end: `at` and the capacity are
+        // multiples of 8.
+        self.mem
+            .write(at, &encode_record_header(payload.len() as u32, kind));
+        let body = (at + RECORD_HEADER_BYTES) & mask as usize;
+        let first = payload.len().min(self.capacity as usize - body);
+        self.mem.write(body, &payload[..first]);
+        if first < payload.len() {
+            // The split copy: the rest of the payload continues at offset 0.
+            self.mem.write(0, &payload[first..]);
+        }
+        self.head += framed;
+        self.publish();
+        Ok(())
+    }
+
+    /// Makes the records written so far visible and wakes a parked consumer.
+    fn publish(&mut self) {
+        let header = self.mem.header();
+        // SYNC POINT: (1) the Release half pairs with the consumer's Acquire
+        // loads of `head` (consumer.rs, `refresh_head` and `park`): the record
+        // bytes written above are visible to a consumer that sees this head.
+        // (2) SeqCst pairs with the consumer's SeqCst store of `sleeping`
+        // followed by its SeqCst load of `head` (consumer.rs, `park`): of "we
+        // store head, then load sleeping" and "it stores sleeping, then loads
+        // head", at least one load sees the other's store, so either we see
+        // it parking and wake it, or it sees this record and does not park.
+        header.head.0.store(self.head, Ordering::SeqCst);
+        // SYNC POINT: the load half of (2) above. The cheap load first: in a
+        // busy stream the flag stays 0 and its line stays shared, so the
+        // steady state costs no read-modify-write and no system call.
+        if header.sleeping.0.load(Ordering::SeqCst) != 0
+            // SYNC POINT: the swap claims the wake-up, so that one park costs
+            // at most one FUTEX_WAKE even if many records follow before the
+            // consumer runs again. Pairs with the consumer's store of 1 in
+            // `park` (SeqCst, as (2)).
+            && header.sleeping.0.swap(0, Ordering::SeqCst) != 0
+        {
+            // SYNC POINT: pairs with the consumer's SeqCst load of `epoch`
+            // in `park`, taken before its final check of `head`. If that load
+            // saw the old epoch, the futex's value comparison fails or our
+            // wake finds it asleep; if it saw this new epoch, it also sees
+            // our head (this RMW is ordered after the head store) and does
+            // not sleep. The consumer never sleeps on `head` itself: the
+            // epoch changes only here, after a publish, never on a plain
+            // push, so a wait on it cannot miss the publish it waits for.
+            header.epoch.0.fetch_add(1, Ordering::SeqCst);
+            self.mem.wake();
+            self.wakes += 1;
+        }
+    }
+}
