@@ -52,3 +52,6 @@ pub fn local(capacity: usize) -> (Producer<Arc<LocalMemory>>, Consumer<Arc<Local
     let mem = LocalMemory::new(capacity);
     (Producer::new(mem.clone()), Consumer::new(mem))
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests;
