@@ -4,7 +4,7 @@
 
 use crate::layout::{decode_record_header, framed_len, KIND_EVENT, KIND_LAG, RECORD_HEADER_BYTES};
 use crate::memory::RingMemory;
-use crate::sync::Ordering;
+use crate::sync::{fence, Ordering};
 use std::time::{Duration, Instant};
 
 /// The ring's contents cannot be trusted any more (the other process wrote
@@ -93,6 +93,8 @@ pub struct Consumer<M: RingMemory> {
     window: Duration,
     /// Scratch space for `drain` (a record may be split across the end).
     scratch: Vec<u8>,
+    /// The last park ticket published in `sleeping`.
+    ticket: u64,
 }
 
 impl<M: RingMemory> Consumer<M> {
@@ -120,6 +122,7 @@ impl<M: RingMemory> Consumer<M> {
             policy,
             window: policy.max,
             scratch: Vec::new(),
+            ticket: 0,
         }
     }
 
@@ -250,41 +253,50 @@ impl<M: RingMemory> Consumer<M> {
         };
     }
 
-    /// The eventcount's consumer half: announce, read the epoch, re-check,
-    /// sleep on the epoch. Returns true when the re-check found a record.
+    /// The eventcount's consumer half: read the epoch, publish a park
+    /// ticket, re-check, sleep on the epoch. Returns true when the re-check found a record.
     fn park(&mut self, timeout: Option<Duration>) -> Result<bool, RingError> {
         let header = self.mem.header();
-        // SYNC POINT: SeqCst store, paired with the producer's SeqCst store
-        // of `head` then load of `sleeping` (producer.rs, `publish`, (2)):
-        // after this store, either the producer sees 1 and wakes us, or our
-        // load of `head` below sees its record.
-        header.sleeping.0.store(1, Ordering::SeqCst);
-        // SYNC POINT: pairs with the producer's SeqCst `fetch_add` of `epoch`
-        // (producer.rs, `publish`). Read *before* the re-check of `head`: a
-        // publish after the re-check then changes the epoch from this value,
-        // so the futex wait below returns at once or is woken.
-        let epoch = header.epoch.0.load(Ordering::SeqCst);
-        // SYNC POINT: SeqCst load of `head`, the other half of the pair with
-        // `sleeping` above; Acquire also makes the record bytes visible.
-        let head = header.head.0.load(Ordering::SeqCst);
+        // SYNC POINT: Acquire pairs with the producer's Release `fetch_add`
+        // of `epoch` (producer.rs, `publish`). Read *before* the ticket is
+        // published: the producer bumps the epoch only after seeing the
+        // ticket, so any bump that answers this park changes the epoch from
+        // the value read here, and the futex wait below returns at once or
+        // is woken.
+        let epoch = header.epoch.0.load(Ordering::Acquire);
+        // A fresh ticket per park (u64: never repeats), so the producer can
+        // tell a new park from one it has already woken.
+        self.ticket += 1;
+        // SYNC POINT: the store-fence-load half of the Dekker pair with the
+        // producer's `store head; fence(SeqCst); load sleeping` (producer.rs,
+        // `publish`): after this store and fence, either the producer sees
+        // the ticket and wakes us, or our load of `head` below sees its
+        // record.
+        header.sleeping.0.store(self.ticket, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        // SYNC POINT: Acquire pairs with the producer's Release store of
+        // `head`: the record bytes are visible. Ordered after the ticket
+        // store by the fence above.
+        let head = header.head.0.load(Ordering::Acquire);
         if head != self.read {
-            // SYNC POINT (none): only this side sets 1; a concurrent swap(0)
-            // by the producer leaves the same value.
+            // SYNC POINT (none): withdrawing the ticket needs no order; a
+            // producer that still sees it wakes a consumer that is awake,
+            // which costs one spare system call and nothing else.
             header.sleeping.0.store(0, Ordering::Relaxed);
             self.validate_head(head)?;
             return Ok(true);
         }
         self.mem.wait(epoch, timeout);
         // SYNC POINT (none): woken, timed out or interrupted; the producer
-        // may already have cleared it. The next park sets it again SeqCst.
+        // may already have cleared it. The next park sets it again, fenced.
         header.sleeping.0.store(0, Ordering::Relaxed);
         Ok(false)
     }
 
     /// Loads and validates the producer's head.
     fn refresh_head(&mut self) -> Result<(), RingError> {
-        // SYNC POINT: Acquire pairs with the producer's (SeqCst, so Release)
-        // store of `head` in `publish`: the bytes of every record before it
+        // SYNC POINT: Acquire pairs with the producer's Release store of
+        // `head` in `publish`: the bytes of every record before it
         // are visible.
         let head = self.mem.header().head.0.load(Ordering::Acquire);
         self.validate_head(head)

@@ -7,7 +7,7 @@
 //! offset  64  head u64      byte position one past the last published record (producer writes)
 //! offset 128  tail u64      byte position one past the last released record  (consumer writes)
 //! offset 192  epoch u32     the eventcount word the consumer futex-waits on  (producer bumps)
-//! offset 256  sleeping u32  1 while the consumer is parked or about to park  (consumer sets, producer clears)
+//! offset 256  sleeping u64  the consumer's park ticket while it parks, else 0 (consumer writes, producer reads)
 //! offset 320  dropped u64   events dropped by the producer's overflow queue   (diagnostics only)
 //! offset 512  data area, `capacity` bytes (a power of two)
 //! ```
@@ -104,7 +104,7 @@ pub struct Header {
     pub(crate) head: Line<AtomicU64>,
     pub(crate) tail: Line<AtomicU64>,
     pub(crate) epoch: Line<AtomicU32>,
-    pub(crate) sleeping: Line<AtomicU32>,
+    pub(crate) sleeping: Line<AtomicU64>,
     pub(crate) dropped: Line<AtomicU64>,
 }
 
@@ -133,7 +133,7 @@ impl Header {
             head: Line(AtomicU64::new(0)),
             tail: Line(AtomicU64::new(0)),
             epoch: Line(AtomicU32::new(0)),
-            sleeping: Line(AtomicU32::new(0)),
+            sleeping: Line(AtomicU64::new(0)),
             dropped: Line(AtomicU64::new(0)),
         };
         header.init(capacity);
@@ -155,6 +155,7 @@ impl Header {
     }
 
     /// Checks the identity fields against what the opener expects.
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn validate(&self, capacity: usize) -> Result<(), HeaderError> {
         let ident = &self.ident.0;
         // SYNC POINT (none needed): Relaxed, see `init`.

@@ -91,7 +91,9 @@ impl LocalMemory {
         let capacity = capacity.max(8).next_power_of_two();
         let words = capacity / 8;
         #[cfg(not(loom))]
-        let data = (0..words).map(|_| core::cell::UnsafeCell::new(0u64)).collect();
+        let data = (0..words)
+            .map(|_| core::cell::UnsafeCell::new(0u64))
+            .collect();
         #[cfg(loom)]
         let data = (0..words)
             .map(|_| loom::cell::UnsafeCell::new([0u8; 8]))
@@ -145,7 +147,7 @@ impl RingMemory for LocalMemory {
         for (i, chunk) in src[..n].chunks(8).enumerate() {
             let cell = &self.data[offset / 8 + i];
             // A partial last word keeps its other bytes (they are padding).
-            cell.with_mut(|w| unsafe { (*w)[..chunk.len()].copy_from_slice(chunk) });
+            cell.with_mut(|w| unsafe { (&mut *w)[..chunk.len()].copy_from_slice(chunk) });
         }
     }
 
@@ -155,7 +157,7 @@ impl RingMemory for LocalMemory {
         for (i, chunk) in dst[..n].chunks_mut(8).enumerate() {
             let cell = &self.data[offset / 8 + i];
             let len = chunk.len();
-            cell.with(|w| unsafe { chunk.copy_from_slice(&(*w)[..len]) });
+            cell.with(|w| unsafe { chunk.copy_from_slice(&(&*w)[..len]) });
         }
     }
 

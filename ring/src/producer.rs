@@ -3,7 +3,7 @@
 
 use crate::layout::{encode_record_header, framed_len, KIND_EVENT, RECORD_HEADER_BYTES};
 use crate::memory::RingMemory;
-use crate::sync::Ordering;
+use crate::sync::{fence, Ordering};
 
 /// Why a record was not pushed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -35,6 +35,9 @@ pub struct Producer<M: RingMemory> {
     tail_cache: u64,
     /// FUTEX_WAKE system calls issued (the figure the benchmark reports).
     wakes: u64,
+    /// The consumer's park ticket we last woke: a park is woken once, however
+    /// many records are published before the consumer runs again.
+    last_woken: u64,
 }
 
 impl<M: RingMemory> Producer<M> {
@@ -47,6 +50,7 @@ impl<M: RingMemory> Producer<M> {
             head: 0,
             tail_cache: 0,
             wakes: 0,
+            last_woken: 0,
         }
     }
 
@@ -136,34 +140,38 @@ impl<M: RingMemory> Producer<M> {
     /// Makes the records written so far visible and wakes a parked consumer.
     fn publish(&mut self) {
         let header = self.mem.header();
-        // SYNC POINT: (1) the Release half pairs with the consumer's Acquire
-        // loads of `head` (consumer.rs, `refresh_head` and `park`): the record
-        // bytes written above are visible to a consumer that sees this head.
-        // (2) SeqCst pairs with the consumer's SeqCst store of `sleeping`
-        // followed by its SeqCst load of `head` (consumer.rs, `park`): of "we
-        // store head, then load sleeping" and "it stores sleeping, then loads
-        // head", at least one load sees the other's store, so either we see
-        // it parking and wake it, or it sees this record and does not park.
-        header.head.0.store(self.head, Ordering::SeqCst);
-        // SYNC POINT: the load half of (2) above. The cheap load first: in a
-        // busy stream the flag stays 0 and its line stays shared, so the
-        // steady state costs no read-modify-write and no system call.
-        if header.sleeping.0.load(Ordering::SeqCst) != 0
-            // SYNC POINT: the swap claims the wake-up, so that one park costs
-            // at most one FUTEX_WAKE even if many records follow before the
-            // consumer runs again. Pairs with the consumer's store of 1 in
-            // `park` (SeqCst, as (2)).
-            && header.sleeping.0.swap(0, Ordering::SeqCst) != 0
-        {
-            // SYNC POINT: pairs with the consumer's SeqCst load of `epoch`
-            // in `park`, taken before its final check of `head`. If that load
-            // saw the old epoch, the futex's value comparison fails or our
-            // wake finds it asleep; if it saw this new epoch, it also sees
-            // our head (this RMW is ordered after the head store) and does
-            // not sleep. The consumer never sleeps on `head` itself: the
-            // epoch changes only here, after a publish, never on a plain
-            // push, so a wait on it cannot miss the publish it waits for.
-            header.epoch.0.fetch_add(1, Ordering::SeqCst);
+        // SYNC POINT: Release pairs with the consumer's Acquire loads of
+        // `head` (consumer.rs, `refresh_head` and `park`): the record bytes
+        // written above are visible to a consumer that sees this head.
+        header.head.0.store(self.head, Ordering::Release);
+        // SYNC POINT: the store-fence-load half of a Dekker pair with the
+        // consumer's `sleeping = ticket; fence(SeqCst); load head` in `park`.
+        // Of "we store head, then load sleeping" and "it stores sleeping,
+        // then loads head", with a SeqCst fence between each store and load,
+        // at least one load sees the other's store: either we see its ticket
+        // and wake it, or it sees this record and does not sleep. (Fences,
+        // not SeqCst accesses: loom models the fence form.) On x86 this is
+        // one `mfence` per publish.
+        fence(Ordering::SeqCst);
+        // A plain load of a word only the consumer writes, and only when it
+        // parks: in a busy stream the line stays shared and unchanged, so the
+        // steady state costs no read-modify-write and no system call. (An
+        // earlier version let the producer clear the flag with a swap; loom
+        // found a lost wake-up in it: the swap could consume the
+        // announcement of a *later* park before that park read the epoch.)
+        let ticket = header.sleeping.0.load(Ordering::Relaxed);
+        if ticket != 0 && ticket != self.last_woken {
+            self.last_woken = ticket;
+            // SYNC POINT: Release pairs with the consumer's Acquire load of
+            // `epoch` in `park`, which it reads *before* publishing its
+            // ticket. That load cannot see this bump (we bump only after
+            // seeing the ticket stored after it), so the futex wait's value
+            // comparison fails or this wake finds it asleep; and when an
+            // earlier publish already woke this ticket, that bump, too, came
+            // after the consumer's epoch read, so its wait returns at once.
+            // The consumer never sleeps on `head` itself: the epoch changes
+            // only here, after a publish.
+            header.epoch.0.fetch_add(1, Ordering::Release);
             self.mem.wake();
             self.wakes += 1;
         }

@@ -101,7 +101,8 @@ impl<M: RingMemory> Publisher<M> {
         self.queue.push_back(event.into());
         self.queued_bytes += event.len();
         let mut dropped = 0;
-        while self.queue.len() > self.bound.max_records || self.queued_bytes > self.bound.max_bytes {
+        while self.queue.len() > self.bound.max_records || self.queued_bytes > self.bound.max_bytes
+        {
             let Some(old) = self.queue.pop_front() else {
                 break;
             };

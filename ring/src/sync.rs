@@ -3,10 +3,10 @@
 //! the model checker explores (iceoryx2's `concurrency-sync` pattern).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+pub(crate) use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
 /// A value alone on its own cache line, so that the producer-written and the
 /// consumer-written words never share a line (false sharing would turn every

@@ -81,10 +81,7 @@ fn full_ring_refuses_until_the_consumer_releases() {
     p.try_push(&[4; 8]).unwrap();
     p.try_push(&[5; 8]).unwrap();
     assert_eq!(p.try_push(&[6; 8]), Err(PushError::Full));
-    let rest: Vec<u8> = pop_all(&mut c)
-        .into_iter()
-        .map(|r| r.unwrap()[0])
-        .collect();
+    let rest: Vec<u8> = pop_all(&mut c).into_iter().map(|r| r.unwrap()[0]).collect();
     assert_eq!(rest, [2, 3, 4, 5]);
 }
 
@@ -202,7 +199,9 @@ fn corrupted(setup: impl FnOnce(&LocalMemory)) -> RingError {
     p.try_push(&[7; 8]).unwrap();
     setup(c.memory());
     let mut buf = Vec::new();
-    let err = c.try_pop(&mut buf).expect_err("corruption must be detected");
+    let err = c
+        .try_pop(&mut buf)
+        .expect_err("corruption must be detected");
     // Poisoned for good, on every entry point.
     assert_eq!(c.try_pop(&mut buf), Err(err.clone()));
     assert_eq!(c.wait(Some(Duration::ZERO)), Err(err.clone()));
@@ -212,7 +211,8 @@ fn corrupted(setup: impl FnOnce(&LocalMemory)) -> RingError {
 
 #[test]
 fn corrupt_indices_and_records_are_errors_not_panics() {
-    let head = |v: u64| move |m: &LocalMemory| m.header_for_test().head.0.store(v, Ordering::SeqCst);
+    let head =
+        |v: u64| move |m: &LocalMemory| m.header_for_test().head.0.store(v, Ordering::SeqCst);
     assert_eq!(corrupted(head(1 << 40)), RingError::BadIndex);
     assert_eq!(corrupted(head(12)), RingError::BadIndex);
     assert_eq!(corrupted(head(u64::MAX - 7)), RingError::BadIndex);
@@ -414,7 +414,11 @@ fn idle_wait_times_out_without_a_record() {
 #[test]
 fn a_thread_stream_arrives_complete_and_in_order() {
     let (mut p, mut c) = local(1 << 14);
-    let n: u64 = if cfg!(debug_assertions) { 200_000 } else { 2_000_000 };
+    let n: u64 = if cfg!(debug_assertions) {
+        200_000
+    } else {
+        2_000_000
+    };
     let reader = std::thread::spawn(move || {
         let mut next = 0u64;
         let mut bad = 0u64;

@@ -4,14 +4,14 @@
 //! segments.
 //!
 //! The stream test moves `A2A_RING_STREAM_RECORDS` records (default 10
-//! million in a release build, 2 million in a debug one):
-//! `A2A_RING_STREAM_RECORDS=10000000 cargo test -p a2a-ring --release --test process`.
+//! million; about 4 s in a debug build, 1.5 s in release on the 2-vCPU VM).
 
+#![cfg(not(loom))]
 #![allow(unsafe_code)] // libc calls that forge a foreign segment
 
 use a2a_ring::{
-    cleanup_stale, HeaderError, OverflowBound, Producer, Published, Publisher, PushError,
-    Segment, SegmentError, HEADER_BYTES,
+    cleanup_stale, HeaderError, OverflowBound, Producer, Published, Publisher, PushError, Segment,
+    SegmentError, HEADER_BYTES,
 };
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::MetadataExt;
@@ -137,11 +137,10 @@ fn test_prefix(tag: &str) -> String {
 
 #[test]
 fn a_stream_that_the_consumer_keeps_up_with_arrives_whole_and_in_order() {
-    let default = if cfg!(debug_assertions) { 2_000_000 } else { 10_000_000 };
     let n: u64 = std::env::var("A2A_RING_STREAM_RECORDS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(default);
+        .unwrap_or(10_000_000);
     let (mut p, name) = Segment::create_with_prefix(&test_prefix("s"), 1 << 16).unwrap();
     let mut peer = Peer::spawn(&["consume", &name, &p.capacity().to_string()]);
     assert_eq!(peer.line(), "ready");
@@ -220,7 +219,10 @@ fn an_idle_consumer_parks_without_cpu_and_wakes_for_the_next_record() {
     // A parked consumer burns nothing: its whole life (start-up included)
     // took under a tenth of the time it spent idle.
     let idle_us = (idle * rounds as u32).as_micros() as u64;
-    assert!(cpu_us * 10 < idle_us, "consumer used {cpu_us} µs of CPU in {idle_us} µs idle");
+    assert!(
+        cpu_us * 10 < idle_us,
+        "consumer used {cpu_us} µs of CPU in {idle_us} µs idle"
+    );
 }
 
 #[test]
@@ -295,7 +297,10 @@ fn segments_are_private_and_removed_by_their_creator_only() {
     drop(p);
     assert!(!std::path::Path::new(&shm_path(&name)).exists());
     match Segment::open(&name, 8192) {
-        Err(SegmentError::Os { op: "shm_open", source }) => {
+        Err(SegmentError::Os {
+            op: "shm_open",
+            source,
+        }) => {
             assert_eq!(source.kind(), std::io::ErrorKind::NotFound)
         }
         other => panic!("opened a removed segment: {:?}", other.err()),
@@ -329,7 +334,11 @@ fn forge(name: &str, len: usize, mode: libc::mode_t, fill: u8) {
     let c = std::ffi::CString::new(name).unwrap();
     // SAFETY: plain libc calls on a fresh descriptor we close at the end.
     unsafe {
-        let fd = libc::shm_open(c.as_ptr(), libc::O_RDWR | libc::O_CREAT | libc::O_EXCL, 0o600);
+        let fd = libc::shm_open(
+            c.as_ptr(),
+            libc::O_RDWR | libc::O_CREAT | libc::O_EXCL,
+            0o600,
+        );
         assert!(fd >= 0, "{}", std::io::Error::last_os_error());
         assert_eq!(libc::fchmod(fd, mode), 0);
         let data = vec![fill; len];
