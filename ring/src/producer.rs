@@ -70,12 +70,13 @@ impl<M: RingMemory> Producer<M> {
         self.wakes
     }
 
-    /// Whether the consumer has announced that it is parked (or about to
-    /// park). Diagnostics and tests; the protocol does not depend on callers
+    /// Whether the consumer has announced a park that no publish has woken
+    /// yet. Diagnostics and tests; the protocol does not depend on callers
     /// reading it.
     pub fn consumer_sleeping(&self) -> bool {
         // SYNC POINT (none): a snapshot for diagnostics, no data depends on it.
-        self.mem.header().sleeping.0.load(Ordering::Relaxed) != 0
+        let ticket = self.mem.header().sleeping.0.load(Ordering::Relaxed);
+        ticket != 0 && ticket != self.last_woken
     }
 
     /// The memory the ring lives in (for a [`crate::Segment`], its name).
