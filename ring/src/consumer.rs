@@ -323,6 +323,10 @@ impl<M: RingMemory> Consumer<M> {
             return Err(e.clone());
         }
         if self.read == self.head_cache {
+            // Caught up with the last snapshot of `head`: hand the space back
+            // before taking a new one, so that a long drain overlaps with the
+            // producer instead of holding the whole ring until it returns.
+            self.release();
             self.refresh_head()?;
             if self.read == self.head_cache {
                 return Ok(None);
