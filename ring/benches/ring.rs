@@ -8,9 +8,12 @@
 //!   polling (the ring consumer's spin window; without it the same-core
 //!   pair would only progress at timeslice ends). The consumer
 //!   copies each record out, as the ring's consumer does.
-//! - **ring**: this crate over a [`Segment`]: `Producer::try_push` (retrying
-//!   with the same poll-then-yield while full) and `Consumer::wait` +
-//!   `Consumer::drain` (spin window, then park on the futex).
+//! - **ring**: this crate over a [`Segment`]: `Producer::try_write` +
+//!   `Producer::publish` after every record (as `try_push`), and, in the
+//!   `batch32` variant, after every 32 records (as `Publisher::stage` +
+//!   `commit` for a commit batch of events), retrying with the same
+//!   poll-then-yield while full; `Consumer::wait` + `Consumer::drain` (spin
+//!   window, then park on the futex).
 //!
 //! For 64 B, 512 B and 4 KiB records, with producer and consumer pinned to
 //! the same core and to different cores (`sched_setaffinity`): records/s
@@ -30,9 +33,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Data bytes of both rings.
-const RING_BYTES: usize = 1 << 18;
+const RING_BYTES: usize = 1 << 20;
 /// Rounds per configuration (raw and ring alternate).
 const ROUNDS: usize = 7;
+/// Records per publish in the batched variant (the broker publishes the
+/// events of one commit batch together).
+const BATCH: u64 = 32;
 
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {
@@ -48,8 +54,16 @@ fn main() {
         load_average()
     );
     println!(
-        "{:<11} {:>6} {:>14} {:>14} {:>12} {:>16}",
-        "placement", "record", "raw rec/s", "ring rec/s", "ring/raw", "wakes/record"
+        "{:<11} {:>6} {:>11} | {:>11} {:>8} {:>9} | {:>11} {:>8} {:>9}",
+        "placement",
+        "record",
+        "raw rec/s",
+        "ring rec/s",
+        "ring/raw",
+        "wakes/rec",
+        format!("batch{BATCH}"),
+        "ring/raw",
+        "wakes/rec"
     );
     let placements: &[(&str, usize, usize)] = if cpus >= 2 {
         &[("same-core", 0, 0), ("cross-core", 0, 1)]
@@ -72,30 +86,35 @@ fn main() {
                 continue;
             }
             let mut raw_rates = Vec::new();
-            let mut ring_rates = Vec::new();
-            let mut ratios = Vec::new();
-            let (mut wakes, mut pushed) = (0u64, 0u64);
+            let mut ring_rates = [Vec::new(), Vec::new()];
+            let mut ratios = [Vec::new(), Vec::new()];
+            let mut wakes = [0u64; 2];
             for _ in 0..ROUNDS {
                 let raw = records as f64 / raw_round(size, records, pcpu, ccpu).as_secs_f64();
-                let (t, w) = ring_round(size, records, pcpu, ccpu);
-                let ring = records as f64 / t.as_secs_f64();
-                wakes += w;
-                pushed += records;
                 raw_rates.push(raw);
-                ring_rates.push(ring);
-                ratios.push(ring / raw);
+                for (k, batch) in [1, BATCH].into_iter().enumerate() {
+                    let (t, w) = ring_round(size, records, batch, pcpu, ccpu);
+                    let ring = records as f64 / t.as_secs_f64();
+                    wakes[k] += w;
+                    ring_rates[k].push(ring);
+                    ratios[k].push(ring / raw);
+                }
             }
-            let (raw, ring, ratio) = (median(raw_rates), median(ring_rates), median(ratios));
-            let per = wakes as f64 / pushed as f64;
+            let raw = median(raw_rates);
+            let [r1, rb] = ring_rates.map(median);
+            let [x1, xb] = ratios.map(median);
+            let [w1, wb] = wakes.map(|w| w as f64 / (records * ROUNDS as u64) as f64);
             println!(
-                "{placement:<11} {size:>6} {:>14} {:>14} {:>11.2}x {per:>16.5}",
+                "{placement:<11} {size:>6} {:>11} | {:>11} {x1:>7.2}x {w1:>9.5} | {:>11} {xb:>7.2}x {wb:>9.5}",
                 fmt_rate(raw),
-                fmt_rate(ring),
-                ratio
+                fmt_rate(r1),
+                fmt_rate(rb),
             );
-            println!(
-                "SUMMARY ring placement={placement} record={size} raw_per_s={raw:.0} ring_per_s={ring:.0} ratio={ratio:.3} wakes_per_record={per:.6}"
-            );
+            for (label, rate, ratio, per) in [("1", r1, x1, w1), ("batch", rb, xb, wb)] {
+                println!(
+                    "SUMMARY ring placement={placement} record={size} publish={label} raw_per_s={raw:.0} ring_per_s={rate:.0} ratio={ratio:.3} wakes_per_record={per:.6}"
+                );
+            }
         }
     }
 }
@@ -252,7 +271,7 @@ fn raw_round(size: usize, records: u64, pcpu: usize, ccpu: usize) -> Duration {
     start.elapsed()
 }
 
-fn ring_round(size: usize, records: u64, pcpu: usize, ccpu: usize) -> (Duration, u64) {
+fn ring_round(size: usize, records: u64, batch: u64, pcpu: usize, ccpu: usize) -> (Duration, u64) {
     let (mut producer, name) = Segment::create_with_prefix("a2a-ring-bench-", RING_BYTES).unwrap();
     let mut consumer = Segment::open(&name, producer.capacity()).unwrap();
     let start = Instant::now();
@@ -275,12 +294,17 @@ fn ring_round(size: usize, records: u64, pcpu: usize, ccpu: usize) -> (Duration,
     });
     pin(pcpu);
     let rec = vec![0xA5u8; size];
-    for _ in 0..records {
+    for i in 0..records {
         let mut backoff = Backoff::new();
-        while producer.try_push(&rec).is_err() {
+        // `try_write` publishes by itself when it finds the ring full.
+        while producer.try_write(&rec).is_err() {
             backoff.snooze();
         }
+        if (i + 1) % batch == 0 {
+            producer.publish();
+        }
     }
+    producer.publish();
     reader.join().unwrap();
     (start.elapsed(), producer.wake_count())
 }

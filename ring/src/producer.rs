@@ -27,8 +27,11 @@ pub struct Producer<M: RingMemory> {
     mem: M,
     /// Data-area size (a power of two), from local knowledge.
     capacity: u64,
-    /// Our copy of the shared `head`: only this producer writes it.
+    /// Where the next record goes: only this producer writes `head`.
     head: u64,
+    /// The value last stored to the shared `head`: records in
+    /// `published..head` are written but not yet visible.
+    published: u64,
     /// The consumer's `tail` as last read. Re-read only when the cached value
     /// says the ring is too full, so a busy stream does not pull the
     /// consumer's cache line on every push.
@@ -48,6 +51,7 @@ impl<M: RingMemory> Producer<M> {
             mem,
             capacity,
             head: 0,
+            published: 0,
             tail_cache: 0,
             wakes: 0,
             last_woken: 0,
@@ -87,7 +91,32 @@ impl<M: RingMemory> Producer<M> {
     /// Writes one event record and publishes it, or fails at once: never
     /// blocks. `TooLarge` when `record.len() > max_record()`.
     pub fn try_push(&mut self, record: &[u8]) -> Result<(), PushError> {
-        self.try_push_kind(KIND_EVENT, record)
+        self.try_write(record)?;
+        self.publish();
+        Ok(())
+    }
+
+    /// Writes one event record without making it visible: a batch of
+    /// writes followed by one [`Producer::publish`] pays the publication
+    /// fence and the wake-up check once. On `Full`, whatever was written
+    /// before is published first (the consumer can only free space it can
+    /// see), so a writer that retries on `Full` always makes progress.
+    pub fn try_write(&mut self, record: &[u8]) -> Result<(), PushError> {
+        self.write_kind(KIND_EVENT, record)
+    }
+
+    /// Makes every record written so far visible, and wakes the consumer if
+    /// it is parked. A no-op when nothing is pending.
+    pub fn publish(&mut self) {
+        if self.published != self.head {
+            self.published = self.head;
+            self.store_head_and_wake();
+        }
+    }
+
+    /// Whether records have been written and not yet published.
+    pub fn has_unpublished(&self) -> bool {
+        self.published != self.head
     }
 
     /// Records the overflow queue's dropped total in the header (diagnostics
@@ -97,7 +126,7 @@ impl<M: RingMemory> Producer<M> {
         self.mem.header().dropped.0.store(total, Ordering::Relaxed);
     }
 
-    pub(crate) fn try_push_kind(&mut self, kind: u8, payload: &[u8]) -> Result<(), PushError> {
+    pub(crate) fn write_kind(&mut self, kind: u8, payload: &[u8]) -> Result<(), PushError> {
         let too_large = PushError::TooLarge {
             len: payload.len(),
             max: self.max_record(),
@@ -117,6 +146,7 @@ impl<M: RingMemory> Producer<M> {
             }
             self.tail_cache = tail;
             if self.capacity - used < framed {
+                self.publish();
                 return Err(PushError::Full);
             }
         }
@@ -134,12 +164,11 @@ impl<M: RingMemory> Producer<M> {
             self.mem.write(0, &payload[first..]);
         }
         self.head += framed;
-        self.publish();
         Ok(())
     }
 
-    /// Makes the records written so far visible and wakes a parked consumer.
-    fn publish(&mut self) {
+    /// Stores `head` and wakes a parked consumer.
+    fn store_head_and_wake(&mut self) {
         let header = self.mem.header();
         // SYNC POINT: Release pairs with the consumer's Acquire loads of
         // `head` (consumer.rs, `refresh_head` and `park`): the record bytes

@@ -82,17 +82,27 @@ impl<M: RingMemory> Publisher<M> {
 
     /// Publishes one event: into the ring if nothing is waiting ahead of it
     /// and it fits, else into the queue (dropping the oldest queued events
-    /// past the bound). Never blocks.
+    /// past the bound). Never blocks. Visible to the consumer at once.
     pub fn publish(&mut self, event: &[u8]) -> Result<Published, PublishError> {
+        let outcome = self.stage(event);
+        self.producer.publish();
+        outcome
+    }
+
+    /// As [`Publisher::publish`], but what goes into the ring becomes
+    /// visible only at the next [`Publisher::commit`] (or `publish`, or
+    /// `flush`): a batch of events then pays one publication fence and at
+    /// most one wake-up. Call `commit` at the end of every batch.
+    pub fn stage(&mut self, event: &[u8]) -> Result<Published, PublishError> {
         if event.len() > self.producer.max_record() {
             return Err(PublishError::TooLarge {
                 len: event.len(),
                 max: self.producer.max_record(),
             });
         }
-        self.flush()?;
+        self.fill()?;
         if self.queue.is_empty() && self.pending_lag == 0 {
-            match self.producer.try_push(event) {
+            match self.producer.try_write(event) {
                 Ok(()) => return Ok(Published::Ring),
                 Err(PushError::Full) => {}
                 Err(e) => return Err(map(e)),
@@ -115,21 +125,35 @@ impl<M: RingMemory> Publisher<M> {
             self.producer.set_dropped(self.dropped);
             // The ring may have room for the marker even though it had none
             // for the event.
-            self.flush()?;
+            self.fill()?;
         }
         Ok(Published::Queued { dropped })
     }
 
+    /// Makes every staged event visible (wakes the consumer if parked).
+    pub fn commit(&mut self) {
+        self.producer.publish();
+    }
+
     /// Moves queued events (and a pending lag record first) into the ring
-    /// while it has room. Returns how many events moved. Call it whenever
-    /// convenient: before publishing, on a timer, when the socket is idle.
+    /// while it has room, and makes them visible. Returns how many events
+    /// moved. Call it whenever convenient: before publishing, on a timer,
+    /// when the socket is idle.
     pub fn flush(&mut self) -> Result<usize, PublishError> {
+        let moved = self.fill();
+        self.producer.publish();
+        moved
+    }
+
+    /// Writes the pending lag record and queued events into the ring while
+    /// it has room, without publishing them.
+    fn fill(&mut self) -> Result<usize, PublishError> {
         let mut moved = 0;
         loop {
             if self.pending_lag > 0 {
                 match self
                     .producer
-                    .try_push_kind(KIND_LAG, &self.pending_lag.to_le_bytes())
+                    .write_kind(KIND_LAG, &self.pending_lag.to_le_bytes())
                 {
                     Ok(()) => self.pending_lag = 0,
                     Err(PushError::Full) => return Ok(moved),
@@ -139,7 +163,7 @@ impl<M: RingMemory> Publisher<M> {
             let Some(front) = self.queue.front() else {
                 return Ok(moved);
             };
-            match self.producer.try_push(front) {
+            match self.producer.try_write(front) {
                 Ok(()) => {
                     self.queued_bytes -= front.len();
                     self.queue.pop_front();

@@ -446,3 +446,57 @@ fn a_thread_stream_arrives_complete_and_in_order() {
     }
     assert_eq!(reader.join().unwrap(), (n, 0));
 }
+
+#[test]
+fn written_records_stay_invisible_until_published_and_full_publishes_them() {
+    let (mut p, mut c) = local(64);
+    let mut buf = Vec::new();
+    p.try_write(&[1; 8]).unwrap();
+    p.try_write(&[2; 8]).unwrap();
+    assert!(p.has_unpublished());
+    assert_eq!(c.try_pop(&mut buf).unwrap(), None);
+    p.publish();
+    assert!(!p.has_unpublished());
+    assert_eq!(pop_all(&mut c), vec![Ok(vec![1; 8]), Ok(vec![2; 8])]);
+    for i in 0..4u8 {
+        p.try_write(&[i; 8]).unwrap();
+    }
+    // Full: what was written is published, so a retrying writer progresses.
+    assert_eq!(p.try_write(&[9; 8]), Err(PushError::Full));
+    assert!(!p.has_unpublished());
+    assert_eq!(pop_all(&mut c).len(), 4);
+}
+
+#[test]
+fn a_staged_batch_becomes_visible_at_commit_with_one_wake_up() {
+    let (p, mut c) = local(4096);
+    c.set_spin_policy(SpinPolicy::OFF);
+    let reader = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        while got.len() < 10 {
+            if !c.wait(Some(Duration::from_secs(20))).unwrap() {
+                break;
+            }
+            c.drain(usize::MAX, |r| {
+                if let Record::Event(b) = r {
+                    got.push(b[0])
+                }
+            })
+            .unwrap();
+        }
+        got
+    });
+    let mut publisher = Publisher::new(p, OverflowBound::default());
+    until_sleeping(publisher.producer());
+    for i in 0..10u8 {
+        assert_eq!(publisher.stage(&[i]).unwrap(), Published::Ring);
+    }
+    assert_eq!(publisher.producer().wake_count(), 0);
+    assert!(
+        publisher.producer().consumer_sleeping(),
+        "nothing visible yet"
+    );
+    publisher.commit();
+    assert_eq!(reader.join().unwrap(), (0..10).collect::<Vec<u8>>());
+    assert_eq!(publisher.producer().wake_count(), 1);
+}
