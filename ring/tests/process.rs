@@ -119,6 +119,17 @@ fn push_retrying(p: &mut Producer<Segment>, rec: &[u8], peer: &mut Peer) {
     }
 }
 
+/// Flushes until the overflow queue and the pending lag are empty, failing
+/// (not hanging) if the peer dies or stops reading.
+fn flush_all(publisher: &mut Publisher<Segment>, peer: &mut Peer) {
+    let deadline = Instant::now() + STEP;
+    while publisher.queued() > 0 || publisher.pending_lag() > 0 {
+        assert!(peer.alive() && Instant::now() < deadline, "flush stalled");
+        publisher.flush().unwrap();
+        std::thread::yield_now();
+    }
+}
+
 fn until_sleeping(p: &Producer<Segment>) {
     let deadline = Instant::now() + STEP;
     while !p.consumer_sleeping() {
@@ -186,13 +197,12 @@ fn a_consumer_that_falls_behind_reads_exact_lag_records() {
     let gate = peer.stdin.as_mut().expect("piped stdin");
     gate.write_all(b"go\n").unwrap();
     gate.flush().unwrap();
+    // Drain the queue before the end record, which would otherwise push
+    // the oldest queued event out.
+    flush_all(&mut publisher, &mut peer);
     publisher.publish(&record(u64::MAX)).unwrap();
-    let deadline = Instant::now() + STEP;
-    while publisher.queued() > 0 || publisher.pending_lag() > 0 {
-        assert!(peer.alive() && Instant::now() < deadline, "flush stalled");
-        publisher.flush().unwrap();
-        std::thread::yield_now();
-    }
+    flush_all(&mut publisher, &mut peer);
+    assert_eq!(publisher.dropped(), total - 270);
     let [events, lagged, markers, bad, _] = peer.summary();
     // Two lag records (1, then the rest) before the 100 queued events.
     assert_eq!((events, lagged, markers, bad), (270, total - 270, 2, 0));
@@ -241,12 +251,7 @@ fn a_consumer_killed_mid_stream_does_not_stall_the_producer() {
         publisher.publish(&record(seq)).unwrap();
         seq += 1;
     }
-    let deadline = Instant::now() + STEP;
-    while publisher.queued() > 0 || publisher.pending_lag() > 0 {
-        assert!(peer.alive() && Instant::now() < deadline, "flush stalled");
-        publisher.flush().unwrap();
-        std::thread::yield_now();
-    }
+    flush_all(&mut publisher, &mut peer);
     // Kill it while it is parked (or about to), the worst case for the
     // eventcount: its `sleeping` flag stays set forever.
     until_sleeping(publisher.producer());
