@@ -80,8 +80,17 @@ fn main() {
                 || w == format!("{placement}:{size}")
         })
     };
+    // `A2A_RING_BENCH_SIZES=56,64` replaces the record sizes (diagnostics).
+    let sizes: Vec<(usize, u64)> = match std::env::var("A2A_RING_BENCH_SIZES") {
+        Ok(list) => list
+            .split(',')
+            .filter_map(|s| s.parse::<usize>().ok())
+            .map(|s| (s, (128_000_000 / s.max(64)) as u64))
+            .collect(),
+        Err(_) => vec![(64, 2_000_000), (512, 600_000), (4096, 120_000)],
+    };
     for &(placement, pcpu, ccpu) in placements {
-        for &(size, records) in &[(64usize, 2_000_000u64), (512, 600_000), (4096, 120_000)] {
+        for &(size, records) in &sizes {
             if !wanted(placement, size) {
                 continue;
             }

@@ -366,7 +366,8 @@ impl<M: RingMemory> Consumer<M> {
         let len = len as usize;
         let popped = match kind {
             KIND_EVENT => {
-                buf.clear();
+                // No `clear` first: the copy below overwrites every byte, so
+                // only growth needs initialising.
                 buf.resize(len, 0);
                 self.read_payload(at, buf);
                 Popped::Event

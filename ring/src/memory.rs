@@ -18,8 +18,8 @@ use std::time::Duration;
 ///
 /// Offsets passed to `write`/`read` are multiples of 8 and `offset + len <=
 /// capacity()`: the ring logic guarantees it (it masks positions and splits
-/// copies at the end of the area), and implementations clamp defensively
-/// rather than trust it.
+/// copies at the end of the area); implementations check it anyway and copy
+/// nothing (or a clamped prefix) rather than go out of bounds.
 pub trait RingMemory {
     /// The shared header.
     fn header(&self) -> &Header;

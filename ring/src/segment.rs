@@ -180,6 +180,7 @@ impl Segment {
         &self.name
     }
 
+    #[inline]
     fn data(&self) -> *mut u8 {
         // SAFETY: the mapping is HEADER_BYTES + capacity long.
         unsafe { self.map.as_mut_ptr().add(HEADER_BYTES) }
@@ -207,19 +208,29 @@ impl RingMemory for Segment {
         self.capacity
     }
 
+    #[inline]
     fn write(&self, offset: usize, src: &[u8]) {
-        let n = src.len().min(self.capacity.saturating_sub(offset));
-        // SAFETY: `offset + n <= capacity` bytes of the data area; the ring
-        // protocol gives these bytes to the producer alone right now.
-        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), self.data().add(offset), n) }
+        // The in-bounds test keeps the copy's length that of `src`, so a
+        // fixed-size copy (the 8-byte record header) inlines to one store.
+        if offset > self.capacity || src.len() > self.capacity - offset {
+            return;
+        }
+        // SAFETY: `offset + src.len() <= capacity` bytes of the data area;
+        // the ring protocol gives these bytes to the producer alone now.
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), self.data().add(offset), src.len()) }
     }
 
+    #[inline]
     fn read(&self, offset: usize, dst: &mut [u8]) {
-        let n = dst.len().min(self.capacity.saturating_sub(offset));
+        if offset > self.capacity || dst.len() > self.capacity - offset {
+            return;
+        }
         // SAFETY: in bounds as above. A hostile producer could write these
         // bytes while we copy; the copy is then garbage, which the caller
         // validates, never a reference into shared memory.
-        unsafe { core::ptr::copy_nonoverlapping(self.data().add(offset), dst.as_mut_ptr(), n) }
+        unsafe {
+            core::ptr::copy_nonoverlapping(self.data().add(offset), dst.as_mut_ptr(), dst.len())
+        }
     }
 
     fn wait(&self, expected: u32, timeout: Option<Duration>) {
