@@ -21,7 +21,7 @@
 //! FUTEX_WAKE calls per record issued by the ring's producer. Raw and ring
 //! alternate round by round, so both see the same machine load.
 //!
-//! Run: `cargo bench -p a2a-ring` (about a minute). Under `cargo test
+//! Run: `cargo bench -p a2a-ring` (about 30 s). Under `cargo test
 //! --benches` it prints `skipped` and exits.
 
 #![allow(unsafe_code)] // the raw baseline's mapping and the affinity calls
@@ -98,7 +98,7 @@ mod bench {
                 .filter_map(|s| s.parse::<usize>().ok())
                 .map(|s| (s, (128_000_000 / s.max(64)) as u64))
                 .collect(),
-            Err(_) => vec![(64, 2_000_000), (512, 600_000), (4096, 120_000)],
+            Err(_) => vec![(64, 8_000_000), (512, 2_000_000), (4096, 400_000)],
         };
         for &(placement, pcpu, ccpu) in placements {
             for &(size, records) in &sizes {
