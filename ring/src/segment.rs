@@ -14,7 +14,7 @@
 #![allow(unsafe_code)]
 
 use crate::consumer::Consumer;
-use crate::layout::{ring_capacity, Header, HeaderError, HEADER_BYTES};
+use crate::layout::{ring_capacity, Header, HeaderError, HEADER_BYTES, MAX_CAPACITY, MIN_CAPACITY};
 use crate::memory::RingMemory;
 use crate::producer::Producer;
 use memmap2::{MmapOptions, MmapRaw};
@@ -43,6 +43,10 @@ pub enum SegmentError {
         op: &'static str,
         source: std::io::Error,
     },
+    /// The announced capacity is not one `create` grants (a power of two
+    /// within [`MIN_CAPACITY`]..=[`MAX_CAPACITY`]).
+    #[error("invalid ring capacity {0}")]
+    BadCapacity(usize),
     /// The object is not owned by this user or is accessible to others: not
     /// ours to trust.
     #[error("segment is not private to this user (uid {uid}, mode {mode:o})")]
@@ -138,11 +142,8 @@ impl Segment {
         if !name.starts_with('/') || name[1..].is_empty() || name[1..].contains('/') {
             return Err(SegmentError::BadName(name.to_owned()));
         }
-        if bytes == 0 || !bytes.is_power_of_two() || bytes % 8 != 0 {
-            return Err(SegmentError::Header(HeaderError::CapacityMismatch {
-                expected: bytes,
-                found: 0,
-            }));
+        if !(MIN_CAPACITY..=MAX_CAPACITY).contains(&bytes) || !bytes.is_power_of_two() {
+            return Err(SegmentError::BadCapacity(bytes));
         }
         let file = shm_open(name, libc::O_RDWR | libc::O_CLOEXEC)?;
         let meta = file.metadata().map_err(os("fstat"))?;

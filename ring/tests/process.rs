@@ -384,6 +384,10 @@ fn open_refuses_foreign_or_malformed_segments() {
         "{public:?}"
     );
     assert!(matches!(
+        Segment::open(&garbage, 5000),
+        Err(SegmentError::BadCapacity(5000))
+    ));
+    assert!(matches!(
         Segment::open("no-slash", 4096),
         Err(SegmentError::BadName(_))
     ));
