@@ -27,6 +27,9 @@
 #![allow(unsafe_code)] // the raw baseline's mapping and the affinity calls
 
 #[cfg(not(loom))]
+mod common;
+
+#[cfg(not(loom))]
 fn main() {
     bench::main()
 }
@@ -37,6 +40,7 @@ fn main() {}
 
 #[cfg(not(loom))]
 mod bench {
+    use crate::common::{bench_mode, load_average, pin, placements};
     use a2a_ring::{Record, Segment};
     use memmap2::{MmapOptions, MmapRaw};
     use std::hint::black_box;
@@ -52,7 +56,7 @@ mod bench {
     const BATCH: u64 = 32;
 
     pub fn main() {
-        if !std::env::args().any(|a| a == "--bench") {
+        if !bench_mode() {
             eprintln!("ring: skipped (runs under `cargo bench` only)");
             return;
         }
@@ -76,11 +80,7 @@ mod bench {
             "ring/raw",
             "wakes/rec"
         );
-        let placements: &[(&str, usize, usize)] = if cpus >= 2 {
-            &[("same-core", 0, 0), ("cross-core", 0, 1)]
-        } else {
-            &[("same-core", 0, 0)]
-        };
+        let placements = placements();
         // `A2A_RING_BENCH=cross-core:512` (placement and/or size) runs a subset.
         let only = std::env::var("A2A_RING_BENCH").unwrap_or_default();
         let wanted = |placement: &str, size: usize| {
@@ -149,23 +149,6 @@ mod bench {
             format!("{:.2} M", r / 1e6)
         } else {
             format!("{:.0} k", r / 1e3)
-        }
-    }
-
-    fn load_average() -> String {
-        std::fs::read_to_string("/proc/loadavg")
-            .map(|s| s.split(' ').take(3).collect::<Vec<_>>().join(" "))
-            .unwrap_or_default()
-    }
-
-    /// Pins the calling thread to one CPU.
-    fn pin(cpu: usize) {
-        // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes inside it;
-        // sched_setaffinity(0, ..) applies to the calling thread.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
         }
     }
 

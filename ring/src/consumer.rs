@@ -42,38 +42,48 @@ pub enum Record<'a> {
     Lagged(u64),
 }
 
-/// The consumer's spin-before-park policy. The window decays: a spin that
-/// finds nothing halves it; a park that lasts `idle_after` or longer turns
-/// spinning off (an idle consumer costs no CPU); a park that ends sooner
-/// (a stream that is active but bursty) doubles it again, up to `max`.
+/// The consumer's spin-before-park policy. The window adapts to the gaps
+/// between records, judged by how long each park lasted: a park shorter
+/// than `active_gap` (the record came soon after the spin gave up) doubles
+/// the window, up to `max`; a longer one (records further apart than any
+/// spin we allow) halves it; one of `idle_after` or more turns spinning off,
+/// so an idle consumer costs no CPU. A spin that catches a record keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SpinPolicy {
     /// The longest spin before parking; `Duration::ZERO` never spins.
     pub max: Duration,
+    /// A park shorter than this means the stream is active: the window
+    /// doubles. It includes the wake-up's own latency (25-60 µs cross-core
+    /// on the VMs we measure on), so it sits well above `max`.
+    pub active_gap: Duration,
     /// A park at least this long means the stream went idle.
     pub idle_after: Duration,
-    /// Yield the core once after being woken from a park (see `wait`).
-    pub yield_after_wake: bool,
+    /// Yield the core once after a park that a record ended sooner than
+    /// this (see `wait`); `Duration::ZERO` never yields.
+    pub yield_after_wake: Duration,
 }
 
 impl SpinPolicy {
     /// Never spin: park as soon as the ring is empty.
     pub const OFF: SpinPolicy = SpinPolicy {
         max: Duration::ZERO,
+        active_gap: Duration::ZERO,
         idle_after: Duration::ZERO,
-        yield_after_wake: false,
+        yield_after_wake: Duration::ZERO,
     };
 }
 
 impl Default for SpinPolicy {
     /// A 20 µs window (a cross-core futex wake-up costs 25-60 µs on the
-    /// 2-vCPU machines we measure on), 1 ms of silence to call a stream
-    /// idle, and a yield after each wake-up.
+    /// 2-vCPU machines we measure on), parks under 100 µs for an active
+    /// stream, 1 ms of silence to call a stream idle, and a yield after a
+    /// park shorter than 50 µs.
     fn default() -> Self {
         SpinPolicy {
             max: Duration::from_micros(20),
+            active_gap: Duration::from_micros(100),
             idle_after: Duration::from_millis(1),
-            yield_after_wake: true,
+            yield_after_wake: Duration::from_micros(50),
         }
     }
 }
@@ -209,8 +219,6 @@ impl<M: RingMemory> Consumer<M> {
             if self.spin(spin_until)? {
                 return Ok(true);
             }
-            // Nothing came within the window: spinning is less likely to pay.
-            self.window /= 2;
         }
         loop {
             let remaining = match deadline {
@@ -222,19 +230,21 @@ impl<M: RingMemory> Consumer<M> {
             };
             let parked_at = Instant::now();
             let ready = self.park(remaining)?;
-            self.adapt_after_park(parked_at.elapsed());
+            let parked = parked_at.elapsed();
+            self.adapt_after_park(parked);
             if ready {
                 return Ok(true);
             }
             if self.is_ready()? {
-                if self.policy.yield_after_wake {
-                    // We slept and were woken: the producer may share our
-                    // core, and the kernel tends to run a freshly woken task
-                    // at once, preempting the producer after one record.
+                if parked < self.policy.yield_after_wake {
+                    // Woken within microseconds of parking: the producer is
+                    // streaming, most likely on our own core, and the kernel
+                    // ran us at once, preempting it after one record.
                     // Yielding lets it finish its burst first, so that one
-                    // wake-up serves many records (measured on the 2-vCPU
-                    // VM, same core: 8x fewer wake-ups for 512 B records);
-                    // with a core to ourselves it returns at once.
+                    // wake-up serves many records (same core, 2-vCPU VM: 8x
+                    // fewer wake-ups for 512 B records). After a longer
+                    // sleep (sparse events) we do not yield: that would only
+                    // add a context switch to the event's latency.
                     std::thread::yield_now();
                 }
                 return Ok(true);
@@ -257,16 +267,31 @@ impl<M: RingMemory> Consumer<M> {
         }
     }
 
+    /// Resizes the spin window after a park that lasted `parked`.
     fn adapt_after_park(&mut self, parked: Duration) {
         if self.policy.max.is_zero() {
             return;
         }
-        self.window = if parked >= self.policy.idle_after {
-            Duration::ZERO
-        } else {
+        self.window = if parked < self.policy.active_gap {
+            // The record came soon after we gave up (the park includes the
+            // wake-up's own latency): a longer spin would likely have caught
+            // it without a system call on either side.
             (self.window * 2)
                 .max(Duration::from_micros(1))
                 .min(self.policy.max)
+        } else if parked >= self.policy.idle_after {
+            // Idle: spinning costs CPU and catches nothing.
+            Duration::ZERO
+        } else {
+            // Events come, but further apart than any spin we allow: the
+            // spin only burns CPU (and, on a shared core, delays the
+            // producer and makes the scheduler slower to run us).
+            let half = self.window / 2;
+            if half < Duration::from_micros(1) {
+                Duration::ZERO
+            } else {
+                half
+            }
         };
     }
 
