@@ -269,30 +269,7 @@ impl<M: RingMemory> Consumer<M> {
 
     /// Resizes the spin window after a park that lasted `parked`.
     fn adapt_after_park(&mut self, parked: Duration) {
-        if self.policy.max.is_zero() {
-            return;
-        }
-        self.window = if parked < self.policy.active_gap {
-            // The record came soon after we gave up (the park includes the
-            // wake-up's own latency): a longer spin would likely have caught
-            // it without a system call on either side.
-            (self.window * 2)
-                .max(Duration::from_micros(1))
-                .min(self.policy.max)
-        } else if parked >= self.policy.idle_after {
-            // Idle: spinning costs CPU and catches nothing.
-            Duration::ZERO
-        } else {
-            // Events come, but further apart than any spin we allow: the
-            // spin only burns CPU (and, on a shared core, delays the
-            // producer and makes the scheduler slower to run us).
-            let half = self.window / 2;
-            if half < Duration::from_micros(1) {
-                Duration::ZERO
-            } else {
-                half
-            }
-        };
+        self.window = next_window(&self.policy, self.window, parked);
     }
 
     /// The eventcount's consumer half: read the epoch, publish a park
@@ -428,6 +405,32 @@ impl<M: RingMemory> Consumer<M> {
             // `tail` (producer.rs, `write_kind`): our copies out of the
             // released bytes happen before it overwrites them.
             self.mem.header().tail.0.store(self.tail, Ordering::Release);
+        }
+    }
+}
+
+/// The spin window after a park that lasted `parked` (see [`SpinPolicy`]).
+pub(crate) fn next_window(policy: &SpinPolicy, window: Duration, parked: Duration) -> Duration {
+    if policy.max.is_zero() {
+        return Duration::ZERO;
+    }
+    if parked < policy.active_gap {
+        // The record came soon after we gave up (the park includes the
+        // wake-up's own latency): a longer spin would likely have caught
+        // it without a system call on either side.
+        (window * 2).max(Duration::from_micros(1)).min(policy.max)
+    } else if parked >= policy.idle_after {
+        // Idle: spinning costs CPU and catches nothing.
+        Duration::ZERO
+    } else {
+        // Events come, but further apart than any spin we allow: the
+        // spin only burns CPU (and, on a shared core, delays the
+        // producer and makes the scheduler slower to run us).
+        let half = window / 2;
+        if half < Duration::from_micros(1) {
+            Duration::ZERO
+        } else {
+            half
         }
     }
 }

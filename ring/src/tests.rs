@@ -500,3 +500,21 @@ fn a_staged_batch_becomes_visible_at_commit_with_one_wake_up() {
     assert_eq!(reader.join().unwrap(), (0..10).collect::<Vec<u8>>());
     assert_eq!(publisher.producer().wake_count(), 1);
 }
+
+#[test]
+fn the_spin_window_follows_the_gaps_between_records() {
+    use crate::consumer::next_window;
+    let p = SpinPolicy::default();
+    let us = Duration::from_micros;
+    // Active: parks shorter than `active_gap` grow it, up to `max`.
+    assert_eq!(next_window(&p, Duration::ZERO, us(30)), us(1));
+    assert_eq!(next_window(&p, us(8), us(30)), us(16));
+    assert_eq!(next_window(&p, us(16), us(30)), p.max);
+    // Sparse: longer parks halve it, down to off.
+    assert_eq!(next_window(&p, us(20), us(300)), us(10));
+    assert_eq!(next_window(&p, us(1), us(300)), Duration::ZERO);
+    // Idle: off at once.
+    assert_eq!(next_window(&p, us(20), Duration::from_millis(5)), Duration::ZERO);
+    // A policy without spinning never spins.
+    assert_eq!(next_window(&SpinPolicy::OFF, us(20), us(30)), Duration::ZERO);
+}
