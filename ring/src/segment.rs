@@ -325,3 +325,12 @@ pub fn cleanup_stale(prefix: &str) -> Result<Vec<String>, SegmentError> {
     }
     Ok(removed)
 }
+
+// The broker keeps the producing end on its writer thread and the client the
+// consuming end on its reader thread: both must be `Send`.
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<Producer<Segment>>();
+    send::<crate::Publisher<Segment>>();
+    send::<Consumer<Segment>>();
+};

@@ -514,7 +514,13 @@ fn the_spin_window_follows_the_gaps_between_records() {
     assert_eq!(next_window(&p, us(20), us(300)), us(10));
     assert_eq!(next_window(&p, us(1), us(300)), Duration::ZERO);
     // Idle: off at once.
-    assert_eq!(next_window(&p, us(20), Duration::from_millis(5)), Duration::ZERO);
+    assert_eq!(
+        next_window(&p, us(20), Duration::from_millis(5)),
+        Duration::ZERO
+    );
     // A policy without spinning never spins.
-    assert_eq!(next_window(&SpinPolicy::OFF, us(20), us(30)), Duration::ZERO);
+    assert_eq!(
+        next_window(&SpinPolicy::OFF, us(20), us(30)),
+        Duration::ZERO
+    );
 }
