@@ -115,10 +115,10 @@ impl<M: RingMemory> Consumer<M> {
     /// The consumer of a ring whose header has been validated.
     pub(crate) fn new(mem: M) -> Self {
         let capacity = mem.capacity() as u64;
-        // SYNC POINT: Acquire pairs with the producer's Release of `head`;
-        // a consumer opened late starts wherever the previous reader (or
-        // none) left `tail`.
-        let tail = mem.header().tail.0.load(Ordering::Acquire);
+        // SYNC POINT (none): `tail` is the consumer's own word; opening a
+        // segment that another reader used starts where it stopped (0 on a
+        // fresh one). A misaligned value poisons the consumer below.
+        let tail = mem.header().tail.0.load(Ordering::Relaxed);
         // Under loom the spin is off: a timed busy loop is not something the
         // model checker can explore, and parking is the protocol under test.
         let policy = if cfg!(loom) {
@@ -132,7 +132,7 @@ impl<M: RingMemory> Consumer<M> {
             tail,
             read: tail,
             head_cache: tail,
-            poisoned: None,
+            poisoned: (tail % 8 != 0).then_some(RingError::BadIndex),
             policy,
             window: policy.max,
             scratch: Vec::new(),
@@ -171,8 +171,9 @@ impl<M: RingMemory> Consumer<M> {
         Ok(popped)
     }
 
-    /// Takes up to `max` records, handing each to `f`, and releases their
-    /// space to the producer once at the end. Returns how many were taken.
+    /// Takes up to `max` records, handing each to `f`. Their space goes
+    /// back to the producer whenever the drain catches up with the head it
+    /// last saw, and at the end. Returns how many were taken.
     pub fn drain(&mut self, max: usize, mut f: impl FnMut(Record<'_>)) -> Result<usize, RingError> {
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut n = 0;
