@@ -1,0 +1,194 @@
+//! Hand-off latency of one event: from the producer's publish to the
+//! consumer's `wait` returning with it, over the ring (default spin policy,
+//! and with spinning off) and over a Unix socket pair (a blocking `read` of
+//! the same 64-byte record), threads pinned same-core and cross-core.
+//!
+//! Two paces:
+//! - **active**: an event every 10 µs, paced by busy-waiting (cross-core
+//!   only: a busy-waiting producer would starve a consumer on its core).
+//!   Within the consumer's 20 µs spin window: the ring consumer is still
+//!   spinning when the event lands.
+//! - **sparse**: an event every 200 µs, paced by `sleep`: the consumer
+//!   parks between events and every event pays a wake-up.
+//!
+//! Each record carries the nanoseconds since a shared start `Instant`; the
+//! consumer subtracts it from its own reading right after `wait` (or
+//! `read`) returns. Reported: p50 and p99 over all events, and the socket's
+//! p50 over the ring's.
+//!
+//! Run: `cargo bench -p a2a-ring --bench latency` (about 15 s).
+
+#![allow(unsafe_code)] // the affinity calls (common)
+
+#[cfg(not(loom))]
+mod common;
+
+#[cfg(not(loom))]
+fn main() {
+    bench::main()
+}
+
+/// Loom builds have no shared memory; the bench is then an empty program.
+#[cfg(loom)]
+fn main() {}
+
+#[cfg(not(loom))]
+mod bench {
+    use crate::common::{bench_mode, load_average, pin, placements};
+    use a2a_ring::{Record, Segment, SpinPolicy};
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+    use std::time::{Duration, Instant};
+
+    const RECORD: usize = 64;
+
+    pub fn main() {
+        if !bench_mode() {
+            eprintln!("latency: skipped (runs under `cargo bench` only)");
+            return;
+        }
+        println!("latency bench: load average {}", load_average());
+        println!(
+            "{:<11} {:<7} {:>7} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>12}",
+            "placement",
+            "pace",
+            "events",
+            "ring p50",
+            "ring p99",
+            "nospin p50",
+            "p99",
+            "sock p50",
+            "sock p99",
+            "sock/ring p50"
+        );
+        for &(placement, pcpu, ccpu) in placements() {
+            for (pace, interval, events) in [
+                ("active", Duration::from_micros(10), 50_000usize),
+                ("sparse", Duration::from_micros(200), 3_000),
+            ] {
+                if pace == "active" && pcpu == ccpu {
+                    continue;
+                }
+                let ring = percentiles(ring_latency(
+                    interval,
+                    events,
+                    pcpu,
+                    ccpu,
+                    SpinPolicy::default(),
+                ));
+                let nospin =
+                    percentiles(ring_latency(interval, events, pcpu, ccpu, SpinPolicy::OFF));
+                let sock = percentiles(socket_latency(interval, events, pcpu, ccpu));
+                let ratio = sock.0 as f64 / ring.0.max(1) as f64;
+                println!(
+                    "{placement:<11} {pace:<7} {events:>7} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {ratio:>11.1}x",
+                    us(ring.0), us(ring.1), us(nospin.0), us(nospin.1), us(sock.0), us(sock.1)
+                );
+                println!(
+                    "SUMMARY latency placement={placement} pace={pace} ring_p50_ns={} ring_p99_ns={} nospin_p50_ns={} nospin_p99_ns={} socket_p50_ns={} socket_p99_ns={} socket_over_ring_p50={ratio:.2}",
+                    ring.0, ring.1, nospin.0, nospin.1, sock.0, sock.1
+                );
+            }
+        }
+    }
+
+    fn us(ns: u64) -> String {
+        format!("{:.1} µs", ns as f64 / 1000.0)
+    }
+
+    /// (p50, p99) in nanoseconds.
+    fn percentiles(mut v: Vec<u64>) -> (u64, u64) {
+        v.sort_unstable();
+        if v.is_empty() {
+            return (0, 0);
+        }
+        (v[v.len() / 2], v[(v.len() * 99 / 100).min(v.len() - 1)])
+    }
+
+    /// Waits until `at`: busy for short intervals (sleep overshoots by tens
+    /// of µs), sleeping for long ones.
+    fn pace(at: Instant, interval: Duration) {
+        if interval >= Duration::from_micros(100) {
+            if let Some(d) = at.checked_duration_since(Instant::now()) {
+                std::thread::sleep(d);
+            }
+        } else {
+            while Instant::now() < at {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    fn stamped(base: Instant) -> [u8; RECORD] {
+        let mut rec = [0u8; RECORD];
+        rec[..8].copy_from_slice(&(base.elapsed().as_nanos() as u64).to_le_bytes());
+        rec
+    }
+
+    fn age(base: Instant, rec: &[u8]) -> u64 {
+        let sent = u64::from_le_bytes(rec[..8].try_into().unwrap_or_default());
+        (base.elapsed().as_nanos() as u64).saturating_sub(sent)
+    }
+
+    fn ring_latency(
+        interval: Duration,
+        events: usize,
+        pcpu: usize,
+        ccpu: usize,
+        policy: SpinPolicy,
+    ) -> Vec<u64> {
+        let (mut producer, name) = Segment::create_with_prefix("a2a-ring-bench-", 1 << 16).unwrap();
+        let mut consumer = Segment::open(&name, producer.capacity()).unwrap();
+        consumer.set_spin_policy(policy);
+        let base = Instant::now();
+        let reader = std::thread::spawn(move || {
+            pin(ccpu);
+            let mut ages = Vec::with_capacity(events);
+            while ages.len() < events {
+                if !consumer.wait(Some(Duration::from_secs(10))).unwrap() {
+                    break;
+                }
+                consumer
+                    .drain(usize::MAX, |r| {
+                        if let Record::Event(b) = r {
+                            ages.push(age(base, b));
+                        }
+                    })
+                    .unwrap();
+            }
+            ages
+        });
+        pin(pcpu);
+        let mut next = Instant::now() + interval;
+        for _ in 0..events {
+            pace(next, interval);
+            next += interval;
+            while producer.try_push(&stamped(base)).is_err() {
+                std::thread::yield_now();
+            }
+        }
+        reader.join().unwrap()
+    }
+
+    fn socket_latency(interval: Duration, events: usize, pcpu: usize, ccpu: usize) -> Vec<u64> {
+        let (mut tx, mut rx) = UnixStream::pair().unwrap();
+        let base = Instant::now();
+        let reader = std::thread::spawn(move || {
+            pin(ccpu);
+            let mut ages = Vec::with_capacity(events);
+            let mut rec = [0u8; RECORD];
+            while ages.len() < events && rx.read_exact(&mut rec).is_ok() {
+                ages.push(age(base, &rec));
+            }
+            ages
+        });
+        pin(pcpu);
+        let mut next = Instant::now() + interval;
+        for _ in 0..events {
+            pace(next, interval);
+            next += interval;
+            tx.write_all(&stamped(base)).unwrap();
+        }
+        reader.join().unwrap()
+    }
+}
