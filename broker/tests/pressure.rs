@@ -708,8 +708,15 @@ fn a_registration_is_invisible_until_its_commit() {
             let mut lists = 0u32;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let r = c.ok("a2a.agents.list", json!({"token": tok}));
-                let seen = r["agents"].as_array().unwrap().iter().any(|a| a["name"] == "doomed");
-                assert!(!seen, "another connection listed an agent whose commit failed");
+                let seen = r["agents"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|a| a["name"] == "doomed");
+                assert!(
+                    !seen,
+                    "another connection listed an agent whose commit failed"
+                );
                 lists += 1;
             }
             lists
@@ -728,7 +735,12 @@ fn a_registration_is_invisible_until_its_commit() {
             json!({"contextId": "cd", "card": {"name": "doomed"}}),
         );
         let burst: Vec<u64> = (0..100)
-            .map(|_| b.request("a2a.tasks.status", json!({"token": wrk, "id": task, "state": "working"})))
+            .map(|_| {
+                b.request(
+                    "a2a.tasks.status",
+                    json!({"token": wrk, "id": task, "state": "working"}),
+                )
+            })
             .collect();
         assert_eq!(error_code(&b.response(doomed)), -32603);
         for i in burst {

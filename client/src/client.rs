@@ -150,6 +150,9 @@ impl Client {
             Outcome::Handshake(h) => h,
             other => return Err(unexpected("app.handshake", &other)),
         };
+        if let Some(ring) = &handshake.event_ring {
+            conn.attach_ring(&ring.name, ring.bytes as usize)?;
+        }
         Ok(Client {
             inner: Arc::new(Inner {
                 conn,

@@ -194,7 +194,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// Why the connection ended, if it has.
-    fn closed(&self) -> Option<CloseReason> {
+    pub(crate) fn closed(&self) -> Option<CloseReason> {
         self.table.lock().closed.clone()
     }
 
@@ -442,6 +442,14 @@ impl Conn {
     /// reader), the threads end.
     pub(crate) fn close(&self, reason: CloseReason) {
         self.shared.close(reason);
+    }
+
+    /// Reads the event ring the broker granted in the handshake on a
+    /// thread of its own, joined with the others (see [`crate::ring`]).
+    pub(crate) fn attach_ring(&self, name: &str, bytes: usize) -> Result<(), ClientError> {
+        let t = crate::ring::start(self.shared.clone(), name, bytes)?;
+        self.threads.lock().push(t);
+        Ok(())
     }
 
     /// Frames queued and write system calls made so far.

@@ -65,6 +65,28 @@ impl Demux {
         target.0.deliver(ev, &target.1);
     }
 
+    /// The shared-memory ring dropped `dropped` events of this connection
+    /// (PROTOCOL.md §1.3): every agent routed here gets an `a2a.lagged`,
+    /// since the ring does not say whose they were.
+    pub(crate) fn lagged_all(&self, dropped: u64) {
+        let recipients: Vec<(String, String)> = {
+            let st = self.state.lock();
+            st.routes
+                .iter()
+                .map(|(peer, r)| (peer.clone(), r.context_id.clone()))
+                .collect()
+        };
+        for (recipient, recipient_context_id) in recipients {
+            self.deliver(a2a_proto::types::Notification::Lagged(
+                a2a_proto::types::LaggedParams {
+                    recipient,
+                    recipient_context_id,
+                    dropped,
+                },
+            ));
+        }
+    }
+
     /// Creates the queue of agent `peer` in `context_id`, seeded with the
     /// unclaimed events addressed to it, and routes its events there from
     /// now on. On a closed connection the queue is born closed.

@@ -60,6 +60,8 @@
 //! - `conn`: the socket, the coalescing writer thread, the reader thread,
 //!   answers matched to calls by id.
 //! - `demux`: notifications routed to per-agent queues by recipient.
+//! - `ring`: the shared-memory event ring's reader thread, when the broker
+//!   grants one (`ClientOptions::event_ring_bytes`).
 //! - [`builders`]: cards, text messages, artifacts, fresh ids.
 //! - [`error`]: [`ClientError`], its [`ErrorKind`], the typed
 //!   [`A2aErrorCode`], and [`CloseReason`].
@@ -86,6 +88,7 @@ mod demux;
 pub mod error;
 pub mod events;
 pub mod pending;
+mod ring;
 
 pub use a2a_proto as proto;
 pub use a2a_proto::error::RpcError;
