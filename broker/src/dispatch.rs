@@ -45,6 +45,7 @@ pub const FEATURES: &[&str] = &[
     "resubscribe-replay",
     "pull-delivery",
     "batch",
+    "event-ring",
 ];
 
 /// The broker as its transports see it.
@@ -68,6 +69,9 @@ pub struct Session {
     pub closing: bool,
     /// Unanswered waits and blocking sends (`A2A_MAX_PARKED_WAITS`).
     parked: Arc<std::sync::atomic::AtomicUsize>,
+    /// Where a granted event ring goes (local-socket connections only;
+    /// stdio is the host's own pipe and gets no ring).
+    pub ring: Option<Arc<crate::transport::ring::RingSlot>>,
 }
 
 impl Session {
@@ -98,6 +102,7 @@ impl Broker {
             secret: None,
             closing: false,
             parked: Default::default(),
+            ring: None,
         }
     }
 
@@ -282,7 +287,11 @@ impl Broker {
             host_version: env!("CARGO_PKG_VERSION").into(),
             features: FEATURES.iter().map(|f| f.to_string()).collect(),
             capabilities: vec!["a2a".into()],
-            event_ring: None,
+            // Granted once; a repeated handshake answers the same ring.
+            event_ring: match (&p.event_ring, &s.ring) {
+                (Some(req), Some(slot)) => slot.grant(req.bytes),
+                _ => None,
+            },
         }))
     }
 

@@ -57,6 +57,10 @@ pub const A2A_MAX_PARKED_WAITS: usize = 64;
 /// Longest line or frame the broker writes (§1.1); clients accept up to this.
 pub const A2A_MAX_OUT_FRAME_BYTES: usize = 64 * 1024 * 1024;
 
+/// Largest shared-memory event ring a connection may ask for (§1.3); a
+/// larger request is granted this size.
+pub const MAX_EVENT_RING_BYTES: usize = 16 * 1024 * 1024;
+
 // ---- Before the handshake, on the local socket (§2) ----
 
 /// Longest line or frame accepted on a socket connection before its handshake.

@@ -41,7 +41,7 @@ pub use memory::{LocalMemory, RingMemory};
 pub use producer::{Producer, PushError};
 pub use publisher::{OverflowBound, PublishError, Published, Publisher};
 #[cfg(not(loom))]
-pub use segment::{cleanup_stale, Segment, SegmentError, NAME_PREFIX};
+pub use segment::{cleanup_stale, remove, Segment, SegmentError, NAME_PREFIX};
 
 use std::sync::Arc;
 

@@ -272,6 +272,13 @@ fn shm_open(name: &str, flags: libc::c_int) -> Result<File, SegmentError> {
 }
 
 /// Removes a name; a name already gone is not an error (best effort on drop).
+/// Removes the segment `name` (as [`Segment::create`] named it) if it is
+/// still there: for a creator that must clean up at exit while its
+/// producers are still held elsewhere. Returns whether it was removed.
+pub fn remove(name: &str) -> bool {
+    name.trim_start_matches('/').starts_with(NAME_PREFIX) && unlink(name)
+}
+
 fn unlink(name: &str) -> bool {
     let Ok(c) = CString::new(name) else {
         return false;

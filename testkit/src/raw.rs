@@ -21,6 +21,8 @@ pub struct RawConn {
     /// Parsed responses read while waiting for another.
     stash: Vec<Value>,
     next_id: u64,
+    /// The handshake's result, once a constructor made it.
+    handshake: Value,
 }
 
 impl RawConn {
@@ -40,19 +42,31 @@ impl RawConn {
             lines,
             stash: Vec::new(),
             next_id: 0,
+            handshake: Value::Null,
         }
     }
 
     /// A socket connection, after its handshake with `secret`.
     pub fn socket(path: &Path, secret: &str) -> std::io::Result<RawConn> {
+        Self::socket_with(path, secret, Value::Null)
+    }
+
+    /// [`RawConn::socket`] asking for an event ring (`{"bytes": N}`; `null`: none).
+    pub fn socket_with(path: &Path, secret: &str, event_ring: Value) -> std::io::Result<RawConn> {
         let s = UnixStream::connect(path)?;
         let r = s.try_clone()?;
         let mut c = RawConn::over(s, r);
-        c.ok(
-            "app.handshake",
-            json!({"protocolVersion": 10, "secret": secret}),
-        );
+        let mut params = json!({"protocolVersion": 10, "secret": secret});
+        if !event_ring.is_null() {
+            params["eventRing"] = event_ring;
+        }
+        c.handshake = c.ok("app.handshake", params);
         Ok(c)
+    }
+
+    /// The handshake's result (`null` if this connection made none).
+    pub fn handshake_result(&self) -> &Value {
+        &self.handshake
     }
 
     /// Writes one line (the `\n` is added).

@@ -7,10 +7,12 @@
 //! - [`binary`]: writing binary frames.
 //! - [`frame_limit`]: what stands in for a frame over the outgoing bound.
 //! - [`memory`]: an in-process connection pair (tests, transcripts, benchmarks).
+//! - [`ring`]: the shared-memory event ring a socket connection may ask for.
 
 pub mod binary;
 pub mod frame_limit;
 pub mod memory;
 pub mod ndjson;
+pub mod ring;
 pub mod socket;
 pub mod stdio;

@@ -13,6 +13,7 @@
 
 use super::binary;
 use super::ndjson::{self, AsyncLineReader, Line};
+use super::ring::RingSlot;
 use crate::delivery::{Outbox, Outgoing, Responder};
 use crate::dispatch::{Broker, Secret, Session};
 use a2a_proto::binary::{decode_payload, next_frame, preamble, ClientFrame, FrameError, MAGIC};
@@ -60,6 +61,9 @@ impl Drop for SocketServer {
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_background();
         }
+        // Connection tasks can outlive the runtime's shutdown; their
+        // event-ring segments must not outlive the broker.
+        super::ring::remove_live();
         let _ = std::fs::remove_file(&self.path);
         if let Some(f) = &self.secret_file {
             let _ = std::fs::remove_file(f);
@@ -254,6 +258,8 @@ pub fn listen(
     let Some(runtime) = server.runtime.as_ref() else {
         return Err("the socket runtime is gone".into());
     };
+    // Event rings a crashed broker left in shared memory.
+    super::ring::cleanup_stale();
     let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     runtime.spawn(async move {
         loop {
@@ -335,6 +341,8 @@ async fn serve_connection(
         OUTBOX_RESPONSE_BOUND,
     ));
     let mut session = broker.session_with_secret(outbox.clone(), secret);
+    let ring = Arc::new(RingSlot::default());
+    session.ring = Some(ring.clone());
     let mut rd = BufReader::with_capacity(64 * 1024, &conn);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(HANDSHAKE_TIMEOUT_SECONDS);
     let codec = match tokio::time::timeout_at(deadline, sniff(&mut rd)).await {
@@ -352,7 +360,7 @@ async fn serve_connection(
         }
         outbox.close();
     };
-    let writer = write_loop(&outbox, &conn, codec);
+    let writer = write_loop(&outbox, &conn, codec, &ring);
     tokio::pin!(writer);
     tokio::select! {
         _ = &mut writer => {
@@ -538,6 +546,21 @@ fn fatal(session: &Session, e: FrameError) {
         .push_fatal(RpcError::invalid_request(&e.to_string()));
 }
 
+/// Stages a notification in the connection's event ring (its binary
+/// frame's payload: the ring has its own length prefix). `false` for what
+/// goes on the socket: responses, and an event larger than the ring.
+fn to_ring(ring: &RingSlot, item: &Outgoing, record: &mut Vec<u8>) -> bool {
+    let Outgoing::Event(_) = item else {
+        return false;
+    };
+    record.clear();
+    if binary::write_outgoing(record, item).is_err() || record.len() < 4 {
+        return false;
+    }
+    ring.with(|r| r.publisher.stage(&record[4..]).is_ok())
+        .unwrap_or(false)
+}
+
 /// Stored bytes past which rendering a task is worth moving off the
 /// runtime's worker (a few milliseconds of encoding).
 const HEAVY_TASK_BYTES: u64 = 256 * 1024;
@@ -561,23 +584,52 @@ fn is_heavy(item: &Outgoing) -> bool {
     }
 }
 
-async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec) {
+/// How soon events queued behind a full ring are retried.
+const RING_RETRY: Duration = Duration::from_millis(2);
+
+async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec, ring: &RingSlot) {
     let mut w = conn;
     let mut items: Vec<Outgoing> = Vec::new();
     let mut bytes: Vec<u8> = Vec::with_capacity(64 * 1024);
-    while outbox.drain_async(&mut items).await {
+    let mut record: Vec<u8> = Vec::new();
+    loop {
+        // Events waiting behind a full ring move in as the client frees
+        // room; nothing else would wake this loop for them.
+        let backlog = ring.with(|r| r.publisher.queued() > 0).unwrap_or(false);
+        let more = if backlog {
+            tokio::select! {
+                more = outbox.drain_async(&mut items) => more,
+                _ = tokio::time::sleep(RING_RETRY) => {
+                    ring.with(|r| r.publisher.flush());
+                    continue;
+                }
+            }
+        } else {
+            outbox.drain_async(&mut items).await
+        };
+        if !more {
+            break;
+        }
         bytes.clear();
         let mut frames = 0u64;
         loop {
             let heavy = items.iter().any(is_heavy);
             let mut encode = || {
+                let granted = ring.granted();
                 for item in items.drain(..) {
+                    if granted && to_ring(ring, &item, &mut record) {
+                        continue;
+                    }
                     frames += 1;
                     let ok = match codec {
                         Codec::Json => ndjson::write_outgoing(&mut bytes, &item).is_ok(),
                         Codec::Binary => binary::write_outgoing(&mut bytes, &item).is_ok(),
                     };
                     debug_assert!(ok, "encoding into memory cannot fail");
+                }
+                // One publish (one fence, at most one wake-up) per batch.
+                if granted {
+                    ring.with(|r| r.publisher.commit());
                 }
             };
             // Rendering a task that holds megabytes of files takes long
@@ -596,6 +648,9 @@ async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec) {
             if items.is_empty() {
                 break;
             }
+        }
+        if bytes.is_empty() {
+            continue; // everything went to the ring
         }
         if w.write_all(&bytes).await.is_err() {
             return;

@@ -1,0 +1,194 @@
+//! The shared-memory event ring (PROTOCOL.md §1.3) through the real broker:
+//! granted in the handshake, events arrive through it the same way as over
+//! the socket, the segment is owner-only and goes with its connection (and
+//! after a crash, at the next start), and a client that stops reading its
+//! ring loses events only past the bound, with exact lag accounting, while
+//! the broker serves on.
+
+use a2a_client::{agent_card, message_to, Client, ClientOptions, Delivery, Notification, State};
+use a2a_ring::{Record, Segment};
+use a2a_testkit::raw::RawConn;
+use a2a_testkit::{BrokerProcess, Spawn, TIMEOUT};
+use serde_json::json;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn broker(dir: &Path) -> BrokerProcess {
+    Spawn::new(dir.join("db"))
+        .socket(dir.join("run").join("sock"))
+        .no_stdio()
+        .start(TIMEOUT)
+        .expect("broker ready")
+}
+
+fn ring_client(p: &BrokerProcess, bytes: usize) -> Client {
+    let opts = ClientOptions {
+        event_ring_bytes: Some(bytes),
+        ..Default::default()
+    };
+    Client::connect_with(p.socket().unwrap(), &p.secret().unwrap(), opts).expect("connect")
+}
+
+fn shm_path(name: &str) -> PathBuf {
+    Path::new("/dev/shm").join(name.trim_start_matches('/'))
+}
+
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + TIMEOUT;
+    while !f() {
+        assert!(Instant::now() < deadline, "{what}: not within {TIMEOUT:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn events_arrive_through_a_granted_ring_and_the_segment_goes_with_its_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = broker(dir.path());
+    let client = ring_client(&p, 1 << 20);
+    assert!(client.uses_event_ring(), "the broker granted no ring");
+    let info = client.handshake_result().event_ring.clone().unwrap();
+    assert!(info.bytes >= 1 << 20);
+    let meta = std::fs::metadata(shm_path(&info.name)).expect("the segment exists");
+    assert_eq!(meta.mode() & 0o777, 0o600, "the segment must be owner-only");
+
+    let req = client
+        .register("c1", agent_card("req"), Delivery::Push)
+        .unwrap();
+    let wrk = client
+        .register("c2", agent_card("wrk"), Delivery::Push)
+        .unwrap();
+    // Idle first: the reader must wake for the first event.
+    std::thread::sleep(Duration::from_millis(500));
+    let task = req.send(message_to("wrk", "go"), None).unwrap();
+    let evs = wrk.wait(TIMEOUT).unwrap();
+    assert_eq!(evs.len(), 1, "{evs:?}");
+    for state in [State::Working, State::Completed] {
+        wrk.set_status(&task.id, state, None).unwrap();
+    }
+    let mut got = Vec::new();
+    eventually("the requester's two events", || {
+        got.extend(req.wait(Duration::from_millis(100)).unwrap());
+        got.len() >= 2
+    });
+    let seqs: Vec<u64> = got.iter().filter_map(|e| e.seq()).collect();
+    assert_eq!(seqs, [1, 2]);
+    match &got[1] {
+        Notification::TaskEvent(p) => assert!(matches!(
+            &p.event,
+            a2a_client::proto::types::StreamEvent::Status(s) if s.status.state == State::Completed
+        )),
+        other => panic!("{other:?}"),
+    }
+    drop((req, wrk));
+    drop(client);
+    eventually("the segment removed with its connection", || {
+        !shm_path(&info.name).exists()
+    });
+}
+
+#[test]
+fn a_crashed_brokers_segments_are_removed_at_the_next_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = broker(dir.path());
+    let client = ring_client(&p, 64 * 1024);
+    let name = client.handshake_result().event_ring.clone().unwrap().name;
+    p.kill();
+    assert!(
+        shm_path(&name).exists(),
+        "a SIGKILLed broker cannot clean up"
+    );
+    drop(client);
+    let _p = broker(dir.path());
+    assert!(!shm_path(&name).exists(), "the next start removes it");
+}
+
+#[test]
+fn a_clean_exit_removes_every_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = broker(dir.path());
+    let client = ring_client(&p, 64 * 1024);
+    let name = client.handshake_result().event_ring.clone().unwrap().name;
+    p.terminate().unwrap();
+    assert!(p.wait_exit(TIMEOUT).is_some());
+    assert!(!shm_path(&name).exists());
+    drop(client);
+}
+
+/// A client that never reads its ring: past the ring and the overflow
+/// bound the oldest events are dropped and counted, the count reaches the
+/// client in a lag record before the next event, every event is either
+/// delivered or counted, and the broker serves everyone else meanwhile.
+#[test]
+fn a_ring_nobody_reads_lags_exactly_and_stalls_nothing() {
+    const N: u64 = 6_000;
+    let dir = tempfile::tempdir().unwrap();
+    let p = broker(dir.path());
+    let (socket, secret) = (p.socket().unwrap(), p.secret().unwrap());
+    // The stalled consumer: a raw connection that asks for a small ring
+    // and registers the requester, then reads nothing.
+    let mut stalled = RawConn::socket_with(&socket, &secret, json!({"bytes": 4096})).unwrap();
+    let ring = stalled.handshake_result()["eventRing"].clone();
+    let (name, bytes) = (
+        ring["name"].as_str().unwrap().to_owned(),
+        ring["bytes"].as_u64().unwrap(),
+    );
+    let (_, req) = stalled.register("c1", "req");
+    // The worker, on a client of its own, changes the task's status N times.
+    let other = Client::connect(&socket, &secret).unwrap();
+    let wrk = other
+        .register("c2", agent_card("wrk"), Delivery::Push)
+        .unwrap();
+    let task = stalled.task(&req, "wrk");
+    let pendings: Vec<_> = (0..N)
+        .map(|_| wrk.set_status_async(&task, State::Working, None).unwrap())
+        .collect();
+    for pd in pendings {
+        pd.wait(TIMEOUT).expect("the broker serves on");
+    }
+    // Now read the ring: every event is delivered or counted as lagged.
+    let mut consumer = Segment::open(&name, bytes as usize).unwrap();
+    let (mut seen, mut lagged, mut last_seq, mut lag_records) = (0u64, 0u64, 0u64, 0u64);
+    let mut after_lag = 0u64;
+    let deadline = Instant::now() + TIMEOUT;
+    while seen + lagged < N {
+        assert!(
+            Instant::now() < deadline,
+            "seen {seen} + lagged {lagged} < {N}"
+        );
+        consumer.wait(Some(Duration::from_millis(50))).unwrap();
+        consumer
+            .drain(usize::MAX, |rec| match rec {
+                Record::Event(payload) => {
+                    let frame: a2a_client::proto::binary::ServerFrame =
+                        a2a_client::proto::binary::decode_server_payload(payload).unwrap();
+                    let a2a_client::proto::binary::ServerFrame::Notification(n) = frame else {
+                        panic!("a ring record that is not a notification");
+                    };
+                    let seq = n.seq().expect("a task event");
+                    // Seqs count every event routed to the agent, the
+                    // dropped ones included: after a lag record of n, the
+                    // next seq is exactly n past the last one seen.
+                    let gap = std::mem::take(&mut after_lag);
+                    assert_eq!(
+                        seq,
+                        last_seq + 1 + gap,
+                        "an event was lost, reordered or miscounted"
+                    );
+                    last_seq = seq;
+                    seen += 1;
+                }
+                Record::Lagged(n) => {
+                    lagged += n;
+                    lag_records += 1;
+                    after_lag += n;
+                }
+            })
+            .unwrap();
+    }
+    eprintln!("{N} events: {seen} delivered through a 4 KiB ring, {lagged} dropped and reported in {lag_records} lag records");
+    assert_eq!(seen + lagged, N);
+    assert!(lagged > 0, "the bound never dropped anything");
+    assert_eq!(last_seq, N, "the newest event is kept");
+}
