@@ -241,14 +241,22 @@ export interface RegisterOptions {
   delivery?: 'push' | 'pull'
 }
 
+/** The part of Node's `ChildProcess` a spawned broker exposes here (typed
+ * structurally, so these types need no `@types/node`). */
+export interface BrokerProcess {
+  readonly pid?: number
+  readonly exitCode: number | null
+  kill(signal?: string | number): boolean
+}
+
 export declare class Broker {
   static connect(options: ConnectOptions): Promise<Broker>
   /** Runs a2a-broker, waits for its ready line, connects; the child exits with this process. */
   static spawn(options: SpawnOptions): Promise<Broker>
   readonly usesEventRing: boolean
   readonly handshake: Record<string, unknown>
-  /** The spawned broker process (`Broker.spawn` only). */
-  readonly process: import('node:child_process').ChildProcess | null
+  /** The spawned broker process (`Broker.spawn` only; a `ChildProcess`). */
+  readonly process: BrokerProcess | null
   register(options: RegisterOptions): Promise<Agent>
   /** Closes the connection (and stops a spawned broker). */
   close(): Promise<void>
