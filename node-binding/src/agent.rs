@@ -12,8 +12,8 @@
 use crate::error::Failure;
 use crate::settle::{self, Payload, Ticket};
 use a2a_client::{
-    Agent, Artifact, ClientError, ListRole, Message, Pending, PushConfig, SendConfiguration,
-    State, TaskQuery,
+    Agent, Artifact, ClientError, ListRole, Message, Pending, PushConfig, SendConfiguration, State,
+    TaskQuery,
 };
 use napi::bindgen_prelude::{PromiseRaw, Unknown};
 use napi::Env;
@@ -60,7 +60,10 @@ fn count(what: &str, v: Option<f64>) -> Result<Option<u64>, Failure> {
     match v {
         None => Ok(None),
         Some(n) if n >= 0.0 && n.fract() == 0.0 && n <= u64::MAX as f64 => Ok(Some(n as u64)),
-        Some(n) => Err(Failure::invalid(what, format!("{n} is not a whole number ≥ 0"))),
+        Some(n) => Err(Failure::invalid(
+            what,
+            format!("{n} is not a whole number ≥ 0"),
+        )),
     }
 }
 
@@ -109,7 +112,10 @@ impl NativeAgent {
     ) -> JsPromise<'env> {
         let (ticket, promise) = settle::promise(env)?;
         let parsed = arg::<Message>("message", &message).and_then(|m| {
-            Ok((m, opt_arg::<SendConfiguration>("configuration", configuration.as_deref())?))
+            Ok((
+                m,
+                opt_arg::<SendConfiguration>("configuration", configuration.as_deref())?,
+            ))
         });
         match parsed {
             Ok((m, c)) if m.to.as_deref() == Some("*") => {
@@ -139,8 +145,8 @@ impl NativeAgent {
         history_length: Option<f64>,
     ) -> JsPromise<'env> {
         let (ticket, promise) = settle::promise(env)?;
-        let call = count("historyLength", history_length)
-            .map(|h| self.agent.get_task_async(&id, h));
+        let call =
+            count("historyLength", history_length).map(|h| self.agent.get_task_async(&id, h));
         submit(ticket, call);
         Ok(promise)
     }
@@ -210,8 +216,8 @@ impl NativeAgent {
         after_version: Option<f64>,
     ) -> JsPromise<'env> {
         let (ticket, promise) = settle::promise(env)?;
-        let call = count("afterVersion", after_version)
-            .map(|v| self.agent.resubscribe_async(&id, v));
+        let call =
+            count("afterVersion", after_version).map(|v| self.agent.resubscribe_async(&id, v));
         submit(ticket, call);
         Ok(promise)
     }

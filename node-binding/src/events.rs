@@ -66,10 +66,7 @@ impl ToNapiValue for EventBatch {
         let (json, events) = {
             let mut st = batch.st.lock();
             st.scheduled = false;
-            (
-                std::mem::take(&mut st.json),
-                std::mem::take(&mut st.events),
-            )
+            (std::mem::take(&mut st.json), std::mem::take(&mut st.events))
         };
         match batch.mode {
             Mode::Json => {
@@ -145,7 +142,12 @@ fn gone(agent: &Agent) -> ClientError {
     if agent.is_deregistered() {
         return ClientError::Deregistered(agent.id().to_owned());
     }
-    ClientError::Closed(agent.client().close_reason().unwrap_or(CloseReason::ByBroker))
+    ClientError::Closed(
+        agent
+            .client()
+            .close_reason()
+            .unwrap_or(CloseReason::ByBroker),
+    )
 }
 
 /// What is queued, else the first event within `timeout` and whatever

@@ -7,13 +7,13 @@
 //! `index.d.ts`.
 //!
 //! Modules:
-//! - [`broker`]: `NativeBroker`: connect, register, close.
-//! - [`agent`]: `NativeAgent`: one method per `a2a.*` call.
-//! - [`events`]: `onEvent` (batches through a weak threadsafe function)
+//! - [`broker`] -- `NativeBroker`: connect, register, close.
+//! - [`agent`] -- `NativeAgent`: one method per `a2a.*` call.
+//! - [`events`] -- `onEvent` (batches through a weak threadsafe function)
 //!   and `wait` (a timer thread, not the libuv pool).
-//! - [`settle`]: the completion queue that settles promises on the JS
+//! - `settle` -- the completion queue that settles promises on the JS
 //!   thread, one wake-up per burst of answers.
-//! - [`error`]: how a failure becomes a JS `Error` (`code`, `kind`,
+//! - `error` -- how a failure becomes a JS `Error` (`code`, `kind`,
 //!   `errorCode`, `data`).
 //!
 //! Architecture invariant: no call holds a thread while it waits for the

@@ -140,10 +140,7 @@ impl Ticket {
     }
 
     /// Settles with the JSON rendering of a value, or the client error.
-    pub(crate) fn settle_json<T: serde::Serialize>(
-        self,
-        r: Result<T, a2a_client::ClientError>,
-    ) {
+    pub(crate) fn settle_json<T: serde::Serialize>(self, r: Result<T, a2a_client::ClientError>) {
         self.settle(
             r.map_err(Failure::from)
                 .and_then(|v| serde_json::to_string(&v).map_err(Failure::internal))
@@ -321,16 +318,14 @@ fn to_js(l: &Local, p: Payload) -> Result<sys::napi_value, Failure> {
                 sys::napi_get_undefined(env, &mut u);
                 Ok(u)
             }
-            Payload::Agent(a) => crate::agent::NativeAgent::to_napi_value(
-                env,
-                crate::agent::NativeAgent::new(a),
-            )
-            .map_err(|e| Failure::internal(e.reason)),
-            Payload::Client(c) => crate::broker::NativeBroker::to_napi_value(
-                env,
-                crate::broker::NativeBroker::new(c),
-            )
-            .map_err(|e| Failure::internal(e.reason)),
+            Payload::Agent(a) => {
+                crate::agent::NativeAgent::to_napi_value(env, crate::agent::NativeAgent::new(a))
+                    .map_err(|e| Failure::internal(e.reason))
+            }
+            Payload::Client(c) => {
+                crate::broker::NativeBroker::to_napi_value(env, crate::broker::NativeBroker::new(c))
+                    .map_err(|e| Failure::internal(e.reason))
+            }
         }
     }
 }
@@ -393,4 +388,3 @@ pub(crate) fn promise<'env>(
         PromiseRaw::new(raw, promise),
     ))
 }
-
