@@ -48,6 +48,15 @@ function textOf(message) {
   return message.parts.filter((p) => p.kind === 'text').map((p) => p.text).join('')
 }
 
+/** `fn()`, a promise; a synchronous throw becomes an invalid_params rejection. */
+function guard(fn) {
+  try {
+    return fn()
+  } catch (e) {
+    return Promise.reject(a2aError(`invalid params: ${e.message}`, 'invalid_params', { code: -32602 }))
+  }
+}
+
 function json(v) {
   return v === undefined || v === null ? undefined : JSON.stringify(v)
 }
@@ -92,8 +101,8 @@ class Broker {
     return this.#child
   }
 
-  async register({ contextId, card, delivery }) {
-    const n = await this.#n.register(contextId, JSON.stringify(card), delivery)
+  async register(p) {
+    const n = await guard(() => this.#n.register(p.contextId, JSON.stringify(p.card), p.delivery))
     return new Agent(n)
   }
 
@@ -147,38 +156,41 @@ class Agent {
     return this.#n.deregistered
   }
 
-  send({ message, configuration }) {
-    return this.#n.send(JSON.stringify(message), json(configuration))
+  // Each call returns a promise and never throws: an argument that cannot
+  // even be handed to the addon (missing, not serializable) rejects with
+  // the same shape as one the addon refuses (-32602, invalid_params).
+  send(p) {
+    return guard(() => this.#n.send(JSON.stringify(p.message), json(p.configuration)))
   }
-  stream({ message }) {
-    return this.#n.stream(JSON.stringify(message))
+  stream(p) {
+    return guard(() => this.#n.stream(JSON.stringify(p.message)))
   }
-  get({ id, historyLength }) {
-    return this.#n.get(id, historyLength)
+  get(p) {
+    return guard(() => this.#n.get(p.id, p.historyLength))
   }
-  status({ id, state, message }) {
-    return this.#n.status(id, state, json(message))
+  status(p) {
+    return guard(() => this.#n.status(p.id, p.state, json(p.message)))
   }
-  artifact({ id, artifact, append, lastChunk }) {
-    return this.#n.artifact(id, JSON.stringify(artifact), append, lastChunk)
+  artifact(p) {
+    return guard(() => this.#n.artifact(p.id, JSON.stringify(p.artifact), p.append, p.lastChunk))
   }
-  cancel({ id, message }) {
-    return this.#n.cancel(id, json(message))
+  cancel(p) {
+    return guard(() => this.#n.cancel(p.id, json(p.message)))
   }
-  resubscribe({ id, afterVersion }) {
-    return this.#n.resubscribe(id, afterVersion)
+  resubscribe(p) {
+    return guard(() => this.#n.resubscribe(p.id, p.afterVersion))
   }
-  setPush({ taskId, config }) {
-    return this.#n.setPush(taskId, JSON.stringify(config))
+  setPush(p) {
+    return guard(() => this.#n.setPush(p.taskId, JSON.stringify(p.config)))
   }
-  getPush({ taskId }) {
-    return this.#n.getPush(taskId)
+  getPush(p) {
+    return guard(() => this.#n.getPush(p.taskId))
   }
-  list({ skill } = {}) {
-    return this.#n.list(skill)
+  list(p = {}) {
+    return guard(() => this.#n.list(p.skill))
   }
   listTasks(query) {
-    return this.#n.listTasks(json(query))
+    return guard(() => this.#n.listTasks(json(query)))
   }
 
   async deregister() {

@@ -215,3 +215,54 @@ test('delegate and serve: progress, ask, artifacts, completion and failure', asy
   await deadline(serving, 5_000, 'serve stops on deregister')
   await boss.deregister()
 })
+
+test('serve: a cancel aborts the turn (its ask rejects, its signal aborts)', async () => {
+  const boss = await broker.register({ contextId: 'sc-boss', card: { name: 'sc-boss' } })
+  const wrk = await broker.register({ contextId: 'sc-wrk', card: { name: 'sc-wrk' } })
+  let turnSignal
+  let askOutcome
+  const asked = new Promise((resolve) => {
+    wrk.serve(async (task, turn) => {
+      turnSignal = turn.signal
+      const p = turn.ask('need more')
+      resolve()
+      try {
+        await p
+        askOutcome = 'answered'
+      } catch (e) {
+        askOutcome = e.kind
+      }
+      return 'too late'
+    })
+  })
+  const t = await boss.delegate({ to: 'sc-wrk', message: 'start', timeoutSeconds: 20 })
+  assert.equal(t.status.state, 'input-required')
+  await deadline(asked, 5_000, 'ask')
+  await boss.cancel({ id: t.id })
+  const until = Date.now() + 5_000
+  while (askOutcome === undefined && Date.now() < until) await new Promise((r) => setTimeout(r, 10))
+  assert.equal(askOutcome, 'canceled')
+  assert.equal(turnSignal.aborted, true)
+  const after = await boss.get({ id: t.id })
+  assert.equal(after.status.state, 'canceled')
+  await wrk.deregister()
+  await boss.deregister()
+})
+
+test('eventRing is passed through; events arrive either way', async () => {
+  const { tempDir } = require('./helpers')
+  const path = require('node:path')
+  const { Broker } = require('..')
+  const dir = tempDir()
+  const b = await Broker.spawn({ db: path.join(dir, 'r.db'), socket: path.join(dir, 'r.sock'), eventRing: 1 << 20 })
+  // The broker declines the ring until it lands; either answer is valid,
+  // and events must flow on whichever path was granted.
+  assert.equal(typeof b.usesEventRing, 'boolean')
+  assert.equal(b.usesEventRing, b.handshake.eventRing !== undefined)
+  const a = await b.register({ contextId: 'ring-a', card: { name: 'ring-a' } })
+  const w = await b.register({ contextId: 'ring-w', card: { name: 'ring-w' } })
+  await a.send({ message: textMessage('via ring?', { to: 'ring-w' }) })
+  const evs = await w.wait({ timeoutSeconds: 5 })
+  assert.equal(textOf(evs[0].params.event.status.message), 'via ring?')
+  await b.close()
+})

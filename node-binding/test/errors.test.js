@@ -74,16 +74,21 @@ test('JSON-RPC errors from the broker keep their code', async () => {
 
 test('arguments the addon cannot read reject with -32602 / invalid_params', async () => {
   const a = await broker.register({ contextId: 'i-a', card: { name: 'inv-a' } })
-  for (const p of [
-    a.send({ message: { parts: [] } }),
-    a.status({ id: 'x', state: 'sleeping' }),
-    a.get({ id: 'x', historyLength: -1 }),
-    a.artifact({ id: 'x', artifact: { parts: 'no' } }),
-    a.wait({ timeoutSeconds: -1 }),
-    broker.register({ contextId: 'i-b', card: { description: 'no name' } }),
-    broker.register({ contextId: 'i-c', card: { name: 'x' }, delivery: 'carrier-pigeon' }),
+  for (const call of [
+    () => a.send({ message: { parts: [] } }),
+    () => a.status({ id: 'x', state: 'sleeping' }),
+    () => a.get({ id: 'x', historyLength: -1 }),
+    () => a.artifact({ id: 'x', artifact: { parts: 'no' } }),
+    () => a.wait({ timeoutSeconds: -1 }),
+    () => broker.register({ contextId: 'i-b', card: { description: 'no name' } }),
+    () => broker.register({ contextId: 'i-c', card: { name: 'x' }, delivery: 'carrier-pigeon' }),
+    // Not even a value the addon can take: still a rejection, same shape.
+    () => a.send({}),
+    () => a.send(),
+    () => a.get({ id: 42 }),
+    () => a.send({ message: { big: 1n } }),
   ]) {
-    const e = await rejection(p)
+    const e = await rejection(call())
     assert.equal(e.code, -32602, e.message)
     assert.equal(e.kind, 'invalid_params')
   }
