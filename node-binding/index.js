@@ -5,7 +5,8 @@
 //
 // Protocol values cross the boundary as JSON text: JSON.stringify here,
 // serde on the Rust side; answers are rendered to JSON off the JS thread
-// and parsed by V8 (BENCHMARKS.md "Node addon" has the measurement).
+// and parsed by V8; events come as compact batches decoded here
+// (BENCHMARKS.md "Node addon" has the measurements behind both).
 'use strict'
 
 const path = require('node:path')
@@ -55,6 +56,45 @@ function guard(fn) {
   } catch (e) {
     return Promise.reject(a2aError(`invalid params: ${e.message}`, 'invalid_params', { code: -32602 }))
   }
+}
+
+/** Rebuilds the events of a compact batch (see src/compact.rs): the
+ * same objects as the JSON form, built from literals. */
+function decodeCompact(text) {
+  const out = []
+  if (text.length === 0) return out
+  const f = text.split('\u0001')
+  let i = 0
+  while (i < f.length) {
+    if (f[i++] === 'S') {
+      const recipient = f[i++]
+      const recipientContextId = f[i++]
+      const contextId = f[i++]
+      const seq = +f[i++]
+      const taskVersion = +f[i++]
+      const taskId = f[i++]
+      const eventContextId = f[i++]
+      const state = f[i++]
+      const timestamp = f[i++]
+      const final = f[i++] === '1'
+      const m = f[i++]
+      const status = m === '' ? { state, timestamp } : { state, message: JSON.parse(m), timestamp }
+      out.push({
+        method: 'a2a.task.event',
+        params: {
+          recipient,
+          recipientContextId,
+          contextId,
+          seq,
+          taskVersion,
+          event: { kind: 'status-update', taskId, contextId: eventContextId, status, final },
+        },
+      })
+    } else {
+      out.push(JSON.parse(f[i++]))
+    }
+  }
+  return out
 }
 
 function json(v) {
@@ -203,7 +243,7 @@ class Agent {
    * (default 0) and those behind it; `[]` on timeout. */
   async wait({ timeoutSeconds = 0 } = {}) {
     if (this.#queue.length > 0) return this.#queue.splice(0)
-    if (!this.#routing) return this.#n.wait(timeoutSeconds)
+    if (!this.#routing) return decodeCompact(await this.#n.wait(timeoutSeconds, true))
     if (this.#n.deregistered) throw a2aError(`agent ${this.id} is deregistered`, 'deregistered')
     if (!(timeoutSeconds > 0)) return []
     return new Promise((resolve, reject) => {
@@ -283,7 +323,7 @@ class Agent {
     const want = force || this.#userCb !== null || this.#served !== null || this.#delegates.size > 0
     if (want && !this.#routing) {
       this.#routing = true
-      this.#n.onEvent((events) => this.#dispatch(events))
+      this.#n.onEvent((batch) => this.#dispatch(decodeCompact(batch)), 'compact')
     } else if (!want && this.#routing) {
       this.#routing = false
       this.#n.onEvent(null)
@@ -492,4 +532,4 @@ async function spawnBroker({ db, socket, bin, readyTimeoutSeconds = 30, eventRin
   return new Broker(n, child)
 }
 
-module.exports = { Broker, Agent, textMessage, textOf, TERMINAL_STATES: TERMINAL }
+module.exports = { Broker, Agent, textMessage, textOf, TERMINAL_STATES: TERMINAL, decodeCompact }

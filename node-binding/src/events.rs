@@ -16,7 +16,7 @@
 
 use crate::agent::NativeAgent;
 use crate::error::Failure;
-use crate::settle;
+use crate::settle::{self, Payload};
 use a2a_client::{Agent, ClientError, CloseReason, Event};
 use napi::bindgen_prelude::{Function, PromiseRaw, ToNapiValue, Unknown};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
@@ -34,14 +34,19 @@ const WAIT_MAX_EVENTS: usize = 4096;
 /// How events cross into JS (see the module doc).
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
+    /// One JSON array per batch, parsed by V8 here.
     Json,
+    /// Objects built through napi (serde).
     Objects,
+    /// One compact string per batch (see `compact`), decoded in JS.
+    Compact,
 }
 
 /// Events waiting for the JS thread.
 #[derive(Default)]
 struct BatchState {
-    /// `Json`: the events' JSON texts joined by commas (no brackets).
+    /// `Json`: the events' JSON texts joined by commas (no brackets);
+    /// `Compact`: the compact batch.
     json: String,
     /// `Objects`: the events themselves.
     events: Vec<Event>,
@@ -73,6 +78,13 @@ impl ToNapiValue for EventBatch {
                 let text = format!("[{json}]");
                 settle::parse_json_in(env, &text)
                     .map_err(|_| napi::Error::new(Status::GenericFailure, "bad event batch"))
+            }
+            Mode::Compact => {
+                // SAFETY: delegated to napi-rs's String conversion.
+                #[allow(unsafe_code)]
+                unsafe {
+                    String::to_napi_value(env, json)
+                }
             }
             Mode::Objects => {
                 let env = Env::from_raw(env);
@@ -106,6 +118,7 @@ impl Sink {
                 st.json = String::from_utf8(buf).unwrap_or_default();
             }
             Mode::Objects => st.events.push(ev),
+            Mode::Compact => crate::compact::push_event(&mut st.json, &ev),
         }
         if !st.scheduled {
             st.scheduled = true;
@@ -172,9 +185,11 @@ async fn wait_events(agent: Agent, timeout: Duration) -> Result<Vec<Event>, Clie
 
 #[napi]
 impl NativeAgent {
-    /// Events as they arrive: `callback(events[])` on the JS thread, one
-    /// call per batch, in arrival order. `null` removes it (events queue
-    /// for `wait` again). `mode`: `"json"` (default) or `"objects"`.
+    /// Events as they arrive: `callback(batch)` on the JS thread, one call
+    /// per batch, in arrival order. `null` removes it (events queue for
+    /// `wait` again). `mode`: `"json"` (default; `batch` is an array of
+    /// events), `"objects"` (the same, built through napi) or `"compact"`
+    /// (`batch` is a compact string for `index.js` to decode).
     #[napi]
     pub fn on_event(
         &self,
@@ -188,6 +203,7 @@ impl NativeAgent {
         let mode = match mode.as_deref() {
             None | Some("json") => Mode::Json,
             Some("objects") => Mode::Objects,
+            Some("compact") => Mode::Compact,
             Some(other) => {
                 return Err(napi::Error::new(
                     Status::InvalidArg,
@@ -214,13 +230,15 @@ impl NativeAgent {
 
     /// `a2a.events.wait` for JS: resolves with the events queued (at most
     /// 4096), or the first to arrive within `timeoutSeconds` (default 0:
-    /// no waiting) with those behind it, or `[]`. Rejects with
+    /// no waiting) with those behind it, or `[]`; with `compact`, as one
+    /// compact string instead (see `compact`). Rejects with
     /// `deregistered` / `closed` when no event can come any more.
     #[napi]
     pub fn wait<'env>(
         &self,
         env: &'env Env,
         timeout_seconds: Option<f64>,
+        compact: Option<bool>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
         let (ticket, promise) = settle::promise(env)?;
         let timeout = match Duration::try_from_secs_f64(timeout_seconds.unwrap_or(0.0)) {
@@ -235,7 +253,14 @@ impl NativeAgent {
                 let agent = self.agent.clone();
                 rt.spawn(async move {
                     let r = wait_events(agent, timeout).await;
-                    ticket.settle_json(r);
+                    if compact == Some(true) {
+                        ticket.settle(
+                            r.map(|evs| Payload::Text(crate::compact::batch(&evs)))
+                                .map_err(Failure::from),
+                        );
+                    } else {
+                        ticket.settle_json(r);
+                    }
                 });
             }
             Err(f) => ticket.settle(Err(f)),

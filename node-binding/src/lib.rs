@@ -11,6 +11,8 @@
 //! - [`agent`] -- `NativeAgent`: one method per `a2a.*` call.
 //! - [`events`] -- `onEvent` (batches through a weak threadsafe function)
 //!   and `wait` (a timer thread, not the libuv pool).
+//! - `compact` -- the compact event batch (the default way events cross
+//!   into JS, chosen by measurement).
 //! - `settle` -- the completion queue that settles promises on the JS
 //!   thread, one wake-up per burst of answers.
 //! - `error` -- how a failure becomes a JS `Error` (`code`, `kind`,
@@ -31,6 +33,7 @@
 
 pub mod agent;
 pub mod broker;
+mod compact;
 mod error;
 pub mod events;
 mod settle;

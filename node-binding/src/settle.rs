@@ -36,6 +36,8 @@ pub(crate) enum Payload {
     /// cheaper than building the same object through napi, see
     /// BENCHMARKS.md).
     Json(String),
+    /// A string, as is (a compact event batch for `index.js` to decode).
+    Text(String),
     /// `undefined`.
     Undefined,
     /// A registered agent, wrapped as a `NativeAgent` on the JS thread.
@@ -313,6 +315,9 @@ fn to_js(l: &Local, p: Payload) -> Result<sys::napi_value, Failure> {
     unsafe {
         match p {
             Payload::Json(s) => parse_json(l, &s),
+            Payload::Text(s) => {
+                String::to_napi_value(env, s).map_err(|e| Failure::internal(e.reason))
+            }
             Payload::Undefined => {
                 let mut u = ptr::null_mut();
                 sys::napi_get_undefined(env, &mut u);

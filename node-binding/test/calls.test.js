@@ -266,3 +266,33 @@ test('eventRing is passed through; events arrive either way', async () => {
   assert.equal(textOf(evs[0].params.event.status.message), 'via ring?')
   await b.close()
 })
+
+test('compact event batches decode to exactly the JSON events', async () => {
+  // A context id holding the compact separator forces the JSON fallback
+  // for that recipient's status events; the other side takes the S form.
+  const req = await broker.register({ contextId: 'cmp\u0001req', card: { name: 'cmp-req' } })
+  const wrk = await broker.register({ contextId: 'cmp-wrk', card: { name: 'cmp-wrk' } })
+  const t = await req.send({ message: { role: 'user', messageId: 'cm1', to: 'cmp-wrk', parts: [{ kind: 'text', text: 'a\u0001b "quoted" ✓' }] } })
+  await wrk.status({ id: t.id, state: 'working', message: textMessage('on it') })
+  await wrk.artifact({ id: t.id, artifact: { artifactId: 'a1', parts: [{ kind: 'data', data: { k: [1, 2] } }] } })
+  await wrk.setPush({ taskId: t.id, config: { id: 'p', token: 'tk' } })
+  await wrk.status({ id: t.id, state: 'completed' })
+  for (const agent of [req, wrk]) {
+    // Drain what was routed, then replay the task's history twice: once
+    // read as JSON straight from the addon, once through the compact path.
+    while ((await agent.wait({ timeoutSeconds: 0.2 })).length > 0);
+    await agent.resubscribe({ id: t.id, afterVersion: 0 })
+    const viaJson = []
+    for (let evs; (evs = await agent.native.wait(0.5)).length > 0; ) viaJson.push(...evs)
+    await agent.resubscribe({ id: t.id, afterVersion: 0 })
+    const viaCompact = []
+    for (let evs; (evs = await agent.wait({ timeoutSeconds: 0.5 })).length > 0; ) viaCompact.push(...evs)
+    assert.ok(viaJson.length >= 4, `replayed ${viaJson.length}`)
+    assert.deepEqual(
+      viaCompact.map((e) => ({ ...e, params: { ...e.params, seq: 0 } })),
+      viaJson.map((e) => ({ ...e, params: { ...e.params, seq: 0 } })),
+    )
+  }
+  await req.deregister()
+  await wrk.deregister()
+})
