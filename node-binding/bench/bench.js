@@ -7,11 +7,13 @@
 //
 // Events come from a producer in a child process (bench/producer.js), so
 // the receiver's main thread only receives. Event modes of the addon:
-//   onEvent          the public API (one JSON array per batch, parsed by
-//                    V8, dispatched by index.js)
-//   native json      the same batches, straight from the native callback
+//   onEvent          the public API (compact batches decoded by index.js,
+//                    dispatched by its router)
+//   native compact   compact batches straight from the native callback,
+//                    decoded with index.js's decodeCompact
+//   native json      one JSON array per batch, parsed by V8
 //   native objects   events built as JS objects through napi
-//   wait             `await agent.wait()` in a loop (one JSON array per call)
+//   wait             `await agent.wait()` in a loop (one compact batch per call)
 //
 // Usage: node bench/bench.js   (env: CALLS, EVENTS, ROUNDS, A2A_BROKER_BIN)
 'use strict'
@@ -22,7 +24,7 @@ const path = require('node:path')
 const readline = require('node:readline')
 const { spawn, execFileSync } = require('node:child_process')
 const { randomBytes, randomUUID } = require('node:crypto')
-const { Broker, textMessage } = require('..')
+const { Broker, textMessage, decodeCompact } = require('..')
 
 const CALLS = Number(process.env.CALLS || 20000)
 const EVENTS = Number(process.env.EVENTS || 20000)
@@ -162,7 +164,7 @@ async function main() {
     ndjson: () => lanes(CALLS, () => nd.call('a2a.tasks.get', { token: ndReg.token, id: ndTask.id }).then((r) => r.task)),
   }
   const callResults = { addon: [], ndjson: [] }
-  for (let r = 0; r <= ROUNDS; r++) {
+  for (let r = 0; r <= (CALLS > 0 ? ROUNDS : -1); r++) {
     for (const [name, fn] of Object.entries(callModes)) {
       const m = await measure(fn)
       if (r > 0) callResults[name].push(m) // round 0 warms up
@@ -176,6 +178,7 @@ async function main() {
     const name = `bench-rx-${round}`
     const { registered: prod } = await ask({ register: `bench-prod-${round}` })
     let seen = 0
+    let batches = 0
     let resolveAll
     const all = new Promise((r) => (resolveAll = r))
     const count = (ev) => {
@@ -200,6 +203,11 @@ async function main() {
       for (let i = 0; i < TASKS; i++) taskIds.push((await rx.send({ message: textMessage('go', { to: prod }) })).id)
       if (mode === 'onEvent') rx.onEvent(count)
       else if (mode === 'native json') rx.native.onEvent((evs) => evs.forEach(count), 'json')
+      else if (mode === 'native compact')
+        rx.native.onEvent((b) => {
+          batches++
+          decodeCompact(b).forEach(count)
+        }, 'compact')
       else if (mode === 'native objects') rx.native.onEvent((evs) => evs.forEach(count), 'objects')
       else if (mode === 'wait') {
         pump = (async () => {
@@ -219,9 +227,10 @@ async function main() {
       return EVENTS
     })
     await finish()
+    if (batches > 0) m.perBatch = EVENTS / batches
     return m
   }
-  const eventModes = ['ndjson', 'onEvent', 'native json', 'native objects', 'wait']
+  const eventModes = process.env.EVENT_MODES ? process.env.EVENT_MODES.split(',') : ['ndjson', 'onEvent', 'native compact', 'native json', 'native objects', 'wait']
   const evResults = Object.fromEntries(eventModes.map((m) => [m, []]))
   for (let r = 0; r <= ROUNDS; r++) {
     for (const mode of eventModes) {
@@ -242,16 +251,25 @@ async function main() {
     const ratio = b ? ` | ${(perSec / b.perSec).toFixed(2)}x | ${(b.cpu / cpu).toFixed(2)}x lower` : ' | 1.00x | 1.00x'
     return `| ${name} | ${Math.round(perSec)} | ${(cpu / 1000).toFixed(2)}${ratio} |`
   }
-  console.log(`\ncalls: a2a.tasks.get, ${CALLS} per round, ${WINDOW} in flight; median of ${ROUNDS} rounds`)
-  console.log('| path | calls/s | main-thread CPU µs/call | calls/s vs NDJSON | CPU/call vs NDJSON |')
-  console.log('|---|---|---|---|---|')
-  console.log(row('NDJSON (net + JSON)', callResults.ndjson))
-  console.log(row('addon', callResults.addon, callResults.ndjson))
+  if (CALLS > 0) console.log(`\ncalls: a2a.tasks.get, ${CALLS} per round, ${WINDOW} in flight; median of ${ROUNDS} rounds`)
+  if (CALLS > 0) {
+    console.log('| path | calls/s | main-thread CPU µs/call | calls/s vs NDJSON | CPU/call vs NDJSON |')
+    console.log('|---|---|---|---|---|')
+    console.log(row('NDJSON (net + JSON)', callResults.ndjson))
+    console.log(row('addon', callResults.addon, callResults.ndjson))
+  }
   console.log(`\nevents: status-update events, ${EVENTS} per round from a producer process; median of ${ROUNDS} rounds`)
   console.log('| path | events/s | main-thread CPU µs/event | events/s vs NDJSON | CPU/event vs NDJSON |')
   console.log('|---|---|---|---|---|')
-  console.log(row('NDJSON (net + JSON.parse per line)', evResults.ndjson))
-  for (const m of eventModes.slice(1)) console.log(row(`addon ${m}`, evResults[m], evResults.ndjson))
+  const base = evResults.ndjson
+  for (const m of eventModes) {
+    if (m === 'ndjson') console.log(row('NDJSON (net + JSON.parse per line)', base))
+    else console.log(row(`addon ${m}`, evResults[m], base))
+  }
+  for (const m of eventModes) {
+    const b = evResults[m].filter((x) => x.perBatch).map((x) => x.perBatch)
+    if (b.length > 0) console.log(`${m}: ${median(b).toFixed(1)} events per callback (median)`)
+  }
   console.log(`\nnode ${process.version}, ${os.cpus().length} cpus, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`)
 }
 
