@@ -327,3 +327,6 @@ export declare function textMessage(text: string, fields?: Partial<Message>): Me
 /** The text parts of a message, joined. */
 export declare function textOf(message: Message | undefined): string
 export declare const TERMINAL_STATES: ReadonlySet<TaskState>
+/** Decodes a compact event batch (what the addon's native event callback
+ * and `wait` hand to this layer; exported for benchmarks). */
+export declare function decodeCompact(batch: string): A2AEvent[]
