@@ -2,10 +2,11 @@
 // broker: with 1,000 sends and 64 waits in flight, fs.promises.readFile
 // (which needs the pool, 4 threads by default) still completes promptly.
 // Were each wait holding a pool thread, reads would stall until the waits
-// time out (30 s); so the reads must finish while every wait is still
+// time out (60 s); so the reads must finish while every wait is still
 // pending, and their time is compared with the same reads unloaded in
-// this run (a ratio, generous: the JS thread is busy settling 1,000
-// answers meanwhile).
+// this run. The ratio is generous (200x; a stalled pool would give
+// thousands): the JS thread is busy settling the 1,000 answers meanwhile,
+// more so in a debug build, and reads complete on the JS thread too.
 'use strict'
 const test = require('node:test')
 const assert = require('node:assert/strict')
@@ -43,13 +44,13 @@ test('1,000 sends and 64 waits in flight leave the libuv pool free', async () =>
   await timeReads(file) // warm up
   const unloaded = await timeReads(file)
 
-  // 64 waits that nothing will answer for 30 s ...
+  // 64 waits that nothing will answer for 60 s ...
   let waitsSettled = 0
   const waits = []
   for (let i = 0; i < 64; i++) {
     waits.push(
       idle[i % idle.length]
-        .wait({ timeoutSeconds: 30 })
+        .wait({ timeoutSeconds: 60 })
         .then(
           () => 'resolved',
           (e) => e.kind,
@@ -63,7 +64,9 @@ test('1,000 sends and 64 waits in flight leave the libuv pool free', async () =>
   for (let i = 0; i < 1000; i++) {
     const r = reqs[i % 10]
     const t = tasks[i % 10]
-    sends.push(r.send({ message: textMessage(`m${i}`, { taskId: t.id }) }).finally(() => sendsSettled++))
+    // historyLength 0: answers without the task's growing history.
+    const configuration = { historyLength: 0 }
+    sends.push(r.send({ message: textMessage(`m${i}`, { taskId: t.id }), configuration }).finally(() => sendsSettled++))
   }
   const loaded = await deadline(timeReads(file), 20_000, 'reads under load')
   const sendsAtReadsEnd = sendsSettled
@@ -76,9 +79,9 @@ test('1,000 sends and 64 waits in flight leave the libuv pool free', async () =>
   console.log(
     `# ${READS} readFile: unloaded ${unloaded.toFixed(2)} ms, loaded ${loaded.toFixed(2)} ms (x${ratio.toFixed(1)}); sends settled when the reads ended: ${sendsAtReadsEnd}/1000`,
   )
-  assert.ok(ratio < 50, `reads slowed x${ratio.toFixed(1)} under load`)
+  assert.ok(ratio < 200, `reads slowed x${ratio.toFixed(1)} under load`)
 
-  // Deregistering ends the waits at once (no 30 s wait for the test).
+  // Deregistering ends the waits at once (no 60 s wait for the test).
   for (const a of idle) await a.deregister()
   const kinds = await deadline(Promise.all(waits), 10_000, 'waits end')
   assert.deepEqual([...new Set(kinds)], ['deregistered'])
