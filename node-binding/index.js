@@ -176,6 +176,8 @@ class Agent {
   #delegates = new Map()
   /** `serve` state, or null. */
   #served = null
+  /** Delegations in progress (each needs the router from its send on). */
+  #delegating = 0
   #routing = false
 
   /** @internal */
@@ -269,7 +271,8 @@ class Agent {
     const msg = typeof message === 'string' ? textMessage(message) : { ...message }
     if (to !== undefined) msg.to = to
     if (msg.messageId === undefined) msg.messageId = randomUUID()
-    this.#route(true)
+    this.#delegating++
+    this.#route()
     try {
       let task = await this.send({ message: msg })
       if (SETTLED.has(task.status.state)) return task
@@ -299,6 +302,7 @@ class Agent {
         this.#delegates.delete(task.id)
       }
     } finally {
+      this.#delegating--
       this.#route()
     }
   }
@@ -319,8 +323,8 @@ class Agent {
   /** Installs the native event callback while anything needs events in
    * JS (an `onEvent` callback, `serve`, a delegation), removes it when
    * nothing does (events then queue natively for `wait`). */
-  #route(force = false) {
-    const want = force || this.#userCb !== null || this.#served !== null || this.#delegates.size > 0
+  #route() {
+    const want = this.#userCb !== null || this.#served !== null || this.#delegating > 0
     if (want && !this.#routing) {
       this.#routing = true
       this.#n.onEvent((batch) => this.#dispatch(decodeCompact(batch)), 'compact')

@@ -296,3 +296,22 @@ test('compact event batches decode to exactly the JSON events', async () => {
   await req.deregister()
   await wrk.deregister()
 })
+
+test('concurrent delegations each settle', async () => {
+  const boss = await broker.register({ contextId: 'cd-boss', card: { name: 'cd-boss' } })
+  const wrk = await broker.register({ contextId: 'cd-wrk', card: { name: 'cd-wrk' } })
+  wrk.serve(async (task) => {
+    const text = textOf(task.history[0])
+    // The slow one settles after the quick one's delegation has ended.
+    if (text === 'slow') await new Promise((r) => setTimeout(r, 300))
+    return `did ${text}`
+  })
+  const [slow, quick] = await Promise.all([
+    boss.delegate({ to: 'cd-wrk', message: 'slow', timeoutSeconds: 10 }),
+    boss.delegate({ to: 'cd-wrk', message: 'quick', timeoutSeconds: 10 }),
+  ])
+  assert.equal(textOf(slow.status.message), 'did slow')
+  assert.equal(textOf(quick.status.message), 'did quick')
+  await wrk.deregister()
+  await boss.deregister()
+})
