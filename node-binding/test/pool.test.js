@@ -4,9 +4,12 @@
 // Were each wait holding a pool thread, reads would stall until the waits
 // time out (60 s); so the reads must finish while every wait is still
 // pending, and their time is compared with the same reads unloaded in
-// this run. The ratio is generous (200x; a stalled pool would give
-// thousands): the JS thread is busy settling the 1,000 answers meanwhile,
-// more so in a debug build, and reads complete on the JS thread too.
+// this run. The ratio is generous (1,000x): each read hops between the
+// pool and the JS thread, which is busy settling the 1,000 answers
+// meanwhile (more so in a debug build, on 2 shared cores: 30-80x seen);
+// a stalled pool would give at least the 60 s wait timeout over the
+// unloaded reads (thousands of x), and the reads' 20 s deadline fails
+// first.
 'use strict'
 const test = require('node:test')
 const assert = require('node:assert/strict')
@@ -79,7 +82,7 @@ test('1,000 sends and 64 waits in flight leave the libuv pool free', async () =>
   console.log(
     `# ${READS} readFile: unloaded ${unloaded.toFixed(2)} ms, loaded ${loaded.toFixed(2)} ms (x${ratio.toFixed(1)}); sends settled when the reads ended: ${sendsAtReadsEnd}/1000`,
   )
-  assert.ok(ratio < 200, `reads slowed x${ratio.toFixed(1)} under load`)
+  assert.ok(ratio < 1000, `reads slowed x${ratio.toFixed(1)} under load`)
 
   // Deregistering ends the waits at once (no 60 s wait for the test).
   for (const a of idle) await a.deregister()
