@@ -1,0 +1,332 @@
+// Types of the a2a-node package (checked in; written by hand to match
+// PROTOCOL.md §3 field for field, which are PI-Desktop's
+// packages/shared/src/a2a.ts shapes; test/types.test.js type-checks code
+// written against a2a.ts with them).
+
+// ---- PROTOCOL.md §3: JSON shapes ----
+
+export type TaskState =
+  | 'submitted'
+  | 'working'
+  | 'input-required'
+  | 'auth-required'
+  | 'completed'
+  | 'canceled'
+  | 'failed'
+  | 'rejected'
+
+export type Role = 'user' | 'agent'
+
+/** Free-form `metadata` (ext): kept and returned as given. */
+export type Metadata = Record<string, unknown>
+
+export interface TextPart {
+  kind: 'text'
+  text: string
+  metadata?: Metadata
+}
+export interface FileContent {
+  name?: string
+  mimeType?: string
+  uri?: string
+  /** Base64 bytes (decoded size at most A2A_MAX_FILE_BYTES). */
+  bytes?: string
+}
+export interface FilePart {
+  kind: 'file'
+  file: FileContent
+  metadata?: Metadata
+}
+export interface DataPart {
+  kind: 'data'
+  data: Record<string, unknown>
+  metadata?: Metadata
+}
+export type Part = TextPart | FilePart | DataPart
+
+export interface Message {
+  /** Stamped by the broker (`user` for the requester, `agent` for the worker). */
+  role: Role
+  /** May be empty. */
+  parts: Part[]
+  messageId: string
+  taskId?: string
+  contextId?: string
+  /** Stamped by the broker: the sender's peer id. */
+  from?: string
+  /** The recipient's peer id; `"*"` broadcasts (ext). */
+  to?: string
+  metadata?: Metadata
+}
+
+export interface Artifact {
+  artifactId: string
+  name?: string
+  description?: string
+  parts: Part[]
+  metadata?: Metadata
+}
+
+export interface TaskStatus {
+  state: TaskState
+  message?: Message
+  /** RFC 3339 UTC with milliseconds. */
+  timestamp: string
+}
+
+export interface Task {
+  kind: 'task'
+  id: string
+  contextId: string
+  status: TaskStatus
+  history: Message[]
+  artifacts: Artifact[]
+  agentName: string
+  requesterName: string
+  /** (ext) 1, then +1 per change. */
+  version: number
+}
+
+export interface AgentSkill {
+  id: string
+  name: string
+  description: string
+  tags: string[]
+}
+
+export interface AgentCapabilities {
+  streaming: boolean
+  pushNotifications: boolean
+}
+
+export interface AgentCard {
+  name: string
+  description: string
+  version: string
+  skills: AgentSkill[]
+  capabilities: AgentCapabilities
+  defaultInputModes: string[]
+  defaultOutputModes: string[]
+  contextId?: string
+  kind?: 'parent' | 'subagent'
+}
+
+/** What `register` accepts: `name` is required, the broker fills the rest. */
+export type AgentCardInput = Pick<AgentCard, 'name'> & Partial<AgentCard>
+
+export interface PushConfig {
+  id: string
+  url?: string
+  token?: string
+}
+
+export interface SendConfiguration {
+  blocking?: boolean
+  historyLength?: number
+  pushNotificationConfig?: PushConfig
+}
+
+// ---- events (PROTOCOL.md §5 "Events") ----
+
+export interface TaskStatusUpdateEvent {
+  kind: 'status-update'
+  taskId: string
+  contextId: string
+  status: TaskStatus
+  /** True for a terminal state. */
+  final: boolean
+}
+export interface TaskArtifactUpdateEvent {
+  kind: 'artifact-update'
+  taskId: string
+  contextId: string
+  artifact: Artifact
+  append: boolean
+  lastChunk: boolean
+}
+export type StreamEvent = TaskStatusUpdateEvent | TaskArtifactUpdateEvent
+
+export interface TaskEventParams {
+  recipient: string
+  recipientContextId: string
+  contextId: string
+  /** (ext) per-recipient sequence number. */
+  seq: number
+  /** (ext) the task's version after this change. */
+  taskVersion: number
+  event: StreamEvent
+}
+export interface PushParams {
+  recipient: string
+  recipientContextId: string
+  contextId: string
+  seq: number
+  taskId: string
+  token?: string
+  status: TaskStatus
+}
+export interface LaggedParams {
+  recipient: string
+  recipientContextId: string
+  dropped: number
+}
+/** One notification, as `a2a.events.wait` returns them. */
+export type A2AEvent =
+  | { method: 'a2a.task.event'; params: TaskEventParams }
+  | { method: 'a2a.push'; params: PushParams }
+  | { method: 'a2a.lagged'; params: LaggedParams }
+
+// ---- errors ----
+
+export type A2AErrorCode =
+  | 'A2A_UNKNOWN_TOKEN'
+  | 'A2A_UNKNOWN_AGENT'
+  | 'A2A_UNKNOWN_TASK'
+  | 'A2A_CROSS_CONTEXT_DENIED'
+  | 'A2A_INVALID_TRANSITION'
+  | 'A2A_TASK_TERMINAL'
+  | 'A2A_SEND_CAP'
+  | 'A2A_NO_PEERS'
+  | 'A2A_PAYLOAD_TOO_LARGE'
+
+export type ErrorKind =
+  | 'rpc'
+  | 'io'
+  | 'closed'
+  | 'timeout'
+  | 'frame_too_large'
+  | 'protocol'
+  | 'deregistered'
+  | 'would_deadlock'
+  | 'invalid_params'
+  | 'internal'
+
+/** What every rejection is. */
+export interface A2AError extends Error {
+  /** The JSON-RPC code (1400 for A2A errors, -32602 for bad arguments, …)
+   * when there is one, else the kind. */
+  code: number | ErrorKind
+  kind: ErrorKind
+  /** `data.errorCode` of an A2A (1400) error. */
+  errorCode?: A2AErrorCode
+  /** The broker's `data` object. */
+  data?: Record<string, unknown>
+}
+
+// ---- the API ----
+
+export interface ConnectOptions {
+  socket: string
+  secret: string
+  /** Ask for a shared-memory event ring of this many bytes (the broker may decline). */
+  eventRing?: number
+  callTimeoutSeconds?: number
+}
+
+export interface SpawnOptions {
+  /** The broker's SQLite database file. */
+  db: string
+  /** Socket path (default: a fresh temporary directory). */
+  socket?: string
+  /** The a2a-broker binary (default: $A2A_BROKER_BIN, next to the addon, PATH). */
+  bin?: string
+  readyTimeoutSeconds?: number
+  eventRing?: number
+}
+
+export interface RegisterOptions {
+  contextId: string
+  card: AgentCardInput
+  /** `push` (default): events arrive on this connection; `pull`: through `wait`. */
+  delivery?: 'push' | 'pull'
+}
+
+/** The part of Node's `ChildProcess` a spawned broker exposes here (typed
+ * structurally, so these types need no `@types/node`). */
+export interface BrokerProcess {
+  readonly pid?: number
+  readonly exitCode: number | null
+  kill(signal?: string | number): boolean
+}
+
+export declare class Broker {
+  static connect(options: ConnectOptions): Promise<Broker>
+  /** Runs a2a-broker, waits for its ready line, connects; the child exits with this process. */
+  static spawn(options: SpawnOptions): Promise<Broker>
+  readonly usesEventRing: boolean
+  readonly handshake: Record<string, unknown>
+  /** The spawned broker process (`Broker.spawn` only; a `ChildProcess`). */
+  readonly process: BrokerProcess | null
+  register(options: RegisterOptions): Promise<Agent>
+  /** Closes the connection (and stops a spawned broker). */
+  close(): Promise<void>
+}
+
+export interface TaskQuery {
+  role?: 'worker' | 'requester' | 'any'
+  state?: TaskState
+  limit?: number
+  cursor?: string
+}
+
+/** The second argument of a `serve` handler. */
+export interface Turn {
+  taskId: string
+  /** Aborted when the task is canceled (or ends otherwise) under the handler. */
+  signal: AbortSignal
+  /** A `working` status with this message. */
+  progress(message: string | Omit<Message, 'role' | 'messageId'>): Promise<Task>
+  /** Adds an artifact (`artifactId` minted when absent). */
+  artifact(
+    artifact: Omit<Artifact, 'artifactId'> & { artifactId?: string },
+    options?: { append?: boolean; lastChunk?: boolean },
+  ): Promise<Task>
+  /** Moves the task to `input-required` with this question; resolves with the requester's answer. */
+  ask(message: string | Omit<Message, 'role' | 'messageId'>): Promise<Message>
+}
+
+export type ServeHandler = (
+  task: Task,
+  turn: Turn,
+) => Promise<string | Omit<Message, 'role' | 'messageId'> | void> | string | void
+
+export declare class Agent {
+  readonly id: string
+  readonly contextId: string
+  readonly card: AgentCard
+  readonly delivery: 'push' | 'pull'
+  readonly deregistered: boolean
+  /** `a2a.message.send`; with `message.to === "*"`, one task per peer. */
+  send(params: { message: Message & { to: '*' }; configuration?: SendConfiguration }): Promise<Task[]>
+  send(params: { message: Message; configuration?: SendConfiguration }): Promise<Task>
+  stream(params: { message: Message }): Promise<Task>
+  get(params: { id: string; historyLength?: number }): Promise<Task>
+  status(params: { id: string; state: TaskState; message?: Message }): Promise<Task>
+  artifact(params: { id: string; artifact: Artifact; append?: boolean; lastChunk?: boolean }): Promise<Task>
+  cancel(params: { id: string; message?: Message }): Promise<Task>
+  resubscribe(params: { id: string; afterVersion?: number }): Promise<Task>
+  setPush(params: { taskId: string; config: PushConfig }): Promise<PushConfig>
+  getPush(params: { taskId: string }): Promise<PushConfig | null>
+  /** `a2a.agents.list`: the cards this agent may address. */
+  list(params?: { skill?: string }): Promise<AgentCard[]>
+  /** `a2a.tasks.list` (ext). */
+  listTasks(query?: TaskQuery): Promise<{ tasks: Task[]; nextCursor?: string }>
+  deregister(): Promise<void>
+  /** Queued events, else the first within `timeoutSeconds` (default 0) and those behind it; `[]` on timeout. */
+  wait(options?: { timeoutSeconds?: number }): Promise<A2AEvent[]>
+  /** Every event from now on (queued ones first); `null` stops. Does not keep the process alive. */
+  onEvent(callback: ((event: A2AEvent) => void) | null): void
+  /** Sends and resolves with the task once it is terminal or needs input. */
+  delegate(params: { to?: string; message: string | Message; timeoutSeconds?: number }): Promise<Task>
+  /** Serves every task addressed to this agent until `deregister` (then resolves). */
+  serve(handler: ServeHandler): Promise<void>
+}
+
+/** A message of one text part with a fresh `messageId`. */
+export declare function textMessage(text: string, fields?: Partial<Message>): Message
+/** The text parts of a message, joined. */
+export declare function textOf(message: Message | undefined): string
+export declare const TERMINAL_STATES: ReadonlySet<TaskState>
+/** Decodes a compact event batch (what the addon's native event callback
+ * and `wait` hand to this layer; exported for benchmarks). */
+export declare function decodeCompact(batch: string): A2AEvent[]

@@ -1,0 +1,141 @@
+//! `NativeBroker`: one connection to the broker (an `a2a_client::Client`,
+//! binary frames on the local socket) and the calls that are not an
+//! agent's: connecting and registering.
+
+use crate::error::Failure;
+use crate::settle::{self, Payload};
+use a2a_client::{AgentCard, Client, ClientOptions, Delivery};
+use napi::bindgen_prelude::{PromiseRaw, Unknown};
+use napi::Env;
+use napi_derive::napi;
+use std::time::Duration;
+
+/// How to reach the broker.
+#[napi(object)]
+pub struct ConnectOptions {
+    /// The broker's socket path.
+    pub socket: String,
+    /// The broker's secret (`A2A_BROKER_SECRET`, or the file beside the socket).
+    pub secret: String,
+    /// Ask for a shared-memory event ring of this many bytes (PROTOCOL.md
+    /// §1.3); the broker may decline (see `usesEventRing`).
+    pub event_ring: Option<u32>,
+    /// Longest wait for any answer, in seconds (default: the broker's
+    /// longest hold plus 30 s).
+    pub call_timeout_seconds: Option<f64>,
+}
+
+/// A connection to the broker.
+#[napi]
+pub struct NativeBroker {
+    client: Client,
+}
+
+impl NativeBroker {
+    pub(crate) fn new(client: Client) -> NativeBroker {
+        NativeBroker { client }
+    }
+}
+
+#[napi]
+impl NativeBroker {
+    /// Connects and shakes hands. The connect runs on a short-lived thread
+    /// of its own (never a libuv pool thread); the promise settles from it.
+    #[napi]
+    pub fn connect<'env>(
+        env: &'env Env,
+        options: ConnectOptions,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let (ticket, promise) = settle::promise(env)?;
+        let mut opts = ClientOptions {
+            client_name: "a2a-node".into(),
+            event_ring_bytes: options.event_ring.map(|b| b as usize),
+            ..ClientOptions::default()
+        };
+        if let Some(t) = options.call_timeout_seconds {
+            match Duration::try_from_secs_f64(t) {
+                Ok(d) => opts.call_timeout = d,
+                Err(e) => {
+                    ticket.settle(Err(Failure::invalid("callTimeoutSeconds", e)));
+                    return Ok(promise);
+                }
+            }
+        }
+        let spawned = std::thread::Builder::new()
+            .name("a2a-node-connect".into())
+            .spawn(move || {
+                let r = Client::connect_with(&options.socket, &options.secret, opts);
+                ticket.settle(r.map(Payload::Client).map_err(Failure::from));
+            });
+        if let Err(e) = spawned {
+            // The ticket went down with the closure and rejected itself.
+            drop(e);
+        }
+        Ok(promise)
+    }
+
+    /// `a2a.agents.register`: resolves with a `NativeAgent`. `card` is the
+    /// AgentCard as JSON; `delivery` is `"push"` (default) or `"pull"`.
+    #[napi]
+    pub fn register<'env>(
+        &self,
+        env: &'env Env,
+        context_id: String,
+        card: String,
+        delivery: Option<String>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let (ticket, promise) = settle::promise(env)?;
+        let card: AgentCard = match serde_json::from_str(&card) {
+            Ok(c) => c,
+            Err(e) => {
+                ticket.settle(Err(Failure::invalid("card", e)));
+                return Ok(promise);
+            }
+        };
+        let delivery = match delivery.as_deref() {
+            None | Some("push") => Delivery::Push,
+            Some("pull") => Delivery::Pull,
+            Some(other) => {
+                ticket.settle(Err(Failure::invalid(
+                    "delivery",
+                    format!("{other:?} (expected \"push\" or \"pull\")"),
+                )));
+                return Ok(promise);
+            }
+        };
+        match self.client.register_async(&context_id, card, delivery) {
+            Ok(p) => p.on_complete(move |r| {
+                ticket.settle(r.map(Payload::Agent).map_err(Failure::from));
+            }),
+            Err(e) => ticket.settle(Err(e.into())),
+        }
+        Ok(promise)
+    }
+
+    /// Did the broker grant the event ring asked for?
+    #[napi(getter)]
+    pub fn uses_event_ring(&self) -> bool {
+        self.client.uses_event_ring()
+    }
+
+    /// The handshake result, as JSON.
+    #[napi(getter)]
+    pub fn handshake(&self) -> String {
+        serde_json::to_string(self.client.handshake_result()).unwrap_or_default()
+    }
+
+    /// Closes the connection: pending calls reject with `closed`, agents
+    /// made from it stop receiving events.
+    #[napi]
+    pub fn close(&self) {
+        self.client.close();
+    }
+
+    /// `(frames written, write system calls)` of this connection, for
+    /// benchmarks.
+    #[napi]
+    pub fn write_stats(&self) -> Vec<f64> {
+        let (a, b) = self.client.write_stats();
+        vec![a as f64, b as f64]
+    }
+}
