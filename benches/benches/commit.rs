@@ -41,7 +41,7 @@ use a2a_benches::report::{
 use a2a_benches::stdio::Proc;
 use a2a_benches::wal::{truncate, WalProbe};
 use a2a_benches::workload::{handshake, Client, Creator};
-use a2a_broker::store::Durability;
+use a2a_broker::Durability;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, SamplingMode, Throughput};
 use std::collections::BTreeMap;

@@ -11,8 +11,9 @@
 //! [`CREATIONS_PER_REQUESTER`] creations, as in the broker runs.
 
 use crate::workload::{CREATIONS_PER_REQUESTER, TASK_TEXT};
-use a2a_broker::clock;
-use a2a_broker::store::{open_writer, Durability};
+use a2a_broker::bench as clock;
+use a2a_broker::bench::open_writer;
+use a2a_broker::Durability;
 use rusqlite::{params, Connection};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -8,7 +8,6 @@
 //! connection: its responder is parked and the next line is read at once.
 
 use crate::core::registry::ConnId;
-use crate::core::validate;
 use crate::delivery::outbox::BatchCollector;
 use crate::delivery::outbox::Parked;
 use crate::delivery::{Endpoint, Outbox, Responder};
@@ -23,10 +22,7 @@ use a2a_proto::limits::{
     A2A_DEFAULT_STREAM_WAIT_SECONDS, A2A_MAX_PARKED_WAITS, A2A_MAX_STREAM_WAIT_SECONDS,
 };
 use a2a_proto::methods as m;
-use a2a_proto::params::{
-    CancelParams, GetParams, HandshakeParams, HandshakeResult, ResubscribeParams, SendParams,
-    StatusParams, WaitParams,
-};
+use a2a_proto::params::{HandshakeParams, HandshakeResult, SendParams, WaitParams};
 use a2a_proto::PROTOCOL_VERSION;
 use serde_json::json;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -47,10 +43,12 @@ pub const FEATURES: &[&str] = &[
     "batch",
 ];
 
-/// The broker as its transports see it.
+/// A started broker (see [`crate::server::start`]): its writer thread, its
+/// reader threads and its live state. Its transports hold it in an `Arc`;
+/// [`Broker::shutdown`] stops the writer after the commits in flight.
 pub struct Broker {
-    pub shared: Arc<Shared>,
-    pub engine: EngineHandle,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) engine: EngineHandle,
     readers: Arc<reads::ReaderPool>,
     /// Where reads that need SQLite run (off the transports' threads).
     read_workers: reads::ReadWorkers,
@@ -77,8 +75,39 @@ impl Session {
     }
 }
 
+/// Counters of a running broker, for benchmarks and tests that check how
+/// the writer grouped calls (not a stable interface).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BrokerStats {
+    /// Transactions committed so far.
+    pub commits: u64,
+    /// Calls those transactions held (refused calls included).
+    pub calls: u64,
+    /// Agents registered now.
+    pub agents: usize,
+}
+
 impl Broker {
-    pub fn new(shared: Arc<Shared>, engine: EngineHandle, db_path: PathBuf) -> Self {
+    /// Stops the writer after the commits in flight (checkpointed into the
+    /// database file). Calls that arrive later are answered `-32603`.
+    pub fn shutdown(&self) {
+        self.engine.shutdown();
+    }
+
+    /// The writer's commit counters and the number of live agents.
+    #[doc(hidden)]
+    pub fn stats(&self) -> BrokerStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        let st = &self.shared.stats;
+        BrokerStats {
+            commits: st.commits.load(Relaxed),
+            calls: st.calls.load(Relaxed),
+            agents: self.shared.registry.read().len(),
+        }
+    }
+
+    pub(crate) fn new(shared: Arc<Shared>, engine: EngineHandle, db_path: PathBuf) -> Self {
         let readers = Arc::new(reads::ReaderPool::new(db_path));
         Self {
             shared,
@@ -90,7 +119,7 @@ impl Broker {
     }
 
     /// A new connection writing into `outbox`.
-    pub fn session(&self, outbox: Arc<Outbox>) -> Session {
+    pub(crate) fn session(&self, outbox: Arc<Outbox>) -> Session {
         Session {
             conn: self.next_conn.fetch_add(1, Ordering::Relaxed),
             outbox,
@@ -102,7 +131,7 @@ impl Broker {
     }
 
     /// A new connection whose handshake must present `secret`.
-    pub fn session_with_secret(&self, outbox: Arc<Outbox>, secret: Arc<Secret>) -> Session {
+    pub(crate) fn session_with_secret(&self, outbox: Arc<Outbox>, secret: Arc<Secret>) -> Session {
         let mut s = self.session(outbox);
         s.secret = Some(secret);
         s
@@ -112,12 +141,12 @@ impl Broker {
     /// then its agents' tokens die (their tasks stay open). Returns once
     /// they are dead, so a transport that hangs up after this leaves no
     /// moment in which another connection could still use them.
-    pub fn close(&self, s: Session) {
+    pub(crate) fn close(&self, s: Session) {
         self.engine.connection_closed(s.conn);
     }
 
     /// Answers a line that was longer than the frame limit.
-    pub fn frame_too_large(&self, s: &Session) {
+    pub(crate) fn frame_too_large(&self, s: &Session) {
         let err = RpcError::new(
             a2a_proto::error::INVALID_REQUEST,
             "invalid request",
@@ -127,7 +156,7 @@ impl Broker {
     }
 
     /// Handles one NDJSON line.
-    pub fn handle_line(&self, s: &mut Session, line: &[u8]) {
+    pub(crate) fn handle_line(&self, s: &mut Session, line: &[u8]) {
         match parse_line(line) {
             Incoming::Blank => {}
             Incoming::Single(Ok(req)) => {
@@ -181,7 +210,7 @@ impl Broker {
     }
 
     /// Runs one typed call behind the panic boundary.
-    pub fn handle_call(&self, s: &mut Session, call: Call, responder: Responder) {
+    pub(crate) fn handle_call(&self, s: &mut Session, call: Call, responder: Responder) {
         if !s.handshaken && !matches!(call, Call::Handshake(_)) {
             return responder.send(Err(RpcError::handshake_required(call.method())));
         }
@@ -205,8 +234,10 @@ impl Broker {
         slot: &mut Option<Responder>,
     ) -> Option<Result<Reply, RpcError>> {
         let mut call = call;
-        if let Err(e) = precheck(&mut call) {
-            return Some(Err(to_rpc(e)));
+        // Refused here, on the connection's thread, so the writer never
+        // pays for decoding a large payload just to refuse it.
+        if let Err(e) = a2a_proto::check::precheck(&mut call) {
+            return Some(Err(to_rpc(e.into())));
         }
         let op = match call {
             Call::Handshake(p) => return Some(self.handshake(s, p)),
@@ -386,68 +417,12 @@ fn park(s: &Session) -> Result<Parked, RpcError> {
     })
 }
 
-/// Everything a call can be refused for without the writer's state: ids'
-/// lengths, message, artifact and card bounds (§7), blank `to`/`taskId`
-/// read as omitted (§3). Runs on the connection's thread, so the writer
-/// never pays for decoding a large payload just to refuse it.
-pub fn precheck(call: &mut Call) -> Result<(), crate::core::CoreError> {
-    use validate::{check_artifact, check_card, check_id, check_message, normalize_message};
-    match call {
-        Call::Register(p) => {
-            check_id("contextId", &p.context_id)?;
-            check_card(&p.card)
-        }
-        Call::Send(p) | Call::Stream(p) => {
-            normalize_message(&mut p.message);
-            check_message(&p.message)?;
-            match p
-                .configuration
-                .as_ref()
-                .and_then(|c| c.push_notification_config.as_ref())
-            {
-                Some(c) => check_id("config.id", &c.id),
-                None => Ok(()),
-            }
-        }
-        Call::Status(StatusParams { id, message, .. })
-        | Call::Cancel(CancelParams { id, message, .. }) => {
-            check_id("id", id)?;
-            message.as_mut().map_or(Ok(()), |m| {
-                normalize_message(m);
-                check_message(m)
-            })
-        }
-        Call::Artifact(p) => {
-            check_id("id", &p.id)?;
-            check_artifact(&p.artifact).map(|_| ())
-        }
-        Call::Get(GetParams { id, .. }) | Call::Resubscribe(ResubscribeParams { id, .. }) => {
-            check_id("id", id)
-        }
-        Call::PushSet(p) => {
-            check_id("taskId", &p.task_id)?;
-            check_id("config.id", &p.config.id)
-        }
-        Call::PushGet(p) => check_id("taskId", &p.task_id),
-        Call::Handshake(_)
-        | Call::ListAgents(_)
-        | Call::ListTasks(_)
-        | Call::Wait(_)
-        | Call::Deregister(_) => Ok(()),
-    }
-}
-
 /// The secret a local-socket client must present in its handshake.
 pub struct Secret(String);
 
 impl Secret {
     pub fn new(s: String) -> Self {
         Secret(s)
-    }
-
-    /// The secret itself (to write it to the owner-only file).
-    pub fn expose(&self) -> &str {
-        &self.0
     }
 
     /// Constant-time comparison.

@@ -26,7 +26,7 @@ fn open(db: &Path) -> Result<Connection, String> {
 }
 
 /// A short, one-line rendering of some parts.
-pub fn summarize(parts: &[Part]) -> String {
+pub(crate) fn summarize(parts: &[Part]) -> String {
     let mut out: Vec<String> = Vec::new();
     for p in parts {
         out.push(match p {

@@ -1,6 +1,6 @@
 //! The `a2a-broker` command line.
 
-use a2a_broker::store::Durability;
+use a2a_broker::Durability;
 use a2a_broker::{demo, inspect, server};
 use a2a_proto::limits::{DEFAULT_BATCH_MAX, DEFAULT_MAX_CONNECTIONS};
 use clap::{Parser, Subcommand};

@@ -2,7 +2,6 @@
 //!
 //! - [`error`]: every caller-visible failure of the core, one variant each.
 //! - [`state`]: the task state machine of PROTOCOL.md §6.
-//! - [`validate`]: part and message checks, and the §7 payload bounds.
 //! - [`task`]: the in-memory task record and its parties.
 //! - [`artifact`]: an artifact as stored (first call + appended chunks), and its merge rule.
 //! - [`registry`]: live agents, peer ids and capability tokens.
@@ -14,6 +13,5 @@ pub mod error;
 pub mod registry;
 pub mod state;
 pub mod task;
-pub mod validate;
 
 pub use error::CoreError;

@@ -65,6 +65,12 @@ impl MemoryBroker {
         MemoryConnection::open(self.broker.clone())
     }
 
+    /// The writer's commit counters and the number of live agents.
+    #[doc(hidden)]
+    pub fn stats(&self) -> crate::BrokerStats {
+        self.broker.stats()
+    }
+
     /// [`MemoryBroker::start`] and one [`MemoryBroker::connect`].
     pub fn pair(cfg: &ServeConfig) -> Result<(MemoryBroker, MemoryConnection), MemoryError> {
         let broker = Self::start(cfg)?;

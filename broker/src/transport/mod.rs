@@ -8,9 +8,9 @@
 //! - [`frame_limit`]: what stands in for a frame over the outgoing bound.
 //! - [`memory`]: an in-process connection pair (tests, transcripts, benchmarks).
 
-pub mod binary;
-pub mod frame_limit;
+pub(crate) mod binary;
+pub(crate) mod frame_limit;
 pub mod memory;
-pub mod ndjson;
+pub(crate) mod ndjson;
 pub mod socket;
-pub mod stdio;
+pub(crate) mod stdio;

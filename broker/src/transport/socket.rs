@@ -22,6 +22,7 @@ use a2a_proto::limits::{
     HANDSHAKE_TIMEOUT_SECONDS, MAX_FRAME_BYTES, OUTBOX_EVENT_BOUND, OUTBOX_RESPONSE_BOUND,
     PRE_HANDSHAKE_FRAME_BYTES,
 };
+use a2a_proto::secret::{secret_file, SECRET_ENV};
 use interprocess::local_socket::tokio::{prelude::*, Stream};
 use interprocess::local_socket::{GenericFilePath, ListenerOptions};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -37,15 +38,12 @@ static FRAMES_WRITTEN: AtomicU64 = AtomicU64::new(0);
 static WRITE_CALLS: AtomicU64 = AtomicU64::new(0);
 
 /// `(frames, write calls)` over all socket connections so far.
-pub fn write_stats() -> (u64, u64) {
+pub(crate) fn write_stats() -> (u64, u64) {
     (
         FRAMES_WRITTEN.load(Ordering::Relaxed),
         WRITE_CALLS.load(Ordering::Relaxed),
     )
 }
-
-/// The environment variable a starter passes the secret in.
-pub const SECRET_ENV: &str = "A2A_BROKER_SECRET";
 
 /// A listening socket; dropping it stops serving and removes its files.
 pub struct SocketServer {
@@ -69,7 +67,7 @@ impl Drop for SocketServer {
 
 /// Where `--socket NAME` lives: `NAME` itself if it is a path, else
 /// `$XDG_RUNTIME_DIR/a2a-broker/NAME.sock` or `/tmp/a2a-broker-UID/NAME.sock`.
-pub fn socket_path(name: &str) -> PathBuf {
+pub(crate) fn socket_path(name: &str) -> PathBuf {
     if name.contains('/') {
         return PathBuf::from(name);
     }
@@ -154,7 +152,7 @@ fn load_secret(path: &Path) -> Result<(Secret, Option<PathBuf>), String> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| format!("random source: {e}"))?;
     let secret: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    let file = path.with_extension("secret");
+    let file = secret_file(path);
     let _ = std::fs::remove_file(&file);
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -175,7 +173,7 @@ const SUN_PATH_MAX: usize = 107;
 /// socket address, its directory (if it exists) is ours and closed to
 /// others, and no live broker listens there. Run before the database is
 /// opened, so that a bad name fails a start that has created nothing.
-pub fn check(name: &str) -> Result<PathBuf, String> {
+pub(crate) fn check(name: &str) -> Result<PathBuf, String> {
     let path = socket_path(name);
     let len = path.as_os_str().len();
     if len > SUN_PATH_MAX {
