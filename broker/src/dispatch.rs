@@ -259,20 +259,14 @@ impl Broker {
                 outbox: s.outbox.clone(),
                 params: p,
             }),
-            Call::Deregister(p) => Ok(Op::Deregister { token: p.token }),
-            Call::Send(p) => self.blocking(s, &p, slot).map(|_| Op::Send {
-                params: p,
-                stream: false,
-            }),
-            Call::Stream(p) => Ok(Op::Send {
-                params: p,
-                stream: true,
-            }),
-            Call::Status(p) => Ok(Op::Status(p)),
-            Call::Cancel(p) => Ok(Op::Cancel(p)),
-            Call::Artifact(p) => Ok(Op::Artifact(p)),
-            Call::Resubscribe(p) => Ok(Op::Resubscribe(p)),
-            Call::PushSet(p) => Ok(Op::PushSet(p)),
+            Call::Send(p) => self.blocking(s, &p, slot).map(|_| Op::Call(Call::Send(p))),
+            call @ (Call::Deregister(_)
+            | Call::Stream(_)
+            | Call::Status(_)
+            | Call::Cancel(_)
+            | Call::Artifact(_)
+            | Call::Resubscribe(_)
+            | Call::PushSet(_)) => Ok(Op::Call(call)),
         };
         match op {
             Ok(op) => {
