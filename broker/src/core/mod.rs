@@ -4,12 +4,14 @@
 //! - [`state`]: the task state machine of PROTOCOL.md §6.
 //! - [`task`]: the in-memory task record and its parties.
 //! - [`artifact`]: an artifact as stored (first call + appended chunks), and its merge rule.
+//! - [`idempotency`]: when a send is a retry by `messageId`, and when reuse is refused.
 //! - [`registry`]: live agents, peer ids and capability tokens.
 //! - [`addressing`]: who may address whom, and the `to` resolution rules.
 
 pub mod addressing;
 pub mod artifact;
 pub mod error;
+pub mod idempotency;
 pub mod registry;
 pub mod state;
 pub mod task;

@@ -7,6 +7,7 @@ use super::super::{Engine, Undo};
 use super::{check_log_room, history_room, party_role, stamp, status_event, Encoded, Move};
 use crate::clock;
 use crate::core::addressing::resolve_workers;
+use crate::core::idempotency;
 use crate::core::registry::Agent;
 use crate::core::task::TaskRecord;
 use crate::core::CoreError;
@@ -93,36 +94,16 @@ impl Engine {
         let broadcast = to.as_deref() == Some("*");
 
         // A retry of a creation returns what the first one made.
-        let prior = read::creations(&self.conn, &me, &msg.message_id)?;
-        if !prior.is_empty() {
-            let mut same = Vec::new();
-            for id in prior {
-                let rec = self.task(&id)?;
-                let matches = if broadcast {
-                    rec.broadcast
-                } else {
-                    !rec.broadcast && to.as_deref().is_none_or(|t| rec.worker.peer_id == t)
-                };
-                if matches {
-                    same.push(rec);
-                }
-            }
-            if let Some(first) = same.first() {
-                if first.history.first().is_some_and(|m| m.parts != msg.parts) {
-                    return Err(CoreError::InvalidParams(format!(
-                        "messageId `{}` was already used with different parts",
-                        msg.message_id
-                    )));
-                }
-                if !broadcast {
-                    same.truncate(1);
-                }
-                return Ok(Effects {
-                    blocking: Self::blocking_spec(cfg, &same, broadcast),
-                    reply: Self::views(cfg, same, broadcast),
-                    events: Vec::new(),
-                });
-            }
+        let prior = read::creations(&self.conn, &me, &msg.message_id)?
+            .iter()
+            .map(|id| self.task(id))
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(same) = idempotency::creation_retry(prior, &msg)? {
+            return Ok(Effects {
+                blocking: Self::blocking_spec(cfg, &same, broadcast),
+                reply: Self::views(cfg, same, broadcast),
+                events: Vec::new(),
+            });
         }
 
         let workers = resolve_workers(&self.shared.registry.read(), agent, to.as_deref())?;
@@ -230,21 +211,14 @@ impl Engine {
         let me = agent.party();
 
         // A retry of an append returns the task and writes nothing.
-        if let Some(prev) = rec.history.iter().find(|m| m.message_id == msg.message_id) {
-            let same_sender =
-                prev.from.as_deref() == Some(me.peer_id.as_str()) && prev.role == role;
-            if !same_sender {
-                return Err(CoreError::InvalidParams(format!(
-                    "messageId `{}` is already used on this task by another sender",
-                    msg.message_id
-                )));
-            }
-            if prev.parts != msg.parts {
-                return Err(CoreError::InvalidParams(format!(
-                    "messageId `{}` was already used with different parts",
-                    msg.message_id
-                )));
-            }
+        let retry = idempotency::append_retry(
+            &rec.history,
+            &msg.message_id,
+            &msg.parts,
+            &me.peer_id,
+            role,
+        )?;
+        if retry {
             return Ok(Effects {
                 blocking: Self::blocking_spec(cfg, std::slice::from_ref(&rec), false),
                 reply: Self::views(cfg, vec![rec], false),
