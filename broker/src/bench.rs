@@ -32,7 +32,7 @@ pub fn now() -> String {
 
 /// A task id as the broker mints it (time-ordered UUIDv7).
 pub fn uuid() -> String {
-    crate::clock::uuid()
+    crate::ids::uuid()
 }
 
 /// `(frames, write calls)` over all local-socket connections so far: their

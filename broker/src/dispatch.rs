@@ -7,144 +7,26 @@
 //! request (a blocked `events.wait`, a blocking send) never holds the
 //! connection: its responder is parked and the next line is read at once.
 
-use crate::core::registry::ConnId;
+use crate::broker::Broker;
 use crate::delivery::outbox::BatchCollector;
-use crate::delivery::outbox::Parked;
-use crate::delivery::{Endpoint, Outbox, Responder};
-use crate::engine::{EngineHandle, Op, Shared};
-use crate::errors::to_rpc;
-use crate::reads;
+use crate::delivery::{Endpoint, Responder};
+use crate::engine::Op;
+use crate::handshake::handshake;
+use crate::read_calls::{self, ReadCtx};
 use crate::reply::Reply;
+use crate::rpc_errors::to_rpc;
+use crate::session::Session;
 use a2a_proto::call::Call;
 use a2a_proto::error::RpcError;
 use a2a_proto::jsonrpc::{parse_line, Id, Incoming, Request};
-use a2a_proto::limits::{
-    A2A_DEFAULT_STREAM_WAIT_SECONDS, A2A_MAX_PARKED_WAITS, A2A_MAX_STREAM_WAIT_SECONDS,
-};
+use a2a_proto::limits::{A2A_DEFAULT_STREAM_WAIT_SECONDS, A2A_MAX_STREAM_WAIT_SECONDS};
 use a2a_proto::methods as m;
-use a2a_proto::params::{HandshakeParams, HandshakeResult, SendParams, WaitParams};
-use a2a_proto::PROTOCOL_VERSION;
+use a2a_proto::params::{SendParams, WaitParams};
 use serde_json::json;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-/// What `app.handshake` advertises beyond the base protocol.
-pub const FEATURES: &[&str] = &[
-    "a2a.tasks.list",
-    "a2a.tasks.artifact",
-    "a2a.events.wait",
-    "broadcast",
-    "idempotent-send",
-    "resubscribe-replay",
-    "pull-delivery",
-    "batch",
-];
-
-/// A started broker (see [`crate::server::start`]): its writer thread, its
-/// reader threads and its live state. Its transports hold it in an `Arc`;
-/// [`Broker::shutdown`] stops the writer after the commits in flight.
-pub struct Broker {
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) engine: EngineHandle,
-    readers: Arc<reads::ReaderPool>,
-    /// Where reads that need SQLite run (off the transports' threads).
-    read_workers: reads::ReadWorkers,
-    next_conn: AtomicU64,
-}
-
-/// One connection's state.
-pub struct Session {
-    pub conn: ConnId,
-    pub outbox: Arc<Outbox>,
-    handshaken: bool,
-    /// Required in the handshake (local-socket connections); never logged.
-    secret: Option<Arc<Secret>>,
-    /// Set when the connection must close (a bad secret).
-    pub closing: bool,
-    /// Unanswered waits and blocking sends (`A2A_MAX_PARKED_WAITS`).
-    parked: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl Session {
-    /// Has the connection completed its handshake?
-    pub fn is_handshaken(&self) -> bool {
-        self.handshaken
-    }
-}
-
-/// Counters of a running broker, for benchmarks and tests that check how
-/// the writer grouped calls (not a stable interface).
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BrokerStats {
-    /// Transactions committed so far.
-    pub commits: u64,
-    /// Calls those transactions held (refused calls included).
-    pub calls: u64,
-    /// Agents registered now.
-    pub agents: usize,
-}
-
 impl Broker {
-    /// Stops the writer after the commits in flight (checkpointed into the
-    /// database file). Calls that arrive later are answered `-32603`.
-    pub fn shutdown(&self) {
-        self.engine.shutdown();
-    }
-
-    /// The writer's commit counters and the number of live agents.
-    #[doc(hidden)]
-    pub fn stats(&self) -> BrokerStats {
-        use std::sync::atomic::Ordering::Relaxed;
-        let st = &self.shared.stats;
-        BrokerStats {
-            commits: st.commits.load(Relaxed),
-            calls: st.calls.load(Relaxed),
-            agents: self.shared.registry.read().len(),
-        }
-    }
-
-    pub(crate) fn new(shared: Arc<Shared>, engine: EngineHandle, db_path: PathBuf) -> Self {
-        let readers = Arc::new(reads::ReaderPool::new(db_path));
-        Self {
-            shared,
-            engine,
-            read_workers: reads::ReadWorkers::start(readers.clone()),
-            readers,
-            next_conn: AtomicU64::new(1),
-        }
-    }
-
-    /// A new connection writing into `outbox`.
-    pub(crate) fn session(&self, outbox: Arc<Outbox>) -> Session {
-        Session {
-            conn: self.next_conn.fetch_add(1, Ordering::Relaxed),
-            outbox,
-            handshaken: false,
-            secret: None,
-            closing: false,
-            parked: Default::default(),
-        }
-    }
-
-    /// A new connection whose handshake must present `secret`.
-    pub(crate) fn session_with_secret(&self, outbox: Arc<Outbox>, secret: Arc<Secret>) -> Session {
-        let mut s = self.session(outbox);
-        s.secret = Some(secret);
-        s
-    }
-
-    /// The connection ended: the calls it sent before ending still run,
-    /// then its agents' tokens die (their tasks stay open). Returns once
-    /// they are dead, so a transport that hangs up after this leaves no
-    /// moment in which another connection could still use them.
-    pub(crate) fn close(&self, s: Session) {
-        self.engine.connection_closed(s.conn);
-    }
-
     /// Answers a line that was longer than the frame limit.
     pub(crate) fn frame_too_large(&self, s: &Session) {
         let err = RpcError::new(
@@ -240,18 +122,18 @@ impl Broker {
             return Some(Err(to_rpc(e.into())));
         }
         let op = match call {
-            Call::Handshake(p) => return Some(self.handshake(s, p)),
-            Call::ListAgents(p) => return Some(self.read(|c| reads::list_agents(c, p))),
+            Call::Handshake(p) => return Some(handshake(s, p)),
+            Call::ListAgents(p) => return Some(self.read(|c| read_calls::list_agents(c, p))),
             Call::Get(p) => {
                 let cached = self.cached(&p.id);
-                return self.read_where(cached, slot, move |c| reads::get_task(c, p));
+                return self.read_where(cached, slot, move |c| read_calls::get_task(c, p));
             }
             Call::ListTasks(p) => {
-                return self.read_where(false, slot, move |c| reads::list_tasks(c, p));
+                return self.read_where(false, slot, move |c| read_calls::list_tasks(c, p));
             }
             Call::PushGet(p) => {
                 let cached = self.cached(&p.task_id);
-                return self.read_where(cached, slot, move |c| reads::push_config(c, p));
+                return self.read_where(cached, slot, move |c| read_calls::push_config(c, p));
             }
             Call::Wait(p) => return self.wait(s, p, slot),
             Call::Register(p) => Ok(Op::Register {
@@ -278,40 +160,12 @@ impl Broker {
         }
     }
 
-    fn handshake(&self, s: &mut Session, p: HandshakeParams) -> Result<Reply, RpcError> {
-        if p.protocol_version != PROTOCOL_VERSION {
-            return Err(RpcError::new(
-                a2a_proto::error::INVALID_REQUEST,
-                "invalid request",
-                Some(
-                    json!({"reason": "protocol version mismatch", "protocolVersion": PROTOCOL_VERSION}),
-                ),
-            ));
-        }
-        if let Some(secret) = &s.secret {
-            let offered = p.secret.as_deref().unwrap_or("");
-            if !secret.matches(offered) {
-                s.closing = true;
-                return Err(RpcError::invalid_request("bad secret"));
-            }
-        }
-        s.handshaken = true;
-        Ok(Reply::Handshake(HandshakeResult {
-            protocol_version: PROTOCOL_VERSION,
-            host: "a2a-broker".into(),
-            host_version: env!("CARGO_PKG_VERSION").into(),
-            features: FEATURES.iter().map(|f| f.to_string()).collect(),
-            capabilities: vec!["a2a".into()],
-            event_ring: None,
-        }))
-    }
-
     /// Runs a read that needs no SQLite on this connection's thread.
     fn read(
         &self,
-        f: impl FnOnce(&mut reads::ReadCtx<'_>) -> Result<Reply, crate::core::CoreError>,
+        f: impl FnOnce(&mut ReadCtx<'_>) -> Result<Reply, crate::core::CoreError>,
     ) -> Result<Reply, RpcError> {
-        let mut ctx = reads::ReadCtx::new(&self.shared, &self.readers);
+        let mut ctx = ReadCtx::new(&self.shared, &self.readers);
         f(&mut ctx).map_err(to_rpc)
     }
 
@@ -326,9 +180,7 @@ impl Broker {
         &self,
         here: bool,
         slot: &mut Option<Responder>,
-        f: impl FnOnce(&mut reads::ReadCtx<'_>) -> Result<Reply, crate::core::CoreError>
-            + Send
-            + 'static,
+        f: impl FnOnce(&mut ReadCtx<'_>) -> Result<Reply, crate::core::CoreError> + Send + 'static,
     ) -> Option<Result<Reply, RpcError>> {
         if here {
             return Some(self.read(f));
@@ -337,7 +189,7 @@ impl Broker {
         let shared = self.shared.clone();
         self.read_workers.run(Box::new(move |pool| {
             let result = catch_unwind(AssertUnwindSafe(|| {
-                let mut ctx = reads::ReadCtx::new(&shared, pool);
+                let mut ctx = ReadCtx::new(&shared, pool);
                 f(&mut ctx).map_err(to_rpc)
             }))
             .unwrap_or_else(|_| Err(RpcError::internal("the request failed inside the broker")));
@@ -355,7 +207,7 @@ impl Broker {
         slot: &mut Option<Responder>,
     ) -> Result<(), RpcError> {
         if p.configuration.as_ref().and_then(|c| c.blocking) == Some(true) {
-            let parked = park(s)?;
+            let parked = s.park()?;
             let r = slot.take().expect("responder present");
             *slot = Some(r.parked(parked));
         }
@@ -381,7 +233,7 @@ impl Broker {
             .timeout_seconds
             .unwrap_or(A2A_DEFAULT_STREAM_WAIT_SECONDS as f64)
             .clamp(0.0, A2A_MAX_STREAM_WAIT_SECONDS as f64);
-        let parked = match park(s) {
+        let parked = match s.park() {
             Ok(p) => p,
             Err(e) => return Some(Err(e)),
         };
@@ -393,41 +245,5 @@ impl Broker {
             &self.shared.timer,
         );
         None
-    }
-}
-
-/// Takes one of the connection's parking places, or refuses the call.
-fn park(s: &Session) -> Result<Parked, RpcError> {
-    Parked::take(&s.parked, A2A_MAX_PARKED_WAITS).ok_or_else(|| {
-        RpcError::new(
-            a2a_proto::error::INVALID_PARAMS,
-            "too many waits: this connection already has 64 unanswered waits or blocking sends",
-            Some(json!({
-                "reason": "too many waits",
-                "limit": "A2A_MAX_PARKED_WAITS",
-                "max": A2A_MAX_PARKED_WAITS,
-            })),
-        )
-    })
-}
-
-/// The secret a local-socket client must present in its handshake.
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(s: String) -> Self {
-        Secret(s)
-    }
-
-    /// Constant-time comparison.
-    pub fn matches(&self, offered: &str) -> bool {
-        use subtle::ConstantTimeEq;
-        self.0.len() == offered.len() && bool::from(self.0.as_bytes().ct_eq(offered.as_bytes()))
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(..)")
     }
 }

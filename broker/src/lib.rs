@@ -25,19 +25,24 @@ pub mod inspect;
 pub mod server;
 pub mod transport;
 
+pub(crate) mod broker;
 pub(crate) mod clock;
 pub(crate) mod core;
 pub(crate) mod delivery;
 pub(crate) mod dispatch;
 pub(crate) mod engine;
-pub(crate) mod errors;
-pub(crate) mod reads;
+pub(crate) mod handshake;
+pub(crate) mod ids;
+pub(crate) mod read_calls;
 pub(crate) mod reply;
+pub(crate) mod rpc_errors;
+pub(crate) mod secret;
+pub(crate) mod session;
 pub(crate) mod store;
 
 #[doc(hidden)]
 pub mod bench;
 
-pub use dispatch::{Broker, BrokerStats};
+pub use broker::{Broker, BrokerStats};
 pub use store::Durability;
 pub use transport::memory::{MemoryBroker, MemoryConnection, MemoryError};

@@ -3,8 +3,8 @@
 //! SIGTERM or SIGINT, after the commits in flight, checkpointed into the
 //! database file; or exit non-zero if the database file is removed under it.
 
+use crate::broker::Broker;
 use crate::delivery::{Outbox, Timer};
-use crate::dispatch::Broker;
 use crate::engine::{self, Shared};
 use crate::store::{self, Durability};
 use crate::transport::{socket, stdio};

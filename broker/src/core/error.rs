@@ -1,5 +1,5 @@
 //! The failures the core reports to callers; the dispatcher turns each into
-//! its JSON-RPC error in one function (`crate::errors`).
+//! its JSON-RPC error in one function (`crate::rpc_errors`).
 
 use a2a_proto::check::CheckError;
 use a2a_proto::types::State;
@@ -57,7 +57,7 @@ pub enum CoreError {
 }
 
 /// The request pre-checks of `a2a_proto::check` fail as the core's own
-/// checks do (their wire errors are made in `crate::errors`).
+/// checks do (their wire errors are made in `crate::rpc_errors`).
 impl From<CheckError> for CoreError {
     fn from(e: CheckError) -> Self {
         match e {

@@ -22,7 +22,7 @@ use crate::core::registry::{ConnId, Registry};
 use crate::core::task::TaskRecord;
 use crate::core::CoreError;
 use crate::delivery::{Outbox, Responder, Timer};
-use crate::errors::to_rpc;
+use crate::rpc_errors::to_rpc;
 use crate::store::read;
 use a2a_proto::call::Call;
 use a2a_proto::error::RpcError;

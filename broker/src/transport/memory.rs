@@ -14,7 +14,7 @@
 //! transcript that passes here passes over the real stdio transport.
 
 use super::stdio;
-use crate::dispatch::Broker;
+use crate::broker::Broker;
 use crate::server::{self, ServeConfig};
 use std::io::{self, Read, Write};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};

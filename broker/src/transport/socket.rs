@@ -13,8 +13,10 @@
 
 use super::binary;
 use super::ndjson::{self, AsyncLineReader, Line};
+use crate::broker::Broker;
 use crate::delivery::{Outbox, Outgoing, Responder};
-use crate::dispatch::{Broker, Secret, Session};
+use crate::secret::Secret;
+use crate::session::Session;
 use a2a_proto::binary::{decode_payload, next_frame, preamble, ClientFrame, FrameError, MAGIC};
 use a2a_proto::error::RpcError;
 use a2a_proto::jsonrpc::Id;

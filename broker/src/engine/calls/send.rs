@@ -5,7 +5,6 @@
 use super::super::effects::{BlockingSpec, Effects, Routed};
 use super::super::{Engine, Undo};
 use super::{check_log_room, history_room, party_role, stamp, status_event, Encoded, Move};
-use crate::clock;
 use crate::core::addressing::resolve_workers;
 use crate::core::idempotency;
 use crate::core::registry::Agent;
@@ -13,6 +12,7 @@ use crate::core::task::TaskRecord;
 use crate::core::CoreError;
 use crate::reply::{Reply, TaskView};
 use crate::store::{read, write};
+use crate::{clock, ids};
 use a2a_proto::limits::{A2A_MAX_SENDS_PER_RUN, A2A_MAX_TASKS_PER_CONTEXT, A2A_MAX_TASK_BYTES};
 use a2a_proto::params::{SendConfiguration, SendParams};
 use a2a_proto::types::{Message, Role, State, TaskStatus};
@@ -123,7 +123,7 @@ impl Engine {
         let mut created = Vec::with_capacity(n);
         let mut events = Vec::with_capacity(n * 2);
         for (i, worker) in workers.iter().enumerate() {
-            let id = clock::uuid();
+            let id = ids::uuid();
             let first = Encoded::new(stamp(
                 msg.clone(),
                 &id,
