@@ -104,11 +104,14 @@ fn main() -> ExitCode {
             socket,
             no_stdio,
             max_connections: max_connections as usize,
-        }),
+        })
+        .map_err(|e| e.to_string()),
         Cmd::Demo => demo::run(),
         Cmd::Tasks { cmd } => match cmd {
-            TasksCmd::List { db, context, limit } => inspect::list(&db, context.as_deref(), limit),
-            TasksCmd::Show { db, id } => inspect::show(&db, &id),
+            TasksCmd::List { db, context, limit } => {
+                inspect::list(&db, context.as_deref(), limit).map_err(|e| e.to_string())
+            }
+            TasksCmd::Show { db, id } => inspect::show(&db, &id).map_err(|e| e.to_string()),
         },
     };
     match result {

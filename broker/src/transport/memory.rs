@@ -26,7 +26,7 @@ use std::time::Duration;
 pub enum MemoryError {
     /// The broker could not open its database or start its writer.
     #[error("the broker could not start: {0}")]
-    Start(String),
+    Start(#[source] crate::server::ServeError),
     /// No complete line arrived within the timeout.
     #[error("no line within {0:?}")]
     Timeout(Duration),
@@ -56,7 +56,7 @@ impl MemoryBroker {
     /// Opens the store at `cfg.db` and starts the writer, as `serve` does;
     /// `cfg.socket` and `cfg.no_stdio` are not used (nothing listens).
     pub fn start(cfg: &ServeConfig) -> Result<MemoryBroker, MemoryError> {
-        let broker = server::start(cfg).map_err(|e| MemoryError::Start(e.to_string()))?;
+        let broker = server::start(cfg).map_err(MemoryError::Start)?;
         Ok(MemoryBroker { broker })
     }
 
