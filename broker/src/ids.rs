@@ -1,33 +1,19 @@
-//! Task ids: time-ordered (version 7) UUIDs.
+//! Task ids: time-ordered (version 7) UUIDs, minted by the `uuid` crate.
+//!
+//! Measured against the hand-written minting this replaced (`/tmp`
+//! microbenchmark, 2026-11-30, 7 interleaved rounds on the shared 2-core
+//! machine): 1.19x its time (median ratio; some 100 ns more per task
+//! creation, against tens of microseconds for the creation's commit).
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
-/// A time-ordered (version 7) UUID: 48 bits of Unix milliseconds, then 74
-/// random bits. Task ids lead the keys of the task, message and log
-/// B-trees; ids that grow with time make inserts land at the end of those
+/// A time-ordered (version 7) UUID, lowercase and hyphenated: 48 bits of
+/// Unix milliseconds, then (from the `uuid` crate) a counter that keeps ids
+/// minted in one millisecond in order, then random bits. Task ids lead the
+/// keys of the task, message and log B-trees; ids that grow with time make inserts land at the end of those
 /// trees instead of splitting pages all over them (about 10x less WAL per
 /// creation than random ids), while staying unguessable enough for ids
 /// (they are not credentials: tokens are).
 pub fn uuid() -> String {
-    let mut b = [0u8; 16];
-    getrandom::fill(&mut b).expect("the OS random source works");
-    let ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis() as u64;
-    b[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
-    b[6] = (b[6] & 0x0f) | 0x70;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(36);
-    for (i, x) in b.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            out.push('-');
-        }
-        out.push(HEX[(x >> 4) as usize] as char);
-        out.push(HEX[(x & 15) as usize] as char);
-    }
-    out
+    uuid::Uuid::now_v7().to_string()
 }
 
 #[cfg(test)]
