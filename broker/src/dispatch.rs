@@ -1,7 +1,7 @@
 //! From a decoded request to its handler: the session rules (handshake
 //! first), the panic boundary, params parsing (errors become `-32602` here,
-//! in one place), reads answered on the connection's own thread, and
-//! mutating calls queued to the writer.
+//! in one place), the pre-checks of `a2a_proto::check`, reads answered on
+//! the connection's own thread, and mutating calls queued to the writer.
 //!
 //! Architecture invariant: a read never waits for the writer, and a slow
 //! request (a blocked `events.wait`, a blocking send) never holds the
