@@ -381,9 +381,9 @@ impl Engine {
                 Call::Artifact(p) => self.artifact(p, undo),
                 Call::Resubscribe(p) => self.resubscribe(p),
                 Call::PushSet(p) => self.push_set(p, undo),
-                Call::Register(p) => Err(CoreError::Internal(format!(
+                Call::Register(_) => Err(CoreError::Internal(format!(
                     "{} reached the writer without its connection",
-                    Call::Register(p).method()
+                    a2a_proto::methods::AGENTS_REGISTER
                 ))),
                 read @ (Call::Handshake(_)
                 | Call::ListAgents(_)
