@@ -36,7 +36,7 @@ use a2a_benches::socket::{
     cpu_delta, process_cpu, spawn_raw, thread_cpu, Codec, Kind, RawReply, SocketBroker,
 };
 use a2a_benches::workload::TASK_TEXT;
-use a2a_broker::store::Durability;
+use a2a_broker::Durability;
 use a2a_client::{agent_card, message_to, Agent, Delivery, Pending, Task};
 use serde_json::json;
 use std::collections::{BTreeMap, VecDeque};

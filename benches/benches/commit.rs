@@ -2,9 +2,10 @@
 //! writer, against the same rows inserted by plain rusqlite, in one run.
 //!
 //! - raw: the rows of one creation per transaction (`tx1`) and 64 creations
-//!   per transaction (`tx64`), on a database opened by `store::open_writer`;
-//! - broker in process (`server::start`, NDJSON lines into
-//!   `Broker::handle_line`, responses drained from the outbox), 64 creations
+//!   per transaction (`tx64`), on a database opened by the broker's own
+//!   `open_writer` (`a2a_broker::bench`);
+//! - broker in process (the library's memory pair: NDJSON lines in,
+//!   response lines out, no pipe or child process), 64 creations
 //!   outstanding, group commit (`batch_max = 256`, the default) and one
 //!   transaction per call (`batch_max = 1`);
 //! - end to end: the release binary on stdio, 1, 8 and 64 outstanding;
@@ -41,7 +42,7 @@ use a2a_benches::report::{
 use a2a_benches::stdio::Proc;
 use a2a_benches::wal::{truncate, WalProbe};
 use a2a_benches::workload::{handshake, Client, Creator};
-use a2a_broker::store::Durability;
+use a2a_broker::Durability;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, SamplingMode, Throughput};
 use std::collections::BTreeMap;

@@ -11,8 +11,10 @@
 //! `cargo bench -p a2a-benches --bench ring_events`
 
 use a2a_benches::socket::SocketBroker;
-use a2a_broker::store::Durability;
-use a2a_client::{agent_card, message_to, Agent, Client, ClientOptions, Delivery, Message, Part, State};
+use a2a_broker::Durability;
+use a2a_client::{
+    agent_card, message_to, Agent, Client, ClientOptions, Delivery, Message, Part, State,
+};
 use std::sync::mpsc;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -73,10 +75,7 @@ fn path(sb: &SocketBroker, ring: bool, k: usize) -> Path {
     let wrk = worker_client
         .register(&format!("{ctx}-w"), agent_card("wrk"), Delivery::Push)
         .expect("register");
-    let task = req
-        .send(message_to(wrk.id(), "go"), None)
-        .expect("send")
-        .id;
+    let task = req.send(message_to(wrk.id(), "go"), None).expect("send").id;
     let (tx, rx) = mpsc::channel();
     req.set_event_handler(Some(Box::new(move |_, ev| {
         if let Some(sent) = sent_at(&ev) {

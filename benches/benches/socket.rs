@@ -41,8 +41,8 @@ use a2a_benches::socket::{
     SocketBroker,
 };
 use a2a_benches::workload::TASK_TEXT;
-use a2a_broker::store::Durability;
-use a2a_broker::transport::socket::write_stats;
+use a2a_broker::bench::socket_write_stats as write_stats;
+use a2a_broker::Durability;
 use a2a_client::{agent_card, message_to, Delivery};
 use criterion::{Criterion, SamplingMode, Throughput};
 use serde_json::{json, Value};

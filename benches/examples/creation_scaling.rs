@@ -7,7 +7,7 @@
 
 use a2a_benches::inproc::InProc;
 use a2a_benches::workload::{handshake, Creator};
-use a2a_broker::store::Durability;
+use a2a_broker::Durability;
 
 fn main() {
     let batch_max: usize = std::env::args()

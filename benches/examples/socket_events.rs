@@ -5,8 +5,8 @@
 //! (defaults: binary replay 10).
 
 use a2a_benches::socket::{EventStreams, Flow, SocketBroker};
-use a2a_broker::store::Durability;
-use a2a_broker::transport::socket::write_stats;
+use a2a_broker::bench::socket_write_stats as write_stats;
+use a2a_broker::Durability;
 use std::time::{Duration, Instant};
 
 fn main() {

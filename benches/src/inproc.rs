@@ -1,25 +1,24 @@
-//! The broker in this process: `server::start` on a temporary database, one
-//! session fed NDJSON lines with `Broker::handle_line`, responses drained
-//! from the session's outbox. No pipes and no JSON writing of responses:
-//! what is left is parsing, the writer thread and SQLite.
+//! The broker in this process: the library's in-memory connection pair
+//! ([`MemoryBroker`], [`MemoryConnection`]) on a temporary database, fed
+//! NDJSON lines with the same pipelining as the stdio client. No pipes and
+//! no child process: what is left is parsing, the writer thread, SQLite,
+//! and writing the responses as JSON lines (read here from a channel).
 
-use crate::workload::Client;
-use a2a_broker::delivery::{Outbox, Outgoing};
-use a2a_broker::dispatch::{Broker, Session};
-use a2a_broker::server::{start, ServeConfig};
-use a2a_broker::store::Durability;
-use a2a_broker::transport::ndjson::write_outgoing;
+use crate::workload::{is_ok_response, Client, RESPONSE_PREFIX};
+use a2a_broker::server::ServeConfig;
+use a2a_broker::{Durability, MemoryBroker, MemoryConnection};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A broker running in this process, with one session.
+/// Longest wait for one response line: a lost response fails the bench
+/// with a message instead of hanging it.
+const LINE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A broker running in this process, with one connection.
 pub struct InProc {
-    pub broker: Arc<Broker>,
-    session: Option<Session>,
-    outbox: Arc<Outbox>,
-    items: Vec<Outgoing>,
+    conn: MemoryConnection,
+    broker: MemoryBroker,
     next_id: u64,
     /// The database file.
     pub db: PathBuf,
@@ -31,49 +30,47 @@ impl InProc {
     pub fn start(durability: Durability, batch_max: usize) -> InProc {
         let dir = tempfile::tempdir().expect("temp dir");
         let db = dir.path().join("bench.db");
-        let broker = start(&ServeConfig {
+        let (broker, conn) = MemoryBroker::pair(&ServeConfig {
             durability,
             batch_max,
             ..ServeConfig::new(db.clone())
         })
         .expect("start the broker");
-        let outbox = Arc::new(Outbox::new(1 << 20));
-        let session = broker.session(outbox.clone());
         InProc {
+            conn,
             broker,
-            session: Some(session),
-            outbox,
-            items: Vec::new(),
             next_id: 1_000_000,
             db,
             _dir: dir,
         }
     }
 
-    /// Pipelines `lines` with at most `depth` unanswered; `on_response`
-    /// sees each response (events are drained and dropped).
+    /// Pipelines `lines` (each ending in `\n`) with at most `depth`
+    /// unanswered; `on_response` sees each response line (notifications
+    /// are read and dropped).
     pub fn pipeline(
         &mut self,
         lines: &[Vec<u8>],
         depth: usize,
-        mut on_response: impl FnMut(&Outgoing),
+        mut on_response: impl FnMut(&str),
     ) -> Duration {
         let depth = depth.max(1);
-        let session = self.session.as_mut().expect("session open");
         let start = Instant::now();
         let (mut sent, mut done) = (0, 0);
         while done < lines.len() {
             while sent < lines.len() && sent - done < depth {
-                let line = &lines[sent];
-                self.broker.handle_line(session, &line[..line.len() - 1]);
+                self.conn
+                    .send_bytes(lines[sent].clone())
+                    .expect("the connection is open");
                 sent += 1;
             }
-            assert!(self.outbox.drain_blocking(&mut self.items), "outbox closed");
-            for item in self.items.drain(..) {
-                if let Outgoing::Response(_) = item {
-                    on_response(&item);
-                    done += 1;
-                }
+            let line = self
+                .conn
+                .recv_line(LINE_TIMEOUT)
+                .unwrap_or_else(|e| panic!("no response ({done} of {}): {e}", lines.len()));
+            if line.as_bytes().starts_with(RESPONSE_PREFIX) {
+                on_response(&line);
+                done += 1;
             }
         }
         start.elapsed()
@@ -81,26 +78,22 @@ impl InProc {
 
     /// (transactions committed, calls they held) so far.
     pub fn commits(&self) -> (u64, u64) {
-        let st = &self.broker.shared.stats;
-        (
-            st.commits.load(std::sync::atomic::Ordering::Relaxed),
-            st.calls.load(std::sync::atomic::Ordering::Relaxed),
-        )
+        let st = self.broker.stats();
+        (st.commits, st.calls)
     }
 
-    /// Stops the writer after its last commit.
-    pub fn shutdown(mut self) {
-        if let Some(s) = self.session.take() {
-            self.broker.close(s);
-        }
-        self.broker.engine.shutdown();
+    /// Ends the connection, then stops the writer after its last commit.
+    pub fn shutdown(self) {
+        let InProc {
+            mut conn, broker, ..
+        } = self;
+        conn.close();
+        drop(broker);
     }
 }
 
-fn to_json(item: &Outgoing) -> Value {
-    let mut buf = Vec::new();
-    write_outgoing(&mut buf, item).expect("encode response");
-    serde_json::from_slice(&buf).expect("JSON response")
+fn to_json(line: &str) -> Value {
+    serde_json::from_str(line).expect("JSON response")
 }
 
 impl Client for InProc {
@@ -113,7 +106,7 @@ impl Client for InProc {
         let id = self.next_id();
         let line = crate::workload::request_line(id, method, &params);
         let mut answer = None;
-        self.pipeline(&[line], 1, |item| answer = Some(to_json(item)));
+        self.pipeline(&[line], 1, |l| answer = Some(to_json(l)));
         let v = answer.expect("one response");
         match v.get("result") {
             Some(r) => r.clone(),
@@ -123,17 +116,15 @@ impl Client for InProc {
 
     fn collect(&mut self, lines: &[Vec<u8>], depth: usize) -> Vec<Value> {
         let mut out = Vec::with_capacity(lines.len());
-        self.pipeline(lines, depth, |item| out.push(to_json(item)));
+        self.pipeline(lines, depth, |l| out.push(to_json(l)));
         out
     }
 
     fn timed(&mut self, lines: &[Vec<u8>], depth: usize) -> Duration {
         let mut first_error = None;
-        let d = self.pipeline(lines, depth, |item| {
-            if let Outgoing::Response(r) = item {
-                if first_error.is_none() && r.result.is_err() {
-                    first_error = Some(to_json(item));
-                }
+        let d = self.pipeline(lines, depth, |l| {
+            if first_error.is_none() && !is_ok_response(l.as_bytes()) {
+                first_error = Some(l.to_owned());
             }
         });
         if let Some(e) = first_error {

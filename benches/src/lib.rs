@@ -9,8 +9,8 @@
 //! - [`disk`]: the latency of one `fsync` / `fdatasync`, printed beside the figures.
 //! - [`stdio`]: a child process on pipes and the pipelining client that
 //!   keeps at most `depth` requests unanswered.
-//! - [`inproc`]: the broker in this process (`server::start`), fed NDJSON
-//!   lines and drained through its outbox, with the same pipelining.
+//! - [`inproc`]: the broker in this process (the library's memory connection), fed NDJSON
+//!   lines, with the same pipelining.
 //! - [`workload`]: request lines, requester rotation (A2A send bounds) and
 //!   the [`workload::Client`] trait both drivers implement.
 //! - [`socket`]: the broker's local socket in this process, minimal NDJSON

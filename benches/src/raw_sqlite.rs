@@ -2,17 +2,18 @@
 //! writes (one `a2a_tasks` row, one `a2a_messages` row, one `a2a_task_log`
 //! row, as `store::write::{insert_task, insert_message, append_log}` write
 //! them), inserted by plain rusqlite with cached statements on a database
-//! opened by the broker's own `store::open_writer` (same schema, WAL, same
+//! opened by the broker's own `open_writer` (same schema, WAL, same
 //! `synchronous`). Values have the broker's shapes and sizes: task ids
-//! from the broker's own `clock::uuid()` (time-ordered, UUIDv7-style, since
-//! broker 6aea4da; the baseline used random v4 ids before, as the broker
-//! did), the stamped message JSON, the status JSON holding it, the
+//! from the broker's own minting (`a2a_broker::bench::uuid`; time-ordered,
+//! UUIDv7, since broker 6aea4da; the baseline used random v4 ids before, as
+//! the broker did), the stamped message JSON, the status JSON holding it, the
 //! status-update event JSON of the log; a new requester context every
 //! [`CREATIONS_PER_REQUESTER`] creations, as in the broker runs.
 
 use crate::workload::{CREATIONS_PER_REQUESTER, TASK_TEXT};
-use a2a_broker::clock;
-use a2a_broker::store::{open_writer, Durability};
+use a2a_broker::bench as clock;
+use a2a_broker::bench::open_writer;
+use a2a_broker::Durability;
 use rusqlite::{params, Connection};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -19,11 +19,10 @@
 
 use crate::stdio::Credit;
 use crate::workload::RESPONSE_PREFIX;
-use a2a_broker::delivery::{Endpoint, Outbox};
-use a2a_broker::dispatch::Broker;
+use a2a_broker::bench::EventInjector;
 use a2a_broker::server::{start, ServeConfig};
-use a2a_broker::store::Durability;
 use a2a_broker::transport::socket::{listen, SocketServer};
+use a2a_broker::{Broker, Durability};
 use a2a_proto::binary::{decode_payload, encode_frame, preamble, ClientFrame, ServerFrame};
 use a2a_proto::call::Call;
 use a2a_proto::types::Notification;
@@ -69,7 +68,7 @@ impl SocketBroker {
         let secret = match &server.secret_file {
             Some(f) => std::fs::read_to_string(f).expect("read the minted secret"),
             // A2A_BROKER_SECRET was set in the environment.
-            None => std::env::var(a2a_broker::transport::socket::SECRET_ENV).expect("secret"),
+            None => std::env::var(a2a_proto::secret::SECRET_ENV).expect("secret"),
         };
         SocketBroker {
             broker,
@@ -98,7 +97,7 @@ impl SocketBroker {
     /// Stops serving, then stops the writer after its last commit.
     pub fn shutdown(mut self) {
         self.server.take();
-        self.broker.engine.shutdown();
+        self.broker.shutdown();
     }
 }
 
@@ -447,14 +446,14 @@ impl Source for Requests<'_> {
 /// thread's routing does after a commit, without the writer: what is left
 /// is the transport (the connection's writer task encoding and writing).
 pub struct Inject {
-    pub outbox: Arc<Outbox>,
+    pub outbox: Arc<EventInjector>,
     pub event: Arc<Notification>,
 }
 
 impl Source for Inject {
     fn send(&mut self, k: usize) {
         for _ in 0..k {
-            self.outbox.push_event(self.event.clone());
+            self.outbox.push(self.event.clone());
         }
     }
 
@@ -783,7 +782,7 @@ pub struct EventStreams {
     raw1: Conn,
     raw_replay: Conn,
     /// The receiver's outbox and its resubscribe event, for [`Flow::Inject`].
-    inject: (Arc<Outbox>, Arc<Notification>),
+    inject: (Arc<EventInjector>, Arc<Notification>),
     /// A socket pair and one event-sized frame, for [`Flow::RawStream`].
     raw_pair: (UnixStream, FrameReader<UnixStream>),
     raw_frame: Vec<u8>,
@@ -848,12 +847,9 @@ impl EventStreams {
         assert_eq!(n1, 1, "a resubscribe emits one event");
         let event: Notification =
             serde_json::from_value(event.expect("the event")).expect("a notification");
-        let outbox = match sb.broker.shared.registry.read().by_peer(&rname) {
-            Some(agent) => match &agent.endpoint {
-                Endpoint::Push(o) => o.clone(),
-                Endpoint::Pull(_) => panic!("{rname} is a push agent"),
-            },
-            None => panic!("{rname} is not registered"),
+        let outbox = match EventInjector::for_agent(&sb.broker, &rname) {
+            Some(injector) => Arc::new(injector),
+            None => panic!("{rname} is not a registered push agent"),
         };
         let status_params = json!({"token": wtok, "id": t2, "state": "working"});
         worker.call("a2a.tasks.status", status_params.clone());

@@ -1,92 +1,35 @@
-//! Timestamps (RFC 3339, UTC, milliseconds) and random ids.
-
-use std::time::{SystemTime, UNIX_EPOCH};
+//! Timestamps: RFC 3339, UTC, milliseconds (`2026-11-30T09:23:55.420Z`),
+//! formatted by `jiff` (truncated to the millisecond, as before it).
+//!
+//! Measured against the hand-written calendar arithmetic this replaced
+//! (`/tmp` microbenchmark, 2026-11-30, 7 interleaved rounds on the shared
+//! 2-core machine): `now()` took 0.37x its time (median ratio; about 200 ns
+//! against 460), so the crate costs nothing here.
 
 /// Now, as `2026-11-30T03:24:21.123Z`.
 pub fn now() -> String {
-    let d = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    format_millis(d.as_millis() as i64)
-}
-
-/// Formats milliseconds since the Unix epoch.
-pub fn format_millis(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let millis = ms.rem_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        sod / 3600,
-        sod % 3600 / 60,
-        sod % 60
-    )
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-/// A time-ordered (version 7) UUID: 48 bits of Unix milliseconds, then 74
-/// random bits. Task ids lead the keys of the task, message and log
-/// B-trees; ids that grow with time make inserts land at the end of those
-/// trees instead of splitting pages all over them (about 10x less WAL per
-/// creation than random ids), while staying unguessable enough for ids
-/// (they are not credentials: tokens are).
-pub fn uuid() -> String {
-    let mut b = [0u8; 16];
-    getrandom::fill(&mut b).expect("the OS random source works");
-    let ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis() as u64;
-    b[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
-    b[6] = (b[6] & 0x0f) | 0x70;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(36);
-    for (i, x) in b.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            out.push('-');
-        }
-        out.push(HEX[(x >> 4) as usize] as char);
-        out.push(HEX[(x & 15) as usize] as char);
-    }
-    out
+    format!("{:.3}", jiff::Timestamp::now())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The format of [`now`], for a fixed instant in milliseconds.
+    fn format_millis(ms: i64) -> String {
+        format!("{:.3}", jiff::Timestamp::from_millisecond(ms).unwrap())
+    }
+
     #[test]
     fn formats_known_instants() {
         assert_eq!(format_millis(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(format_millis(951_782_400_007), "2000-02-29T00:00:00.007Z");
         assert_eq!(format_millis(1_795_843_461_123), "2026-11-28T05:24:21.123Z");
-        assert_eq!(now().len(), 24);
-    }
-
-    #[test]
-    fn uuids_are_v7_time_ordered_and_distinct() {
-        let a = uuid();
-        assert_eq!(a.len(), 36);
-        assert_eq!(&a[14..15], "7");
-        std::thread::sleep(std::time::Duration::from_millis(2));
-        let b = uuid();
-        assert_ne!(a, b);
-        assert!(a < b, "later ids sort after earlier ones");
+        // Sub-millisecond digits are cut, never rounded up.
+        let late = jiff::Timestamp::new(0, 999_999_999).unwrap();
+        assert_eq!(format!("{late:.3}"), "1970-01-01T00:00:00.999Z");
+        let n = now();
+        assert_eq!(n.len(), 24, "{n}");
+        assert!(n.ends_with('Z') && n.as_bytes()[19] == b'.', "{n}");
     }
 }

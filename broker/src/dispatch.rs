@@ -1,133 +1,34 @@
 //! From a decoded request to its handler: the session rules (handshake
 //! first), the panic boundary, params parsing (errors become `-32602` here,
-//! in one place), reads answered on the connection's own thread, and
-//! mutating calls queued to the writer.
+//! in one place), the pre-checks of `a2a_proto::check`, reads answered on
+//! the connection's own thread, and mutating calls queued to the writer.
 //!
 //! Architecture invariant: a read never waits for the writer, and a slow
 //! request (a blocked `events.wait`, a blocking send) never holds the
 //! connection: its responder is parked and the next line is read at once.
 
-use crate::core::registry::ConnId;
-use crate::core::validate;
+use crate::broker::Broker;
 use crate::delivery::outbox::BatchCollector;
-use crate::delivery::outbox::Parked;
-use crate::delivery::{Endpoint, Outbox, Responder};
-use crate::engine::{EngineHandle, Op, Shared};
-use crate::errors::to_rpc;
-use crate::reads;
+use crate::delivery::{Endpoint, Responder};
+use crate::engine::Op;
+use crate::handshake::handshake;
+use crate::read_calls::{self, ReadCtx};
 use crate::reply::Reply;
+use crate::rpc_errors::to_rpc;
+use crate::session::Session;
 use a2a_proto::call::Call;
 use a2a_proto::error::RpcError;
 use a2a_proto::jsonrpc::{parse_line, Id, Incoming, Request};
-use a2a_proto::limits::{
-    A2A_DEFAULT_STREAM_WAIT_SECONDS, A2A_MAX_PARKED_WAITS, A2A_MAX_STREAM_WAIT_SECONDS,
-};
+use a2a_proto::limits::{A2A_DEFAULT_STREAM_WAIT_SECONDS, A2A_MAX_STREAM_WAIT_SECONDS};
 use a2a_proto::methods as m;
-use a2a_proto::params::{
-    CancelParams, GetParams, HandshakeParams, HandshakeResult, ResubscribeParams, SendParams,
-    StatusParams, WaitParams,
-};
-use a2a_proto::PROTOCOL_VERSION;
+use a2a_proto::params::{SendParams, WaitParams};
 use serde_json::json;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-/// What `app.handshake` advertises beyond the base protocol.
-pub const FEATURES: &[&str] = &[
-    "a2a.tasks.list",
-    "a2a.tasks.artifact",
-    "a2a.events.wait",
-    "broadcast",
-    "idempotent-send",
-    "resubscribe-replay",
-    "pull-delivery",
-    "batch",
-    "event-ring",
-];
-
-/// The broker as its transports see it.
-pub struct Broker {
-    pub shared: Arc<Shared>,
-    pub engine: EngineHandle,
-    readers: Arc<reads::ReaderPool>,
-    /// Where reads that need SQLite run (off the transports' threads).
-    read_workers: reads::ReadWorkers,
-    next_conn: AtomicU64,
-}
-
-/// One connection's state.
-pub struct Session {
-    pub conn: ConnId,
-    pub outbox: Arc<Outbox>,
-    handshaken: bool,
-    /// Required in the handshake (local-socket connections); never logged.
-    secret: Option<Arc<Secret>>,
-    /// Set when the connection must close (a bad secret).
-    pub closing: bool,
-    /// Unanswered waits and blocking sends (`A2A_MAX_PARKED_WAITS`).
-    parked: Arc<std::sync::atomic::AtomicUsize>,
-    /// Where a granted event ring goes (local-socket connections only;
-    /// stdio is the host's own pipe and gets no ring).
-    pub ring: Option<Arc<crate::transport::ring::RingSlot>>,
-}
-
-impl Session {
-    /// Has the connection completed its handshake?
-    pub fn is_handshaken(&self) -> bool {
-        self.handshaken
-    }
-}
-
 impl Broker {
-    pub fn new(shared: Arc<Shared>, engine: EngineHandle, db_path: PathBuf) -> Self {
-        let readers = Arc::new(reads::ReaderPool::new(db_path));
-        Self {
-            shared,
-            engine,
-            read_workers: reads::ReadWorkers::start(readers.clone()),
-            readers,
-            next_conn: AtomicU64::new(1),
-        }
-    }
-
-    /// A new connection writing into `outbox`.
-    pub fn session(&self, outbox: Arc<Outbox>) -> Session {
-        Session {
-            conn: self.next_conn.fetch_add(1, Ordering::Relaxed),
-            outbox,
-            handshaken: false,
-            secret: None,
-            closing: false,
-            parked: Default::default(),
-            ring: None,
-        }
-    }
-
-    /// A new connection whose handshake must present `secret`.
-    pub fn session_with_secret(&self, outbox: Arc<Outbox>, secret: Arc<Secret>) -> Session {
-        let mut s = self.session(outbox);
-        s.secret = Some(secret);
-        s
-    }
-
-    /// The connection ended: the calls it sent before ending still run,
-    /// then its agents' tokens die (their tasks stay open). Returns once
-    /// they are dead, so a transport that hangs up after this leaves no
-    /// moment in which another connection could still use them.
-    pub fn close(&self, s: Session) {
-        // A connection that never completed its handshake registered
-        // nothing: no need to queue behind the writer (a flood of
-        // unauthenticated connections must not cost it a wake-up each).
-        if s.handshaken {
-            self.engine.connection_closed(s.conn);
-        }
-    }
-
     /// Answers a line that was longer than the frame limit.
-    pub fn frame_too_large(&self, s: &Session) {
+    pub(crate) fn frame_too_large(&self, s: &Session) {
         let err = RpcError::new(
             a2a_proto::error::INVALID_REQUEST,
             "invalid request",
@@ -137,7 +38,7 @@ impl Broker {
     }
 
     /// Handles one NDJSON line.
-    pub fn handle_line(&self, s: &mut Session, line: &[u8]) {
+    pub(crate) fn handle_line(&self, s: &mut Session, line: &[u8]) {
         match parse_line(line) {
             Incoming::Blank => {}
             Incoming::Single(Ok(req)) => {
@@ -191,7 +92,7 @@ impl Broker {
     }
 
     /// Runs one typed call behind the panic boundary.
-    pub fn handle_call(&self, s: &mut Session, call: Call, responder: Responder) {
+    pub(crate) fn handle_call(&self, s: &mut Session, call: Call, responder: Responder) {
         if !s.handshaken && !matches!(call, Call::Handshake(_)) {
             return responder.send(Err(RpcError::handshake_required(call.method())));
         }
@@ -215,22 +116,24 @@ impl Broker {
         slot: &mut Option<Responder>,
     ) -> Option<Result<Reply, RpcError>> {
         let mut call = call;
-        if let Err(e) = precheck(&mut call) {
-            return Some(Err(to_rpc(e)));
+        // Refused here, on the connection's thread, so the writer never
+        // pays for decoding a large payload just to refuse it.
+        if let Err(e) = a2a_proto::check::precheck(&mut call) {
+            return Some(Err(to_rpc(e.into())));
         }
         let op = match call {
-            Call::Handshake(p) => return Some(self.handshake(s, p)),
-            Call::ListAgents(p) => return Some(self.read(|c| reads::list_agents(c, p))),
+            Call::Handshake(p) => return Some(handshake(s, p)),
+            Call::ListAgents(p) => return Some(self.read(|c| read_calls::list_agents(c, p))),
             Call::Get(p) => {
                 let cached = self.cached(&p.id);
-                return self.read_where(cached, slot, move |c| reads::get_task(c, p));
+                return self.read_where(cached, slot, move |c| read_calls::get_task(c, p));
             }
             Call::ListTasks(p) => {
-                return self.read_where(false, slot, move |c| reads::list_tasks(c, p));
+                return self.read_where(false, slot, move |c| read_calls::list_tasks(c, p));
             }
             Call::PushGet(p) => {
                 let cached = self.cached(&p.task_id);
-                return self.read_where(cached, slot, move |c| reads::push_config(c, p));
+                return self.read_where(cached, slot, move |c| read_calls::push_config(c, p));
             }
             Call::Wait(p) => return self.wait(s, p, slot),
             Call::Register(p) => Ok(Op::Register {
@@ -238,20 +141,14 @@ impl Broker {
                 outbox: s.outbox.clone(),
                 params: p,
             }),
-            Call::Deregister(p) => Ok(Op::Deregister { token: p.token }),
-            Call::Send(p) => self.blocking(s, &p, slot).map(|_| Op::Send {
-                params: p,
-                stream: false,
-            }),
-            Call::Stream(p) => Ok(Op::Send {
-                params: p,
-                stream: true,
-            }),
-            Call::Status(p) => Ok(Op::Status(p)),
-            Call::Cancel(p) => Ok(Op::Cancel(p)),
-            Call::Artifact(p) => Ok(Op::Artifact(p)),
-            Call::Resubscribe(p) => Ok(Op::Resubscribe(p)),
-            Call::PushSet(p) => Ok(Op::PushSet(p)),
+            Call::Send(p) => self.blocking(s, &p, slot).map(|_| Op::Call(Call::Send(p))),
+            call @ (Call::Deregister(_)
+            | Call::Stream(_)
+            | Call::Status(_)
+            | Call::Cancel(_)
+            | Call::Artifact(_)
+            | Call::Resubscribe(_)
+            | Call::PushSet(_)) => Ok(Op::Call(call)),
         };
         match op {
             Ok(op) => {
@@ -263,44 +160,12 @@ impl Broker {
         }
     }
 
-    fn handshake(&self, s: &mut Session, p: HandshakeParams) -> Result<Reply, RpcError> {
-        if p.protocol_version != PROTOCOL_VERSION {
-            return Err(RpcError::new(
-                a2a_proto::error::INVALID_REQUEST,
-                "invalid request",
-                Some(
-                    json!({"reason": "protocol version mismatch", "protocolVersion": PROTOCOL_VERSION}),
-                ),
-            ));
-        }
-        if let Some(secret) = &s.secret {
-            let offered = p.secret.as_deref().unwrap_or("");
-            if !secret.matches(offered) {
-                s.closing = true;
-                return Err(RpcError::invalid_request("bad secret"));
-            }
-        }
-        s.handshaken = true;
-        Ok(Reply::Handshake(HandshakeResult {
-            protocol_version: PROTOCOL_VERSION,
-            host: "a2a-broker".into(),
-            host_version: env!("CARGO_PKG_VERSION").into(),
-            features: FEATURES.iter().map(|f| f.to_string()).collect(),
-            capabilities: vec!["a2a".into()],
-            // Granted once; a repeated handshake answers the same ring.
-            event_ring: match (&p.event_ring, &s.ring) {
-                (Some(req), Some(slot)) => slot.grant(req.bytes),
-                _ => None,
-            },
-        }))
-    }
-
     /// Runs a read that needs no SQLite on this connection's thread.
     fn read(
         &self,
-        f: impl FnOnce(&mut reads::ReadCtx<'_>) -> Result<Reply, crate::core::CoreError>,
+        f: impl FnOnce(&mut ReadCtx<'_>) -> Result<Reply, crate::core::CoreError>,
     ) -> Result<Reply, RpcError> {
-        let mut ctx = reads::ReadCtx::new(&self.shared, &self.readers);
+        let mut ctx = ReadCtx::new(&self.shared, &self.readers);
         f(&mut ctx).map_err(to_rpc)
     }
 
@@ -315,9 +180,7 @@ impl Broker {
         &self,
         here: bool,
         slot: &mut Option<Responder>,
-        f: impl FnOnce(&mut reads::ReadCtx<'_>) -> Result<Reply, crate::core::CoreError>
-            + Send
-            + 'static,
+        f: impl FnOnce(&mut ReadCtx<'_>) -> Result<Reply, crate::core::CoreError> + Send + 'static,
     ) -> Option<Result<Reply, RpcError>> {
         if here {
             return Some(self.read(f));
@@ -326,7 +189,7 @@ impl Broker {
         let shared = self.shared.clone();
         self.read_workers.run(Box::new(move |pool| {
             let result = catch_unwind(AssertUnwindSafe(|| {
-                let mut ctx = reads::ReadCtx::new(&shared, pool);
+                let mut ctx = ReadCtx::new(&shared, pool);
                 f(&mut ctx).map_err(to_rpc)
             }))
             .unwrap_or_else(|_| Err(RpcError::internal("the request failed inside the broker")));
@@ -344,7 +207,7 @@ impl Broker {
         slot: &mut Option<Responder>,
     ) -> Result<(), RpcError> {
         if p.configuration.as_ref().and_then(|c| c.blocking) == Some(true) {
-            let parked = park(s)?;
+            let parked = s.park()?;
             let r = slot.take().expect("responder present");
             *slot = Some(r.parked(parked));
         }
@@ -370,7 +233,7 @@ impl Broker {
             .timeout_seconds
             .unwrap_or(A2A_DEFAULT_STREAM_WAIT_SECONDS as f64)
             .clamp(0.0, A2A_MAX_STREAM_WAIT_SECONDS as f64);
-        let parked = match park(s) {
+        let parked = match s.park() {
             Ok(p) => p,
             Err(e) => return Some(Err(e)),
         };
@@ -382,97 +245,5 @@ impl Broker {
             &self.shared.timer,
         );
         None
-    }
-}
-
-/// Takes one of the connection's parking places, or refuses the call.
-fn park(s: &Session) -> Result<Parked, RpcError> {
-    Parked::take(&s.parked, A2A_MAX_PARKED_WAITS).ok_or_else(|| {
-        RpcError::new(
-            a2a_proto::error::INVALID_PARAMS,
-            "too many waits: this connection already has 64 unanswered waits or blocking sends",
-            Some(json!({
-                "reason": "too many waits",
-                "limit": "A2A_MAX_PARKED_WAITS",
-                "max": A2A_MAX_PARKED_WAITS,
-            })),
-        )
-    })
-}
-
-/// Everything a call can be refused for without the writer's state: ids'
-/// lengths, message, artifact and card bounds (§7), blank `to`/`taskId`
-/// read as omitted (§3). Runs on the connection's thread, so the writer
-/// never pays for decoding a large payload just to refuse it.
-pub fn precheck(call: &mut Call) -> Result<(), crate::core::CoreError> {
-    use validate::{check_artifact, check_card, check_id, check_message, normalize_message};
-    match call {
-        Call::Register(p) => {
-            check_id("contextId", &p.context_id)?;
-            check_card(&p.card)
-        }
-        Call::Send(p) | Call::Stream(p) => {
-            normalize_message(&mut p.message);
-            check_message(&p.message)?;
-            match p
-                .configuration
-                .as_ref()
-                .and_then(|c| c.push_notification_config.as_ref())
-            {
-                Some(c) => check_id("config.id", &c.id),
-                None => Ok(()),
-            }
-        }
-        Call::Status(StatusParams { id, message, .. })
-        | Call::Cancel(CancelParams { id, message, .. }) => {
-            check_id("id", id)?;
-            message.as_mut().map_or(Ok(()), |m| {
-                normalize_message(m);
-                check_message(m)
-            })
-        }
-        Call::Artifact(p) => {
-            check_id("id", &p.id)?;
-            check_artifact(&p.artifact).map(|_| ())
-        }
-        Call::Get(GetParams { id, .. }) | Call::Resubscribe(ResubscribeParams { id, .. }) => {
-            check_id("id", id)
-        }
-        Call::PushSet(p) => {
-            check_id("taskId", &p.task_id)?;
-            check_id("config.id", &p.config.id)
-        }
-        Call::PushGet(p) => check_id("taskId", &p.task_id),
-        Call::Handshake(_)
-        | Call::ListAgents(_)
-        | Call::ListTasks(_)
-        | Call::Wait(_)
-        | Call::Deregister(_) => Ok(()),
-    }
-}
-
-/// The secret a local-socket client must present in its handshake.
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(s: String) -> Self {
-        Secret(s)
-    }
-
-    /// The secret itself (to write it to the owner-only file).
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    /// Constant-time comparison.
-    pub fn matches(&self, offered: &str) -> bool {
-        use subtle::ConstantTimeEq;
-        self.0.len() == offered.len() && bool::from(self.0.as_bytes().ct_eq(offered.as_bytes()))
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(..)")
     }
 }

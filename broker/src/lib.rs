@@ -9,33 +9,37 @@
 //!   -> after commit: route events to outboxes / pull queues, answer calls
 //! ```
 //!
-//! Modules:
-//! - [`core`]: rules without I/O: registry, tokens, addressing, state machine, bounds.
-//! - [`store`]: SQLite: migrations, the rows each call writes, reads.
-//! - [`engine`]: the writer thread with group commit and the mutating calls.
-//! - [`reads`]: the read-only methods, answered without the writer.
-//! - [`dispatch`]: from a decoded request to its handler.
-//! - [`delivery`]: outboxes, pull queues, the timer.
-//! - [`reply`]: typed results.
-//! - [`errors`]: core failures to JSON-RPC errors, in one function.
-//! - [`transport`]: framing (NDJSON on stdio).
-//! - [`server`]: `a2a-broker serve`: start-up, signals, shutdown.
-//! - [`inspect`]: `a2a-broker tasks list|show`: the read-only audit view.
-//! - [`clock`]: timestamps and random ids.
-//! - [`fuzz_entry`]: what the fuzz targets run (also over the corpus in tests).
-
-pub mod clock;
-pub mod core;
-pub mod delivery;
-pub mod dispatch;
-pub mod engine;
-pub mod errors;
-pub mod fuzz_entry;
+//! The library surface is deliberate: what another crate needs and nothing
+//! else (ARCHITECTURE.md has the map of the private modules).
+//! - [`server`]: start a broker ([`server::start`]) or run `a2a-broker serve`
+//!   ([`server::serve`]) from a [`server::ServeConfig`] and a [`Durability`].
+//! - [`transport::socket`]: [`transport::socket::listen`] serves a started
+//!   broker on a local socket ([`transport::socket::SocketServer`]).
+//! - [`transport::memory`]: a broker in this process spoken to in NDJSON
+//!   lines ([`MemoryBroker`], [`MemoryConnection`]), for tests and benchmarks.
+//! - [`inspect`]: `a2a-broker tasks list|show`, the read-only audit view.
 pub mod inspect;
-pub mod reads;
-pub mod reply;
 pub mod server;
-pub mod store;
 pub mod transport;
 
+pub(crate) mod broker;
+pub(crate) mod clock;
+pub(crate) mod core;
+pub(crate) mod delivery;
+pub(crate) mod dispatch;
+pub(crate) mod engine;
+pub(crate) mod handshake;
+pub(crate) mod ids;
+pub(crate) mod read_calls;
+pub(crate) mod reply;
+pub(crate) mod rpc_errors;
+pub(crate) mod secret;
+pub(crate) mod session;
+pub(crate) mod store;
+
+#[doc(hidden)]
+pub mod bench;
+
+pub use broker::{Broker, BrokerStats};
+pub use store::Durability;
 pub use transport::memory::{MemoryBroker, MemoryConnection, MemoryError};

@@ -1,6 +1,6 @@
 //! The `a2a-broker` command line.
 
-use a2a_broker::store::Durability;
+use a2a_broker::Durability;
 // The demo is a client program, not part of the broker's library.
 mod demo;
 
@@ -116,11 +116,14 @@ fn main() -> ExitCode {
             socket,
             no_stdio,
             max_connections: max_connections as usize,
-        }),
+        })
+        .map_err(|e| e.to_string()),
         Cmd::Demo { keep, db } => demo::run(demo::Options { db, keep }),
         Cmd::Tasks { cmd } => match cmd {
-            TasksCmd::List { db, context, limit } => inspect::list(&db, context.as_deref(), limit),
-            TasksCmd::Show { db, id } => inspect::show(&db, &id),
+            TasksCmd::List { db, context, limit } => {
+                inspect::list(&db, context.as_deref(), limit).map_err(|e| e.to_string())
+            }
+            TasksCmd::Show { db, id } => inspect::show(&db, &id).map_err(|e| e.to_string()),
         },
     };
     match result {

@@ -3,15 +3,43 @@
 //! SIGTERM or SIGINT, after the commits in flight, checkpointed into the
 //! database file; or exit non-zero if the database file is removed under it.
 
+use crate::broker::Broker;
+use crate::core::CoreError;
 use crate::delivery::{Outbox, Timer};
-use crate::dispatch::Broker;
 use crate::engine::{self, Shared};
-use crate::store::{self, Durability};
-use crate::transport::{socket, stdio};
+use crate::store::{self, Durability, OpenError};
+use crate::transport::socket::{self, SocketError};
+use crate::transport::stdio;
 use parking_lot::RwLock;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Why a broker cannot start or had to stop (one line each: `a2a-broker
+/// serve` prints it after `a2a-broker: `).
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// `--no-stdio` without `--socket`.
+    #[error("--no-stdio leaves nothing to serve: add --socket NAME")]
+    NothingToServe,
+    /// The database cannot be locked, opened or migrated.
+    #[error(transparent)]
+    Store(#[from] OpenError),
+    /// The writer could not start on the database.
+    #[error(transparent)]
+    Writer(#[from] CoreError),
+    /// The local socket cannot be served.
+    #[error(transparent)]
+    Socket(#[from] SocketError),
+    #[error("cannot install signal handlers: {0}")]
+    Signals(std::io::Error),
+    /// A thread of the broker could not be started.
+    #[error("cannot start the {0} thread: {1}")]
+    Thread(&'static str, std::io::Error),
+    /// The database file was removed or replaced while the broker ran.
+    #[error("database {} was removed or replaced while the broker ran: the writes since were refused (\"{}\"), none acknowledged; stopping", .0.display(), store::REMOVED_REASON)]
+    DatabaseRemoved(PathBuf),
+}
 
 /// Settings of `serve`.
 #[derive(Debug, Clone)]
@@ -43,40 +71,40 @@ impl ServeConfig {
 
 /// Opens the store and starts the writer: a broker ready for sessions of
 /// any transport (also used in-process by benchmarks and tests).
-pub fn start(cfg: &ServeConfig) -> Result<Arc<Broker>, String> {
-    let store = store::open(&cfg.db, cfg.durability).map_err(|e| e.to_string())?;
+pub fn start(cfg: &ServeConfig) -> Result<Arc<Broker>, ServeError> {
+    let store = store::open(&cfg.db, cfg.durability)?;
     start_on(cfg, store.conn)
 }
 
 /// Starts the writer on an open write connection.
-fn start_on(cfg: &ServeConfig, conn: rusqlite::Connection) -> Result<Arc<Broker>, String> {
+fn start_on(cfg: &ServeConfig, conn: rusqlite::Connection) -> Result<Arc<Broker>, ServeError> {
     let shared = Arc::new(Shared {
         registry: RwLock::new(Default::default()),
         tasks: RwLock::new(Default::default()),
         timer: Timer::start(),
         stats: Default::default(),
     });
-    let engine = engine::start(conn, shared.clone(), cfg.batch_max).map_err(|e| e.to_string())?;
+    let engine = engine::start(conn, shared.clone(), cfg.batch_max)?;
     Ok(Arc::new(Broker::new(shared, engine, cfg.db.clone())))
 }
 
 /// Runs the broker until stdin ends, a signal arrives, or the database file
-/// is removed under it (then `Err`). `Err` carries the one line to print.
+/// is removed under it (then `Err`). `Err` displays as the one line to print.
 ///
 /// Start-up order: whatever can be refused without side effects is checked
 /// before the database is touched (the lock file, the only thing created
 /// before, goes with the lock), and a database this start created is
 /// removed again if a later step fails: a failed start leaves nothing behind.
-pub fn serve(cfg: ServeConfig) -> Result<(), String> {
+pub fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
     if cfg.no_stdio && cfg.socket.is_none() {
-        return Err("--no-stdio leaves nothing to serve: add --socket NAME".into());
+        return Err(ServeError::NothingToServe);
     }
-    let locked = store::lock(&cfg.db).map_err(|e| e.to_string())?;
+    let locked = store::lock(&cfg.db)?;
     if let Some(name) = &cfg.socket {
         socket::check(name)?;
     }
     raise_fd_limit();
-    let store = locked.open(cfg.durability).map_err(|e| e.to_string())?;
+    let store = locked.open(cfg.durability)?;
     for note in &store.notes {
         eprintln!("a2a-broker: {note}");
     }
@@ -91,7 +119,7 @@ pub fn serve(cfg: ServeConfig) -> Result<(), String> {
     };
     let engine = broker.engine.clone();
     // Undoes a start that fails from here on.
-    let abandon = |e: String| {
+    let abandon = |e: ServeError| {
         engine.shutdown();
         store::remove_created(&created);
         e
@@ -103,7 +131,7 @@ pub fn serve(cfg: ServeConfig) -> Result<(), String> {
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGINT,
     ])
-    .map_err(|e| abandon(format!("cannot install signal handlers: {e}")))?;
+    .map_err(|e| abandon(ServeError::Signals(e)))?;
     {
         let stop_tx = stop_tx.clone();
         std::thread::Builder::new()
@@ -113,13 +141,14 @@ pub fn serve(cfg: ServeConfig) -> Result<(), String> {
                     let _ = stop_tx.send(());
                 }
             })
-            .map_err(|e| abandon(format!("cannot start the signal thread: {e}")))?;
+            .map_err(|e| abandon(ServeError::Thread("signal", e)))?;
     }
 
     let server = match &cfg.socket {
-        Some(name) => {
-            Some(socket::listen(broker.clone(), name, cfg.max_connections).map_err(abandon)?)
-        }
+        Some(name) => Some(
+            socket::listen(broker.clone(), name, cfg.max_connections)
+                .map_err(|e| abandon(e.into()))?,
+        ),
         None => None,
     };
 
@@ -153,7 +182,7 @@ pub fn serve(cfg: ServeConfig) -> Result<(), String> {
                 broker.close(session);
                 let _ = stop_tx.send(());
             })
-            .map_err(|e| abandon(format!("cannot start the stdin thread: {e}")))?;
+            .map_err(|e| abandon(ServeError::Thread("stdin", e)))?;
         Some((outbox, writer))
     };
 
@@ -187,11 +216,7 @@ pub fn serve(cfg: ServeConfig) -> Result<(), String> {
     }
     // Also when the file went while the last commits ran.
     if removed || guard.removed() {
-        return Err(format!(
-            "database {} was removed or replaced while the broker ran: the writes since were refused (\"{}\"), none acknowledged; stopping",
-            cfg.db.display(),
-            store::REMOVED_REASON
-        ));
+        return Err(ServeError::DatabaseRemoved(cfg.db));
     }
     Ok(())
 }

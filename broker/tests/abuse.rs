@@ -1,67 +1,23 @@
 //! Abuse: what a hostile or broken client must not be able to do to the
 //! broker (PROTOCOL.md §4, issue "hostile input and trust boundaries").
-//! In-process against the real writer and SQLite; the socket-level abuse
+//! In process (the library's memory connection) against the real writer and SQLite; the socket-level abuse
 //! tests (flooding, never reading, killed clients) live with the client crate.
 
-use a2a_broker::delivery::{Outbox, Outgoing};
-use a2a_broker::dispatch::{Broker, Session};
-use a2a_broker::server::{self, ServeConfig};
-use a2a_broker::store::Durability;
+mod common;
+
+use common::Conn;
 use serde_json::{json, Value};
 use std::collections::HashSet;
-use std::sync::Arc;
-use std::time::Duration;
-
-struct Conn {
-    broker: Arc<Broker>,
-    session: Session,
-    outbox: Arc<Outbox>,
-    id: u64,
-}
 
 impl Conn {
-    fn open(broker: &Arc<Broker>) -> Conn {
-        let outbox = Arc::new(Outbox::new(1 << 16));
-        let mut c = Conn {
-            broker: broker.clone(),
-            session: broker.session(outbox.clone()),
-            outbox,
-            id: 0,
-        };
-        c.call("app.handshake", json!({"protocolVersion": 10}));
-        c
-    }
-
-    /// One call and its response (notifications are dropped).
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        self.id += 1;
-        let line = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params})
-            .to_string();
-        self.broker.handle_line(&mut self.session, line.as_bytes());
-        let mut items = Vec::new();
-        loop {
-            assert!(
-                self.outbox
-                    .drain_timeout(&mut items, Duration::from_secs(20)),
-                "no answer to {method}"
-            );
-            for item in items.drain(..) {
-                if let Outgoing::Response(r) = &item {
-                    if r.id == a2a_proto::jsonrpc::Id::Uint(self.id) {
-                        let mut bytes = Vec::new();
-                        a2a_broker::transport::ndjson::write_outgoing(&mut bytes, &item).unwrap();
-                        return serde_json::from_slice(&bytes).unwrap();
-                    }
-                }
-            }
-        }
+    /// One call's response (notifications are dropped).
+    fn ask(&mut self, method: &str, params: Value) -> Value {
+        self.call(method, params).0
     }
 }
 
-fn broker(dir: &tempfile::TempDir) -> Arc<Broker> {
-    let mut cfg = ServeConfig::new(dir.path().join("abuse.db"));
-    cfg.durability = Durability::Normal;
-    server::start(&cfg).unwrap()
+fn broker(dir: &tempfile::TempDir) -> a2a_broker::MemoryBroker {
+    common::broker(dir, "abuse.db", None)
 }
 
 /// Resident set size of this process, in bytes (Linux).
@@ -80,7 +36,7 @@ fn tokens_are_long_random_and_exact() {
     let mut bits_set = 0u32;
     let n = 500;
     for i in 0..n {
-        let r = c.call(
+        let r = c.ask(
             "a2a.agents.register",
             json!({"contextId": "c", "card": {"name": format!("a{i}")}}),
         );
@@ -107,12 +63,11 @@ fn tokens_are_long_random_and_exact() {
         format!("{token}0"),
         String::new(),
     ] {
-        let r = c.call("a2a.agents.list", json!({"token": bad}));
+        let r = c.ask("a2a.agents.list", json!({"token": bad}));
         assert_eq!(r["error"]["data"]["errorCode"], "A2A_UNKNOWN_TOKEN", "{r}");
     }
-    let r = c.call("a2a.agents.list", json!({"token": token}));
+    let r = c.ask("a2a.agents.list", json!({"token": token}));
     assert!(r.get("result").is_some());
-    b.engine.shutdown();
 }
 
 #[test]
@@ -121,13 +76,13 @@ fn ten_thousand_registrations_leave_no_memory_growth() {
     let b = broker(&dir);
     let mut c = Conn::open(&b);
     let cycle = |c: &mut Conn, i: usize| {
-        let r = c.call(
+        let r = c.ask(
             "a2a.agents.register",
             json!({"contextId": format!("ctx-{}", i % 10), "card": {"name": "churn", "skills": [{"id": "s", "name": "s", "description": "d", "tags": ["t"]}]},
                    "delivery": if i % 2 == 0 { "push" } else { "pull" }}),
         );
         let token = r["result"]["token"].as_str().unwrap().to_owned();
-        let r = c.call("a2a.agents.deregister", json!({"token": token}));
+        let r = c.ask("a2a.agents.deregister", json!({"token": token}));
         assert_eq!(r["result"]["ok"], true);
     };
     // Ten contexts, so the audit rows in a2a_agents are updated rather than
@@ -141,7 +96,7 @@ fn ten_thousand_registrations_leave_no_memory_growth() {
         cycle(&mut c, i);
     }
     let after = rss();
-    assert_eq!(b.shared.registry.read().len(), 0, "no agent is left behind");
+    assert_eq!(b.stats().agents, 0, "no agent is left behind");
     let growth = after.saturating_sub(before);
     eprintln!("10,000 register/deregister cycles: RSS {before} -> {after} bytes (+{growth})");
     // A leak of even 200 bytes per cycle would show as 2 MB.
@@ -149,7 +104,6 @@ fn ten_thousand_registrations_leave_no_memory_growth() {
         growth < 2 << 20,
         "memory grew by {growth} bytes over 10,000 cycles"
     );
-    b.engine.shutdown();
 }
 
 #[test]
@@ -158,7 +112,7 @@ fn a_stranger_learns_nothing_of_a_task() {
     let b = broker(&dir);
     let mut c = Conn::open(&b);
     let reg = |c: &mut Conn, ctx: &str, name: &str, kind: &str| {
-        let r = c.call(
+        let r = c.ask(
             "a2a.agents.register",
             json!({"contextId": ctx, "card": {"name": name, "kind": kind}}),
         );
@@ -168,7 +122,7 @@ fn a_stranger_learns_nothing_of_a_task() {
     let _wrk = reg(&mut c, "c1", "wrk", "subagent");
     let stranger = reg(&mut c, "c2", "stranger", "subagent");
     let parent = reg(&mut c, "c3", "boss", "parent");
-    let r = c.call(
+    let r = c.ask(
         "a2a.message.send",
         json!({"token": req, "message": {"parts": [{"kind": "text", "text": "secret plan"}], "messageId": "m", "to": "wrk"},
                "configuration": {"pushNotificationConfig": {"id": "p", "token": "push-secret"}}}),
@@ -203,7 +157,7 @@ fn a_stranger_learns_nothing_of_a_task() {
                 json!({"token": who, "message": {"parts": [{"kind": "text", "text": "x"}], "messageId": "s", "taskId": task}}),
             ),
         ] {
-            let r = c.call(method, params);
+            let r = c.ask(method, params);
             let text = r.to_string();
             assert_eq!(
                 r["error"]["data"]["errorCode"], "A2A_CROSS_CONTEXT_DENIED",
@@ -213,11 +167,10 @@ fn a_stranger_learns_nothing_of_a_task() {
                 assert!(!text.contains(leak), "{method} leaked {leak}: {r}");
             }
         }
-        let r = c.call("a2a.tasks.list", json!({"token": who}));
+        let r = c.ask("a2a.tasks.list", json!({"token": who}));
         assert_eq!(r["result"]["tasks"], json!([]), "{r}");
     }
     // The parent does not even see the subagents.
-    let r = c.call("a2a.agents.list", json!({"token": parent}));
+    let r = c.ask("a2a.agents.list", json!({"token": parent}));
     assert_eq!(r["result"]["agents"], json!([]));
-    b.engine.shutdown();
 }

@@ -7,6 +7,17 @@ fn broker() -> Command {
     Command::new(env!("CARGO_BIN_EXE_a2a-broker"))
 }
 
+/// `serve --db DB` with stdin closed at once: it starts and stops (or
+/// fails to start).
+fn serve_on(db: &std::path::Path) -> std::process::Output {
+    broker()
+        .args(["serve", "--db"])
+        .arg(db)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn help_explains_every_subcommand() {
     let out = broker().arg("--help").output().unwrap();
@@ -30,12 +41,7 @@ fn unreadable_database_fails_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("junk.db");
     std::fs::write(&db, vec![b'x'; 4096]).unwrap();
-    let out = broker()
-        .args(["serve", "--db"])
-        .arg(&db)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let out = serve_on(&db);
     assert!(!out.status.success());
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "one clear line: {err:?}");
@@ -71,12 +77,7 @@ fn a_new_database_is_owner_only() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("new.db");
-    let out = broker()
-        .args(["serve", "--db"])
-        .arg(&db)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let out = serve_on(&db);
     assert!(
         out.status.success(),
         "{}",

@@ -6,11 +6,11 @@
 //! 20 trials by default (alternating `--durability full` and `normal`);
 //! `A2A_CRASH_TRIALS=N` runs more, `A2A_CRASH_SEED=S` replays a run.
 
+use a2a_testkit::{BrokerProcess, Spawn};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -32,36 +32,21 @@ impl Rng {
     }
 }
 
+/// The broker under test: its child process (killed when dropped), its
+/// stdin, and its stdout lines as JSON.
 struct Broker {
-    child: Child,
+    process: BrokerProcess,
     stdin: std::process::ChildStdin,
     lines: mpsc::Receiver<Value>,
 }
 
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start(db: &std::path::Path, durability: &str) -> Broker {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_a2a-broker"))
-        .args(["serve", "--durability", durability, "--db"])
-        .arg(db)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn broker");
-    let stdout = child.stdout.take().unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut ready = String::new();
-    stderr.read_line(&mut ready).unwrap();
-    assert!(
-        ready.contains("\"ready\":true"),
-        "broker did not start: {ready}"
-    );
+    let mut process = Spawn::new(db)
+        .bin(env!("CARGO_BIN_EXE_a2a-broker"))
+        .args(["--durability", durability])
+        .start(TIMEOUT)
+        .unwrap_or_else(|e| panic!("broker did not start: {e}"));
+    let stdout = process.take_stdout().expect("stdout is piped");
     let (tx, lines) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -72,9 +57,9 @@ fn start(db: &std::path::Path, durability: &str) -> Broker {
             }
         }
     });
-    let stdin = child.stdin.take().unwrap();
+    let stdin = process.take_stdin().expect("stdin is piped");
     Broker {
-        child,
+        process,
         stdin,
         lines,
     }
@@ -195,8 +180,7 @@ fn trial(seed: u64, n: usize) -> usize {
             collect(&v, &mut pending, &mut acked, &mut to_advance);
         }
     }
-    b.child.kill().unwrap();
-    b.child.wait().unwrap();
+    b.process.kill();
     // Acknowledgements already in the pipe count too: they were written after commit.
     let deadline = Instant::now() + TIMEOUT;
     while let Ok(v) = b

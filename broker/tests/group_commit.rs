@@ -2,80 +2,51 @@
 //! transitions on one task never both win, also when they share a batch,
 //! and a refused call inside a batch rolls back alone.
 
-use a2a_broker::delivery::{Outbox, Outgoing};
-use a2a_broker::server::{self, ServeConfig};
-use a2a_broker::store::Durability;
+mod common;
+
+use common::{request as line, Conn};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
-use std::time::Duration;
+
+/// Reads lines until every id in `ids` is answered (notifications skipped,
+/// batch replies split into their responses).
+fn wait_for(c: &Conn, ids: &[u64], answers: &mut HashMap<u64, Value>) {
+    while !ids.iter().all(|i| answers.contains_key(i)) {
+        let v = c.next();
+        if v.get("method").is_some() {
+            continue;
+        }
+        for r in v.as_array().cloned().unwrap_or_else(|| vec![v]) {
+            answers.insert(r["id"].as_u64().unwrap(), r);
+        }
+    }
+}
 
 #[test]
 fn racing_terminal_transitions_never_both_win() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = ServeConfig::new(dir.path().join("g.db"));
-    cfg.durability = Durability::Normal;
-    cfg.batch_max = 256;
-    let b = server::start(&cfg).unwrap();
-    let outbox = Arc::new(Outbox::new(1 << 16));
-    let mut s = b.session(outbox.clone());
+    let b = common::broker(&dir, "g.db", Some(256));
+    let mut c = Conn::open(&b);
     let mut answers: HashMap<u64, Value> = HashMap::new();
-    let wait_for = |ids: &[u64], answers: &mut HashMap<u64, Value>| {
-        let mut items = Vec::new();
-        while !ids.iter().all(|i| answers.contains_key(i)) {
-            assert!(outbox.drain_timeout(&mut items, Duration::from_secs(20)));
-            for item in items.drain(..) {
-                if matches!(item, Outgoing::Event(_)) {
-                    continue;
-                }
-                let mut bytes = Vec::new();
-                a2a_broker::transport::ndjson::write_outgoing(&mut bytes, &item).unwrap();
-                let v: Value = serde_json::from_slice(&bytes).unwrap();
-                for r in v.as_array().cloned().unwrap_or_else(|| vec![v]) {
-                    answers.insert(r["id"].as_u64().unwrap(), r);
-                }
-            }
-        }
+    let register = |c: &mut Conn, name: &str| {
+        let r = c
+            .call(
+                "a2a.agents.register",
+                json!({"contextId": "c", "card": {"name": name}}),
+            )
+            .0;
+        r["result"]["token"].as_str().unwrap().to_owned()
     };
-    let line = |id: u64, method: &str, params: Value| json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    b.handle_line(
-        &mut s,
-        line(1, "app.handshake", json!({"protocolVersion": 10}))
-            .to_string()
-            .as_bytes(),
-    );
-    b.handle_line(
-        &mut s,
-        line(
-            2,
-            "a2a.agents.register",
-            json!({"contextId": "c", "card": {"name": "req"}}),
-        )
-        .to_string()
-        .as_bytes(),
-    );
-    b.handle_line(
-        &mut s,
-        line(
-            3,
-            "a2a.agents.register",
-            json!({"contextId": "c", "card": {"name": "wrk"}}),
-        )
-        .to_string()
-        .as_bytes(),
-    );
-    wait_for(&[1, 2, 3], &mut answers);
-    let req = answers[&2]["result"]["token"].as_str().unwrap().to_owned();
-    let wrk = answers[&3]["result"]["token"].as_str().unwrap().to_owned();
+    let req = register(&mut c, "req");
+    let wrk = register(&mut c, "wrk");
 
     let n = 100u64;
     let creates: Vec<Value> = (0..n)
         .map(|i| line(100 + i, "a2a.message.send", json!({"token": req, "message": {"parts": [{"kind": "text", "text": "go"}], "messageId": format!("m{i}"), "to": "wrk"}})))
         .collect();
-    b.handle_line(&mut s, Value::Array(creates).to_string().as_bytes());
+    c.send(&Value::Array(creates));
     let ids: Vec<u64> = (100..100 + n).collect();
-    wait_for(&ids, &mut answers);
+    wait_for(&c, &ids, &mut answers);
     let tasks: Vec<String> = ids
         .iter()
         .map(|i| {
@@ -88,7 +59,7 @@ fn racing_terminal_transitions_never_both_win() {
 
     // Per task, in one batch line (of two): the worker completes it, the requester
     // cancels it, and the worker fails it. Exactly one may win.
-    let before = b.shared.stats.commits.load(Ordering::Relaxed);
+    let before = b.stats().commits;
     let mut racing = Vec::new();
     for (k, t) in tasks.iter().enumerate() {
         let base = 1000 + 10 * k as u64;
@@ -111,13 +82,13 @@ fn racing_terminal_transitions_never_both_win() {
     // Batch lines hold at most A2A_MAX_BATCH (256) entries: two lines of
     // 50 tasks' triples each, sent back to back.
     for chunk in racing.chunks(150) {
-        b.handle_line(&mut s, Value::Array(chunk.to_vec()).to_string().as_bytes());
+        c.send(&Value::Array(chunk.to_vec()));
     }
     let racing_ids: Vec<u64> = (0..n)
         .flat_map(|k| (0..3).map(move |j| 1000 + 10 * k + j))
         .collect();
-    wait_for(&racing_ids, &mut answers);
-    let commits = b.shared.stats.commits.load(Ordering::Relaxed) - before;
+    wait_for(&c, &racing_ids, &mut answers);
+    let commits = b.stats().commits - before;
     for k in 0..n {
         let rs: Vec<&Value> = (0..3).map(|j| &answers[&(1000 + 10 * k + j)]).collect();
         let winners = rs.iter().filter(|r| r.get("result").is_some()).count();
@@ -128,5 +99,4 @@ fn racing_terminal_transitions_never_both_win() {
     }
     eprintln!("{} racing calls committed in {commits} transactions", 3 * n);
     assert!(commits >= 1);
-    b.engine.shutdown();
 }

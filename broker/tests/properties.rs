@@ -1,21 +1,17 @@
 //! Property tests of the state machine and routing, driving the real
-//! broker (writer thread, SQLite) in-process: random sequences of calls
+//! broker (writer thread, SQLite) in process over the library's memory connection: random sequences of calls
 //! from random parties — requesters, workers, strangers, a parent, agents
 //! that leave and come back — never produce an illegal transition, a change
 //! after a terminal state, an event to a non-party, a stored `from` that is
 //! not the sender, a broken `seq` sequence, or an exceeded bound.
 
-use a2a_broker::delivery::{Outbox, Outgoing};
-use a2a_broker::dispatch::{Broker, Session};
-use a2a_broker::server::{self, ServeConfig};
-use a2a_broker::store::Durability;
+mod common;
+
 use a2a_proto::limits::{A2A_MAX_SENDS_PER_RUN, A2A_MAX_TASKS_PER_CONTEXT, A2A_MAX_TASK_HISTORY};
 use a2a_proto::types::State;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::Duration;
 
 /// The agents of every case: (context, name, kind). Index 5 is a parent.
 const AGENTS: [(&str, &str, &str); 6] = [
@@ -96,10 +92,8 @@ struct TaskModel {
 }
 
 struct Harness {
-    broker: Arc<Broker>,
-    session: Session,
-    outbox: Arc<Outbox>,
-    next_id: u64,
+    conn: common::Conn,
+    _broker: a2a_broker::MemoryBroker,
     /// Live agents: index -> (peer id, token, registration number).
     live: HashMap<usize, (String, String, u64)>,
     registrations: u64,
@@ -119,16 +113,10 @@ fn state_of(v: &Value) -> State {
 impl Harness {
     fn new() -> Harness {
         let dir = tempfile::tempdir().unwrap();
-        let mut cfg = ServeConfig::new(dir.path().join("p.db"));
-        cfg.durability = Durability::Normal;
-        let broker = server::start(&cfg).unwrap();
-        let outbox = Arc::new(Outbox::new(1 << 16));
-        let session = broker.session(outbox.clone());
+        let broker = common::broker(&dir, "p.db", None);
         let mut h = Harness {
-            broker,
-            session,
-            outbox,
-            next_id: 0,
+            conn: common::Conn::open(&broker),
+            _broker: broker,
             live: HashMap::new(),
             registrations: 0,
             tasks: Vec::new(),
@@ -137,7 +125,6 @@ impl Harness {
             sends: HashMap::new(),
             _dir: dir,
         };
-        h.call("app.handshake", json!({"protocolVersion": 10}));
         for i in 0..AGENTS.len() {
             h.register(i);
         }
@@ -146,32 +133,7 @@ impl Harness {
 
     /// One call; returns its response and checks every notification it caused.
     fn call(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        let line =
-            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
-        self.broker.handle_line(&mut self.session, line.as_bytes());
-        let mut response = None;
-        let mut events = Vec::new();
-        let mut items = Vec::new();
-        while response.is_none() {
-            assert!(
-                self.outbox
-                    .drain_timeout(&mut items, Duration::from_secs(20)),
-                "no answer to {method}"
-            );
-            for item in items.drain(..) {
-                let mut bytes = Vec::new();
-                a2a_broker::transport::ndjson::write_outgoing(&mut bytes, &item).unwrap();
-                let v: Value = serde_json::from_slice(&bytes).unwrap();
-                match item {
-                    Outgoing::Event(_) => events.push(v),
-                    _ if v["id"] == id => response = Some(v),
-                    _ => panic!("unexpected line {v}"),
-                }
-            }
-        }
-        let response = response.unwrap();
+        let (response, events) = self.conn.call(method, params);
         if let Some(r) = response.get("result") {
             for t in r
                 .get("tasks")
@@ -253,7 +215,7 @@ impl Harness {
                     );
                 } else if state != m.state {
                     assert!(
-                        a2a_broker::core::state::can_move(m.state, state),
+                        m.state.can_move(state),
                         "illegal {:?} -> {:?}",
                         m.state,
                         state
@@ -326,10 +288,7 @@ impl Harness {
                 let st = State::parse(st).unwrap();
                 if v > m.version {
                     assert!(!m.state.is_terminal(), "event after a terminal state: {e}");
-                    assert!(
-                        st == m.state || a2a_broker::core::state::can_move(m.state, st),
-                        "illegal move in {e}"
-                    );
+                    assert!(st == m.state || m.state.can_move(st), "illegal move in {e}");
                     m.state = st;
                     m.version = v;
                 }
@@ -360,7 +319,7 @@ impl Harness {
     }
 
     fn msg(&self, text: &str) -> Value {
-        json!({"role": "user", "parts": [{"kind": "text", "text": text}], "messageId": format!("m{}", self.next_id + 1)})
+        json!({"role": "user", "parts": [{"kind": "text", "text": text}], "messageId": format!("m{}", self.conn.next_id())})
     }
 
     fn apply(&mut self, op: &Op) {
@@ -445,12 +404,12 @@ impl Harness {
                         Some(&before.worker),
                         "only the worker sets status"
                     );
-                    assert!(a2a_broker::core::state::can_move(before.state, state));
+                    assert!(before.state.can_move(state));
                 } else if self.party(from).as_ref() == Some(&before.worker) {
                     let code = r["error"]["data"]["errorCode"].as_str().unwrap_or("");
                     if before.state.is_terminal() {
                         assert_eq!(code, "A2A_TASK_TERMINAL", "{r}");
-                    } else if !a2a_broker::core::state::can_move(before.state, state) {
+                    } else if !before.state.can_move(state) {
                         assert_eq!(code, "A2A_INVALID_TRANSITION", "{r}");
                     }
                 }
@@ -544,6 +503,5 @@ proptest! {
             let terminal = h.model.values().filter(|m| m.state.is_terminal()).count();
             eprintln!("{} ops: {} tasks, {} terminal, {} events checked", ops.len(), h.model.len(), terminal, h.seqs.values().sum::<u64>());
         }
-        h.broker.engine.shutdown();
     }
 }

@@ -1,3 +1,3 @@
-//! Fuzz target: `a2a_broker::fuzz_entry::ndjson` must never panic.
+//! Fuzz target: `a2a_proto::fuzz::ndjson` must never panic.
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| a2a_broker::fuzz_entry::ndjson(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| a2a_proto::fuzz::ndjson(data));

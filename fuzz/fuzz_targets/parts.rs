@@ -1,3 +1,3 @@
-//! Fuzz target: `a2a_broker::fuzz_entry::parts` must never panic.
+//! Fuzz target: `a2a_proto::fuzz::parts` must never panic.
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| a2a_broker::fuzz_entry::parts(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| a2a_proto::fuzz::parts(data));

@@ -35,6 +35,22 @@ pub enum ClientFrame {
     Notify { call: Call },
 }
 
+/// bincode's numbers for [`ServerFrame`]'s variants and a response's
+/// `Result`, for encoders that write a frame without building a
+/// `ServerFrame` (the broker's borrowed replies; with
+/// [`crate::call::OutcomeKind`] for the result's own variant). A test holds
+/// them to the types.
+pub mod index {
+    /// [`super::ServerFrame::Response`].
+    pub const RESPONSE: u32 = 0;
+    /// [`super::ServerFrame::Notification`].
+    pub const NOTIFICATION: u32 = 1;
+    /// A response's `Ok` result.
+    pub const RESULT_OK: u32 = 0;
+    /// A response's `Err` result.
+    pub const RESULT_ERR: u32 = 1;
+}
+
 /// What the broker sends.
 #[derive(Debug, Clone, PartialEq, Encode, Decode)]
 pub enum ServerFrame {
@@ -167,4 +183,37 @@ pub fn split_frames_within(
         at += 4 + n;
     }
     Ok((out, at))
+}
+
+#[cfg(test)]
+mod index_tests {
+    use super::*;
+    use crate::params::OkResult;
+
+    #[test]
+    fn the_frame_indices_are_the_ones_bincode_writes() {
+        let cfg = bincode::config::standard();
+        let enc = |v: &ServerFrame| bincode::encode_to_vec(v, cfg).unwrap();
+        let ok = enc(&ServerFrame::Response {
+            id: 7,
+            result: Ok(Outcome::Ok(OkResult { ok: true })),
+        });
+        assert_eq!(ok[..3], [index::RESPONSE as u8, 7, index::RESULT_OK as u8]);
+        let err = enc(&ServerFrame::Response {
+            id: 7,
+            result: Err(RpcError::invalid_params("x")),
+        });
+        assert_eq!(
+            err[..3],
+            [index::RESPONSE as u8, 7, index::RESULT_ERR as u8]
+        );
+        let n = enc(&ServerFrame::Notification(Notification::Lagged(
+            crate::types::LaggedParams {
+                recipient: "a".into(),
+                recipient_context_id: "c".into(),
+                dropped: 1,
+            },
+        )));
+        assert_eq!(n[0], index::NOTIFICATION as u8);
+    }
 }

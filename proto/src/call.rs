@@ -137,7 +137,46 @@ pub enum Outcome {
     Events(WaitResult),
 }
 
+/// The binary codec's number of each [`Outcome`] variant. bincode numbers
+/// an enum's variants in declaration order; an encoder that writes a result
+/// without building an `Outcome` (the broker's borrowed replies) takes the
+/// number from this one table, which a test holds to the enum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutcomeKind {
+    Handshake = 0,
+    Registered = 1,
+    Ok = 2,
+    Agents = 3,
+    Task = 4,
+    Tasks = 5,
+    TaskList = 6,
+    Config = 7,
+    Events = 8,
+}
+
+impl OutcomeKind {
+    /// The variant index bincode writes for this kind of [`Outcome`].
+    pub const fn index(self) -> u32 {
+        self as u32
+    }
+}
+
 impl Outcome {
+    /// Which variant this is.
+    pub fn kind(&self) -> OutcomeKind {
+        match self {
+            Outcome::Handshake(_) => OutcomeKind::Handshake,
+            Outcome::Registered(_) => OutcomeKind::Registered,
+            Outcome::Ok(_) => OutcomeKind::Ok,
+            Outcome::Agents(_) => OutcomeKind::Agents,
+            Outcome::Task(_) => OutcomeKind::Task,
+            Outcome::Tasks(_) => OutcomeKind::Tasks,
+            Outcome::TaskList(_) => OutcomeKind::TaskList,
+            Outcome::Config(_) => OutcomeKind::Config,
+            Outcome::Events(_) => OutcomeKind::Events,
+        }
+    }
+
     /// The result as JSON.
     pub fn to_json(&self) -> serde_json::Value {
         fn v<T: Serialize>(t: &T) -> serde_json::Value {
@@ -179,5 +218,57 @@ impl Outcome {
             m::EVENTS_WAIT => Outcome::Events(f(result)?),
             _ => Outcome::Task(f(result)?),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// One value of every variant, read from its JSON.
+    fn samples() -> Vec<Outcome> {
+        let task = json!({"kind": "task", "id": "t", "contextId": "c",
+            "status": {"state": "working", "timestamp": "2026-11-30T09:23:55.420Z"},
+            "history": [], "artifacts": [], "agentName": "w", "requesterName": "r", "version": 1});
+        let card = json!({"name": "w"});
+        [
+            (
+                m::HANDSHAKE,
+                json!({"protocolVersion": 10, "host": "h", "hostVersion": "1",
+                "features": [], "capabilities": []}),
+            ),
+            (
+                m::AGENTS_REGISTER,
+                json!({"agentId": "w", "token": "k", "card": card}),
+            ),
+            (m::AGENTS_DEREGISTER, json!({"ok": true})),
+            (m::AGENTS_LIST, json!({"agents": [card]})),
+            (m::TASKS_GET, json!({"task": task})),
+            (m::MESSAGE_SEND, json!({"tasks": [task]})),
+            (m::TASKS_LIST, json!({"tasks": [task], "nextCursor": "2"})),
+            (m::PUSH_CONFIG_GET, json!({"config": null})),
+            (m::EVENTS_WAIT, json!({"events": [], "timedOut": true})),
+        ]
+        .into_iter()
+        .map(|(method, v)| Outcome::from_json(method, v).expect("a sample result"))
+        .collect()
+    }
+
+    #[test]
+    fn the_kind_table_is_the_variant_order_bincode_writes() {
+        let cfg = bincode::config::standard();
+        let samples = samples();
+        let kinds: Vec<u32> = samples.iter().map(|o| o.kind().index()).collect();
+        assert_eq!(
+            kinds,
+            (0..9).collect::<Vec<u32>>(),
+            "one sample of each kind"
+        );
+        for o in &samples {
+            let whole = bincode::encode_to_vec(o, cfg).unwrap();
+            let tag = bincode::encode_to_vec(o.kind().index(), cfg).unwrap();
+            assert!(whole.starts_with(&tag), "{:?}", o.kind());
+        }
     }
 }

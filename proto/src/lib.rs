@@ -6,23 +6,32 @@
 //!
 //! - [`call`]: every method as one typed value ([`call::Call`]), and every result ([`call::Outcome`]).
 //! - [`binary`]: the binary frame codec (ext): magic, length prefix, bincode payloads.
+//! - [`check`]: the request pre-checks (ids, parts, the §7 size bounds), [`check::precheck`].
+//! - [`lines`]: NDJSON line splitting under a size cap.
 //! - [`limits`]: the §7 bounds, named exactly as in the contract.
 //! - [`methods`]: method and notification names.
 //! - [`error`]: JSON-RPC error codes, the A2A error codes and the error object.
 //! - [`types`]: parts, messages, artifacts, tasks, cards, events (§3, §5 Events).
 //! - [`params`]: the params and results of every method (§2, §5).
 //! - [`json`]: free-form JSON inside typed messages (raw JSON text in binary frames).
+//! - [`secret`]: the local socket's secret: its environment variable and file name.
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope: request ids, incoming lines, responses.
 
 pub mod binary;
 pub mod call;
+pub mod check;
 pub mod error;
 pub mod json;
 pub mod jsonrpc;
 pub mod limits;
+pub mod lines;
 pub mod methods;
 pub mod params;
+pub mod secret;
 pub mod types;
+
+#[doc(hidden)]
+pub mod fuzz;
 
 /// The protocol version this crate speaks (`app.handshake`).
 pub const PROTOCOL_VERSION: u32 = 10;

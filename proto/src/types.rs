@@ -64,6 +64,17 @@ impl State {
         )
     }
 
+    /// May a task move from this state to `to`? (The table of PROTOCOL.md
+    /// §6; the broker refuses every other move.)
+    pub fn can_move(self, to: State) -> bool {
+        use State::*;
+        match self {
+            Submitted | Working => to != Submitted,
+            InputRequired | AuthRequired => matches!(to, Working | Canceled | Failed | Rejected),
+            Completed | Canceled | Failed | Rejected => false,
+        }
+    }
+
     /// Interrupted states wait for the requester.
     pub fn is_interrupted(self) -> bool {
         matches!(self, State::InputRequired | State::AuthRequired)

@@ -50,7 +50,7 @@ pub use conn::Conn;
 pub use db::{open_db, table_names, user_version, A2A_TABLES};
 pub use process::{socket_path_for, BrokerProcess, Spawn, SpawnError, SECRET_ENV};
 pub use proto::{
-    listed_task_ids, pair, parts_msg, seq, text_msg, text_msg_on, text_msg_to, unique, Agent,
+    listed_task_ids, pair, parts_msg, seq, text_msg, text_msg_on, text_msg_to, tid, unique, Agent,
     A2A_ERROR, PROTOCOL_VERSION,
 };
 pub use serde_json::{json, Value};

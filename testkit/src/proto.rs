@@ -59,6 +59,12 @@ pub fn parts_msg(parts: Value, to: &str) -> Value {
     json!({"role": "user", "parts": parts, "messageId": unique("m"), "to": to})
 }
 
+/// The `id` of a task object (as `a2a.message.send` or `a2a.tasks.get`
+/// returns it under `task`).
+pub fn tid(task: &Value) -> String {
+    task["id"].as_str().expect("task id").to_string()
+}
+
 /// `params.seq` of a notification.
 pub fn seq(n: &Value) -> u64 {
     n["params"]["seq"]

@@ -1,6 +1,7 @@
 //! The failures the core reports to callers; the dispatcher turns each into
-//! its JSON-RPC error in one function (`crate::errors`).
+//! its JSON-RPC error in one function (`crate::rpc_errors`).
 
+use a2a_proto::check::CheckError;
 use a2a_proto::types::State;
 
 /// One variant per caller-visible failure.
@@ -53,6 +54,22 @@ pub enum CoreError {
     /// The database failed, or a bug.
     #[error("{0}")]
     Internal(String),
+}
+
+/// The request pre-checks of `a2a_proto::check` fail as the core's own
+/// checks do (their wire errors are made in `crate::rpc_errors`).
+impl From<CheckError> for CoreError {
+    fn from(e: CheckError) -> Self {
+        match e {
+            CheckError::InvalidParams(reason) => CoreError::InvalidParams(reason),
+            CheckError::PayloadTooLarge { limit, max, actual } => {
+                CoreError::PayloadTooLarge { limit, max, actual }
+            }
+            CheckError::Unsizable(reason) => {
+                CoreError::Internal(format!("sizing a value: {reason}"))
+            }
+        }
+    }
 }
 
 impl From<rusqlite::Error> for CoreError {

@@ -2,18 +2,18 @@
 //!
 //! - [`error`]: every caller-visible failure of the core, one variant each.
 //! - [`state`]: the task state machine of PROTOCOL.md §6.
-//! - [`validate`]: part and message checks, and the §7 payload bounds.
 //! - [`task`]: the in-memory task record and its parties.
 //! - [`artifact`]: an artifact as stored (first call + appended chunks), and its merge rule.
+//! - [`idempotency`]: when a send is a retry by `messageId`, and when reuse is refused.
 //! - [`registry`]: live agents, peer ids and capability tokens.
 //! - [`addressing`]: who may address whom, and the `to` resolution rules.
 
 pub mod addressing;
 pub mod artifact;
 pub mod error;
+pub mod idempotency;
 pub mod registry;
 pub mod state;
 pub mod task;
-pub mod validate;
 
 pub use error::CoreError;

@@ -59,11 +59,6 @@ impl Agent {
         }
     }
 
-    /// Is this agent the given party?
-    pub fn is(&self, party: &Party) -> bool {
-        self.peer_id == party.peer_id && self.context_id == party.context_id
-    }
-
     /// Same registration (not merely the same name)?
     pub fn same(&self, other: &Agent) -> bool {
         self.key == other.key
@@ -351,6 +346,7 @@ impl Registry {
     }
 
     /// No live agents?
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.by_key.is_empty()
     }

@@ -3,24 +3,13 @@
 use super::CoreError;
 use a2a_proto::types::State;
 
-/// May a task move from `from` to `to`? (The table of §6.)
-pub fn can_move(from: State, to: State) -> bool {
-    use State::*;
-    match from {
-        Submitted => to != Submitted,
-        Working => to != Submitted,
-        InputRequired | AuthRequired => matches!(to, Working | Canceled | Failed | Rejected),
-        Completed | Canceled | Failed | Rejected => false,
-    }
-}
-
 /// Checks a move: `A2A_TASK_TERMINAL` out of a terminal state, else
 /// `A2A_INVALID_TRANSITION` for any move the table does not allow.
 pub fn check_move(from: State, to: State) -> Result<(), CoreError> {
     if from.is_terminal() {
         return Err(CoreError::TaskTerminal(from));
     }
-    if !can_move(from, to) {
+    if !from.can_move(to) {
         return Err(CoreError::InvalidTransition { from, to });
     }
     Ok(())
@@ -33,31 +22,19 @@ mod tests {
 
     #[test]
     fn table_of_section_6() {
+        // Submitted and working may move anywhere but back to submitted.
+        let open: &[State] = &[
+            Working,
+            InputRequired,
+            AuthRequired,
+            Completed,
+            Canceled,
+            Failed,
+            Rejected,
+        ];
         let allowed: &[(State, &[State])] = &[
-            (
-                Submitted,
-                &[
-                    Working,
-                    InputRequired,
-                    AuthRequired,
-                    Completed,
-                    Canceled,
-                    Failed,
-                    Rejected,
-                ],
-            ),
-            (
-                Working,
-                &[
-                    Working,
-                    InputRequired,
-                    AuthRequired,
-                    Completed,
-                    Canceled,
-                    Failed,
-                    Rejected,
-                ],
-            ),
+            (Submitted, open),
+            (Working, open),
             (InputRequired, &[Working, Canceled, Failed, Rejected]),
             (AuthRequired, &[Working, Canceled, Failed, Rejected]),
             (Completed, &[]),
@@ -67,7 +44,7 @@ mod tests {
         ];
         for (from, tos) in allowed {
             for to in State::ALL {
-                assert_eq!(can_move(*from, to), tos.contains(&to), "{from:?} -> {to:?}");
+                assert_eq!(from.can_move(to), tos.contains(&to), "{from:?} -> {to:?}");
             }
         }
     }

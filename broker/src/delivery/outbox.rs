@@ -190,12 +190,6 @@ impl Outbox {
         self.drain_until(out, None)
     }
 
-    /// Like [`Outbox::drain_blocking`], but gives up after `timeout`
-    /// (returns whether anything was moved).
-    pub fn drain_timeout(&self, out: &mut Vec<Outgoing>, timeout: std::time::Duration) -> bool {
-        self.drain_until(out, Some(std::time::Instant::now() + timeout))
-    }
-
     fn drain_until(&self, out: &mut Vec<Outgoing>, deadline: Option<std::time::Instant>) -> bool {
         let mut st = self.state.lock();
         loop {

@@ -86,6 +86,7 @@ impl Timer {
     }
 
     /// Callbacks waiting to run.
+    #[cfg(test)]
     pub fn pending(&self) -> usize {
         self.owner.0.inner.lock().due.len()
     }

@@ -194,7 +194,7 @@ impl Engine {
                     history_length: b.spec.history_length,
                 }),
                 Err(e) => {
-                    b.reply.send(Err(crate::errors::to_rpc(e)));
+                    b.reply.send(Err(crate::rpc_errors::to_rpc(e)));
                     return;
                 }
             }

@@ -22,13 +22,11 @@ use crate::core::registry::{ConnId, Registry};
 use crate::core::task::TaskRecord;
 use crate::core::CoreError;
 use crate::delivery::{Outbox, Responder, Timer};
-use crate::errors::to_rpc;
+use crate::rpc_errors::to_rpc;
 use crate::store::read;
+use a2a_proto::call::Call;
 use a2a_proto::error::RpcError;
-use a2a_proto::params::{
-    ArtifactParams, CancelParams, PushSetParams, RegisterParams, ResubscribeParams, SendParams,
-    StatusParams,
-};
+use a2a_proto::params::RegisterParams;
 use crossbeam_channel::{Receiver, Sender};
 use effects::{Blocking, Effects};
 use parking_lot::RwLock;
@@ -61,33 +59,27 @@ pub struct EngineStats {
     pub calls: std::sync::atomic::AtomicU64,
 }
 
-/// A mutating method with its parsed params.
+/// A call for the writer: the parsed [`Call`] as it came, plus what only
+/// the connection knows where the call needs it.
 #[derive(Debug)]
 pub enum Op {
+    /// `a2a.agents.register`: the agent lives on this connection and its
+    /// events go to this outbox.
     Register {
         conn: ConnId,
         outbox: Arc<Outbox>,
         params: RegisterParams,
     },
-    Deregister {
-        token: Option<String>,
-    },
-    Send {
-        params: SendParams,
-        stream: bool,
-    },
-    Status(StatusParams),
-    Cancel(CancelParams),
-    Artifact(ArtifactParams),
-    Resubscribe(ResubscribeParams),
-    PushSet(PushSetParams),
+    /// Every other call the writer runs (the mutating methods and
+    /// `a2a.tasks.resubscribe`); reads never come here.
+    Call(Call),
 }
 
 impl Op {
     /// Does this call write rows? (Those that do not still go through the
     /// writer, so that their events are ordered with everyone else's.)
     fn writes(&self) -> bool {
-        !matches!(self, Op::Resubscribe(_))
+        !matches!(self, Op::Call(Call::Resubscribe(_)))
     }
 }
 
@@ -380,13 +372,29 @@ impl Engine {
                 outbox,
                 params,
             } => self.register(conn, outbox, params, undo),
-            Op::Deregister { token } => self.deregister(token.as_deref(), undo),
-            Op::Send { params, stream } => self.send(params, stream, undo),
-            Op::Status(p) => self.status(p, undo),
-            Op::Cancel(p) => self.cancel(p, undo),
-            Op::Artifact(p) => self.artifact(p, undo),
-            Op::Resubscribe(p) => self.resubscribe(p),
-            Op::PushSet(p) => self.push_set(p, undo),
+            Op::Call(call) => match call {
+                Call::Deregister(p) => self.deregister(p.token.as_deref(), undo),
+                Call::Send(p) => self.send(p, false, undo),
+                Call::Stream(p) => self.send(p, true, undo),
+                Call::Status(p) => self.status(p, undo),
+                Call::Cancel(p) => self.cancel(p, undo),
+                Call::Artifact(p) => self.artifact(p, undo),
+                Call::Resubscribe(p) => self.resubscribe(p),
+                Call::PushSet(p) => self.push_set(p, undo),
+                Call::Register(_) => Err(CoreError::Internal(format!(
+                    "{} reached the writer without its connection",
+                    a2a_proto::methods::AGENTS_REGISTER
+                ))),
+                read @ (Call::Handshake(_)
+                | Call::ListAgents(_)
+                | Call::Get(_)
+                | Call::PushGet(_)
+                | Call::ListTasks(_)
+                | Call::Wait(_)) => Err(CoreError::Internal(format!(
+                    "{} is answered without the writer",
+                    read.method()
+                ))),
+            },
         }
     }
 

@@ -12,7 +12,6 @@ use rusqlite::{Connection, TransactionBehavior};
 
 /// One migration step.
 pub struct Migration {
-    pub name: &'static str,
     /// Versions it applies to.
     pub from: &'static [i64],
     pub to: i64,
@@ -20,12 +19,14 @@ pub struct Migration {
 }
 
 /// Every migration, in order.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    name: "migrate_v11_to_v12",
-    from: &[0, 11],
-    to: 12,
-    sql: include_str!("../../../migrations/0012_a2a.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    // migrate_v11_to_v12
+    Migration {
+        from: &[0, 11],
+        to: 12,
+        sql: include_str!("../../../migrations/0012_a2a.sql"),
+    },
+];
 
 /// Refuses versions this broker cannot open.
 pub fn check_version(path: &str, v: i64) -> Result<(), OpenError> {

@@ -70,7 +70,7 @@ pub fn load_task(c: &Connection, id: &str) -> Result<Option<TaskRecord>, CoreErr
             let key: String = r.get(0)?;
             let body: String = r.get(1)?;
             let piece: Artifact = decode(&body)?;
-            let content = crate::core::validate::check_parts(&piece.parts)
+            let content = a2a_proto::check::check_parts(&piece.parts)
                 .map(|s| s.content_bytes as u64)
                 .unwrap_or(0);
             stored_bytes += body.len() as u64;

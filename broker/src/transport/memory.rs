@@ -14,7 +14,7 @@
 //! transcript that passes here passes over the real stdio transport.
 
 use super::stdio;
-use crate::dispatch::Broker;
+use crate::broker::Broker;
 use crate::server::{self, ServeConfig};
 use std::io::{self, Read, Write};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -26,7 +26,7 @@ use std::time::Duration;
 pub enum MemoryError {
     /// The broker could not open its database or start its writer.
     #[error("the broker could not start: {0}")]
-    Start(String),
+    Start(#[source] crate::server::ServeError),
     /// No complete line arrived within the timeout.
     #[error("no line within {0:?}")]
     Timeout(Duration),
@@ -56,13 +56,19 @@ impl MemoryBroker {
     /// Opens the store at `cfg.db` and starts the writer, as `serve` does;
     /// `cfg.socket` and `cfg.no_stdio` are not used (nothing listens).
     pub fn start(cfg: &ServeConfig) -> Result<MemoryBroker, MemoryError> {
-        let broker = server::start(cfg).map_err(|e| MemoryError::Start(e.to_string()))?;
+        let broker = server::start(cfg).map_err(MemoryError::Start)?;
         Ok(MemoryBroker { broker })
     }
 
     /// Opens a new connection (a session of its own, handshake not done).
     pub fn connect(&self) -> Result<MemoryConnection, MemoryError> {
         MemoryConnection::open(self.broker.clone())
+    }
+
+    /// The writer's commit counters and the number of live agents.
+    #[doc(hidden)]
+    pub fn stats(&self) -> crate::BrokerStats {
+        self.broker.stats()
     }
 
     /// [`MemoryBroker::start`] and one [`MemoryBroker::connect`].

@@ -9,10 +9,10 @@
 //! - [`memory`]: an in-process connection pair (tests, transcripts, benchmarks).
 //! - [`ring`]: the shared-memory event ring a socket connection may ask for.
 
-pub mod binary;
-pub mod frame_limit;
+pub(crate) mod binary;
+pub(crate) mod frame_limit;
 pub mod memory;
-pub mod ndjson;
-pub mod ring;
+pub(crate) mod ndjson;
+pub(crate) mod ring;
 pub mod socket;
-pub mod stdio;
+pub(crate) mod stdio;

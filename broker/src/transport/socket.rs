@@ -14,8 +14,10 @@
 use super::binary;
 use super::ndjson::{self, AsyncLineReader, Line};
 use super::ring::RingSlot;
+use crate::broker::Broker;
 use crate::delivery::{Outbox, Outgoing, Responder};
-use crate::dispatch::{Broker, Secret, Session};
+use crate::secret::Secret;
+use crate::session::Session;
 use a2a_proto::binary::{decode_payload, next_frame, preamble, ClientFrame, FrameError, MAGIC};
 use a2a_proto::error::RpcError;
 use a2a_proto::jsonrpc::Id;
@@ -23,8 +25,10 @@ use a2a_proto::limits::{
     HANDSHAKE_TIMEOUT_SECONDS, MAX_FRAME_BYTES, OUTBOX_EVENT_BOUND, OUTBOX_RESPONSE_BOUND,
     PRE_HANDSHAKE_FRAME_BYTES,
 };
+use a2a_proto::secret::{secret_file, SECRET_ENV};
 use interprocess::local_socket::tokio::{prelude::*, Stream};
 use interprocess::local_socket::{GenericFilePath, ListenerOptions};
+use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,15 +42,50 @@ static FRAMES_WRITTEN: AtomicU64 = AtomicU64::new(0);
 static WRITE_CALLS: AtomicU64 = AtomicU64::new(0);
 
 /// `(frames, write calls)` over all socket connections so far.
-pub fn write_stats() -> (u64, u64) {
+pub(crate) fn write_stats() -> (u64, u64) {
     (
         FRAMES_WRITTEN.load(Ordering::Relaxed),
         WRITE_CALLS.load(Ordering::Relaxed),
     )
 }
 
-/// The environment variable a starter passes the secret in.
-pub const SECRET_ENV: &str = "A2A_BROKER_SECRET";
+/// Why the local socket cannot be served (one line each, printed after
+/// `a2a-broker: `); none leaves a file behind.
+#[derive(Debug, thiserror::Error)]
+pub enum SocketError {
+    #[error("cannot create socket directory {}: {source}", .dir.display())]
+    CreateDir { dir: PathBuf, source: io::Error },
+    #[error("cannot restrict socket directory {}: {source}", .dir.display())]
+    RestrictDir { dir: PathBuf, source: io::Error },
+    #[error("socket directory {}: {source}", .dir.display())]
+    ReadDir { dir: PathBuf, source: io::Error },
+    #[error("socket directory {} belongs to another user", .0.display())]
+    DirOfAnotherUser(PathBuf),
+    #[error("socket directory {} is open to other users (mode {mode:o}); it must be 0700", .dir.display())]
+    DirOpenToOthers { dir: PathBuf, mode: u32 },
+    #[error("{} exists and is not a socket", .0.display())]
+    NotASocket(PathBuf),
+    #[error("socket {} is in use by a live broker", .0.display())]
+    InUse(PathBuf),
+    #[error("cannot remove stale socket {}: {source}", .path.display())]
+    RemoveStale { path: PathBuf, source: io::Error },
+    #[error("socket path {} is {len} bytes; a Unix socket path holds at most {SUN_PATH_MAX}: use a shorter --socket name or directory", .path.display())]
+    PathTooLong { path: PathBuf, len: usize },
+    #[error("random source: {0}")]
+    Random(getrandom::Error),
+    #[error("cannot write secret file {}: {source}", .file.display())]
+    WriteSecret { file: PathBuf, source: io::Error },
+    #[error("cannot start the socket runtime: {0}")]
+    Runtime(io::Error),
+    #[error("bad socket path {}: {source}", .path.display())]
+    BadPath { path: PathBuf, source: io::Error },
+    #[error("cannot listen on {}: {source}", .path.display())]
+    Listen { path: PathBuf, source: io::Error },
+    #[error("cannot restrict socket {}: {source}", .path.display())]
+    RestrictSocket { path: PathBuf, source: io::Error },
+    #[error("the socket runtime is gone")]
+    RuntimeGone,
+}
 
 /// A listening socket; dropping it stops serving and removes its files.
 pub struct SocketServer {
@@ -73,7 +112,7 @@ impl Drop for SocketServer {
 
 /// Where `--socket NAME` lives: `NAME` itself if it is a path, else
 /// `$XDG_RUNTIME_DIR/a2a-broker/NAME.sock` or `/tmp/a2a-broker-UID/NAME.sock`.
-pub fn socket_path(name: &str) -> PathBuf {
+pub(crate) fn socket_path(name: &str) -> PathBuf {
     if name.contains('/') {
         return PathBuf::from(name);
     }
@@ -98,57 +137,71 @@ fn own_uid() -> u32 {
 
 /// Creates the socket's directory 0700, or checks that an existing one is
 /// ours and closed to others.
-fn prepare_dir(dir: &Path) -> Result<(), String> {
+fn prepare_dir(dir: &Path) -> Result<(), SocketError> {
+    let dir_buf = || dir.to_path_buf();
     if !dir.exists() {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir)
-            .map_err(|e| format!("cannot create socket directory {}: {e}", dir.display()))?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-            .map_err(|e| format!("cannot restrict socket directory {}: {e}", dir.display()))?;
+            .map_err(|source| SocketError::CreateDir {
+                dir: dir_buf(),
+                source,
+            })?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(
+            |source| SocketError::RestrictDir {
+                dir: dir_buf(),
+                source,
+            },
+        )?;
         return Ok(());
     }
-    let meta =
-        std::fs::metadata(dir).map_err(|e| format!("socket directory {}: {e}", dir.display()))?;
+    let meta = std::fs::metadata(dir).map_err(|source| SocketError::ReadDir {
+        dir: dir_buf(),
+        source,
+    })?;
     if meta.uid() != own_uid() {
-        return Err(format!(
-            "socket directory {} belongs to another user",
-            dir.display()
-        ));
+        return Err(SocketError::DirOfAnotherUser(dir_buf()));
     }
     if meta.mode() & 0o077 != 0 {
-        return Err(format!(
-            "socket directory {} is open to other users (mode {:o}); it must be 0700",
-            dir.display(),
-            meta.mode() & 0o777
-        ));
+        return Err(SocketError::DirOpenToOthers {
+            dir: dir_buf(),
+            mode: meta.mode() & 0o777,
+        });
     }
     Ok(())
 }
 
 /// A socket file left by a dead broker is removed; a live one is an error.
-fn clear_stale(path: &Path) -> Result<(), String> {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
+fn clear_stale(path: &Path) -> Result<(), SocketError> {
+    if !check_existing(path)? {
         return Ok(());
+    }
+    std::fs::remove_file(path).map_err(|source| SocketError::RemoveStale {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Is a socket file left by a dead broker at `path` (`false`: nothing
+/// there)? Anything else there, or a live broker, is an error.
+fn check_existing(path: &Path) -> Result<bool, SocketError> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(false);
     };
     use std::os::unix::fs::FileTypeExt;
     if !meta.file_type().is_socket() {
-        return Err(format!("{} exists and is not a socket", path.display()));
+        return Err(SocketError::NotASocket(path.to_path_buf()));
     }
-    match std::os::unix::net::UnixStream::connect(path) {
-        Ok(_) => Err(format!(
-            "socket {} is in use by a live broker",
-            path.display()
-        )),
-        Err(_) => std::fs::remove_file(path)
-            .map_err(|e| format!("cannot remove stale socket {}: {e}", path.display())),
+    if std::os::unix::net::UnixStream::connect(path).is_ok() {
+        return Err(SocketError::InUse(path.to_path_buf()));
     }
+    Ok(true)
 }
 
 /// The secret: from `A2A_BROKER_SECRET`, or minted (128 bits) and written
 /// to an owner-only file beside the socket.
-fn load_secret(path: &Path) -> Result<(Secret, Option<PathBuf>), String> {
+fn load_secret(path: &Path) -> Result<(Secret, Option<PathBuf>), SocketError> {
     if let Some(s) = std::env::var_os(SECRET_ENV)
         .and_then(|s| s.into_string().ok())
         .filter(|s| !s.is_empty())
@@ -156,20 +209,23 @@ fn load_secret(path: &Path) -> Result<(Secret, Option<PathBuf>), String> {
         return Ok((Secret::new(s), None));
     }
     let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|e| format!("random source: {e}"))?;
+    getrandom::fill(&mut bytes).map_err(SocketError::Random)?;
     let secret: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    let file = path.with_extension("secret");
+    let file = secret_file(path);
     let _ = std::fs::remove_file(&file);
-    let mut f = std::fs::OpenOptions::new()
+    let written = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(&file)
-        .map_err(|e| format!("cannot write secret file {}: {e}", file.display()))?;
-    use std::io::Write;
-    f.write_all(secret.as_bytes())
-        .map_err(|e| format!("cannot write secret file {}: {e}", file.display()))?;
-    Ok((Secret::new(secret), Some(file)))
+        .and_then(|mut f| {
+            use std::io::Write;
+            f.write_all(secret.as_bytes())
+        });
+    match written {
+        Ok(()) => Ok((Secret::new(secret), Some(file))),
+        Err(source) => Err(SocketError::WriteSecret { file, source }),
+    }
 }
 
 /// `sun_path` holds 108 bytes, the terminating NUL included.
@@ -179,14 +235,11 @@ const SUN_PATH_MAX: usize = 107;
 /// socket address, its directory (if it exists) is ours and closed to
 /// others, and no live broker listens there. Run before the database is
 /// opened, so that a bad name fails a start that has created nothing.
-pub fn check(name: &str) -> Result<PathBuf, String> {
+pub(crate) fn check(name: &str) -> Result<PathBuf, SocketError> {
     let path = socket_path(name);
     let len = path.as_os_str().len();
     if len > SUN_PATH_MAX {
-        return Err(format!(
-            "socket path {} is {len} bytes; a Unix socket path holds at most {SUN_PATH_MAX}: use a shorter --socket name or directory",
-            path.display()
-        ));
+        return Err(SocketError::PathTooLong { path, len });
     }
     let dir = path
         .parent()
@@ -195,18 +248,7 @@ pub fn check(name: &str) -> Result<PathBuf, String> {
     if dir.exists() {
         prepare_dir(dir)?; // only checks a directory that exists
     }
-    if let Ok(meta) = std::fs::symlink_metadata(&path) {
-        use std::os::unix::fs::FileTypeExt;
-        if !meta.file_type().is_socket() {
-            return Err(format!("{} exists and is not a socket", path.display()));
-        }
-        if std::os::unix::net::UnixStream::connect(&path).is_ok() {
-            return Err(format!(
-                "socket {} is in use by a live broker",
-                path.display()
-            ));
-        }
-    }
+    check_existing(&path)?;
     Ok(path)
 }
 
@@ -218,7 +260,7 @@ pub fn listen(
     broker: Arc<Broker>,
     name: &str,
     max_connections: usize,
-) -> Result<SocketServer, String> {
+) -> Result<SocketServer, SocketError> {
     let path = check(name)?;
     let dir = path
         .parent()
@@ -232,17 +274,23 @@ pub fn listen(
         .thread_name("a2a-socket")
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the socket runtime: {e}"))?;
+        .map_err(SocketError::Runtime)?;
     let listener = {
         let _guard = runtime.enter();
         let fs_name = path
             .as_path()
             .to_fs_name::<GenericFilePath>()
-            .map_err(|e| format!("bad socket path {}: {e}", path.display()))?;
+            .map_err(|source| SocketError::BadPath {
+                path: path.clone(),
+                source,
+            })?;
         ListenerOptions::new()
             .name(fs_name)
             .create_tokio()
-            .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?
+            .map_err(|source| SocketError::Listen {
+                path: path.clone(),
+                source,
+            })?
     };
     // From here on, dropping `server` removes the socket and the secret file.
     let mut server = SocketServer {
@@ -250,13 +298,17 @@ pub fn listen(
         secret_file: None,
         runtime: Some(runtime),
     };
-    std::fs::set_permissions(&server.path, std::fs::Permissions::from_mode(0o600))
-        .map_err(|e| format!("cannot restrict socket {}: {e}", server.path.display()))?;
+    std::fs::set_permissions(&server.path, std::fs::Permissions::from_mode(0o600)).map_err(
+        |source| SocketError::RestrictSocket {
+            path: server.path.clone(),
+            source,
+        },
+    )?;
     let (secret, secret_file) = load_secret(&server.path)?;
     server.secret_file = secret_file;
     let secret = Arc::new(secret);
     let Some(runtime) = server.runtime.as_ref() else {
-        return Err("the socket runtime is gone".into());
+        return Err(SocketError::RuntimeGone);
     };
     // Event rings a crashed broker left in shared memory.
     super::ring::cleanup_stale();

@@ -5,8 +5,9 @@
 //! empty, so a burst of responses costs one write system call, not one each.
 
 use super::ndjson::{write_outgoing, Line, LineReader};
+use crate::broker::Broker;
 use crate::delivery::Outbox;
-use crate::dispatch::{Broker, Session};
+use crate::session::Session;
 use a2a_proto::limits::{MAX_FRAME_BYTES, OUTBOX_EVENT_BOUND};
 use std::io::{self, BufWriter, Read, Write};
 use std::sync::Arc;

@@ -18,10 +18,6 @@ on_both_transports!(
 const MAX_TEXT: usize = 16000;
 const MAX_FILE: usize = 20 * 1024 * 1024;
 
-fn tid(t: &Value) -> String {
-    t["id"].as_str().expect("task id").to_string()
-}
-
 fn text_parts(lens: &[(usize, char)]) -> Value {
     Value::Array(
         lens.iter()
@@ -77,11 +73,32 @@ fn text_bound_counts_unicode_scalars_summed_over_text_parts(t: Transport) {
     let t = b.create_task(&req, &wrk, "ok");
     let id = tid(&t);
     let big = json!({"role": "user", "messageId": unique("m"), "taskId": id, "parts": text_parts(&[(MAX_TEXT + 1, 'z')])});
-    for who in [&req, &wrk] {
-        let resp = b.call(
+    let art = json!({"artifactId": "a", "parts": text_parts(&[(MAX_TEXT + 1, 'q')])});
+    let calls = [
+        (
             "a2a.message.send",
-            json!({"token": who.token, "message": big}),
-        );
+            json!({"token": req.token, "message": big}),
+        ),
+        (
+            "a2a.message.send",
+            json!({"token": wrk.token, "message": big}),
+        ),
+        (
+            "a2a.tasks.status",
+            json!({"token": wrk.token, "id": id, "state": "working", "message": big}),
+        ),
+        (
+            "a2a.tasks.cancel",
+            json!({"token": req.token, "id": id, "message": big}),
+        ),
+        // Artifact parts too.
+        (
+            "a2a.tasks.artifact",
+            json!({"token": wrk.token, "id": id, "artifact": art}),
+        ),
+    ];
+    for (method, params) in calls {
+        let resp = b.call(method, params);
         assert_bound_error(
             &resp,
             "A2A_PAYLOAD_TOO_LARGE",
@@ -90,41 +107,6 @@ fn text_bound_counts_unicode_scalars_summed_over_text_parts(t: Transport) {
             Some(MAX_TEXT as u64 + 1),
         );
     }
-    let resp = b.call(
-        "a2a.tasks.status",
-        json!({"token": wrk.token, "id": id, "state": "working", "message": big}),
-    );
-    assert_bound_error(
-        &resp,
-        "A2A_PAYLOAD_TOO_LARGE",
-        "A2A_MAX_TEXT_CHARS",
-        MAX_TEXT as u64,
-        Some(MAX_TEXT as u64 + 1),
-    );
-    let resp = b.call(
-        "a2a.tasks.cancel",
-        json!({"token": req.token, "id": id, "message": big}),
-    );
-    assert_bound_error(
-        &resp,
-        "A2A_PAYLOAD_TOO_LARGE",
-        "A2A_MAX_TEXT_CHARS",
-        MAX_TEXT as u64,
-        Some(MAX_TEXT as u64 + 1),
-    );
-    // Artifact parts too.
-    let art = json!({"artifactId": "a", "parts": text_parts(&[(MAX_TEXT + 1, 'q')])});
-    let resp = b.call(
-        "a2a.tasks.artifact",
-        json!({"token": wrk.token, "id": id, "artifact": art}),
-    );
-    assert_bound_error(
-        &resp,
-        "A2A_PAYLOAD_TOO_LARGE",
-        "A2A_MAX_TEXT_CHARS",
-        MAX_TEXT as u64,
-        Some(MAX_TEXT as u64 + 1),
-    );
     let t = b.get_task(&req, &id);
     assert_eq!(
         t["version"], 1,

@@ -11,10 +11,6 @@ on_both_transports!(
     task_state_survives_a_restart,
 );
 
-fn tid(t: &Value) -> String {
-    t["id"].as_str().expect("task id").to_string()
-}
-
 /// Registers a worker and `n` requesters (each in its own context) and writes
 /// `per` creations for each requester in one go. Returns the request ids.
 fn pipeline_creations(b: &mut Broker, n: usize, per: usize) -> (Vec<u64>, Vec<Agent>) {

@@ -12,10 +12,6 @@ on_both_transports!(
     pull_queue_overflow_drops_the_oldest_and_reports_lagged_once,
 );
 
-fn tid(t: &Value) -> String {
-    t["id"].as_str().expect("task id").to_string()
-}
-
 fn wait(b: &mut Broker, who: &Agent, params: Value) -> Value {
     let mut p = params;
     p["token"] = json!(who.token);

@@ -13,10 +13,6 @@ on_both_transports!(
     replays_succeed_at_every_cap,
 );
 
-fn tid(t: &Value) -> String {
-    t["id"].as_str().expect("task id").to_string()
-}
-
 fn replayed_creation_returns_the_same_task_and_routes_nothing(t: Transport) {
     let db = TestDb::new();
     let mut b = Broker::open_on(t, &db.path);

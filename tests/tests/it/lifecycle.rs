@@ -14,10 +14,6 @@ on_both_transports!(
     deregister_settles_served_and_requested_tasks_and_notifies_counterparts,
 );
 
-fn tid(t: &Value) -> String {
-    t["id"].as_str().expect("task id").to_string()
-}
-
 fn stdin_eof_exits_zero(t: Transport) {
     let db = TestDb::new();
     let mut b = Broker::open_on(t, &db.path);

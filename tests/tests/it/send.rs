@@ -186,30 +186,30 @@ fn omitted_to_with_several_peers_is_ambiguous(t: Transport) {
     b.agent("home", "m1");
     b.agent("home", "m2");
     b.agent("away", "far");
-    let resp = b.call(
-        "a2a.message.send",
-        json!({"token": a.token, "message": text_msg("hi")}),
-    );
-    let err = assert_a2a_error(&resp, "A2A_UNKNOWN_AGENT");
-    assert_eq!(err["data"]["reason"], "ambiguous recipient");
-    let mut c: Vec<String> =
-        serde_json::from_value(err["data"]["candidates"].clone()).expect("candidates list");
-    c.sort();
-    assert_eq!(c, ["m1", "m2"], "{err}");
+    assert_eq!(ambiguous_candidates(&mut b, &a.token), ["m1", "m2"]);
 
     // None in the own context, several on the host.
     let lone = b.agent("lonely", "lone");
+    assert_eq!(
+        ambiguous_candidates(&mut b, &lone.token),
+        ["a", "far", "m1", "m2"]
+    );
+    assert!(listed_task_ids(&mut b, &lone).is_empty());
+}
+
+/// Sends with `to` omitted and returns the candidates of the
+/// `ambiguous recipient` refusal, sorted.
+fn ambiguous_candidates(b: &mut Broker, token: &str) -> Vec<String> {
     let resp = b.call(
         "a2a.message.send",
-        json!({"token": lone.token, "message": text_msg("hi")}),
+        json!({"token": token, "message": text_msg("hi")}),
     );
     let err = assert_a2a_error(&resp, "A2A_UNKNOWN_AGENT");
     assert_eq!(err["data"]["reason"], "ambiguous recipient");
     let mut c: Vec<String> =
         serde_json::from_value(err["data"]["candidates"].clone()).expect("candidates list");
     c.sort();
-    assert_eq!(c, ["a", "far", "m1", "m2"], "{err}");
-    assert!(listed_task_ids(&mut b, &lone).is_empty());
+    c
 }
 
 fn broadcast_creates_one_task_per_addressable_peer(t: Transport) {

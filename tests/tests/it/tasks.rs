@@ -41,10 +41,6 @@ fn allowed(from: &str, to: &str) -> bool {
     }
 }
 
-fn tid(t: &Value) -> String {
-    t["id"].as_str().expect("task id").to_string()
-}
-
 fn status_follows_the_state_machine(t: Transport) {
     let db = TestDb::new();
     let mut b = Broker::open_on(t, &db.path);

@@ -6,7 +6,7 @@
 //! transcripts` rewrites the files when a change is intended.
 
 use a2a_broker::server::ServeConfig;
-use a2a_broker::store::Durability;
+use a2a_broker::Durability;
 use a2a_broker::{MemoryBroker, MemoryConnection, MemoryError};
 use a2a_testkit::transcript::{self, Lines, Recv, StdioLines};
 use a2a_testkit::TestDb;

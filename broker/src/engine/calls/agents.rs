@@ -3,12 +3,12 @@
 use super::super::effects::Effects;
 use super::super::{Engine, Undo};
 use super::{stamp, Move};
-use crate::clock;
 use crate::core::registry::{ConnId, Registration};
 use crate::core::CoreError;
 use crate::delivery::Outbox;
 use crate::reply::Reply;
 use crate::store::{read, write};
+use crate::{clock, ids};
 use a2a_proto::params::{RegisterParams, RegisterResult};
 use a2a_proto::types::{Message, Part, Role, State};
 use std::sync::Arc;
@@ -82,7 +82,7 @@ impl Engine {
                 let note = Message {
                     role,
                     parts: vec![Part::text(text)],
-                    message_id: format!("broker-{}", clock::uuid()),
+                    message_id: format!("broker-{}", ids::uuid()),
                     task_id: None,
                     context_id: None,
                     from: None,

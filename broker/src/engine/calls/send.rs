@@ -5,13 +5,14 @@
 use super::super::effects::{BlockingSpec, Effects, Routed};
 use super::super::{Engine, Undo};
 use super::{check_log_room, history_room, party_role, stamp, status_event, Encoded, Move};
-use crate::clock;
 use crate::core::addressing::resolve_workers;
+use crate::core::idempotency;
 use crate::core::registry::Agent;
 use crate::core::task::TaskRecord;
 use crate::core::CoreError;
 use crate::reply::{Reply, TaskView};
 use crate::store::{read, write};
+use crate::{clock, ids};
 use a2a_proto::limits::{A2A_MAX_SENDS_PER_RUN, A2A_MAX_TASKS_PER_CONTEXT, A2A_MAX_TASK_BYTES};
 use a2a_proto::params::{SendConfiguration, SendParams};
 use a2a_proto::types::{Message, Role, State, TaskStatus};
@@ -93,36 +94,16 @@ impl Engine {
         let broadcast = to.as_deref() == Some("*");
 
         // A retry of a creation returns what the first one made.
-        let prior = read::creations(&self.conn, &me, &msg.message_id)?;
-        if !prior.is_empty() {
-            let mut same = Vec::new();
-            for id in prior {
-                let rec = self.task(&id)?;
-                let matches = if broadcast {
-                    rec.broadcast
-                } else {
-                    !rec.broadcast && to.as_deref().is_none_or(|t| rec.worker.peer_id == t)
-                };
-                if matches {
-                    same.push(rec);
-                }
-            }
-            if let Some(first) = same.first() {
-                if first.history.first().is_some_and(|m| m.parts != msg.parts) {
-                    return Err(CoreError::InvalidParams(format!(
-                        "messageId `{}` was already used with different parts",
-                        msg.message_id
-                    )));
-                }
-                if !broadcast {
-                    same.truncate(1);
-                }
-                return Ok(Effects {
-                    blocking: Self::blocking_spec(cfg, &same, broadcast),
-                    reply: Self::views(cfg, same, broadcast),
-                    events: Vec::new(),
-                });
-            }
+        let prior = read::creations(&self.conn, &me, &msg.message_id)?
+            .iter()
+            .map(|id| self.task(id))
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(same) = idempotency::creation_retry(prior, &msg)? {
+            return Ok(Effects {
+                blocking: Self::blocking_spec(cfg, &same, broadcast),
+                reply: Self::views(cfg, same, broadcast),
+                events: Vec::new(),
+            });
         }
 
         let workers = resolve_workers(&self.shared.registry.read(), agent, to.as_deref())?;
@@ -142,7 +123,7 @@ impl Engine {
         let mut created = Vec::with_capacity(n);
         let mut events = Vec::with_capacity(n * 2);
         for (i, worker) in workers.iter().enumerate() {
-            let id = clock::uuid();
+            let id = ids::uuid();
             let first = Encoded::new(stamp(
                 msg.clone(),
                 &id,
@@ -230,21 +211,14 @@ impl Engine {
         let me = agent.party();
 
         // A retry of an append returns the task and writes nothing.
-        if let Some(prev) = rec.history.iter().find(|m| m.message_id == msg.message_id) {
-            let same_sender =
-                prev.from.as_deref() == Some(me.peer_id.as_str()) && prev.role == role;
-            if !same_sender {
-                return Err(CoreError::InvalidParams(format!(
-                    "messageId `{}` is already used on this task by another sender",
-                    msg.message_id
-                )));
-            }
-            if prev.parts != msg.parts {
-                return Err(CoreError::InvalidParams(format!(
-                    "messageId `{}` was already used with different parts",
-                    msg.message_id
-                )));
-            }
+        let retry = idempotency::append_retry(
+            &rec.history,
+            &msg.message_id,
+            &msg.parts,
+            &me.peer_id,
+            role,
+        )?;
+        if retry {
             return Ok(Effects {
                 blocking: Self::blocking_spec(cfg, std::slice::from_ref(&rec), false),
                 reply: Self::views(cfg, vec![rec], false),

@@ -8,10 +8,10 @@ use crate::clock;
 use crate::core::artifact::{chunk_key, StoredArtifact};
 use crate::core::state::check_move;
 use crate::core::task::{Party, TaskRecord};
-use crate::core::validate::check_artifact;
 use crate::core::CoreError;
 use crate::reply::Reply;
 use crate::store::{read, write};
+use a2a_proto::check::check_artifact;
 use a2a_proto::limits::{A2A_MAX_ARTIFACTS, A2A_MAX_ARTIFACT_BYTES};
 use a2a_proto::params::{
     ArtifactParams, CancelParams, PushSetParams, ResubscribeParams, StatusParams,

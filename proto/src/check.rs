@@ -1,19 +1,92 @@
-//! Checks of messages, artifacts, cards and ids beyond their shape: base64,
-//! ids, and the size bounds of §7.
+//! The request pre-checks: everything a call can be refused for without
+//! the broker's state. Checks of messages, artifacts, cards and ids beyond
+//! their shape (base64, ids, the size bounds of §7), and [`precheck`], which
+//! applies them to a whole [`Call`].
 //!
-//! These run on the connection's thread before a call reaches the writer, so
-//! decoding a 20 MiB file part never holds up the commits of others. They
-//! follow PI-Desktop's broker where it is lenient (§3): a message may have
-//! no parts, a file part may carry only a `name`, or both `uri` and `bytes`.
+//! The broker runs these on the connection's thread before a call reaches
+//! the writer, so decoding a 20 MiB file part never holds up the commits of
+//! others; the fuzz targets run the same code. They follow PI-Desktop's
+//! broker where it is lenient (§3): a message may have no parts, a file part
+//! may carry only a `name`, or both `uri` and `bytes`.
 
-use super::CoreError;
-use a2a_proto::limits::{
+use crate::call::Call;
+use crate::limits::{
     A2A_MAX_ARTIFACT_BYTES, A2A_MAX_CARD_BYTES, A2A_MAX_FILE_BYTES, A2A_MAX_ID_BYTES,
     A2A_MAX_METADATA_BYTES, A2A_MAX_TEXT_CHARS,
 };
-use a2a_proto::types::{AgentCard, Artifact, Message, Object, Part};
+use crate::params::{CancelParams, GetParams, ResubscribeParams, StatusParams};
+use crate::types::{AgentCard, Artifact, Message, Object, Part};
 use base64::engine::{general_purpose::GeneralPurpose, DecodePaddingMode, GeneralPurposeConfig};
 use base64::Engine as _;
+
+/// Why a request is refused before it reaches the broker's state. The
+/// broker maps each variant to its wire error in one place (with its own
+/// failures, `-32602` and `A2A_PAYLOAD_TOO_LARGE` of §8).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckError {
+    /// The params are well-formed JSON of the wrong shape or meaning.
+    #[error("{0}")]
+    InvalidParams(String),
+    /// A size bound of §7 would be exceeded.
+    #[error("payload exceeds {limit}")]
+    PayloadTooLarge {
+        limit: &'static str,
+        max: u64,
+        actual: u64,
+    },
+    /// A value could not be serialized to be sized (a bug, not the caller's).
+    #[error("sizing a value: {0}")]
+    Unsizable(String),
+}
+
+/// Everything a call can be refused for without the broker's state: ids'
+/// lengths, message, artifact and card bounds (§7), blank `to`/`taskId`
+/// read as omitted (§3).
+pub fn precheck(call: &mut Call) -> Result<(), CheckError> {
+    match call {
+        Call::Register(p) => {
+            check_id("contextId", &p.context_id)?;
+            check_card(&p.card)
+        }
+        Call::Send(p) | Call::Stream(p) => {
+            normalize_message(&mut p.message);
+            check_message(&p.message)?;
+            match p
+                .configuration
+                .as_ref()
+                .and_then(|c| c.push_notification_config.as_ref())
+            {
+                Some(c) => check_id("config.id", &c.id),
+                None => Ok(()),
+            }
+        }
+        Call::Status(StatusParams { id, message, .. })
+        | Call::Cancel(CancelParams { id, message, .. }) => {
+            check_id("id", id)?;
+            message.as_mut().map_or(Ok(()), |m| {
+                normalize_message(m);
+                check_message(m)
+            })
+        }
+        Call::Artifact(p) => {
+            check_id("id", &p.id)?;
+            check_artifact(&p.artifact).map(|_| ())
+        }
+        Call::Get(GetParams { id, .. }) | Call::Resubscribe(ResubscribeParams { id, .. }) => {
+            check_id("id", id)
+        }
+        Call::PushSet(p) => {
+            check_id("taskId", &p.task_id)?;
+            check_id("config.id", &p.config.id)
+        }
+        Call::PushGet(p) => check_id("taskId", &p.task_id),
+        Call::Handshake(_)
+        | Call::ListAgents(_)
+        | Call::ListTasks(_)
+        | Call::Wait(_)
+        | Call::Deregister(_) => Ok(()),
+    }
+}
 
 /// Standard alphabet; padding optional, as clients differ.
 const BASE64: GeneralPurpose = GeneralPurpose::new(
@@ -32,9 +105,9 @@ pub fn normalize_message(msg: &mut Message) {
 }
 
 /// Refuses an id over `A2A_MAX_ID_BYTES` (`-32602`, §7).
-pub fn check_id(field: &str, id: &str) -> Result<(), CoreError> {
+pub fn check_id(field: &str, id: &str) -> Result<(), CheckError> {
     if id.len() > A2A_MAX_ID_BYTES {
-        return Err(CoreError::InvalidParams(format!(
+        return Err(CheckError::InvalidParams(format!(
             "{field} is {} bytes long; ids are at most {A2A_MAX_ID_BYTES} bytes (A2A_MAX_ID_BYTES)",
             id.len()
         )));
@@ -44,9 +117,9 @@ pub fn check_id(field: &str, id: &str) -> Result<(), CoreError> {
 
 /// Checks a message: a non-empty `messageId`, the ids' lengths, the
 /// metadata bound, every part valid. Parts may be empty.
-pub fn check_message(msg: &Message) -> Result<(), CoreError> {
+pub fn check_message(msg: &Message) -> Result<(), CheckError> {
     if msg.message_id.is_empty() {
-        return Err(CoreError::InvalidParams(
+        return Err(CheckError::InvalidParams(
             "messageId must not be empty".into(),
         ));
     }
@@ -76,15 +149,15 @@ pub fn check_message(msg: &Message) -> Result<(), CoreError> {
 /// its id, metadata, parts, and that it alone fits `A2A_MAX_ARTIFACT_BYTES`.
 /// Returns its content bytes, which the writer adds to what the artifact
 /// already holds.
-pub fn check_artifact(a: &Artifact) -> Result<u64, CoreError> {
+pub fn check_artifact(a: &Artifact) -> Result<u64, CheckError> {
     if a.artifact_id.is_empty() {
-        return Err(CoreError::InvalidParams(
+        return Err(CheckError::InvalidParams(
             "artifactId must not be empty".into(),
         ));
     }
     check_id("artifactId", &a.artifact_id)?;
     if a.artifact_id.contains('\0') {
-        return Err(CoreError::InvalidParams(
+        return Err(CheckError::InvalidParams(
             "artifactId must not contain NUL".into(),
         ));
     }
@@ -108,7 +181,7 @@ pub fn check_artifact(a: &Artifact) -> Result<u64, CoreError> {
 }
 
 /// Checks a card before registration: its name's length and its size.
-pub fn check_card(card: &AgentCard) -> Result<(), CoreError> {
+pub fn check_card(card: &AgentCard) -> Result<(), CheckError> {
     check_id("card.name", &card.name)?;
     let size = json_len(card)?;
     if size > A2A_MAX_CARD_BYTES {
@@ -128,7 +201,7 @@ pub struct PartSizes {
 }
 
 /// Checks a list of parts (a message's or an artifact's) and sizes them.
-pub fn check_parts(parts: &[Part]) -> Result<PartSizes, CoreError> {
+pub fn check_parts(parts: &[Part]) -> Result<PartSizes, CheckError> {
     let mut sizes = PartSizes::default();
     for part in parts {
         match part {
@@ -158,7 +231,7 @@ pub fn check_parts(parts: &[Part]) -> Result<PartSizes, CoreError> {
 
 /// Refuses metadata (of the message or artifact and of its parts, summed)
 /// over `A2A_MAX_METADATA_BYTES`.
-fn check_metadata(own: Option<&Object>, parts: &[Part]) -> Result<(), CoreError> {
+fn check_metadata(own: Option<&Object>, parts: &[Part]) -> Result<(), CheckError> {
     let mut total = 0usize;
     let part_meta = parts.iter().filter_map(|p| match p {
         Part::Text { metadata, .. } | Part::File { metadata, .. } | Part::Data { metadata, .. } => {
@@ -179,7 +252,7 @@ fn check_metadata(own: Option<&Object>, parts: &[Part]) -> Result<(), CoreError>
 }
 
 /// Decodes a file part's base64 (refused if invalid) and returns its size.
-fn check_file_bytes(b64: &str) -> Result<usize, CoreError> {
+fn check_file_bytes(b64: &str) -> Result<usize, CheckError> {
     // Refuse a payload that cannot fit before paying for its decoding.
     let estimate = b64.len() / 4 * 3;
     if estimate > A2A_MAX_FILE_BYTES + 3 {
@@ -191,7 +264,7 @@ fn check_file_bytes(b64: &str) -> Result<usize, CoreError> {
     }
     let decoded = BASE64
         .decode(b64.as_bytes())
-        .map_err(|e| CoreError::InvalidParams(format!("file bytes are not valid base64: {e}")))?;
+        .map_err(|e| CheckError::InvalidParams(format!("file bytes are not valid base64: {e}")))?;
     if decoded.len() > A2A_MAX_FILE_BYTES {
         return Err(too_large(
             "A2A_MAX_FILE_BYTES",
@@ -202,8 +275,8 @@ fn check_file_bytes(b64: &str) -> Result<usize, CoreError> {
     Ok(decoded.len())
 }
 
-fn too_large(limit: &'static str, max: usize, actual: usize) -> CoreError {
-    CoreError::PayloadTooLarge {
+fn too_large(limit: &'static str, max: usize, actual: usize) -> CheckError {
+    CheckError::PayloadTooLarge {
         limit,
         max: max as u64,
         actual: actual as u64,
@@ -211,10 +284,9 @@ fn too_large(limit: &'static str, max: usize, actual: usize) -> CoreError {
 }
 
 /// The serialized (JSON) size of a value, without building the text.
-pub fn json_len<T: serde::Serialize + ?Sized>(v: &T) -> Result<usize, CoreError> {
+pub fn json_len<T: serde::Serialize + ?Sized>(v: &T) -> Result<usize, CheckError> {
     let mut counter = ByteCounter(0);
-    serde_json::to_writer(&mut counter, v)
-        .map_err(|e| CoreError::Internal(format!("sizing a value: {e}")))?;
+    serde_json::to_writer(&mut counter, v).map_err(|e| CheckError::Unsizable(e.to_string()))?;
     Ok(counter.0)
 }
 
@@ -233,7 +305,7 @@ impl std::io::Write for ByteCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use a2a_proto::types::FileContent;
+    use crate::types::FileContent;
 
     fn file(uri: Option<&str>, bytes: Option<&str>) -> Part {
         Part::File {
@@ -266,7 +338,7 @@ mod tests {
         let over = vec![Part::text("é".repeat(8000)), Part::text("x".repeat(8001))];
         assert_eq!(
             check_message(&msg(over)),
-            Err(CoreError::PayloadTooLarge {
+            Err(CheckError::PayloadTooLarge {
                 limit: "A2A_MAX_TEXT_CHARS",
                 max: 16000,
                 actual: 16001
@@ -281,7 +353,7 @@ mod tests {
         assert!(check_parts(&[file(None, Some("aGVsbG8"))]).is_ok());
         assert!(matches!(
             check_parts(&[file(None, Some("***"))]),
-            Err(CoreError::InvalidParams(_))
+            Err(CheckError::InvalidParams(_))
         ));
         // As PI-Desktop's broker: a reference by name, and uri + bytes together.
         assert!(check_parts(&[file(None, None)]).is_ok());
@@ -294,7 +366,7 @@ mod tests {
         let big = BASE64.encode(vec![0u8; A2A_MAX_FILE_BYTES + 1]);
         assert!(matches!(
             check_parts(&[file(None, Some(&big))]),
-            Err(CoreError::PayloadTooLarge { .. })
+            Err(CheckError::PayloadTooLarge { .. })
         ));
         let max = BASE64.encode(vec![0u8; A2A_MAX_FILE_BYTES]);
         assert!(check_parts(&[file(None, Some(&max))]).is_ok());
@@ -307,20 +379,20 @@ mod tests {
         m.message_id = String::new();
         assert!(matches!(
             check_message(&m),
-            Err(CoreError::InvalidParams(_))
+            Err(CheckError::InvalidParams(_))
         ));
         m.message_id = "x".repeat(A2A_MAX_ID_BYTES);
         assert!(check_message(&m).is_ok());
         m.message_id.push('x');
         assert!(matches!(
             check_message(&m),
-            Err(CoreError::InvalidParams(_))
+            Err(CheckError::InvalidParams(_))
         ));
         let mut m = msg(vec![]);
         m.task_id = Some("t".repeat(A2A_MAX_ID_BYTES + 1));
         assert!(matches!(
             check_message(&m),
-            Err(CoreError::InvalidParams(_))
+            Err(CheckError::InvalidParams(_))
         ));
         let mut m = msg(vec![]);
         m.to = Some(String::new());
@@ -344,7 +416,7 @@ mod tests {
         m.metadata = Some(meta(half + 64));
         assert!(matches!(
             check_message(&m),
-            Err(CoreError::PayloadTooLarge {
+            Err(CheckError::PayloadTooLarge {
                 limit: "A2A_MAX_METADATA_BYTES",
                 ..
             })
@@ -367,7 +439,7 @@ mod tests {
         .unwrap();
         assert!(matches!(
             check_card(&card),
-            Err(CoreError::PayloadTooLarge {
+            Err(CheckError::PayloadTooLarge {
                 limit: "A2A_MAX_CARD_BYTES",
                 ..
             })

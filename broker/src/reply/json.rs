@@ -1,31 +1,12 @@
-//! Typed results of every method. The core builds these; the transport
-//! serializes them in the connection's writer thread (off the core's path).
+//! Replies as JSON (the NDJSON codec): serde `Serialize` for [`Reply`] and
+//! [`TaskView`], borrowed from the shared task records. A task version's
+//! rendering is kept and reused by later reads of the same view.
 
+use super::{Reply, TaskView};
 use crate::core::artifact::StoredArtifact;
-use crate::core::task::TaskRecord;
-use a2a_proto::params::{HandshakeResult, RegisterResult};
-use a2a_proto::types::{AgentCard, Notification, PushConfig};
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 use std::sync::Arc;
-
-/// A task as a caller sees it, with its history trimmed to the last
-/// `history_length` entries when asked.
-#[derive(Debug, Clone)]
-pub struct TaskView {
-    pub rec: Arc<TaskRecord>,
-    pub history_length: Option<usize>,
-}
-
-impl TaskView {
-    /// The whole task.
-    pub fn full(rec: Arc<TaskRecord>) -> Self {
-        Self {
-            rec,
-            history_length: None,
-        }
-    }
-}
 
 /// Renderings larger than this are not kept (a task holding big files is
 /// serialized afresh rather than held twice in memory).
@@ -88,54 +69,18 @@ impl Serialize for Fields<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let view = self.0;
         let r = &*view.rec;
-        let history = match view.history_length {
-            Some(n) => &r.history[r.history.len().saturating_sub(n)..],
-            None => &r.history[..],
-        };
         let mut st = s.serialize_struct("Task", 9)?;
         st.serialize_field("kind", "task")?;
         st.serialize_field("id", &r.id)?;
         st.serialize_field("contextId", &r.context_id)?;
         st.serialize_field("status", &r.status)?;
-        st.serialize_field("history", history)?;
+        st.serialize_field("history", view.history())?;
         st.serialize_field("artifacts", &r.artifacts)?;
         st.serialize_field("agentName", &r.worker.peer_id)?;
         st.serialize_field("requesterName", &r.requester.peer_id)?;
         st.serialize_field("version", &r.version)?;
         st.end()
     }
-}
-
-impl Reply {
-    /// `{task}` for one task.
-    pub fn task(rec: Arc<TaskRecord>, history_length: Option<usize>) -> Reply {
-        Reply::Task(TaskView {
-            rec,
-            history_length,
-        })
-    }
-}
-
-/// The result of a method.
-#[derive(Debug)]
-pub enum Reply {
-    Handshake(HandshakeResult),
-    Registered(RegisterResult),
-    /// `{ok: true}`.
-    Ok,
-    Agents(Vec<AgentCard>),
-    Task(TaskView),
-    /// A broadcast's tasks.
-    Tasks(Vec<TaskView>),
-    TaskList {
-        tasks: Vec<TaskView>,
-        next_cursor: Option<String>,
-    },
-    Config(Option<PushConfig>),
-    Events {
-        events: Vec<Arc<Notification>>,
-        timed_out: bool,
-    },
 }
 
 impl Serialize for Reply {
@@ -191,6 +136,7 @@ impl Serialize for Reply {
 mod tests {
     use super::*;
     use crate::core::task::fixture;
+    use crate::reply::TaskView;
     use a2a_proto::types::State;
 
     #[test]

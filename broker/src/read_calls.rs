@@ -7,7 +7,6 @@
 use crate::core::addressing::addressable;
 use crate::core::registry::Agent;
 use crate::core::task::TaskRecord;
-use crate::core::validate;
 use crate::core::CoreError;
 use crate::engine::Shared;
 use crate::reply::{Reply, TaskView};
@@ -213,7 +212,7 @@ pub fn list_tasks(c: &mut ReadCtx<'_>, p: ListTasksParams) -> Result<Reply, Core
     let mut cut = false;
     for (seq, id) in &page {
         let view = TaskView::full(c.task(id)?);
-        let size = validate::json_len(&view)?;
+        let size = a2a_proto::check::json_len(&view).map_err(CoreError::from)?;
         if size > budget && !tasks.is_empty() {
             cut = true;
             break;

@@ -1,15 +1,16 @@
 //! Entry points of the fuzz targets (`fuzz/`, outside the workspace): each
-//! takes arbitrary bytes and runs them through a decoder the way the broker
-//! does. They must never panic. `tests/fuzz_corpus.rs` runs them over the
-//! committed corpus, so every input a fuzzer ever found stays a regression
-//! test in the ordinary test command.
+//! takes arbitrary bytes and runs them through the decoders and pre-checks
+//! the broker runs on every request, all of which live in this crate. They
+//! must never panic. `tests/fuzz_corpus.rs` runs them over the committed
+//! corpus, so every input a fuzzer ever found stays a regression test in
+//! the ordinary test command. Not part of the supported surface.
 
-use crate::core::validate;
-use crate::transport::ndjson::{Line, LineReader};
-use a2a_proto::binary::{decode_payload, split_frames, ClientFrame, ServerFrame};
-use a2a_proto::call::Call;
-use a2a_proto::jsonrpc::{parse_line, Incoming};
-use a2a_proto::types::{Message, Part};
+use crate::binary::{decode_payload, split_frames, ClientFrame, ServerFrame};
+use crate::call::Call;
+use crate::check::{self as validate, precheck};
+use crate::jsonrpc::{parse_line, Incoming};
+use crate::lines::{Line, LineReader};
+use crate::types::{Message, Part};
 
 /// The NDJSON path: line splitting (with a small cap, so oversized lines
 /// are exercised), envelope parsing, params into typed calls, and the
@@ -33,7 +34,7 @@ fn request(line: &[u8]) {
     };
     for req in reqs.into_iter().flatten() {
         if let Ok(mut call) = Call::from_json(&req.method, req.params_str()) {
-            let _ = crate::dispatch::precheck(&mut call);
+            let _ = precheck(&mut call);
         }
     }
 }
@@ -48,7 +49,7 @@ pub fn binary(data: &[u8]) {
         if let Ok(ClientFrame::Request { mut call, .. } | ClientFrame::Notify { mut call }) =
             decode_payload::<ClientFrame>(&data[range.clone()])
         {
-            let _ = crate::dispatch::precheck(&mut call);
+            let _ = precheck(&mut call);
         }
         let _ = decode_payload::<ServerFrame>(&data[range]);
     }
@@ -65,7 +66,7 @@ pub fn parts(data: &[u8]) {
     }
     let b64 = String::from_utf8_lossy(data).into_owned();
     let file = Part::File {
-        file: a2a_proto::types::FileContent {
+        file: crate::types::FileContent {
             bytes: Some(b64),
             ..Default::default()
         },

@@ -21,15 +21,15 @@ fn replay(target: &str, run: fn(&[u8])) -> usize {
 
 #[test]
 fn ndjson_corpus() {
-    assert!(replay("ndjson", a2a_broker::fuzz_entry::ndjson) > 0);
+    assert!(replay("ndjson", a2a_proto::fuzz::ndjson) > 0);
 }
 
 #[test]
 fn binary_corpus() {
-    assert!(replay("binary", a2a_broker::fuzz_entry::binary) > 0);
+    assert!(replay("binary", a2a_proto::fuzz::binary) > 0);
 }
 
 #[test]
 fn parts_corpus() {
-    assert!(replay("parts", a2a_broker::fuzz_entry::parts) > 0);
+    assert!(replay("parts", a2a_proto::fuzz::parts) > 0);
 }

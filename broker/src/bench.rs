@@ -1,0 +1,60 @@
+//! What the benchmarks' raw baselines need of the broker's insides, and
+//! nothing else: not part of the supported surface (hidden from the docs).
+//!
+//! - [`open_writer`]: a database with the broker's schema and pragmas, for
+//!   the raw-SQLite baseline of the commit benchmark.
+//! - [`now`], [`uuid`]: the broker's timestamps and task ids, so the
+//!   baseline writes values of the same shapes and order.
+//! - [`socket_write_stats`]: frames per write call on the local socket.
+//! - [`EventInjector`]: pushes events into an agent's outbox as the
+//!   writer's routing does, to measure the transport alone.
+
+use crate::delivery::{Endpoint, Outbox};
+use crate::Broker;
+use a2a_proto::types::Notification;
+use std::path::Path;
+use std::sync::Arc;
+
+pub use crate::store::OpenError;
+
+/// Opens (creating and migrating) a database as the broker's writer does.
+pub fn open_writer(
+    path: &Path,
+    durability: crate::Durability,
+) -> Result<rusqlite::Connection, OpenError> {
+    crate::store::open_writer(path, durability)
+}
+
+/// Now, as the broker stamps it (`2026-11-30T09:23:55.420Z`).
+pub fn now() -> String {
+    crate::clock::now()
+}
+
+/// A task id as the broker mints it (time-ordered UUIDv7).
+pub fn uuid() -> String {
+    crate::ids::uuid()
+}
+
+/// `(frames, write calls)` over all local-socket connections so far: their
+/// ratio is the write coalescing.
+pub fn socket_write_stats() -> (u64, u64) {
+    crate::transport::socket::write_stats()
+}
+
+/// The outbox of a live push agent, to push events into.
+pub struct EventInjector(Arc<Outbox>);
+
+impl EventInjector {
+    /// The outbox of the push agent `peer_id`, if one is registered.
+    pub fn for_agent(broker: &Broker, peer_id: &str) -> Option<EventInjector> {
+        match &broker.shared.registry.read().by_peer(peer_id)?.endpoint {
+            Endpoint::Push(o) => Some(EventInjector(o.clone())),
+            Endpoint::Pull(_) => None,
+        }
+    }
+
+    /// Queues one event, as routing after a commit does.
+    pub fn push(&self, event: Arc<Notification>) {
+        self.0.push_event(event);
+    }
+}

@@ -1,0 +1,161 @@
+//! Idempotency by `messageId` (PROTOCOL.md §2, `idempotent-send`): when a
+//! send is a retry of one already done, and when reusing a `messageId` is
+//! refused. Pure rules; the send handler sequences them with its writes.
+//!
+//! - A creation is retried when the same requester sends the same
+//!   `messageId` again to the same recipient (`to` omitted matches any one
+//!   worker, `"*"` matches a broadcast): the retry answers with what the
+//!   first one made and writes nothing.
+//! - An append is retried when the same `messageId` is already on the task
+//!   from the same sender in the same role.
+//! - Either way, the same `messageId` with other parts, or (on a task) from
+//!   another sender, is refused with `-32602`.
+
+use super::task::TaskRecord;
+use super::CoreError;
+use a2a_proto::types::{Message, Part, Role};
+use std::sync::Arc;
+
+/// The tasks an earlier creation made that a retry of it answers with, out
+/// of `prior`: the tasks the requester created with this `messageId`.
+/// `None` when the send is not a retry (a new creation).
+pub fn creation_retry(
+    prior: Vec<Arc<TaskRecord>>,
+    msg: &Message,
+) -> Result<Option<Vec<Arc<TaskRecord>>>, CoreError> {
+    let to = msg.to.as_deref();
+    let broadcast = to == Some("*");
+    let mut same: Vec<Arc<TaskRecord>> = prior
+        .into_iter()
+        .filter(|rec| {
+            if broadcast {
+                rec.broadcast
+            } else {
+                !rec.broadcast && to.is_none_or(|t| rec.worker.peer_id == t)
+            }
+        })
+        .collect();
+    let Some(first) = same.first() else {
+        return Ok(None);
+    };
+    if first.history.first().is_some_and(|m| m.parts != msg.parts) {
+        return Err(different_parts(&msg.message_id));
+    }
+    if !broadcast {
+        same.truncate(1);
+    }
+    Ok(Some(same))
+}
+
+/// Is this append a retry of one already on the task (`true`: answer with
+/// the task, write nothing)? `sender` and `role` are the caller's.
+pub fn append_retry(
+    history: &[Arc<Message>],
+    message_id: &str,
+    parts: &[Part],
+    sender: &str,
+    role: Role,
+) -> Result<bool, CoreError> {
+    let Some(prev) = history.iter().find(|m| m.message_id == message_id) else {
+        return Ok(false);
+    };
+    if prev.from.as_deref() != Some(sender) || prev.role != role {
+        return Err(CoreError::InvalidParams(format!(
+            "messageId `{message_id}` is already used on this task by another sender"
+        )));
+    }
+    if prev.parts != parts {
+        return Err(different_parts(message_id));
+    }
+    Ok(true)
+}
+
+fn different_parts(message_id: &str) -> CoreError {
+    CoreError::InvalidParams(format!(
+        "messageId `{message_id}` was already used with different parts"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::task::fixture;
+    use a2a_proto::types::State;
+
+    /// A task of worker `worker` whose first message is `m0`.
+    fn task(worker: &str, broadcast: bool) -> Arc<TaskRecord> {
+        let mut rec = fixture::record(State::Submitted, 1);
+        rec.worker.peer_id = worker.into();
+        rec.broadcast = broadcast;
+        Arc::new(rec)
+    }
+
+    /// The message `m0` of the fixture, addressed to `to`.
+    fn send(to: Option<&str>) -> Message {
+        let mut m = (*fixture::message("m0")).clone();
+        m.to = to.map(Into::into);
+        m
+    }
+
+    fn workers(r: Option<Vec<Arc<TaskRecord>>>) -> Option<Vec<String>> {
+        r.map(|v| v.iter().map(|t| t.worker.peer_id.clone()).collect())
+    }
+
+    #[test]
+    fn a_creation_retry_matches_its_recipient() {
+        let prior = || vec![task("w1", false), task("w2", false)];
+        let r = creation_retry(prior(), &send(Some("w2"))).unwrap();
+        assert_eq!(workers(r), Some(vec!["w2".into()]));
+        // `to` omitted: the first task the id made.
+        let r = creation_retry(prior(), &send(None)).unwrap();
+        assert_eq!(workers(r), Some(vec!["w1".into()]));
+        // Another recipient: a new creation.
+        assert!(creation_retry(prior(), &send(Some("w3")))
+            .unwrap()
+            .is_none());
+        assert!(creation_retry(vec![], &send(None)).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_broadcast_retry_answers_every_task_of_the_broadcast() {
+        let prior = vec![task("w1", true), task("w2", true), task("w3", false)];
+        let r = creation_retry(prior.clone(), &send(Some("*"))).unwrap();
+        assert_eq!(workers(r), Some(vec!["w1".into(), "w2".into()]));
+        // A direct send does not match a broadcast's tasks.
+        let r = creation_retry(prior, &send(Some("w1"))).unwrap();
+        assert!(r.is_none());
+    }
+
+    #[test]
+    fn a_creation_retry_with_other_parts_is_refused() {
+        let mut m = send(Some("w1"));
+        m.parts = vec![Part::text("something else")];
+        let e = creation_retry(vec![task("w1", false)], &m).unwrap_err();
+        assert_eq!(
+            e,
+            CoreError::InvalidParams("messageId `m0` was already used with different parts".into())
+        );
+    }
+
+    #[test]
+    fn an_append_retry_needs_the_same_sender_role_and_parts() {
+        let rec = fixture::record(State::Working, 2);
+        let parts = rec.history[1].parts.clone();
+        let h = &rec.history;
+        assert_eq!(append_retry(h, "m1", &parts, "a", Role::User), Ok(true));
+        assert_eq!(append_retry(h, "new", &parts, "a", Role::User), Ok(false));
+        let other_sender = append_retry(h, "m1", &parts, "b", Role::User).unwrap_err();
+        assert!(
+            other_sender.to_string().contains("another sender"),
+            "{other_sender}"
+        );
+        assert!(append_retry(h, "m1", &parts, "a", Role::Agent).is_err());
+        let other_parts = append_retry(h, "m1", &[Part::text("x")], "a", Role::User);
+        assert_eq!(
+            other_parts,
+            Err(CoreError::InvalidParams(
+                "messageId `m1` was already used with different parts".into()
+            ))
+        );
+    }
+}

@@ -1,0 +1,56 @@
+//! `app.handshake`: the protocol version check, the local socket's secret,
+//! and what the broker advertises. The one call a connection may make
+//! before its handshake.
+
+use crate::reply::Reply;
+use crate::session::Session;
+use a2a_proto::error::RpcError;
+use a2a_proto::params::{HandshakeParams, HandshakeResult};
+use a2a_proto::PROTOCOL_VERSION;
+use serde_json::json;
+
+/// What `app.handshake` advertises beyond the base protocol.
+pub const FEATURES: &[&str] = &[
+    "a2a.tasks.list",
+    "a2a.tasks.artifact",
+    "a2a.events.wait",
+    "broadcast",
+    "idempotent-send",
+    "resubscribe-replay",
+    "pull-delivery",
+    "batch",
+    "event-ring",
+];
+
+/// Answers a handshake; a bad secret also marks the session closing.
+pub(crate) fn handshake(s: &mut Session, p: HandshakeParams) -> Result<Reply, RpcError> {
+    if p.protocol_version != PROTOCOL_VERSION {
+        return Err(RpcError::new(
+            a2a_proto::error::INVALID_REQUEST,
+            "invalid request",
+            Some(
+                json!({"reason": "protocol version mismatch", "protocolVersion": PROTOCOL_VERSION}),
+            ),
+        ));
+    }
+    if let Some(secret) = &s.secret {
+        let offered = p.secret.as_deref().unwrap_or("");
+        if !secret.matches(offered) {
+            s.closing = true;
+            return Err(RpcError::invalid_request("bad secret"));
+        }
+    }
+    s.handshaken = true;
+    Ok(Reply::Handshake(HandshakeResult {
+        protocol_version: PROTOCOL_VERSION,
+        host: "a2a-broker".into(),
+        host_version: env!("CARGO_PKG_VERSION").into(),
+        features: FEATURES.iter().map(|f| f.to_string()).collect(),
+        capabilities: vec!["a2a".into()],
+        // Granted once; a repeated handshake answers the same ring.
+        event_ring: match (&p.event_ring, &s.ring) {
+            (Some(req), Some(slot)) => slot.grant(req.bytes),
+            _ => None,
+        },
+    }))
+}

@@ -1,0 +1,63 @@
+//! One connection's state: who it is to the writer (its `ConnId` and
+//! outbox), whether its handshake is done, the secret it must present, and
+//! its parking places for unanswered waits and blocking sends.
+
+use crate::core::registry::ConnId;
+use crate::delivery::outbox::Parked;
+use crate::delivery::Outbox;
+use crate::secret::Secret;
+use a2a_proto::error::RpcError;
+use a2a_proto::limits::A2A_MAX_PARKED_WAITS;
+use serde_json::json;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+
+/// One connection's state.
+pub struct Session {
+    pub conn: ConnId,
+    pub outbox: Arc<Outbox>,
+    pub(crate) handshaken: bool,
+    /// Required in the handshake (local-socket connections); never logged.
+    pub(crate) secret: Option<Arc<Secret>>,
+    /// Set when the connection must close (a bad secret).
+    pub closing: bool,
+    /// Unanswered waits and blocking sends (`A2A_MAX_PARKED_WAITS`).
+    parked: Arc<AtomicUsize>,
+    /// Where a granted event ring goes (local-socket connections only;
+    /// stdio is the host's own pipe and gets no ring).
+    pub(crate) ring: Option<Arc<crate::transport::ring::RingSlot>>,
+}
+
+impl Session {
+    pub(crate) fn new(conn: ConnId, outbox: Arc<Outbox>, secret: Option<Arc<Secret>>) -> Self {
+        Session {
+            conn,
+            outbox,
+            handshaken: false,
+            secret,
+            closing: false,
+            parked: Default::default(),
+            ring: None,
+        }
+    }
+
+    /// Has the connection completed its handshake?
+    pub fn is_handshaken(&self) -> bool {
+        self.handshaken
+    }
+
+    /// Takes one of the connection's parking places, or refuses the call.
+    pub(crate) fn park(&self) -> Result<Parked, RpcError> {
+        Parked::take(&self.parked, A2A_MAX_PARKED_WAITS).ok_or_else(|| {
+            RpcError::new(
+                a2a_proto::error::INVALID_PARAMS,
+                "too many waits: this connection already has 64 unanswered waits or blocking sends",
+                Some(json!({
+                    "reason": "too many waits",
+                    "limit": "A2A_MAX_PARKED_WAITS",
+                    "max": A2A_MAX_PARKED_WAITS,
+                })),
+            )
+        })
+    }
+}
