@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 5;
-const STREAM: usize = 2_000;
+const STREAM: usize = 2_000; // with SINGLES, at most 220 messages per task
 const SINGLES: usize = 200;
 
 fn base() -> Instant {
@@ -52,11 +52,15 @@ fn sent_at(ev: &a2a_client::Event) -> Option<Duration> {
     text.get(..20)?.parse().ok().map(Duration::from_nanos)
 }
 
+/// Tasks per path: a task holds at most 256 messages (`A2A_MAX_TASK_HISTORY`),
+/// and each event here carries one; status changes go round the tasks.
+const TASKS: usize = 10;
+
 struct Path {
     _client: Client,
     req: Agent,
     wrk: Agent,
-    task: String,
+    tasks: Vec<String>,
     rx: mpsc::Receiver<Duration>,
 }
 
@@ -87,7 +91,7 @@ fn path(sb: &SocketBroker, ring: bool, k: usize) -> Path {
         _client: client,
         req,
         wrk,
-        task,
+        tasks,
         rx,
     }
 }
@@ -96,9 +100,9 @@ fn path(sb: &SocketBroker, ring: bool, k: usize) -> Path {
 fn stream(p: &Path, size: usize, n: usize) -> f64 {
     let t = Instant::now();
     let pend: Vec<_> = (0..n)
-        .map(|_| {
+        .map(|i| {
             p.wrk
-                .set_status_async(&p.task, State::Working, Some(stamped(size)))
+                .set_status_async(&p.tasks[i % TASKS], State::Working, Some(stamped(size)))
                 .expect("submit")
         })
         .collect();
@@ -115,9 +119,9 @@ fn stream(p: &Path, size: usize, n: usize) -> f64 {
 /// p50 and p99 of single events, the consumer idle between them.
 fn singles(p: &Path, size: usize, n: usize) -> (Duration, Duration) {
     let mut lat: Vec<Duration> = (0..n)
-        .map(|_| {
+        .map(|i| {
             p.wrk
-                .set_status(&p.task, State::Working, Some(stamped(size)))
+                .set_status(&p.tasks[i % TASKS], State::Working, Some(stamped(size)))
                 .expect("status");
             let d = p.rx.recv_timeout(Duration::from_secs(60)).expect("event");
             std::thread::sleep(Duration::from_millis(2));

@@ -85,6 +85,13 @@ impl Broker {
     /// then its agents' tokens die (their tasks stay open). Returns once
     /// they are dead, so a transport that hangs up after this leaves no
     /// moment in which another connection could still use them.
+    /// Returns once the writer has run everything queued before this call
+    /// (a connection close with no agents, used as a barrier).
+    pub(crate) fn barrier(&self) {
+        let s = self.session(Arc::new(Outbox::new(1)));
+        self.engine.connection_closed(s.conn);
+    }
+
     pub(crate) fn close(&self, s: Session) {
         // A connection that never completed its handshake registered
         // nothing: no need to queue behind the writer (a flood of

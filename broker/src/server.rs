@@ -5,7 +5,7 @@
 
 use crate::broker::Broker;
 use crate::core::CoreError;
-use crate::delivery::{Outbox, Timer};
+use crate::delivery::Timer;
 use crate::engine::{self, Shared};
 use crate::store::{self, Durability, OpenError};
 use crate::transport::socket::{self, SocketError};
@@ -195,7 +195,7 @@ pub fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
         // a barrier), then stop answering altogether: a call the writer
         // has not refused yet gets no answer rather than one without the
         // reason, and none is ever acknowledged.
-        broker.close(broker.session(Arc::new(Outbox::new(1))));
+        broker.barrier();
         if let Some((outbox, _)) = &stdio_out {
             outbox.close();
         }
