@@ -79,7 +79,9 @@ fn path(sb: &SocketBroker, ring: bool, k: usize) -> Path {
     let wrk = worker_client
         .register(&format!("{ctx}-w"), agent_card("wrk"), Delivery::Push)
         .expect("register");
-    let task = req.send(message_to(wrk.id(), "go"), None).expect("send").id;
+    let tasks = (0..TASKS)
+        .map(|_| req.send(message_to(wrk.id(), "go"), None).expect("send").id)
+        .collect();
     let (tx, rx) = mpsc::channel();
     req.set_event_handler(Some(Box::new(move |_, ev| {
         if let Some(sent) = sent_at(&ev) {
