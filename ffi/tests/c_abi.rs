@@ -144,6 +144,10 @@ fn the_c_program_is_clean_under_valgrind() {
         "--show-leak-kinds=definite,possible",
         "--quiet",
     ])
+    .arg(format!(
+        "--suppressions={}",
+        crate_dir().join("tests/c/valgrind.supp").display()
+    ))
     .arg(exe)
     .arg(&socket)
     .arg(&secret);

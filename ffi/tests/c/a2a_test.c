@@ -113,6 +113,7 @@ typedef struct {
   a2a_reply_kind kind;
   a2a_status inner; /* a call made from inside the callback */
   const a2a_agent *agent;
+  pthread_t thread; /* where the last callback ran */
 } waiter;
 
 static void waiter_init(waiter *w) {
@@ -183,6 +184,7 @@ static void on_task_try_blocking(void *ud, a2a_status st, const a2a_task *t) {
   pthread_mutex_lock(&w->mu);
   w->status = st;
   w->inner = inner;
+  w->thread = pthread_self();
   w->done++;
   pthread_cond_broadcast(&w->cv);
   pthread_mutex_unlock(&w->mu);
@@ -266,6 +268,26 @@ static int log_find(event_log *l, int from, a2a_event_kind kind, const char *tas
   }
   pthread_mutex_unlock(&l->mu);
   fprintf(stderr, "no event kind=%d state=%d on %s\n", (int)kind, (int)state, task);
+  CHECK(0);
+  return -1;
+}
+
+/* Waits for a STATUS event whose message's first text is `text`. */
+static int log_find_text(event_log *l, int from, const char *text) {
+  struct timespec ts;
+  deadline_in(&ts, WAIT_SECONDS);
+  pthread_mutex_lock(&l->mu);
+  for (;;) {
+    for (int i = from; i < l->n; i++) {
+      if (l->kind[i] == A2A_EVENT_KIND_STATUS && l->text[i] && strcmp(l->text[i], text) == 0) {
+        pthread_mutex_unlock(&l->mu);
+        return i;
+      }
+    }
+    if (pthread_cond_timedwait(&l->cv, &l->mu, &ts) == ETIMEDOUT) break;
+  }
+  pthread_mutex_unlock(&l->mu);
+  fprintf(stderr, "no status event with text %s\n", text);
   CHECK(0);
   return -1;
 }
@@ -538,11 +560,21 @@ static void lifecycle(void) {
   OK(a2a_agent_get_task_async(req, "no-such-task", 0, on_task, &w));
   waiter_wait(&w, 2);
   CHECK(w.status == A2A_STATUS_RPC);
-  /* a blocking call inside a callback fails instead of deadlocking */
+  /* A blocking call inside a callback on the reader thread fails instead
+   * of deadlocking. A blocking send is answered only when the worker
+   * completes the task, so its callback surely runs on the reader thread
+   * (an answer that beats the submit would run it on this thread). */
   w.agent = req;
-  OK(a2a_agent_get_task_async(req, task, 0, on_task_try_blocking, &w));
+  p = text_parts("blocking job");
+  a2a_send_options blocking = {.blocking = true, .history_length = -1};
+  OK(a2a_agent_send_async(req, "coder", p, &blocking, on_task_try_blocking, &w));
+  a2a_parts_free(p);
+  e = log_find_text(&wlog, 0, "blocking job");
+  OK(a2a_agent_set_status(wrk, wlog.task_id[e], A2A_STATE_COMPLETED, NULL, &t));
+  a2a_task_free(t);
   waiter_wait(&w, 3);
   CHECK(w.status == A2A_STATUS_OK && w.inner == A2A_STATUS_WOULD_DEADLOCK);
+  CHECK(!pthread_equal(w.thread, pthread_self()));
   /* create then cancel, both submitted */
   p = text_parts("second job");
   OK(a2a_agent_send_async(req, "coder", p, NULL, on_task, &w));
