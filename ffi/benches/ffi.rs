@@ -33,6 +33,7 @@ use a2a_ffi::view::{a2a_task, a2a_task_free};
 use a2a_ffi::{a2a_dispatch, a2a_status};
 use a2a_testkit::bin::{locate, Build, Profile};
 use a2a_testkit::{socket_path_for, Spawn, TestDb};
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::ffi::{c_void, CString};
 use std::ptr;
@@ -44,6 +45,8 @@ const N_RTT: u64 = 2_000;
 const RTT_BLOCKS: usize = 20;
 const WINDOW: usize = 256;
 const N_WINDOW: u64 = 20_000;
+/// Calls per alternating block of the window measure.
+const WINDOW_BLOCK: u64 = 2_000;
 const T: Duration = Duration::from_secs(60);
 
 fn ok(st: a2a_status, what: &str) {
@@ -62,7 +65,10 @@ fn ffi_rtt(agent: *const a2a_agent, task: &CString, n: u64) -> Duration {
     let start = Instant::now();
     for _ in 0..n {
         let mut t: *mut a2a_task = ptr::null_mut();
-        ok(a2a_agent_get_task(agent, task.as_ptr(), 1, &mut t), "get_task");
+        ok(
+            a2a_agent_get_task(agent, task.as_ptr(), 1, &mut t),
+            "get_task",
+        );
         a2a_task_free(t);
     }
     start.elapsed()
@@ -89,26 +95,30 @@ fn rust_window(agent: &Agent, task: &str, n: u64) -> Duration {
     start.elapsed()
 }
 
-/// The state the poll loop's callbacks share (one thread: the loop's).
+/// The state the poll loop's callbacks share (one thread: the loop's;
+/// `Cell`s, since the callbacks reach it through a shared pointer while the
+/// loop reads it).
 struct Window {
     agent: *const a2a_agent,
     task: CString,
-    sent: u64,
-    done: u64,
+    sent: Cell<u64>,
+    done: Cell<u64>,
     n: u64,
-    failed: u64,
+    failed: Cell<u64>,
 }
 
 unsafe extern "C" fn on_window(ud: *mut c_void, st: a2a_status, _t: *const a2a_task) {
-    // SAFETY: `ud` is the `Window` the loop owns; callbacks run only inside
-    // a2a_client_poll on the loop's thread, so there is no other access.
-    let w = unsafe { &mut *ud.cast::<Window>() };
-    w.done += 1;
+    // SAFETY: `ud` is the `Window` the loop owns and outlives every
+    // callback (they run only inside a2a_client_poll on the loop's thread,
+    // before ffi_window returns); it is only read through `&`, with `Cell`s.
+
+    let w = unsafe { &*ud.cast::<Window>() };
+    w.done.set(w.done.get() + 1);
     if st != a2a_status::Ok {
-        w.failed += 1;
+        w.failed.set(w.failed.get() + 1);
     }
-    if w.sent < w.n {
-        w.sent += 1;
+    if w.sent.get() < w.n {
+        w.sent.set(w.sent.get() + 1);
         ok(
             a2a_agent_get_task_async(w.agent, w.task.as_ptr(), 1, Some(on_window), ud),
             "resubmit",
@@ -116,28 +126,33 @@ unsafe extern "C" fn on_window(ud: *mut c_void, st: a2a_status, _t: *const a2a_t
     }
 }
 
-fn ffi_window(client: *const a2a_client, agent: *const a2a_agent, task: &CString, n: u64) -> Duration {
+fn ffi_window(
+    client: *const a2a_client,
+    agent: *const a2a_agent,
+    task: &CString,
+    n: u64,
+) -> Duration {
     let mut fd = -1;
     ok(a2a_client_fd(client, &mut fd), "fd");
-    let mut w = Box::new(Window {
+    let w = Window {
         agent,
         task: task.clone(),
-        sent: 0,
-        done: 0,
+        sent: Cell::new(0),
+        done: Cell::new(0),
         n,
-        failed: 0,
-    });
-    let ud = (&mut *w as *mut Window).cast::<c_void>();
+        failed: Cell::new(0),
+    };
+    let ud = (&w as *const Window).cast_mut().cast::<c_void>();
     let start = Instant::now();
-    while w.sent < n.min(WINDOW as u64) {
-        w.sent += 1;
+    while w.sent.get() < n.min(WINDOW as u64) {
+        w.sent.set(w.sent.get() + 1);
         ok(
             a2a_agent_get_task_async(agent, task.as_ptr(), 1, Some(on_window), ud),
             "submit",
         );
     }
     let deadline = Instant::now() + T;
-    while w.done < n {
+    while w.done.get() < n {
         assert!(Instant::now() < deadline, "the poll loop stalled");
         let mut p = libc::pollfd {
             fd,
@@ -150,8 +165,21 @@ fn ffi_window(client: *const a2a_client, agent: *const a2a_agent, task: &CString
         ok(a2a_client_poll(client, usize::MAX, &mut ran), "poll");
     }
     let d = start.elapsed();
-    assert_eq!(w.failed, 0, "failed completions");
+    assert_eq!(w.failed.get(), 0, "failed completions");
     d
+}
+
+/// CPU time of the calling thread so far: what the FFI layer adds to a
+/// blocking call (submission, the task view, its free) runs here, and,
+/// unlike wall time, it barely moves with the machine's load.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes one timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -169,6 +197,8 @@ fn main() {
         eprintln!("ffi: skipped (runs under `cargo bench` only)");
         return;
     }
+    let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    eprintln!("ffi: load average at start {}", load().trim());
     let bin = locate(Profile::Release, Build::Always).expect("the release broker");
     let db = TestDb::new();
     let socket = socket_path_for(&db.path);
@@ -189,10 +219,12 @@ fn main() {
         .register("bench", agent_card("wrk"), Delivery::Push)
         .expect("register");
     let task = req
-        .send(message_to("wrk", "a task of typical size for the benchmark"), None)
+        .send(
+            message_to("wrk", "a task of typical size for the benchmark"),
+            None,
+        )
         .expect("send")
         .id;
-    let c_task = CString::new(task.clone()).expect("no NUL");
 
     // The C side: a thread-mode client for the blocking round trip, a
     // poll-mode one for the loop; each registers its own requester and
@@ -209,15 +241,32 @@ fn main() {
             client_name: ptr::null(),
         };
         let mut c = ptr::null_mut();
-        ok(a2a_client_new(c_socket.as_ptr(), c_secret.as_ptr(), &opts, &mut c), "client");
+        ok(
+            a2a_client_new(c_socket.as_ptr(), c_secret.as_ptr(), &opts, &mut c),
+            "client",
+        );
         let ctx = CString::new(ctx).expect("no NUL");
         let (mut r, mut w) = (ptr::null_mut(), ptr::null_mut());
         ok(
-            a2a_client_register(c, ctx.as_ptr(), c"req".as_ptr(), ptr::null(), a2a_delivery::Push, &mut r),
+            a2a_client_register(
+                c,
+                ctx.as_ptr(),
+                c"req".as_ptr(),
+                ptr::null(),
+                a2a_delivery::Push,
+                &mut r,
+            ),
             "register",
         );
         ok(
-            a2a_client_register(c, ctx.as_ptr(), c"wrk".as_ptr(), ptr::null(), a2a_delivery::Push, &mut w),
+            a2a_client_register(
+                c,
+                ctx.as_ptr(),
+                c"wrk".as_ptr(),
+                ptr::null(),
+                a2a_delivery::Push,
+                &mut w,
+            ),
             "register",
         );
         let mut parts = ptr::null_mut();
@@ -230,7 +279,10 @@ fn main() {
         // SAFETY: `w` is a live agent; its id borrows from it.
         let to = unsafe { a2a_agent_id(w).as_str() }.expect("id").to_owned();
         let to = CString::new(to).expect("no NUL");
-        ok(a2a_agent_send(r, to.as_ptr(), parts, ptr::null(), &mut t), "send");
+        ok(
+            a2a_agent_send(r, to.as_ptr(), parts, ptr::null(), &mut t),
+            "send",
+        );
         // SAFETY: `t` is the task just returned, alive until freed below.
         let id = unsafe { (*t).id.as_str() }.expect("id").to_owned();
         a2a_task_free(t);
@@ -250,28 +302,41 @@ fn main() {
     let us = |n: u64, d: Duration| d.as_secs_f64() * 1e6 / n as f64;
     let (mut rr, mut fr, mut rw, mut fw) = (vec![], vec![], vec![], vec![]);
     let (mut ratio_rtt, mut ratio_win) = (vec![], vec![]);
+    let (mut rcpu, mut fcpu) = (vec![], vec![]);
     for round in 0..ROUNDS {
         // The round trip in short alternating blocks (the first side
         // alternating too), so that both sides see the same moments of
         // this shared machine's load.
         let (mut rd, mut fd) = (Duration::ZERO, Duration::ZERO);
+        let (mut rc, mut fc) = (Duration::ZERO, Duration::ZERO);
+        let per = N_RTT / RTT_BLOCKS as u64;
         for block in 0..RTT_BLOCKS {
-            if (block + round) % 2 == 0 {
-                rd += rust_rtt(&req, &task, N_RTT / RTT_BLOCKS as u64);
-                fd += ffi_rtt(ta, &ttask, N_RTT / RTT_BLOCKS as u64);
-            } else {
-                fd += ffi_rtt(ta, &ttask, N_RTT / RTT_BLOCKS as u64);
-                rd += rust_rtt(&req, &task, N_RTT / RTT_BLOCKS as u64);
+            for side in 0..2 {
+                let c0 = thread_cpu();
+                if (block + round + side) % 2 == 0 {
+                    rd += rust_rtt(&req, &task, per);
+                    rc += thread_cpu().saturating_sub(c0);
+                } else {
+                    fd += ffi_rtt(ta, &ttask, per);
+                    fc += thread_cpu().saturating_sub(c0);
+                }
             }
         }
         let (r1, f1) = (us(N_RTT, rd), us(N_RTT, fd));
-        let (r2, f2) = if round % 2 == 0 {
-            let r = us(N_WINDOW, rust_window(&req, &task, N_WINDOW));
-            (r, us(N_WINDOW, ffi_window(pc, pa, &ptask, N_WINDOW)))
-        } else {
-            let f = us(N_WINDOW, ffi_window(pc, pa, &ptask, N_WINDOW));
-            (us(N_WINDOW, rust_window(&req, &task, N_WINDOW)), f)
-        };
+        rcpu.push(us(N_RTT, rc));
+        fcpu.push(us(N_RTT, fc));
+        // The window likewise, in alternating blocks of WINDOW_BLOCK calls.
+        let (mut rd, mut fd) = (Duration::ZERO, Duration::ZERO);
+        for block in 0..(N_WINDOW / WINDOW_BLOCK) as usize {
+            for side in 0..2 {
+                if (block + round + side) % 2 == 0 {
+                    rd += rust_window(&req, &task, WINDOW_BLOCK);
+                } else {
+                    fd += ffi_window(pc, pa, &ptask, WINDOW_BLOCK);
+                }
+            }
+        }
+        let (r2, f2) = (us(N_WINDOW, rd), us(N_WINDOW, fd));
         rr.push(r1);
         fr.push(f1);
         rw.push(r2);
@@ -289,6 +354,13 @@ fn main() {
         verdict(q1)
     );
     eprintln!(
+        "SUMMARY ffi one round trip, calling thread CPU per call: Rust {:.2} us, FFI {:.2} us \
+         (FFI adds {:.2} us: the call through the C ABI, the task view and its free)",
+        median(rcpu.clone()),
+        median(fcpu.clone()),
+        median(fcpu) - median(rcpu)
+    );
+    eprintln!(
         "SUMMARY ffi 256 in flight: Rust (Pending window) {:.2} us/call ({:.0} calls/s), \
          FFI (poll(2) + a2a_client_poll, callbacks resubmit) {:.2} us/call ({:.0} calls/s); \
          FFI/Rust {q2:.3}x [{}] (median of {ROUNDS} paired rounds; target <= 1.2x)",
@@ -299,6 +371,7 @@ fn main() {
         verdict(q2)
     );
 
+    eprintln!("ffi: load average at end {}", load().trim());
     for a in [ta, pa] {
         a2a_agent_free(a);
     }

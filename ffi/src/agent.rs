@@ -43,7 +43,10 @@ pub type a2a_event_cb =
     Option<unsafe extern "C" fn(userdata: *mut c_void, event: *const a2a_event)>;
 
 struct SlotState {
-    cb: Option<(unsafe extern "C" fn(*mut c_void, *const a2a_event), UserData)>,
+    cb: Option<(
+        unsafe extern "C" fn(*mut c_void, *const a2a_event),
+        UserData,
+    )>,
     /// Bumped by every change: events captured for an older registration
     /// are dropped.
     generation: u64,
@@ -71,7 +74,13 @@ impl EventSlot {
 
     /// Replaces the registration; returns its generation once no call of
     /// the old one runs on another thread.
-    fn set(&self, cb: Option<(unsafe extern "C" fn(*mut c_void, *const a2a_event), UserData)>) -> u64 {
+    fn set(
+        &self,
+        cb: Option<(
+            unsafe extern "C" fn(*mut c_void, *const a2a_event),
+            UserData,
+        )>,
+    ) -> u64 {
         let me = std::thread::current().id();
         let mut st = self.st.lock();
         st.cb = cb;
@@ -290,7 +299,10 @@ pub extern "C" fn a2a_agent_set_event_cb(
 ///
 /// Threads: any.
 #[no_mangle]
-pub extern "C" fn a2a_agent_next_event(agent: *const a2a_agent, out: *mut *mut a2a_event) -> a2a_status {
+pub extern "C" fn a2a_agent_next_event(
+    agent: *const a2a_agent,
+    out: *mut *mut a2a_event,
+) -> a2a_status {
     guard(|| {
         // SAFETY: `agent` is NULL or a live handle (header rule).
         let a = unsafe { handle(agent, "agent") }?;

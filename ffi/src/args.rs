@@ -15,8 +15,7 @@ use std::ffi::{c_char, CStr};
 /// `p` is NULL or points to a NUL-terminated string that outlives `'a`.
 pub(crate) unsafe fn str_arg<'a>(p: *const c_char, name: &str) -> Result<&'a str, FfiError> {
     // SAFETY: forwarded from the caller (NULL is handled there).
-    unsafe { opt_str_arg(p, name) }?
-        .ok_or_else(|| FfiError::invalid(format!("`{name}` is NULL")))
+    unsafe { opt_str_arg(p, name) }?.ok_or_else(|| FfiError::invalid(format!("`{name}` is NULL")))
 }
 
 /// An optional string argument (NULL: absent).
@@ -113,12 +112,10 @@ mod tests {
             let bad = [0xffu8 as c_char, 0];
             let e = str_arg(bad.as_ptr(), "name").unwrap_err().to_string();
             assert!(e.contains("`name` is not UTF-8"), "{e}");
-            let e = opt_json_arg::<serde_json::Map<String, serde_json::Value>>(
-                c"[1]".as_ptr(),
-                "data",
-            )
-            .unwrap_err()
-            .to_string();
+            let e =
+                opt_json_arg::<serde_json::Map<String, serde_json::Value>>(c"[1]".as_ptr(), "data")
+                    .unwrap_err()
+                    .to_string();
             assert!(e.contains("`data`"), "{e}");
         }
         assert_eq!(opt_u64(-1), None);

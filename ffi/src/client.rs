@@ -4,7 +4,7 @@
 
 use crate::agent::a2a_agent;
 use crate::args::{handle, millis_or, opt_str_arg, out_arg, str_arg, write_out};
-use crate::calls::{reply_async, reply_blocking, a2a_reply_cb};
+use crate::calls::{a2a_reply_cb, reply_async, reply_blocking};
 use crate::dispatch::{a2a_dispatch, Dispatcher};
 use crate::reply::{a2a_reply, ReplyData};
 use crate::status::{a2a_status, guard, guard_value, FfiError};
@@ -197,7 +197,11 @@ pub extern "C" fn a2a_client_fd(client: *const a2a_client, out_fd: *mut c_int) -
 /// Threads: any (usually the host's event-loop thread); several threads
 /// may poll one client, each callback then runs on one of them.
 #[no_mangle]
-pub extern "C" fn a2a_client_poll(client: *const a2a_client, max: usize, out_n: *mut usize) -> a2a_status {
+pub extern "C" fn a2a_client_poll(
+    client: *const a2a_client,
+    max: usize,
+    out_n: *mut usize,
+) -> a2a_status {
     guard(|| {
         // SAFETY: NULL or a live client (header rule).
         let c = unsafe { handle(client, "client") }?;
@@ -220,6 +224,7 @@ pub extern "C" fn a2a_client_poll(client: *const a2a_client, max: usize, out_n: 
 unsafe fn card_arg(name: *const c_char, card_json: *const c_char) -> Result<AgentCard, FfiError> {
     // SAFETY: forwarded from the caller.
     let name = unsafe { str_arg(name, "name") }?;
+    // SAFETY: forwarded from the caller.
     let mut card = match unsafe { opt_str_arg(card_json, "card_json") }? {
         None => agent_card(name),
         Some(j) => {
@@ -305,7 +310,11 @@ pub extern "C" fn a2a_client_register_async(
         reply_async(&c.dispatcher, cb, userdata, move || {
             c.client
                 .register_async(ctx, card, delivery(delivery_mode))
-                .map(|p| (p, move |agent| ReplyData::Agent(Box::new(a2a_agent::new(agent, d)))))
+                .map(|p| {
+                    (p, move |agent| {
+                        ReplyData::Agent(Box::new(a2a_agent::new(agent, d)))
+                    })
+                })
         })
     })
 }
@@ -375,6 +384,8 @@ pub extern "C" fn a2a_client_call_json_async(
 /// NULL or a NUL-terminated string.
 unsafe fn json_params(p: *const c_char) -> Result<serde_json::Value, FfiError> {
     // SAFETY: forwarded from the caller.
-    Ok(unsafe { crate::args::opt_json_arg::<serde_json::Value>(p, "params_json") }?
-        .unwrap_or(serde_json::Value::Null))
+    Ok(
+        unsafe { crate::args::opt_json_arg::<serde_json::Value>(p, "params_json") }?
+            .unwrap_or(serde_json::Value::Null),
+    )
 }

@@ -337,7 +337,8 @@ impl Readiness {
         loop {
             // SAFETY: reads at most 64 bytes into a local buffer from a
             // non-blocking descriptor we own.
-            let n = unsafe { libc::read(self.read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            let n =
+                unsafe { libc::read(self.read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
             // An eventfd is emptied by one read; a pipe may hold more.
             if n <= 0 || self.write.is_none() {
                 return;

@@ -141,7 +141,12 @@ pub extern "C" fn a2a_parts_add_file(
             unsafe { std::slice::from_raw_parts(bytes, len) }
         };
         // SAFETY: NULL or NUL-terminated strings (header rule).
-        let (name, mime) = unsafe { (opt_str_arg(name, "name")?, opt_str_arg(mime_type, "mime_type")?) };
+        let (name, mime) = unsafe {
+            (
+                opt_str_arg(name, "name")?,
+                opt_str_arg(mime_type, "mime_type")?,
+            )
+        };
         p.parts.push(Part::File {
             file: FileContent {
                 name: name.map(str::to_owned),
@@ -218,7 +223,10 @@ pub extern "C" fn a2a_parts_set_message_id(parts: *mut a2a_parts, id: *const c_c
 ///
 /// # Safety
 /// `p` is NULL or a live builder.
-pub(crate) unsafe fn parts_arg<'a>(p: *const a2a_parts, name: &str) -> Result<&'a a2a_parts, FfiError> {
+pub(crate) unsafe fn parts_arg<'a>(
+    p: *const a2a_parts,
+    name: &str,
+) -> Result<&'a a2a_parts, FfiError> {
     // SAFETY: forwarded.
     unsafe { handle(p, name) }
 }

@@ -309,10 +309,7 @@ pub extern "C" fn a2a_last_error_rpc_code() -> i64 {
 /// Threads: any; reads the calling thread's own last error.
 #[no_mangle]
 pub extern "C" fn a2a_last_error_a2a_code() -> a2a_error_code {
-    LAST.with(|l| {
-        l.try_borrow()
-            .map_or(a2a_error_code::None, |l| l.a2a_code)
-    })
+    LAST.with(|l| l.try_borrow().map_or(a2a_error_code::None, |l| l.a2a_code))
 }
 
 /// A static, NUL-terminated, lower-case name of `status` (e.g. "closed").
@@ -357,12 +354,7 @@ mod tests {
 
     #[test]
     fn last_error_is_copied_out_cut_at_a_char_boundary() {
-        store(
-            a2a_status::Io,
-            "ééé".into(),
-            0,
-            a2a_error_code::None,
-        );
+        store(a2a_status::Io, "ééé".into(), 0, a2a_error_code::None);
         let mut buf = [0x55 as c_char; 4];
         let mut n = 99usize;
         assert_eq!(

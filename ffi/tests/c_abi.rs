@@ -16,7 +16,15 @@ use std::time::Duration;
 
 /// The libraries a Rust static library needs on Linux (what `rustc
 /// --print native-static-libs` lists).
-const NATIVE_LIBS: &[&str] = &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl", "-lc"];
+const NATIVE_LIBS: &[&str] = &[
+    "-lgcc_s",
+    "-lutil",
+    "-lrt",
+    "-lpthread",
+    "-lm",
+    "-ldl",
+    "-lc",
+];
 
 fn crate_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -47,7 +55,10 @@ fn c_program() -> &'static Path {
             .arg(&exe)
             .status()
             .unwrap_or_else(|e| panic!("cannot run {cc}: {e}"));
-        assert!(status.success(), "{cc} failed to compile tests/c/a2a_test.c");
+        assert!(
+            status.success(),
+            "{cc} failed to compile tests/c/a2a_test.c"
+        );
         exe
     })
 }
@@ -93,7 +104,11 @@ fn broker(db: &TestDb) -> (a2a_testkit::BrokerProcess, String, String) {
         .start(TIMEOUT)
         .unwrap_or_else(|e| panic!("{e}"));
     let secret = process.secret().expect("the broker's secret file");
-    (process, socket.to_str().expect("utf-8 path").to_owned(), secret)
+    (
+        process,
+        socket.to_str().expect("utf-8 path").to_owned(),
+        secret,
+    )
 }
 
 fn check(out: &Output, what: &str) {

@@ -35,7 +35,10 @@ fn the_checked_in_header_is_the_generated_one() {
             .lines()
             .zip(generated.lines())
             .position(|(a, b)| a != b)
-            .map_or(checked_in.lines().count().min(generated.lines().count()), |i| i);
+            .map_or(
+                checked_in.lines().count().min(generated.lines().count()),
+                |i| i,
+            );
         panic!(
             "include/a2a.h differs from the generated header (first at line {}); \
              regenerate with `A2A_BLESS_HEADER=1 cargo test -p a2a-ffi --test header`",
@@ -48,7 +51,10 @@ fn the_checked_in_header_is_the_generated_one() {
 fn the_header_version_is_the_crate_version() {
     let header = generate();
     let want = format!("#define A2A_FFI_VERSION \"{}\"", env!("CARGO_PKG_VERSION"));
-    assert!(header.contains(&want), "cbindgen.toml after_includes: {want}");
+    assert!(
+        header.contains(&want),
+        "cbindgen.toml after_includes: {want}"
+    );
     // SAFETY: a2a_version returns a static NUL-terminated string.
     let v = unsafe { std::ffi::CStr::from_ptr(a2a_ffi::a2a_version()) };
     assert_eq!(v.to_str().unwrap(), env!("CARGO_PKG_VERSION"));

@@ -170,8 +170,13 @@ pub extern "C" fn a2a_agent_set_push_config(
 ) -> a2a_status {
     guard(|| {
         // SAFETY: NULL or live handles and strings (header rule).
-        let (a, id, c) =
-            unsafe { (agent_arg(agent)?, str_arg(task_id, "task_id")?, config(config_id, url, token)?) };
+        let (a, id, c) = unsafe {
+            (
+                agent_arg(agent)?,
+                str_arg(task_id, "task_id")?,
+                config(config_id, url, token)?,
+            )
+        };
         reply_blocking(out, || {
             a.agent.set_push_config(id, c).map(ReplyData::PushConfig)
         })
@@ -194,8 +199,13 @@ pub extern "C" fn a2a_agent_set_push_config_async(
 ) -> a2a_status {
     guard(|| {
         // SAFETY: NULL or live handles and strings (header rule).
-        let (a, id, c) =
-            unsafe { (agent_arg(agent)?, str_arg(task_id, "task_id")?, config(config_id, url, token)?) };
+        let (a, id, c) = unsafe {
+            (
+                agent_arg(agent)?,
+                str_arg(task_id, "task_id")?,
+                config(config_id, url, token)?,
+            )
+        };
         reply_async(a.dispatcher(), cb, userdata, || {
             a.agent
                 .set_push_config_async(id, c)
@@ -275,7 +285,9 @@ pub extern "C" fn a2a_agent_deregister_async(
         // SAFETY: NULL or a live handle (header rule).
         let a = unsafe { agent_arg(agent) }?;
         reply_async(a.dispatcher(), cb, userdata, || {
-            a.agent.deregister_async().map(|p| (p, |()| ReplyData::None))
+            a.agent
+                .deregister_async()
+                .map(|p| (p, |()| ReplyData::None))
         })
     })
 }

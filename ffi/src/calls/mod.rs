@@ -47,8 +47,9 @@ pub type a2a_task_cb =
 /// borrowed for the duration of the call. Thread and reentrancy: as
 /// a2a_task_cb.
 #[allow(non_camel_case_types)]
-pub type a2a_reply_cb =
-    Option<unsafe extern "C" fn(userdata: *mut c_void, status: a2a_status, reply: *const a2a_reply)>;
+pub type a2a_reply_cb = Option<
+    unsafe extern "C" fn(userdata: *mut c_void, status: a2a_status, reply: *const a2a_reply),
+>;
 
 /// Borrows the agent argument.
 ///

@@ -1,8 +1,8 @@
 //! Sends (create, follow-up, broadcast) and the calls on one task (status,
 //! artifact, cancel, get, resubscribe), blocking and submitted.
 
-use super::{agent_arg, reply_async, reply_blocking, task_async, task_blocking};
 use super::{a2a_reply_cb, a2a_task_cb};
+use super::{agent_arg, reply_async, reply_blocking, task_async, task_blocking};
 use crate::agent::a2a_agent;
 use crate::args::{opt_str_arg, opt_u64, str_arg};
 use crate::parts::{a2a_parts, parts_arg};
@@ -59,7 +59,12 @@ pub extern "C" fn a2a_agent_send(
     guard(|| {
         // SAFETY: NULL or live handles, strings, structs (header rule).
         let (a, to, p, cfg) = unsafe {
-            (agent_arg(agent)?, opt_str_arg(to, "to")?, parts_arg(parts, "parts")?, options(opts))
+            (
+                agent_arg(agent)?,
+                opt_str_arg(to, "to")?,
+                parts_arg(parts, "parts")?,
+                options(opts),
+            )
         };
         let m = p.message(to, None);
         task_blocking(out, || a.agent.send(m, cfg))
@@ -82,7 +87,12 @@ pub extern "C" fn a2a_agent_send_async(
     guard(|| {
         // SAFETY: NULL or live handles, strings, structs (header rule).
         let (a, to, p, cfg) = unsafe {
-            (agent_arg(agent)?, opt_str_arg(to, "to")?, parts_arg(parts, "parts")?, options(opts))
+            (
+                agent_arg(agent)?,
+                opt_str_arg(to, "to")?,
+                parts_arg(parts, "parts")?,
+                options(opts),
+            )
         };
         let m = p.message(to, None);
         task_async(a.dispatcher(), cb, userdata, || a.agent.send_async(m, cfg))
@@ -105,7 +115,12 @@ pub extern "C" fn a2a_agent_send_followup(
     guard(|| {
         // SAFETY: NULL or live handles, strings, structs (header rule).
         let (a, id, p, cfg) = unsafe {
-            (agent_arg(agent)?, str_arg(task_id, "task_id")?, parts_arg(parts, "parts")?, options(opts))
+            (
+                agent_arg(agent)?,
+                str_arg(task_id, "task_id")?,
+                parts_arg(parts, "parts")?,
+                options(opts),
+            )
         };
         let m = p.message(None, Some(id));
         task_blocking(out, || a.agent.send(m, cfg))
@@ -128,7 +143,12 @@ pub extern "C" fn a2a_agent_send_followup_async(
     guard(|| {
         // SAFETY: NULL or live handles, strings, structs (header rule).
         let (a, id, p, cfg) = unsafe {
-            (agent_arg(agent)?, str_arg(task_id, "task_id")?, parts_arg(parts, "parts")?, options(opts))
+            (
+                agent_arg(agent)?,
+                str_arg(task_id, "task_id")?,
+                parts_arg(parts, "parts")?,
+                options(opts),
+            )
         };
         let m = p.message(None, Some(id));
         task_async(a.dispatcher(), cb, userdata, || a.agent.send_async(m, cfg))
@@ -151,7 +171,9 @@ pub extern "C" fn a2a_agent_broadcast(
         // SAFETY: NULL or live handles and structs (header rule).
         let (a, p, cfg) = unsafe { (agent_arg(agent)?, parts_arg(parts, "parts")?, options(opts)) };
         let m = p.message(None, None);
-        reply_blocking(out, || a.agent.broadcast(m, cfg).map(|t| ReplyData::Tasks(t, None)))
+        reply_blocking(out, || {
+            a.agent.broadcast(m, cfg).map(|t| ReplyData::Tasks(t, None))
+        })
     })
 }
 
@@ -231,7 +253,9 @@ pub extern "C" fn a2a_agent_set_status_async(
     guard(|| {
         // SAFETY: NULL or live handles and strings (header rule).
         let (a, (id, st, m)) = unsafe { (agent_arg(agent)?, status_args(task_id, state, parts)?) };
-        task_async(a.dispatcher(), cb, userdata, || a.agent.set_status_async(id, st, m))
+        task_async(a.dispatcher(), cb, userdata, || {
+            a.agent.set_status_async(id, st, m)
+        })
     })
 }
 
@@ -256,7 +280,10 @@ pub extern "C" fn a2a_agent_add_artifact(
         // SAFETY: NULL or live handles and strings (header rule).
         let (a, id, art) = unsafe {
             let p = parts_arg(parts, "parts")?;
-            let art = p.artifact(str_arg(artifact_id, "artifact_id")?, opt_str_arg(name, "name")?);
+            let art = p.artifact(
+                str_arg(artifact_id, "artifact_id")?,
+                opt_str_arg(name, "name")?,
+            );
             (agent_arg(agent)?, str_arg(task_id, "task_id")?, art)
         };
         task_blocking(out, || a.agent.add_artifact(id, art, append, last_chunk))
@@ -283,7 +310,10 @@ pub extern "C" fn a2a_agent_add_artifact_async(
         // SAFETY: NULL or live handles and strings (header rule).
         let (a, id, art) = unsafe {
             let p = parts_arg(parts, "parts")?;
-            let art = p.artifact(str_arg(artifact_id, "artifact_id")?, opt_str_arg(name, "name")?);
+            let art = p.artifact(
+                str_arg(artifact_id, "artifact_id")?,
+                opt_str_arg(name, "name")?,
+            );
             (agent_arg(agent)?, str_arg(task_id, "task_id")?, art)
         };
         task_async(a.dispatcher(), cb, userdata, || {
