@@ -111,7 +111,6 @@ unsafe extern "C" fn on_window(ud: *mut c_void, st: a2a_status, _t: *const a2a_t
     // SAFETY: `ud` is the `Window` the loop owns and outlives every
     // callback (they run only inside a2a_client_poll on the loop's thread,
     // before ffi_window returns); it is only read through `&`, with `Cell`s.
-
     let w = unsafe { &*ud.cast::<Window>() };
     w.done.set(w.done.get() + 1);
     if st != a2a_status::Ok {

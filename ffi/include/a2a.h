@@ -776,7 +776,8 @@ a2a_status a2a_client_new(const char *socket,
 // callbacks still owed run on the reader thread after that callback
 // returns.
 //
-// Threads: any, its own callbacks included.
+// Threads: any, its own callbacks included; no other thread may be
+// using the handle (as for every _free).
 void a2a_client_free(a2a_client *client);
 
 // Closes the connection now without freeing the client: pending calls

@@ -124,7 +124,8 @@ pub extern "C" fn a2a_client_new(
 /// callbacks still owed run on the reader thread after that callback
 /// returns.
 ///
-/// Threads: any, its own callbacks included.
+/// Threads: any, its own callbacks included; no other thread may be
+/// using the handle (as for every _free).
 #[no_mangle]
 pub extern "C" fn a2a_client_free(client: *mut a2a_client) {
     guard_value((), || {
