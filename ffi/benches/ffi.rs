@@ -40,6 +40,12 @@ use std::ptr;
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 10;
+
+thread_local! {
+    /// Loop turns and callbacks run, for the callbacks-per-wake figure.
+    static WAKES: Cell<u64> = const { Cell::new(0) };
+    static RAN: Cell<u64> = const { Cell::new(0) };
+}
 const N_RTT: u64 = 2_000;
 /// Alternating blocks per round of the round-trip measure.
 const RTT_BLOCKS: usize = 20;
@@ -162,6 +168,8 @@ fn ffi_window(
         unsafe { libc::poll(&mut p, 1, 1000) };
         let mut ran = 0usize;
         ok(a2a_client_poll(client, usize::MAX, &mut ran), "poll");
+        WAKES.with(|c| c.set(c.get() + 1));
+        RAN.with(|c| c.set(c.get() + ran as u64));
     }
     let d = start.elapsed();
     assert_eq!(w.failed.get(), 0, "failed completions");
@@ -302,6 +310,7 @@ fn main() {
     let (mut rr, mut fr, mut rw, mut fw) = (vec![], vec![], vec![], vec![]);
     let (mut ratio_rtt, mut ratio_win) = (vec![], vec![]);
     let (mut rcpu, mut fcpu) = (vec![], vec![]);
+    let (mut wrc, mut wfc) = (Duration::ZERO, Duration::ZERO);
     for round in 0..ROUNDS {
         // The round trip in short alternating blocks (the first side
         // alternating too), so that both sides see the same moments of
@@ -328,10 +337,13 @@ fn main() {
         let (mut rd, mut fd) = (Duration::ZERO, Duration::ZERO);
         for block in 0..(N_WINDOW / WINDOW_BLOCK) as usize {
             for side in 0..2 {
+                let c0 = thread_cpu();
                 if (block + round + side) % 2 == 0 {
                     rd += rust_window(&req, &task, WINDOW_BLOCK);
+                    wrc += thread_cpu().saturating_sub(c0);
                 } else {
                     fd += ffi_window(pc, pa, &ptask, WINDOW_BLOCK);
+                    wfc += thread_cpu().saturating_sub(c0);
                 }
             }
         }
@@ -370,6 +382,14 @@ fn main() {
         verdict(q2)
     );
 
+    let total = (N_WINDOW * ROUNDS as u64) as f64;
+    eprintln!(
+        "SUMMARY ffi 256 in flight, loop thread CPU per call: Rust {:.2} us, FFI {:.2} us; \
+         FFI poll loop: {:.1} callbacks per wake-up",
+        wrc.as_secs_f64() * 1e6 / total,
+        wfc.as_secs_f64() * 1e6 / total,
+        RAN.with(Cell::get) as f64 / WAKES.with(Cell::get).max(1) as f64
+    );
     eprintln!("ffi: load average at end {}", load().trim());
     for a in [ta, pa] {
         a2a_agent_free(a);
