@@ -1,0 +1,171 @@
+//! The C ABI tested from C: compiles `tests/c/a2a_test.c` with `cc`
+//! against the checked-in header and links it to this crate's static
+//! library (which `cargo test` has just built), spawns a real broker
+//! (`a2a-broker serve --socket ... --no-stdio`, through the test kit), and
+//! runs the program with the socket and secret; it must exit 0. The second
+//! test runs the same program under Valgrind (no leak, no invalid access),
+//! or says why it skipped. Every child has a deadline.
+
+use a2a_testkit::bin::{profile_dir, Profile};
+use a2a_testkit::process::wait_exit;
+use a2a_testkit::{socket_path_for, Spawn, TestDb, TIMEOUT};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The libraries a Rust static library needs on Linux (what `rustc
+/// --print native-static-libs` lists).
+const NATIVE_LIBS: &[&str] = &[
+    "-lgcc_s",
+    "-lutil",
+    "-lrt",
+    "-lpthread",
+    "-lm",
+    "-ldl",
+    "-lc",
+];
+
+fn crate_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The C test program, compiled once per test binary.
+fn c_program() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let lib = profile_dir(Profile::current()).join("liba2a_ffi.a");
+        assert!(
+            lib.exists(),
+            "{} missing (cargo builds it with the crate)",
+            lib.display()
+        );
+        let out_dir = profile_dir(Profile::current()).join("a2a-ffi-c");
+        std::fs::create_dir_all(&out_dir).expect("create the C output directory");
+        let exe = out_dir.join("a2a_test");
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let status = Command::new(&cc)
+            .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-O1"])
+            .arg("-I")
+            .arg(crate_dir().join("include"))
+            .arg(crate_dir().join("tests/c/a2a_test.c"))
+            .arg(&lib)
+            .args(NATIVE_LIBS)
+            .arg("-o")
+            .arg(&exe)
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run {cc}: {e}"));
+        assert!(
+            status.success(),
+            "{cc} failed to compile tests/c/a2a_test.c"
+        );
+        exe
+    })
+}
+
+/// Runs `cmd` to completion within `timeout` (killed after it), with its
+/// output captured.
+fn run(mut cmd: Command, timeout: Duration) -> Output {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn the C test program");
+    // Read the pipes on threads so that a chatty child never blocks.
+    let mut so = child.stdout.take().expect("piped");
+    let mut se = child.stderr.take().expect("piped");
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut so, &mut v).ok();
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut se, &mut v).ok();
+        v
+    });
+    let status = match wait_exit(&mut child, timeout) {
+        Some(s) => s,
+        None => {
+            let _ = child.kill();
+            child.wait().expect("reap the killed child")
+        }
+    };
+    Output {
+        status,
+        stdout: t_out.join().unwrap_or_default(),
+        stderr: t_err.join().unwrap_or_default(),
+    }
+}
+
+/// A socket-only broker and the arguments the C program takes.
+fn broker(db: &TestDb) -> (a2a_testkit::BrokerProcess, String, String) {
+    let socket = socket_path_for(&db.path);
+    let process = Spawn::new(&db.path)
+        .socket(&socket)
+        .no_stdio()
+        .start(TIMEOUT)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let secret = process.secret().expect("the broker's secret file");
+    (
+        process,
+        socket.to_str().expect("utf-8 path").to_owned(),
+        secret,
+    )
+}
+
+fn check(out: &Output, what: &str) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        out.status
+    );
+    assert!(stdout.contains("a2a_test: all passed"), "{what}: {stdout}");
+    eprintln!("{what}:\n{stdout}");
+}
+
+#[test]
+fn the_c_program_passes_against_a_real_broker() {
+    let exe = c_program();
+    let db = TestDb::new();
+    let (_broker, socket, secret) = broker(&db);
+    let mut cmd = Command::new(exe);
+    cmd.arg(&socket).arg(&secret);
+    let out = run(cmd, Duration::from_secs(300));
+    check(&out, "a2a_test");
+}
+
+#[test]
+fn the_c_program_is_clean_under_valgrind() {
+    let found = Command::new("valgrind")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        eprintln!(
+            "SKIPPED: valgrind is not on PATH (CI installs it: `apt-get install -y valgrind`)"
+        );
+        return;
+    }
+    let exe = c_program();
+    let db = TestDb::new();
+    let (_broker, socket, secret) = broker(&db);
+    let mut cmd = Command::new("valgrind");
+    cmd.args([
+        "--leak-check=full",
+        "--error-exitcode=1",
+        "--errors-for-leak-kinds=definite,possible",
+        "--show-leak-kinds=definite,possible",
+        "--quiet",
+    ])
+    .arg(format!(
+        "--suppressions={}",
+        crate_dir().join("tests/c/valgrind.supp").display()
+    ))
+    .arg(exe)
+    .arg(&socket)
+    .arg(&secret);
+    let out = run(cmd, Duration::from_secs(900));
+    check(&out, "a2a_test under valgrind");
+}
