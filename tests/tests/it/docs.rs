@@ -300,6 +300,37 @@ impl Lines for Socket {
     }
 }
 
+/// The message ids the broker mints for its own status messages (a
+/// deregistration's), `broker-<uuid>`, become `broker-$id`: the kit's
+/// normaliser names bare UUIDs only, and these change on every run.
+fn broker_ids(line: &str) -> String {
+    const PREFIX: &str = "broker-";
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find(PREFIX) {
+        let after = &rest[at + PREFIX.len()..];
+        out.push_str(&rest[..at + PREFIX.len()]);
+        match after.get(..36) {
+            Some(id) if is_uuid(id) => {
+                out.push_str("$id");
+                rest = &after[36..];
+            }
+            _ => rest = after,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, lowercase hex.
+fn is_uuid(s: &str) -> bool {
+    s.len() == 36
+        && s.bytes().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => c == b'-',
+            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(&c),
+        })
+}
+
 /// What one page's run gave.
 struct PageRun {
     /// The page with every block's `<` lines replaced by the actual ones.
@@ -358,7 +389,7 @@ fn run_page(path: &Path) -> PageRun {
         let mut current = members[0];
         for line in rendered.lines() {
             if line.starts_with("< ") {
-                actual_blocks[current].push(line.to_string());
+                actual_blocks[current].push(broker_ids(line));
                 continue;
             }
             let echo = echoes
@@ -426,14 +457,15 @@ fn const_strings(source: &str) -> Vec<String> {
         .collect()
 }
 
-/// Every `"A2A_…"` string literal of the error source.
+/// The wire names of the A2A error codes: the `#[serde(rename = "A2A_…")]`
+/// of the error source.
 fn a2a_error_codes(source: &str) -> BTreeSet<String> {
     source
-        .split('"')
+        .split("rename = \"A2A_")
         .skip(1)
-        .step_by(2)
-        .filter(|s| s.starts_with("A2A_") && s.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
-        .map(str::to_owned)
+        .filter_map(|rest| rest.split_once('"'))
+        .map(|(name, _)| format!("A2A_{name}"))
+        .filter(|s| s.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
         .collect()
 }
 
@@ -471,16 +503,25 @@ impl Seen {
                     }
                     continue;
                 }
-                if let Some(m) = item["method"].as_str() {
-                    self.received.insert(m.to_owned());
-                }
-                if let Some(k) = item["params"]["event"]["kind"].as_str() {
-                    self.event_kinds.insert(k.to_owned());
-                }
-                if let Some(c) = item["error"]["data"]["errorCode"].as_str() {
-                    self.error_codes.insert(c.to_owned());
+                // A pull agent's events come inside an `a2a.events.wait`
+                // answer, each as the notification it would have been.
+                let pulled = item["result"]["events"].as_array().cloned().unwrap_or_default();
+                for n in pulled.iter().chain([&item]) {
+                    self.add_received(n);
                 }
             }
+        }
+    }
+
+    fn add_received(&mut self, item: &Value) {
+        if let Some(m) = item["method"].as_str() {
+            self.received.insert(m.to_owned());
+        }
+        if let Some(k) = item["params"]["event"]["kind"].as_str() {
+            self.event_kinds.insert(k.to_owned());
+        }
+        if let Some(c) = item["error"]["data"]["errorCode"].as_str() {
+            self.error_codes.insert(c.to_owned());
         }
     }
 }
@@ -571,6 +612,43 @@ fn expansion_keeps_the_page_form() {
         "one page line per written line"
     );
     assert!(echoes.iter().all(|e| e.block == 7));
+}
+
+#[test]
+fn broker_minted_message_ids_become_a_placeholder() {
+    assert_eq!(
+        broker_ids(r#"< {"messageId":"broker-01a22bf9-7eb2-74a7-b525-3756ca26c555","x":"broker-x"}"#),
+        r#"< {"messageId":"broker-$id","x":"broker-x"}"#
+    );
+}
+
+#[test]
+fn coverage_sees_pulled_events_and_errors() {
+    let mut seen = Seen::default();
+    seen.add_block(concat!(
+        "> [{\"id\":1,\"method\":\"a2a.events.wait\"}]\n",
+        "< {\"result\":{\"events\":[{\"method\":\"a2a.lagged\",\"params\":{}}]}}\n",
+        "< {\"method\":\"a2a.task.event\",\"params\":{\"event\":{\"kind\":\"artifact-update\"}}}\n",
+        "< {\"error\":{\"data\":{\"errorCode\":\"A2A_SEND_CAP\"}}}\n",
+        "# {\"method\":\"a2a.push\"}\n",
+    ));
+    assert_eq!(seen.sent, BTreeSet::from(["a2a.events.wait".to_string()]));
+    assert_eq!(
+        seen.received,
+        BTreeSet::from(["a2a.lagged".to_string(), "a2a.task.event".to_string()])
+    );
+    assert_eq!(seen.event_kinds, BTreeSet::from(["artifact-update".to_string()]));
+    assert_eq!(seen.error_codes, BTreeSet::from(["A2A_SEND_CAP".to_string()]));
+}
+
+#[test]
+fn the_names_are_read_from_the_proto_sources() {
+    let names = const_strings(METHODS_RS);
+    assert!(names.contains(&"app.handshake".to_string()), "{names:?}");
+    assert!(names.contains(&"a2a.lagged".to_string()), "{names:?}");
+    let codes = a2a_error_codes(ERRORS_RS);
+    assert!(codes.contains("A2A_NO_PEERS"), "{codes:?}");
+    assert!(!codes.iter().any(|c| c.contains(' ')), "{codes:?}");
 }
 
 #[test]
