@@ -49,7 +49,9 @@ const METHODS_RS: &str = include_str!("../../../proto/src/methods.rs");
 const ERRORS_RS: &str = include_str!("../../../proto/src/error.rs");
 
 fn docs_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("docs")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("docs")
 }
 
 /// Every `*.md` under `dir`, sorted.
@@ -59,7 +61,9 @@ fn pages(dir: &Path) -> Vec<PathBuf> {
     while let Some(d) = stack.pop() {
         let entries = std::fs::read_dir(&d).unwrap_or_else(|e| panic!("read {}: {e}", d.display()));
         for e in entries {
-            let p = e.unwrap_or_else(|e| panic!("read {}: {e}", d.display())).path();
+            let p = e
+                .unwrap_or_else(|e| panic!("read {}: {e}", d.display()))
+                .path();
             if p.is_dir() {
                 stack.push(p);
             } else if p.extension().is_some_and(|x| x == "md") {
@@ -174,7 +178,10 @@ fn expand(lines: &[&str], block: usize, text: &mut String, echoes: &mut Vec<Echo
             });
         }
     }
-    assert!(repeat.is_none(), "{at}: `# repeat` is not followed by a `>` line");
+    assert!(
+        repeat.is_none(),
+        "{at}: `# repeat` is not followed by a `>` line"
+    );
 }
 
 /// `{{S*N}}` → `S` repeated `N` times.
@@ -465,7 +472,10 @@ fn a2a_error_codes(source: &str) -> BTreeSet<String> {
         .skip(1)
         .filter_map(|rest| rest.split_once('"'))
         .map(|(name, _)| format!("A2A_{name}"))
-        .filter(|s| s.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+        .filter(|s| {
+            s.chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        })
         .collect()
 }
 
@@ -505,7 +515,10 @@ impl Seen {
                 }
                 // A pull agent's events come inside an `a2a.events.wait`
                 // answer, each as the notification it would have been.
-                let pulled = item["result"]["events"].as_array().cloned().unwrap_or_default();
+                let pulled = item["result"]["events"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
                 for n in pulled.iter().chain([&item]) {
                     self.add_received(n);
                 }
@@ -617,7 +630,9 @@ fn expansion_keeps_the_page_form() {
 #[test]
 fn broker_minted_message_ids_become_a_placeholder() {
     assert_eq!(
-        broker_ids(r#"< {"messageId":"broker-01a22bf9-7eb2-74a7-b525-3756ca26c555","x":"broker-x"}"#),
+        broker_ids(
+            r#"< {"messageId":"broker-01a22bf9-7eb2-74a7-b525-3756ca26c555","x":"broker-x"}"#
+        ),
         r#"< {"messageId":"broker-$id","x":"broker-x"}"#
     );
 }
@@ -637,8 +652,14 @@ fn coverage_sees_pulled_events_and_errors() {
         seen.received,
         BTreeSet::from(["a2a.lagged".to_string(), "a2a.task.event".to_string()])
     );
-    assert_eq!(seen.event_kinds, BTreeSet::from(["artifact-update".to_string()]));
-    assert_eq!(seen.error_codes, BTreeSet::from(["A2A_SEND_CAP".to_string()]));
+    assert_eq!(
+        seen.event_kinds,
+        BTreeSet::from(["artifact-update".to_string()])
+    );
+    assert_eq!(
+        seen.error_codes,
+        BTreeSet::from(["A2A_SEND_CAP".to_string()])
+    );
 }
 
 #[test]
