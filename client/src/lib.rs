@@ -108,3 +108,10 @@ pub use pending::Pending;
 /// An event delivered to an agent: `a2a.task.event`, `a2a.push` or
 /// `a2a.lagged`, typed.
 pub type Event = a2a_proto::types::Notification;
+
+/// The repository README's Rust examples, compiled as doc tests of this
+/// crate (`cargo test -p a2a-client --doc`), so that what readers copy
+/// builds.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -10,6 +10,7 @@
 
 mod agents;
 mod bounds;
+mod docs;
 mod durability;
 mod events;
 mod framing;
