@@ -8,8 +8,8 @@
 use crate::driver::{Done, Driver, Ev, EvKind, Sink, SENT_KEY};
 use a2a_client::proto::types::{Notification, StreamEvent};
 use a2a_client::{
-    agent_card, message_to, task_message, text_artifact, Agent, Client, ClientError,
-    ClientOptions, Delivery, Message, Part, Pending, State, TaskQuery,
+    agent_card, message_to, task_message, text_artifact, Agent, Client, ClientError, ClientOptions,
+    Delivery, Message, Part, Pending, State, TaskQuery,
 };
 use parking_lot::RwLock;
 use serde_json::{Map, Value};

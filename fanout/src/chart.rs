@@ -78,7 +78,10 @@ fn transports_chart(reports: &[Report], path: &Path) -> Result<(), FanoutError> 
     let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
     root.fill(&WHITE).map_err(draw_err)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption("a2a-fanout: events/s per transport (N = 32 delegates)", ("sans-serif", 22))
+        .caption(
+            "a2a-fanout: events/s per transport (N = 32 delegates)",
+            ("sans-serif", 22),
+        )
         .margin(16)
         .x_label_area_size(40)
         .y_label_area_size(70)
@@ -107,7 +110,10 @@ fn transports_chart(reports: &[Report], path: &Path) -> Result<(), FanoutError> 
             .filter_map(|r| {
                 let i = names.iter().position(|n| *n == r.transport_label())? as f64;
                 let x0 = i + 0.12 + 0.38 * k as f64;
-                Some(Rectangle::new([(x0, 0.0), (x0 + 0.36, r.events_per_s)], color.filled()))
+                Some(Rectangle::new(
+                    [(x0, 0.0), (x0 + 0.36, r.events_per_s)],
+                    color.filled(),
+                ))
             })
             .collect();
         chart
@@ -128,7 +134,10 @@ fn transports_chart(reports: &[Report], path: &Path) -> Result<(), FanoutError> 
 
 /// Lines: p99 latency (ms) against N, socket-binary, per durability.
 fn latency_chart(reports: &[Report], path: &Path) -> Result<(), FanoutError> {
-    let rows: Vec<&Report> = reports.iter().filter(|r| r.transport == "socket-binary").collect();
+    let rows: Vec<&Report> = reports
+        .iter()
+        .filter(|r| r.transport == "socket-binary")
+        .collect();
     let max_n = rows.iter().map(|r| r.delegates).max().unwrap_or(512) as f64;
     let top = rows
         .iter()
@@ -138,7 +147,10 @@ fn latency_chart(reports: &[Report], path: &Path) -> Result<(), FanoutError> {
     let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
     root.fill(&WHITE).map_err(draw_err)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption("a2a-fanout: p99 send-to-event latency vs delegates (socket-binary)", ("sans-serif", 22))
+        .caption(
+            "a2a-fanout: p99 send-to-event latency vs delegates (socket-binary)",
+            ("sans-serif", 22),
+        )
         .margin(16)
         .x_label_area_size(40)
         .y_label_area_size(70)
@@ -161,7 +173,9 @@ fn latency_chart(reports: &[Report], path: &Path) -> Result<(), FanoutError> {
             .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
             .map_err(draw_err)?
             .label(format!("durability {d}"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
+            });
         chart
             .draw_series(pts.into_iter().map(|p| Circle::new(p, 4, color.filled())))
             .map_err(draw_err)?;

@@ -120,7 +120,11 @@ impl Tally {
             }
         }
         self.latencies_us.extend(o.latencies_us);
-        self.t0_ns = if self.t0_ns == 0 { o.t0_ns } else { self.t0_ns.min(o.t0_ns) };
+        self.t0_ns = if self.t0_ns == 0 {
+            o.t0_ns
+        } else {
+            self.t0_ns.min(o.t0_ns)
+        };
         self.t1_ns = self.t1_ns.max(o.t1_ns);
     }
 }
@@ -314,9 +318,9 @@ impl Engine {
 
     /// Job tasks this process will run (`None` when time-bound).
     pub fn target(&self) -> Option<u64> {
-        self.plan.tasks.map(|_| {
-            self.dels.iter().map(|d| d.lock().quota).sum()
-        })
+        self.plan
+            .tasks
+            .map(|_| self.dels.iter().map(|d| d.lock().quota).sum())
     }
 
     fn error(&self, what: impl Into<String>) {
@@ -380,7 +384,10 @@ impl Engine {
                 return true;
             }
             if Instant::now() >= deadline {
-                self.error(format!("{} delegates never saw all {want} peers", missing.len()));
+                self.error(format!(
+                    "{} delegates never saw all {want} peers",
+                    missing.len()
+                ));
                 return false;
             }
             let latch = Latch::new(missing.len());
@@ -418,14 +425,16 @@ impl Engine {
             let _ = self.deadline.set(start + Duration::from_secs_f64(s));
         }
         let peers = self.plan.delegates.saturating_sub(1);
-        let broadcast = peers <= A2A_MAX_TASKS_PER_CONTEXT && peers <= A2A_MAX_SENDS_PER_RUN as usize;
+        let broadcast =
+            peers <= A2A_MAX_TASKS_PER_CONTEXT && peers <= A2A_MAX_SENDS_PER_RUN as usize;
         let _ = self
             .claim_mode
             .set(if broadcast { "broadcast" } else { "neighbours" });
         for k in 0..self.plan.count {
             self.claim(k, broadcast);
         }
-        let limit = start + self.plan.timeout + Duration::from_secs_f64(self.plan.seconds.unwrap_or(0.0));
+        let limit =
+            start + self.plan.timeout + Duration::from_secs_f64(self.plan.seconds.unwrap_or(0.0));
         let mut f = self.finished.lock();
         while *f < self.plan.count {
             if self.finished_cv.wait_until(&mut f, limit).timed_out() {
@@ -453,7 +462,11 @@ impl Engine {
             d.claim_calls = targets.len();
             (d.slot0, d.index, targets)
         };
-        let cost = if broadcast { self.plan.delegates - 1 } else { targets.len() };
+        let cost = if broadcast {
+            self.plan.delegates - 1
+        } else {
+            targets.len()
+        };
         if let Some(s) = self.slot(slot) {
             s.lock().sends += cost as u32;
         }
@@ -550,7 +563,8 @@ impl Engine {
                 now_ns(),
                 Box::new(move |r| match r {
                     Ok(ids) => {
-                        me.c.jobs_created.fetch_add(ids.len() as u64, Ordering::Relaxed);
+                        me.c.jobs_created
+                            .fetch_add(ids.len() as u64, Ordering::Relaxed);
                         me.c.expected
                             .fetch_add(ids.len() as u64 * JOB_EVENTS, Ordering::Relaxed);
                     }
@@ -676,7 +690,14 @@ impl Engine {
             EvKind::Artifact => {}
             EvKind::Status { state, is_final } => match state.as_str() {
                 "submitted" if ev.text.starts_with(CLAIM) => {
-                    d.status(slot, task, "completed", CLAIM_ACK, now_ns(), self.check("ack claim"));
+                    d.status(
+                        slot,
+                        task,
+                        "completed",
+                        CLAIM_ACK,
+                        now_ns(),
+                        self.check("ack claim"),
+                    );
                 }
                 "submitted" => {
                     d.status(
@@ -791,5 +812,119 @@ impl Engine {
             t0_ns: t0,
             t1_ns: t1,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::Done;
+
+    /// A driver that registers nothing and answers every check with zero:
+    /// enough to feed the engine events by hand.
+    struct Null;
+
+    impl Driver for Null {
+        fn register(&self, _: usize, _: usize, _: &str, _: &str, done: Done<String>) {
+            done(Ok("d0".into()))
+        }
+        fn list_agents(&self, _: usize, done: Done<Vec<String>>) {
+            done(Ok(Vec::new()))
+        }
+        fn create(&self, _: usize, _: &str, _: &str, _: u64, done: Done<Vec<String>>) {
+            done(Ok(Vec::new()))
+        }
+        fn reply(&self, _: usize, _: &str, _: &str, _: u64, done: Done<()>) {
+            done(Ok(()))
+        }
+        fn status(&self, _: usize, _: &str, _: &'static str, _: &str, _: u64, done: Done<()>) {
+            done(Ok(()))
+        }
+        fn artifact(&self, _: usize, _: &str, _: u64, done: Done<()>) {
+            done(Ok(()))
+        }
+        fn count_tasks(&self, _: usize, _: &'static str, done: Done<u64>) {
+            done(Ok(0))
+        }
+        fn close(&self) {}
+    }
+
+    fn engine() -> Arc<Engine> {
+        let e = Engine::new(Plan {
+            delegates: 2,
+            first: 0,
+            count: 1,
+            tasks: Some(0),
+            seconds: None,
+            window: 1,
+            connections: 1,
+            timeout: Duration::from_secs(5),
+        });
+        e.attach(Arc::new(Null));
+        e
+    }
+
+    fn artifact(seq: u64, task: &str, version: u64) -> Ev {
+        Ev {
+            seq: Some(seq),
+            task_id: task.into(),
+            version,
+            kind: EvKind::Artifact,
+            sent_ns: Some(now_ns()),
+            text: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_clean_stream_counts_no_fault() {
+        let e = engine();
+        for (i, v) in [(1, 1), (2, 2), (3, 3)] {
+            e.on_event(0, artifact(i, "t", v));
+        }
+        let t = e.finish(0, 1);
+        assert_eq!(
+            (t.events, t.out_of_order, t.gaps, t.duplicates),
+            (3, 0, 0, 0)
+        );
+        assert_eq!(t.latencies_us.len(), 3);
+    }
+
+    #[test]
+    fn repeats_steps_back_jumps_and_replays_are_each_counted() {
+        let e = engine();
+        // 1, 2, 2 (repeat), 5 (jump), 3 (step back), and a second event
+        // for (t, 1) under a fresh seq (a replay).
+        for (seq, v) in [(1, 1), (2, 2), (2, 3), (5, 4), (3, 5), (6, 1)] {
+            e.on_event(0, artifact(seq, "t", v));
+        }
+        let t = e.finish(0, 1);
+        assert_eq!(t.out_of_order, 2, "{t:?}");
+        assert_eq!(t.gaps, 1, "{t:?}");
+        assert_eq!(t.duplicates, 1, "{t:?}");
+    }
+
+    #[test]
+    fn a_first_seq_other_than_one_is_a_gap_and_lagged_is_counted() {
+        let e = engine();
+        e.on_event(0, artifact(2, "t", 1));
+        e.on_event(
+            0,
+            Ev {
+                seq: None,
+                task_id: String::new(),
+                version: 0,
+                kind: EvKind::Lagged { dropped: 3 },
+                sent_ns: None,
+                text: String::new(),
+            },
+        );
+        let t = e.finish(0, 1);
+        assert_eq!((t.gaps, t.lagged), (1, 3));
+    }
+
+    #[test]
+    fn delegate_names_are_told_from_re_registrations() {
+        assert!(is_delegate("d0") && is_delegate("d511"));
+        assert!(!is_delegate("d3-2") && !is_delegate("d") && !is_delegate("x1"));
     }
 }

@@ -146,7 +146,9 @@ fn transports(names: &[String]) -> Result<Vec<Transport>, String> {
         let t = Transport::ALL
             .into_iter()
             .find(|t| t.name() == n)
-            .ok_or_else(|| format!("unknown transport `{n}` (stdio, socket-ndjson, socket-binary, ring, all)"))?;
+            .ok_or_else(|| {
+                format!("unknown transport `{n}` (stdio, socket-ndjson, socket-binary, ring, all)")
+            })?;
         out.push(t);
     }
     Ok(out)
@@ -275,7 +277,10 @@ fn run_main(a: RunArgs) -> ExitCode {
         }
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&reports).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&reports).unwrap_or_default()
+        );
     } else {
         print!("{}", table(&reports));
     }

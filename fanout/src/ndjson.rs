@@ -95,9 +95,10 @@ impl NdConn {
 
     fn call(&self, method: &str, params: Value, reply: Reply) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut line =
-            serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-                .unwrap_or_default();
+        let mut line = serde_json::to_vec(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        )
+        .unwrap_or_default();
         line.push(b'\n');
         self.calls.lock().insert(id, reply);
         if self.out.lock().send(line).is_err() {
@@ -329,7 +330,11 @@ impl Driver for NdjsonDriver {
                     .iter()
                     .filter_map(|t| t["id"].as_str().map(str::to_owned))
                     .collect(),
-                None => v["task"]["id"].as_str().map(str::to_owned).into_iter().collect(),
+                None => v["task"]["id"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .into_iter()
+                    .collect(),
             }),
         );
     }
@@ -378,7 +383,9 @@ impl Driver for NdjsonDriver {
             slot,
             "a2a.tasks.list",
             json!({"state": state, "limit": 100}),
-            ok(done, |v| v["tasks"].as_array().map_or(0, |a| a.len() as u64)),
+            ok(done, |v| {
+                v["tasks"].as_array().map_or(0, |a| a.len() as u64)
+            }),
         );
     }
 

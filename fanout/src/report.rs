@@ -101,7 +101,13 @@ impl Report {
     /// Builds the summary and runs the checks.
     pub fn new(l: Labels, t: Tally, cpu: Vec<ThreadCpu>) -> Report {
         let seconds = (t.t1_ns.saturating_sub(t.t0_ns)) as f64 / 1e9;
-        let per_s = |n: u64| if seconds > 0.0 { n as f64 / seconds } else { 0.0 };
+        let per_s = |n: u64| {
+            if seconds > 0.0 {
+                n as f64 / seconds
+            } else {
+                0.0
+            }
+        };
         let unfinished = (t.jobs_created - t.jobs_completed.min(t.jobs_created))
             + (t.claims_created - t.claims_completed.min(t.claims_created));
         let all_terminal = t.open_tasks == 0 && unfinished == 0;
@@ -111,7 +117,11 @@ impl Report {
             && t.events == t.expected_events;
         let in_order = t.out_of_order == 0 && t.gaps == 0;
         let checks = Checks {
-            passed: all_terminal && exactly_once && in_order && t.errors == 0 && t.jobs_completed > 0,
+            passed: all_terminal
+                && exactly_once
+                && in_order
+                && t.errors == 0
+                && t.jobs_completed > 0,
             all_terminal,
             exactly_once,
             in_order,
@@ -128,7 +138,9 @@ impl Report {
             error_samples: t.error_samples,
         };
         let note = match l.event_ring {
-            Some(false) => Some("event ring declined by the broker: events came on the socket".into()),
+            Some(false) => {
+                Some("event ring declined by the broker: events came on the socket".into())
+            }
             _ => None,
         };
         let bottleneck = cpu
@@ -188,8 +200,19 @@ fn ms(us: u64) -> String {
 pub fn table(reports: &[Report]) -> String {
     let mut out = String::new();
     let header = [
-        "transport", "durability", "N", "procs", "tasks", "events", "secs", "tasks/s", "events/s",
-        "p50 ms", "p99 ms", "max ms", "checks",
+        "transport",
+        "durability",
+        "N",
+        "procs",
+        "tasks",
+        "events",
+        "secs",
+        "tasks/s",
+        "events/s",
+        "p50 ms",
+        "p99 ms",
+        "max ms",
+        "checks",
     ];
     let rows: Vec<Vec<String>> = reports
         .iter()
@@ -198,7 +221,11 @@ pub fn table(reports: &[Report]) -> String {
                 r.transport_label(),
                 r.durability.clone(),
                 r.delegates.to_string(),
-                if r.processes == 0 { "threads".into() } else { r.processes.to_string() },
+                if r.processes == 0 {
+                    "threads".into()
+                } else {
+                    r.processes.to_string()
+                },
                 r.tasks.to_string(),
                 r.events.to_string(),
                 format!("{:.2}", r.seconds),
@@ -207,12 +234,22 @@ pub fn table(reports: &[Report]) -> String {
                 ms(r.latency.p50_us),
                 ms(r.latency.p99_us),
                 ms(r.latency.max_us),
-                if r.checks.passed { "pass".into() } else { "FAIL".into() },
+                if r.checks.passed {
+                    "pass".into()
+                } else {
+                    "FAIL".into()
+                },
             ]
         })
         .collect();
     let widths: Vec<usize> = (0..header.len())
-        .map(|i| rows.iter().map(|r| r[i].len()).chain([header[i].len()]).max().unwrap_or(0))
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].len())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let line = |cells: Vec<String>| -> String {
         cells
@@ -254,4 +291,81 @@ pub fn table(reports: &[Report]) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels() -> Labels {
+        Labels {
+            transport: "socket-binary".into(),
+            event_ring: None,
+            durability: "full".into(),
+            delegates: 2,
+            processes: 0,
+            connections: 1,
+            window: 1,
+        }
+    }
+
+    fn clean() -> Tally {
+        Tally {
+            registrations: 2,
+            jobs_created: 2,
+            jobs_completed: 2,
+            claims_created: 2,
+            claims_completed: 2,
+            claim_mode: "broadcast".into(),
+            expected_events: 14,
+            events: 14,
+            latencies_us: (1..=100).collect(),
+            t0_ns: 0,
+            t1_ns: 2_000_000_000,
+            ..Tally::default()
+        }
+    }
+
+    #[test]
+    fn a_clean_tally_passes_with_rates_and_percentiles() {
+        let r = Report::new(labels(), clean(), Vec::new());
+        assert!(r.checks.passed, "{:?}", r.checks);
+        assert_eq!(r.tasks_per_s, 1.0);
+        assert_eq!(r.events_per_s, 7.0);
+        assert_eq!(
+            (r.latency.p50_us, r.latency.p99_us, r.latency.max_us),
+            (51, 99, 100)
+        );
+    }
+
+    #[test]
+    fn each_fault_fails_its_check() {
+        let faults: [(&str, fn(&mut Tally)); 8] = [
+            ("missing event", |t| t.events -= 1),
+            ("duplicate", |t| t.duplicates = 1),
+            ("out of order", |t| t.out_of_order = 1),
+            ("gap", |t| t.gaps = 1),
+            ("lagged", |t| t.lagged = 1),
+            ("open task", |t| t.open_tasks = 1),
+            ("unfinished job", |t| t.jobs_completed -= 1),
+            ("error", |t| t.errors = 1),
+        ];
+        for (what, f) in faults {
+            let mut t = clean();
+            f(&mut t);
+            let r = Report::new(labels(), t, Vec::new());
+            assert!(!r.checks.passed, "{what} passed");
+            assert!(table(&[r]).contains("FAIL"), "{what}");
+        }
+    }
+
+    #[test]
+    fn a_declined_ring_is_labelled() {
+        let mut l = labels();
+        l.transport = "ring".into();
+        l.event_ring = Some(false);
+        let r = Report::new(l, clean(), Vec::new());
+        assert_eq!(r.transport_label(), "ring (declined)");
+        assert!(r.note.is_some());
+    }
 }

@@ -149,7 +149,9 @@ impl Config {
 
     fn check(&self) -> Result<(), FanoutError> {
         if self.delegates < 2 {
-            return Err(FanoutError::Options("--delegates must be at least 2".into()));
+            return Err(FanoutError::Options(
+                "--delegates must be at least 2".into(),
+            ));
         }
         if self.window == 0 {
             return Err(FanoutError::Options("--window must be at least 1".into()));
@@ -157,7 +159,9 @@ impl Config {
         if self.tasks.is_none() && self.seconds.is_none() {
             return Err(FanoutError::Options("give --tasks or --seconds".into()));
         }
-        if self.transport == Transport::Stdio && (self.processes.is_some() || self.external.is_some()) {
+        if self.transport == Transport::Stdio
+            && (self.processes.is_some() || self.external.is_some())
+        {
             return Err(FanoutError::Options(
                 "stdio is the broker's own pipe: one process, a broker started here".into(),
             ));
@@ -222,7 +226,11 @@ fn driver(
 ) -> Result<Arc<dyn Driver>, FanoutError> {
     let sink = engine.sink();
     let socket = target.socket.clone();
-    let sock = || socket.clone().ok_or_else(|| FanoutError::Connect("no socket".into()));
+    let sock = || {
+        socket
+            .clone()
+            .ok_or_else(|| FanoutError::Connect("no socket".into()))
+    };
     let d: Arc<dyn Driver> = match transport {
         Transport::SocketBinary | Transport::Ring => Arc::new(
             BinaryDriver::connect(
@@ -244,7 +252,9 @@ fn driver(
                 .as_mut()
                 .ok_or_else(|| FanoutError::Connect("stdio needs a broker started here".into()))?;
             let (Some(w), Some(r)) = (p.take_stdin(), p.take_stdout()) else {
-                return Err(FanoutError::Connect("the broker's stdio is not piped".into()));
+                return Err(FanoutError::Connect(
+                    "the broker's stdio is not piped".into(),
+                ));
             };
             Arc::new(NdjsonDriver::over(vec![(w, r)], None, sink).map_err(FanoutError::Connect)?)
         }
@@ -294,7 +304,11 @@ impl Progress {
                 std::thread::sleep(Duration::from_millis(100));
                 let (tasks, events) = read();
                 let secs = start.elapsed().as_secs_f64();
-                let rate = if secs > 0.0 { events as f64 / secs } else { 0.0 };
+                let rate = if secs > 0.0 {
+                    events as f64 / secs
+                } else {
+                    0.0
+                };
                 match &bar {
                     Some(pb) => {
                         pb.set_position(if target.is_some() {
@@ -402,9 +416,13 @@ fn run_threads(
     let ring = d.event_ring();
     let ready = engine.register_all() && engine.discover_all();
     let e = engine.clone();
-    let progress = Progress::start(cfg.progress, label(cfg), engine.target(), cfg.seconds, move || {
-        e.progress()
-    });
+    let progress = Progress::start(
+        cfg.progress,
+        label(cfg),
+        engine.target(),
+        cfg.seconds,
+        move || e.progress(),
+    );
     let b0 = broker_pid.map(snapshot);
     let g0 = snapshot("self");
     let (t0, t1) = if ready {
@@ -447,8 +465,11 @@ fn run_processes(
         .clone()
         .ok_or_else(|| FanoutError::Options("--processes needs the socket".into()))?;
     let exe = std::env::current_exe()?;
-    let progress_of: Arc<Vec<(AtomicU64, AtomicU64)>> =
-        Arc::new((0..processes).map(|_| (AtomicU64::new(0), AtomicU64::new(0))).collect());
+    let progress_of: Arc<Vec<(AtomicU64, AtomicU64)>> = Arc::new(
+        (0..processes)
+            .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
+            .collect(),
+    );
     let (tx, rx) = mpsc::channel::<Msg>();
     let mut children = Vec::new();
     let per = cfg.delegates / processes;
@@ -486,15 +507,24 @@ fn run_processes(
         }
         first += count;
         let mut proc = cmd.spawn()?;
-        let stdout = proc.stdout.take().ok_or_else(|| FanoutError::Worker("no stdout".into()))?;
+        let stdout = proc
+            .stdout
+            .take()
+            .ok_or_else(|| FanoutError::Worker("no stdout".into()))?;
         let tx = tx.clone();
         let prog = progress_of.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let Ok(v) = serde_json::from_str::<Value>(&line) else { continue };
+                let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
                 if let Some(p) = v.get("progress") {
-                    prog[i].0.store(p[0].as_u64().unwrap_or(0), Ordering::Relaxed);
-                    prog[i].1.store(p[1].as_u64().unwrap_or(0), Ordering::Relaxed);
+                    prog[i]
+                        .0
+                        .store(p[0].as_u64().unwrap_or(0), Ordering::Relaxed);
+                    prog[i]
+                        .1
+                        .store(p[1].as_u64().unwrap_or(0), Ordering::Relaxed);
                 } else if v.get("requestsDone").is_some() {
                     let _ = tx.send(Msg::Done);
                 } else if let Some(t) = v.get("tally") {
@@ -517,14 +547,24 @@ fn run_processes(
     drop(tx);
     let target_tasks = cfg.tasks;
     let prog = progress_of.clone();
-    let progress = Progress::start(cfg.progress, label(cfg), target_tasks, cfg.seconds, move || {
-        prog.iter().fold((0, 0), |(a, b), p| {
-            (a + p.0.load(Ordering::Relaxed), b + p.1.load(Ordering::Relaxed))
-        })
-    });
+    let progress = Progress::start(
+        cfg.progress,
+        label(cfg),
+        target_tasks,
+        cfg.seconds,
+        move || {
+            prog.iter().fold((0, 0), |(a, b), p| {
+                (
+                    a + p.0.load(Ordering::Relaxed),
+                    b + p.1.load(Ordering::Relaxed),
+                )
+            })
+        },
+    );
     let b0 = broker_pid.map(snapshot);
     let g0: Vec<_> = children.iter().map(|c| snapshot(&c.pid)).collect();
-    let limit = Instant::now() + cfg.timeout + Duration::from_secs_f64(cfg.seconds.unwrap_or(0.0) + 30.0);
+    let limit =
+        Instant::now() + cfg.timeout + Duration::from_secs_f64(cfg.seconds.unwrap_or(0.0) + 30.0);
     let mut done = 0;
     let mut tally = Tally::default();
     let mut failures = Vec::new();
@@ -594,7 +634,10 @@ fn run_processes(
 fn merge_groups(v: Vec<ThreadCpu>) -> Vec<ThreadCpu> {
     let mut out: Vec<ThreadCpu> = Vec::new();
     for t in v {
-        match out.iter_mut().find(|o| o.name == t.name && o.process == t.process) {
+        match out
+            .iter_mut()
+            .find(|o| o.name == t.name && o.process == t.process)
+        {
             Some(o) => {
                 o.threads += t.threads;
                 o.cpu_s += t.cpu_s;
