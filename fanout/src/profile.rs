@@ -4,7 +4,9 @@
 //! own process (its client connection threads). Threads are grouped by
 //! name with trailing digits dropped (`a2a-read-3` → `a2a-read-*`); a group
 //! busy for nearly the whole wall time of one of its threads is a
-//! bottleneck candidate.
+//! bottleneck candidate. The second `schedstat` field, time spent runnable
+//! but waiting for a core, tells a thread that was busy from one that was
+//! starved (a shared machine).
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -13,7 +15,8 @@ use std::time::Instant;
 /// CPU ns per thread id, with the thread's name.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    threads: HashMap<u32, (String, u64)>,
+    /// tid → (name, CPU ns, run-queue wait ns).
+    threads: HashMap<u32, (String, u64, u64)>,
     at: Option<Instant>,
 }
 
@@ -27,11 +30,12 @@ pub fn snapshot(pid: &str) -> Snapshot {
             };
             let p = entry.path();
             let name = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
-            let ns = std::fs::read_to_string(p.join("schedstat"))
-                .ok()
-                .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()));
-            if let Some(ns) = ns {
-                threads.insert(tid, (name.trim().to_owned(), ns));
+            let Ok(stat) = std::fs::read_to_string(p.join("schedstat")) else {
+                continue;
+            };
+            let mut f = stat.split_whitespace().map(|v| v.parse::<u64>().ok());
+            if let (Some(Some(cpu)), Some(Some(wait))) = (f.next(), f.next()) {
+                threads.insert(tid, (name.trim().to_owned(), cpu, wait));
             }
         }
     }
@@ -54,6 +58,8 @@ pub struct ThreadCpu {
     /// CPU seconds per wall second of the busiest thread of the group (1.0:
     /// one thread saturated).
     pub busiest: f64,
+    /// Seconds its threads were runnable but waited for a core (summed).
+    pub waited_s: f64,
 }
 
 fn group_name(name: &str) -> String {
@@ -71,23 +77,25 @@ pub fn diff(process: &str, a: &Snapshot, b: &Snapshot) -> Vec<ThreadCpu> {
         (Some(x), Some(y)) => y.duration_since(x).as_secs_f64().max(1e-9),
         _ => return Vec::new(),
     };
-    let mut groups: BTreeMap<String, (usize, u64, u64)> = BTreeMap::new();
-    for (tid, (name, ns)) in &b.threads {
-        let before = a.threads.get(tid).map_or(0, |t| t.1);
-        let used = ns.saturating_sub(before);
+    let mut groups: BTreeMap<String, (usize, u64, u64, u64)> = BTreeMap::new();
+    for (tid, (name, ns, wait)) in &b.threads {
+        let (cpu0, wait0) = a.threads.get(tid).map_or((0, 0), |t| (t.1, t.2));
+        let used = ns.saturating_sub(cpu0);
         let g = groups.entry(group_name(name)).or_default();
         g.0 += 1;
         g.1 += used;
         g.2 = g.2.max(used);
+        g.3 += wait.saturating_sub(wait0);
     }
     let mut out: Vec<ThreadCpu> = groups
         .into_iter()
-        .map(|(name, (threads, total, max))| ThreadCpu {
+        .map(|(name, (threads, total, max, waited))| ThreadCpu {
             process: process.to_owned(),
             name,
             threads,
             cpu_s: total as f64 / 1e9,
             busiest: max as f64 / 1e9 / wall,
+            waited_s: waited as f64 / 1e9,
         })
         .filter(|t| t.cpu_s > 0.0)
         .collect();

@@ -84,6 +84,9 @@ pub struct Report {
     pub cpu: Vec<ThreadCpu>,
     /// The thread group with the busiest thread, as a sentence.
     pub bottleneck: Option<String>,
+    /// The machine's 1-minute load average at the end (a shared machine
+    /// starves every thread alike: read the figures beside it).
+    pub load_avg: Option<f64>,
 }
 
 /// What the caller knows that the tally does not.
@@ -148,13 +151,14 @@ impl Report {
             .max_by(|a, b| a.busiest.total_cmp(&b.busiest))
             .map(|t| {
                 format!(
-                    "{} `{}` ({} thread{}): busiest {:.0}% of a core, {:.2} CPU-s",
+                    "{} `{}` ({} thread{}): busiest {:.0}% of a core, {:.2} CPU-s, {:.2} s waiting for a core",
                     t.process,
                     t.name,
                     t.threads,
                     if t.threads == 1 { "" } else { "s" },
                     t.busiest * 100.0,
-                    t.cpu_s
+                    t.cpu_s,
+                    t.waited_s
                 )
             });
         Report {
@@ -178,6 +182,9 @@ impl Report {
             checks,
             cpu: cpu.into_iter().take(8).collect(),
             bottleneck,
+            load_avg: std::fs::read_to_string("/proc/loadavg")
+                .ok()
+                .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok())),
         }
     }
 
@@ -284,6 +291,9 @@ pub fn table(reports: &[Report]) -> String {
         }
         if let Some(b) = &r.bottleneck {
             out.push_str(&format!("\n  busiest thread: {b}"));
+        }
+        if let Some(l) = r.load_avg {
+            out.push_str(&format!("\n  machine load average: {l:.1}"));
         }
         for e in &c.error_samples {
             out.push_str(&format!("\n  error: {e}"));

@@ -642,6 +642,7 @@ fn merge_groups(v: Vec<ThreadCpu>) -> Vec<ThreadCpu> {
                 o.threads += t.threads;
                 o.cpu_s += t.cpu_s;
                 o.busiest = o.busiest.max(t.busiest);
+                o.waited_s += t.waited_s;
             }
             None => out.push(t),
         }
