@@ -122,11 +122,14 @@ impl NdConn {
     }
 }
 
+/// Per agent slot: its connection's index and its token.
+type Tokens = Arc<RwLock<Vec<Option<(usize, String)>>>>;
+
 /// The NDJSON driver: connections, and each agent's token and connection.
 pub struct NdjsonDriver {
     conns: Vec<Arc<NdConn>>,
     /// Per slot: (connection index, token).
-    agents: Arc<RwLock<Vec<Option<(usize, String)>>>>,
+    agents: Tokens,
     /// Peer id → slot, for routing notifications.
     routes: Arc<RwLock<HashMap<String, usize>>>,
     /// Socket connections, to shut down on close (stdio ends with the

@@ -350,7 +350,8 @@ mod tests {
 
     #[test]
     fn each_fault_fails_its_check() {
-        let faults: [(&str, fn(&mut Tally)); 8] = [
+        type Fault = (&'static str, fn(&mut Tally));
+        let faults: [Fault; 8] = [
             ("missing event", |t| t.events -= 1),
             ("duplicate", |t| t.duplicates = 1),
             ("out of order", |t| t.out_of_order = 1),

@@ -17,7 +17,7 @@ fn thirty_two_delegates_over_socket_binary_pass_every_check() {
     assert!(
         r.checks.passed,
         "{}",
-        a2a_fanout::report::table(&[r.clone()])
+        a2a_fanout::report::table(std::slice::from_ref(&r))
     );
     assert_eq!(r.tasks, 200);
     // Every delegate claimed its files with one broadcast to the 31 others.
