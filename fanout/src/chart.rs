@@ -132,16 +132,19 @@ fn transports_chart(reports: &[Report], path: &Path) -> Result<(), FanoutError> 
     Ok(())
 }
 
-/// Lines: p99 latency (ms) against N, socket-binary, per durability.
+/// Lines: p99 latency (ms) against N, socket-binary, per durability;
+/// every event, and job events only.
 fn latency_chart(reports: &[Report], path: &Path) -> Result<(), FanoutError> {
     let rows: Vec<&Report> = reports
         .iter()
         .filter(|r| r.transport == "socket-binary")
         .collect();
-    let max_n = rows.iter().map(|r| r.delegates).max().unwrap_or(512) as f64;
+    let mut sizes: Vec<usize> = rows.iter().map(|r| r.delegates).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
     let top = rows
         .iter()
-        .map(|r| r.latency.p99_us as f64 / 1000.0)
+        .map(|r| r.latency.p99_us.max(r.job_latency.p99_us) as f64 / 1000.0)
         .fold(1.0, f64::max)
         * 1.2;
     let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
@@ -154,25 +157,50 @@ fn latency_chart(reports: &[Report], path: &Path) -> Result<(), FanoutError> {
         .margin(16)
         .x_label_area_size(40)
         .y_label_area_size(70)
-        .build_cartesian_2d((4f64..max_n * 1.5).log_scale(), 0f64..top)
+        .build_cartesian_2d(-0.5f64..sizes.len() as f64 - 0.5, 0f64..top)
         .map_err(draw_err)?;
+    let ticks = sizes.clone();
     chart
         .configure_mesh()
-        .x_desc("delegates (N, log scale)")
+        .x_labels(sizes.len() * 4 + 1)
+        .x_label_formatter(&move |x| {
+            let i = x.round();
+            if (x - i).abs() < 0.01 && i >= 0.0 && (i as usize) < ticks.len() {
+                format!("N = {}", ticks[i as usize])
+            } else {
+                String::new()
+            }
+        })
+        .x_desc("delegates")
         .y_desc("p99 latency, ms")
         .draw()
         .map_err(draw_err)?;
-    for (d, color) in [("normal", BLUE), ("full", RED)] {
+    let series: [(&str, bool, RGBColor); 4] = [
+        ("normal", false, BLUE),
+        ("full", false, RED),
+        ("normal", true, CYAN),
+        ("full", true, MAGENTA),
+    ];
+    for (d, jobs, color) in series {
         let mut pts: Vec<(f64, f64)> = rows
             .iter()
             .filter(|r| r.durability == d)
-            .map(|r| (r.delegates as f64, r.latency.p99_us as f64 / 1000.0))
+            .filter_map(|r| {
+                let i = sizes.iter().position(|&n| n == r.delegates)? as f64;
+                let l = if jobs { &r.job_latency } else { &r.latency };
+                Some((i, l.p99_us as f64 / 1000.0))
+            })
             .collect();
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let what = if jobs {
+            "job events"
+        } else {
+            "all events (claims too)"
+        };
         chart
             .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
             .map_err(draw_err)?
-            .label(format!("durability {d}"))
+            .label(format!("durability {d}, {what}"))
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
             });
@@ -182,6 +210,7 @@ fn latency_chart(reports: &[Report], path: &Path) -> Result<(), FanoutError> {
     }
     chart
         .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
         .border_style(BLACK)
         .background_style(WHITE)
         .draw()
@@ -193,11 +222,11 @@ fn latency_chart(reports: &[Report], path: &Path) -> Result<(), FanoutError> {
 /// The Markdown table of the sweep, with each run's busiest thread.
 pub fn markdown(reports: &[Report]) -> String {
     let mut s = String::from(
-        "| transport | durability | N | events/s | tasks/s | p50 ms | p99 ms | checks | busiest thread |\n|---|---|---:|---:|---:|---:|---:|---|---|\n",
+        "| transport | durability | N | events/s | tasks/s | p50 ms | p99 ms | jobs p99 ms | checks | busiest thread |\n|---|---|---:|---:|---:|---:|---:|---:|---|---|\n",
     );
     for r in reports {
         s.push_str(&format!(
-            "| {} | {} | {} | {:.0} | {:.0} | {:.2} | {:.2} | {} | {} |\n",
+            "| {} | {} | {} | {:.0} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {} |\n",
             r.transport_label(),
             r.durability,
             r.delegates,
@@ -205,6 +234,7 @@ pub fn markdown(reports: &[Report]) -> String {
             r.tasks_per_s,
             r.latency.p50_us as f64 / 1000.0,
             r.latency.p99_us as f64 / 1000.0,
+            r.job_latency.p99_us as f64 / 1000.0,
             if r.checks.passed { "pass" } else { "FAIL" },
             r.bottleneck.clone().unwrap_or_default()
         ));

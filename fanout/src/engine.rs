@@ -87,8 +87,11 @@ pub struct Tally {
     pub open_tasks: u64,
     pub errors: u64,
     pub error_samples: Vec<String>,
-    /// Send-to-event latencies, µs.
+    /// Send-to-event latencies, µs (every event).
     pub latencies_us: Vec<u32>,
+    /// The same, of job tasks' events only (claims left out).
+    #[serde(default)]
+    pub job_latencies_us: Vec<u32>,
     /// The measured phase (claims, then jobs), ns since the Unix epoch.
     pub t0_ns: u64,
     pub t1_ns: u64,
@@ -120,6 +123,7 @@ impl Tally {
             }
         }
         self.latencies_us.extend(o.latencies_us);
+        self.job_latencies_us.extend(o.job_latencies_us);
         self.t0_ns = if self.t0_ns == 0 {
             o.t0_ns
         } else {
@@ -215,6 +219,7 @@ pub struct Engine {
     dels: Vec<Mutex<Del>>,
     c: Counters,
     lat: Mutex<Vec<u32>>,
+    job_lat: Mutex<Vec<u32>>,
     samples: Mutex<Vec<String>>,
     deadline: OnceLock<Instant>,
     stop: AtomicBool,
@@ -279,6 +284,7 @@ impl Engine {
             dels,
             c: Counters::default(),
             lat: Mutex::new(Vec::new()),
+            job_lat: Mutex::new(Vec::new()),
             samples: Mutex::new(Vec::new()),
             deadline: OnceLock::new(),
             stop: AtomicBool::new(false),
@@ -675,8 +681,12 @@ impl Engine {
         };
         self.c.events.fetch_add(1, Ordering::Relaxed);
         if let Some(t) = ev.sent_ns {
-            let us = now.saturating_sub(t) / 1000;
-            self.lat.lock().push(us.min(u64::from(u32::MAX)) as u32);
+            let us = (now.saturating_sub(t) / 1000).min(u64::from(u32::MAX)) as u32;
+            self.lat.lock().push(us);
+            let claim = matches!(ev.kind, EvKind::Status { .. }) && ev.text.starts_with(CLAIM);
+            if !claim {
+                self.job_lat.lock().push(us);
+            }
         }
         let d = self.driver();
         let task = ev.task_id.as_str();
@@ -809,6 +819,7 @@ impl Engine {
             errors: get(&c.errors),
             error_samples: self.samples.lock().clone(),
             latencies_us: std::mem::take(&mut *self.lat.lock()),
+            job_latencies_us: std::mem::take(&mut *self.job_lat.lock()),
             t0_ns: t0,
             t1_ns: t1,
         }

@@ -78,7 +78,11 @@ pub struct Report {
     pub registrations: u64,
     pub tasks_per_s: f64,
     pub events_per_s: f64,
+    /// Every event's send-to-event latency.
     pub latency: Latency,
+    /// Job tasks' events only (claims left out: a broadcast's claim storm
+    /// grows as N²).
+    pub job_latency: Latency,
     pub checks: Checks,
     /// Thread groups by CPU over the measured phase, busiest first.
     pub cpu: Vec<ThreadCpu>,
@@ -179,6 +183,7 @@ impl Report {
             tasks_per_s: per_s(t.jobs_completed),
             events_per_s: per_s(t.events),
             latency: Latency::of(t.latencies_us),
+            job_latency: Latency::of(t.job_latencies_us),
             checks,
             cpu: cpu.into_iter().take(8).collect(),
             bottleneck,
@@ -241,6 +246,7 @@ pub fn table(reports: &[Report]) -> String {
                 ms(r.latency.p50_us),
                 ms(r.latency.p99_us),
                 ms(r.latency.max_us),
+                ms(r.job_latency.p99_us),
                 if r.checks.passed {
                     "pass".into()
                 } else {
