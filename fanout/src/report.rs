@@ -224,6 +224,7 @@ pub fn table(reports: &[Report]) -> String {
         "p50 ms",
         "p99 ms",
         "max ms",
+        "jobs p99",
         "checks",
     ];
     let rows: Vec<Vec<String>> = reports
