@@ -25,6 +25,12 @@ use std::time::Duration;
 /// arrived exactly once and in order per recipient (seq strictly +1).
 /// Exits 1 if a check fails, 2 if the run could not be made.
 ///
+/// The contract's bounds shape the workload: a claim is a broadcast while
+/// the N - 1 peers fit A2A_MAX_TASKS_PER_CONTEXT (128), else it goes to 16
+/// neighbours (the summary's claim mode says which); a delegate whose
+/// registration spent its 200 sends (A2A_MAX_SENDS_PER_RUN) registers
+/// again for its further requests.
+///
 /// Example: a2a-fanout --delegates 32 --seconds 10 --transport all --durability full,normal
 #[derive(Parser)]
 #[command(name = "a2a-fanout", version, args_conflicts_with_subcommands = true)]
@@ -248,7 +254,13 @@ fn run_main(a: RunArgs) -> ExitCode {
         None => None,
     };
     let mut reports = Vec::new();
-    for &d in &a.durability {
+    // A running broker has one durability: one pass over the transports.
+    let passes = if external.is_some() {
+        1
+    } else {
+        a.durability.len()
+    };
+    for &d in a.durability.iter().take(passes) {
         for &t in &ts {
             let mut c = Config::new(t, d, a.delegates);
             c.tasks = match a.seconds {
@@ -269,10 +281,6 @@ fn run_main(a: RunArgs) -> ExitCode {
                     eprintln!("a2a-fanout: {} {}: {e}", t.name(), d.name());
                     return ExitCode::from(2);
                 }
-            }
-            if external.is_some() {
-                // A running broker has one durability: one pass suffices.
-                break;
             }
         }
     }
