@@ -27,7 +27,7 @@
 //! new method or error without an example fails here.
 
 use a2a_broker::server::ServeConfig;
-use a2a_broker::store::Durability;
+use a2a_broker::Durability;
 use a2a_broker::{MemoryBroker, MemoryConnection, MemoryError};
 use a2a_testkit::transcript::{self, Lines, Recv, UPDATE_ENV};
 use a2a_testkit::{socket_path_for, BrokerProcess, Spawn, TestDb, SECRET_ENV, TIMEOUT};

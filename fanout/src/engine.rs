@@ -1,0 +1,941 @@
+//! The delegates' state machine. Every delegate is one agent (plus, when
+//! its send budget is spent, a fresh registration for its further
+//! requests) driven entirely by events: no thread per delegate.
+//!
+//! A job task, requester R and worker W (each arrow is an event):
+//! R creates it → W `submitted`; W asks `input-required` → R; R answers →
+//! W `working`; W attaches an artifact → R `artifact-update`; W completes →
+//! R `completed`. Five events, each stamped with its sender's clock for the
+//! latency. A file claim is a broadcast (`to: "*"`) whose tasks each
+//! worker acknowledges by completing them: two events per peer.
+//!
+//! Checks, per recipient agent: `seq` strictly +1 from 1 (a repeat or a
+//! step back is out of order, a jump is a gap), no (task, version) twice,
+//! no `a2a.lagged`; and at the end every event expected arrived and no task
+//! of any agent is left in a non-terminal state (asked of the broker).
+//!
+//! Bounds of the contract the workload respects: `A2A_MAX_SENDS_PER_RUN`
+//! (a delegate whose registration has spent its sends registers again, as
+//! a restarted delegate would: the broker names it `dI-2`, and only its
+//! requests move there), and `A2A_MAX_TASKS_PER_CONTEXT` (a broadcast to
+//! more peers than it allows is replaced by claims sent to
+//! [`NEIGHBOUR_CLAIMS`] neighbours, and the summary says so).
+
+use crate::driver::{now_ns, Done, Driver, Ev, EvKind, OPEN_STATES};
+use a2a_client::proto::limits::{A2A_MAX_SENDS_PER_RUN, A2A_MAX_TASKS_PER_CONTEXT};
+use parking_lot::{Condvar, Mutex, RwLock};
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Peers a claim goes to when a broadcast would exceed the contract's
+/// bounds.
+pub const NEIGHBOUR_CLAIMS: usize = 16;
+
+/// Events of one job task, and of one claim task.
+pub const JOB_EVENTS: u64 = 5;
+pub const CLAIM_EVENTS: u64 = 2;
+
+/// Text prefixes that tell a claim from a job at the worker, and the
+/// claim's acknowledgement at the requester.
+const CLAIM: &str = "claim";
+const CLAIM_ACK: &str = "claim acknowledged";
+
+/// What one process runs.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Delegates in the whole run (N).
+    pub delegates: usize,
+    /// The first delegate index this process runs.
+    pub first: usize,
+    /// How many delegates this process runs.
+    pub count: usize,
+    /// Job tasks in the whole run (split evenly over the delegates).
+    pub tasks: Option<u64>,
+    /// Or: start new tasks for this long.
+    pub seconds: Option<f64>,
+    /// Job tasks each delegate keeps in flight.
+    pub window: usize,
+    /// Connections the agents are spread over.
+    pub connections: usize,
+    /// Longest the run may take before it is called failed.
+    pub timeout: Duration,
+}
+
+/// What a run (or one worker process of it) counted. Worker processes
+/// send theirs to the parent as JSON, which adds them up.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Tally {
+    pub registrations: u64,
+    pub jobs_created: u64,
+    pub jobs_completed: u64,
+    pub claims_created: u64,
+    pub claims_completed: u64,
+    /// `broadcast` or `neighbours` (see the module doc).
+    pub claim_mode: String,
+    pub expected_events: u64,
+    pub events: u64,
+    pub duplicates: u64,
+    pub out_of_order: u64,
+    pub gaps: u64,
+    pub lagged: u64,
+    /// Events the workload never causes (a push, a failed task).
+    pub unexpected: u64,
+    /// Tasks the broker still lists in a non-terminal state at the end.
+    pub open_tasks: u64,
+    pub errors: u64,
+    pub error_samples: Vec<String>,
+    /// Send-to-event latencies, µs (every event).
+    pub latencies_us: Vec<u32>,
+    /// The same, of job tasks' events only (claims left out).
+    #[serde(default)]
+    pub job_latencies_us: Vec<u32>,
+    /// The measured phase (claims, then jobs), ns since the Unix epoch.
+    pub t0_ns: u64,
+    pub t1_ns: u64,
+}
+
+impl Tally {
+    /// Adds another process's tally to this one.
+    pub fn merge(&mut self, o: Tally) {
+        self.registrations += o.registrations;
+        self.jobs_created += o.jobs_created;
+        self.jobs_completed += o.jobs_completed;
+        self.claims_created += o.claims_created;
+        self.claims_completed += o.claims_completed;
+        if self.claim_mode.is_empty() {
+            self.claim_mode = o.claim_mode;
+        }
+        self.expected_events += o.expected_events;
+        self.events += o.events;
+        self.duplicates += o.duplicates;
+        self.out_of_order += o.out_of_order;
+        self.gaps += o.gaps;
+        self.lagged += o.lagged;
+        self.unexpected += o.unexpected;
+        self.open_tasks += o.open_tasks;
+        self.errors += o.errors;
+        for e in o.error_samples {
+            if self.error_samples.len() < 10 {
+                self.error_samples.push(e);
+            }
+        }
+        self.latencies_us.extend(o.latencies_us);
+        self.job_latencies_us.extend(o.job_latencies_us);
+        self.t0_ns = if self.t0_ns == 0 {
+            o.t0_ns
+        } else {
+            self.t0_ns.min(o.t0_ns)
+        };
+        self.t1_ns = self.t1_ns.max(o.t1_ns);
+    }
+}
+
+/// One registered agent's receiving side.
+struct SlotState {
+    /// Index into [`Engine::dels`].
+    del: usize,
+    /// Sends charged (or reserved) to this registration.
+    sends: u32,
+    last_seq: Option<u64>,
+    seen: HashSet<(String, u64)>,
+}
+
+struct Del {
+    /// The global delegate index (`dI`).
+    index: usize,
+    slot0: usize,
+    /// The slot its requests go out from (changes when its budget is spent).
+    requester: usize,
+    peers: Vec<String>,
+    next_peer: usize,
+    in_flight: usize,
+    started: u64,
+    quota: u64,
+    claim_calls: usize,
+    claims_left: i64,
+    jobs_on: bool,
+    rotating: bool,
+    failed: bool,
+    finished: bool,
+}
+
+#[derive(Default)]
+struct Counters {
+    registrations: AtomicU64,
+    jobs_created: AtomicU64,
+    jobs_completed: AtomicU64,
+    claims_created: AtomicU64,
+    claims_completed: AtomicU64,
+    expected: AtomicU64,
+    events: AtomicU64,
+    duplicates: AtomicU64,
+    out_of_order: AtomicU64,
+    gaps: AtomicU64,
+    lagged: AtomicU64,
+    unexpected: AtomicU64,
+    errors: AtomicU64,
+}
+
+/// A countdown with a deadline.
+struct Latch {
+    left: Mutex<usize>,
+    cv: Condvar,
+}
+
+impl Latch {
+    fn new(n: usize) -> Arc<Latch> {
+        Arc::new(Latch {
+            left: Mutex::new(n),
+            cv: Condvar::new(),
+        })
+    }
+    fn down(&self) {
+        let mut l = self.left.lock();
+        *l = l.saturating_sub(1);
+        if *l == 0 {
+            self.cv.notify_all();
+        }
+    }
+    fn wait(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut l = self.left.lock();
+        while *l > 0 {
+            if self.cv.wait_until(&mut l, deadline).timed_out() {
+                return *l == 0;
+            }
+        }
+        true
+    }
+}
+
+/// The state machine of one process's delegates.
+pub struct Engine {
+    plan: Plan,
+    driver: OnceLock<Arc<dyn Driver>>,
+    slots: RwLock<Vec<Arc<Mutex<SlotState>>>>,
+    dels: Vec<Mutex<Del>>,
+    c: Counters,
+    lat: Mutex<Vec<u32>>,
+    job_lat: Mutex<Vec<u32>>,
+    samples: Mutex<Vec<String>>,
+    deadline: OnceLock<Instant>,
+    stop: AtomicBool,
+    finished: Mutex<usize>,
+    finished_cv: Condvar,
+    claim_mode: OnceLock<&'static str>,
+}
+
+/// Is `name` a delegate's first registration (`d` and digits), the only
+/// agents jobs are sent to?
+fn is_delegate(name: &str) -> bool {
+    name.strip_prefix('d')
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+impl Engine {
+    /// An engine for `plan`; [`Engine::attach`] gives it its driver.
+    pub fn new(plan: Plan) -> Arc<Engine> {
+        let per = |d: usize| -> u64 {
+            match plan.tasks {
+                Some(t) => {
+                    let n = plan.delegates.max(1) as u64;
+                    t / n + u64::from((d as u64) < t % n)
+                }
+                None => u64::MAX,
+            }
+        };
+        let dels = (0..plan.count)
+            .map(|k| {
+                Mutex::new(Del {
+                    index: plan.first + k,
+                    slot0: k,
+                    requester: k,
+                    peers: Vec::new(),
+                    next_peer: k,
+                    in_flight: 0,
+                    started: 0,
+                    quota: per(plan.first + k),
+                    claim_calls: 0,
+                    claims_left: 0,
+                    jobs_on: false,
+                    rotating: false,
+                    failed: false,
+                    finished: false,
+                })
+            })
+            .collect();
+        let slots = (0..plan.count)
+            .map(|k| {
+                Arc::new(Mutex::new(SlotState {
+                    del: k,
+                    sends: 0,
+                    last_seq: None,
+                    seen: HashSet::new(),
+                }))
+            })
+            .collect();
+        Arc::new(Engine {
+            plan,
+            driver: OnceLock::new(),
+            slots: RwLock::new(slots),
+            dels,
+            c: Counters::default(),
+            lat: Mutex::new(Vec::new()),
+            job_lat: Mutex::new(Vec::new()),
+            samples: Mutex::new(Vec::new()),
+            deadline: OnceLock::new(),
+            stop: AtomicBool::new(false),
+            finished: Mutex::new(0),
+            finished_cv: Condvar::new(),
+            claim_mode: OnceLock::new(),
+        })
+    }
+
+    /// The sink a driver hands events to (weak: the driver's agents must
+    /// not keep the engine alive).
+    pub fn sink(self: &Arc<Self>) -> crate::driver::Sink {
+        let weak = Arc::downgrade(self);
+        Arc::new(move |slot, ev| {
+            if let Some(e) = weak.upgrade() {
+                e.on_event(slot, ev);
+            }
+        })
+    }
+
+    /// Gives the engine its driver (once).
+    pub fn attach(&self, driver: Arc<dyn Driver>) {
+        let _ = self.driver.set(driver);
+    }
+
+    fn driver(&self) -> &Arc<dyn Driver> {
+        self.driver.get().expect("Engine::attach before running")
+    }
+
+    /// Job tasks completed and events received so far (for progress).
+    pub fn progress(&self) -> (u64, u64) {
+        (
+            self.c.jobs_completed.load(Ordering::Relaxed),
+            self.c.events.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Job tasks this process will run (`None` when time-bound).
+    pub fn target(&self) -> Option<u64> {
+        self.plan
+            .tasks
+            .map(|_| self.dels.iter().map(|d| d.lock().quota).sum())
+    }
+
+    fn error(&self, what: impl Into<String>) {
+        self.c.errors.fetch_add(1, Ordering::Relaxed);
+        let mut s = self.samples.lock();
+        if s.len() < 10 {
+            s.push(what.into());
+        }
+    }
+
+    /// A completion that only reports a failure.
+    fn check(self: &Arc<Self>, what: &'static str) -> Done<()> {
+        let me = self.clone();
+        Box::new(move |r| {
+            if let Err(e) = r {
+                me.error(format!("{what}: {e}"));
+            }
+        })
+    }
+
+    fn slot(&self, slot: usize) -> Option<Arc<Mutex<SlotState>>> {
+        self.slots.read().get(slot).cloned()
+    }
+
+    /// Phase 1: registers every delegate; false on failure.
+    pub fn register_all(self: &Arc<Self>) -> bool {
+        let latch = Latch::new(self.plan.count);
+        for k in 0..self.plan.count {
+            let index = self.plan.first + k;
+            let me = self.clone();
+            let l = latch.clone();
+            self.driver().register(
+                k,
+                k % self.plan.connections.max(1),
+                &format!("fanout-{index}"),
+                &format!("d{index}"),
+                Box::new(move |r| {
+                    match r {
+                        Ok(_) => {
+                            me.c.registrations.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => me.error(format!("register d{index}: {e}")),
+                    }
+                    l.down();
+                }),
+            );
+        }
+        latch.wait(self.plan.timeout) && self.c.errors.load(Ordering::Relaxed) == 0
+    }
+
+    /// Phase 2: every delegate lists the others until it sees all N - 1
+    /// (other processes register at their own pace); false on timeout.
+    pub fn discover_all(self: &Arc<Self>) -> bool {
+        let want = self.plan.delegates.saturating_sub(1);
+        let deadline = Instant::now() + self.plan.timeout;
+        loop {
+            let missing: Vec<usize> = (0..self.plan.count)
+                .filter(|&k| self.dels[k].lock().peers.len() < want)
+                .collect();
+            if missing.is_empty() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                self.error(format!(
+                    "{} delegates never saw all {want} peers",
+                    missing.len()
+                ));
+                return false;
+            }
+            let latch = Latch::new(missing.len());
+            for k in missing {
+                let me = self.clone();
+                let l = latch.clone();
+                self.driver().list_agents(
+                    k,
+                    Box::new(move |r| {
+                        match r {
+                            Ok(names) => {
+                                let mut peers: Vec<String> =
+                                    names.into_iter().filter(|n| is_delegate(n)).collect();
+                                peers.sort_by_key(|n| n[1..].parse::<usize>().unwrap_or(0));
+                                me.dels[k].lock().peers = peers;
+                            }
+                            Err(e) => me.error(format!("list agents: {e}")),
+                        }
+                        l.down();
+                    }),
+                );
+            }
+            latch.wait(deadline.saturating_duration_since(Instant::now()));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Phase 3 and 4: claims, then jobs, all event-driven; waits until
+    /// every delegate is done (or the timeout), and returns the measured
+    /// phase's start and end.
+    pub fn work(self: &Arc<Self>) -> (u64, u64) {
+        let t0 = now_ns();
+        let start = Instant::now();
+        if let Some(s) = self.plan.seconds {
+            let _ = self.deadline.set(start + Duration::from_secs_f64(s));
+        }
+        let peers = self.plan.delegates.saturating_sub(1);
+        let broadcast =
+            peers <= A2A_MAX_TASKS_PER_CONTEXT && peers <= A2A_MAX_SENDS_PER_RUN as usize;
+        let _ = self
+            .claim_mode
+            .set(if broadcast { "broadcast" } else { "neighbours" });
+        for k in 0..self.plan.count {
+            self.claim(k, broadcast);
+        }
+        let limit =
+            start + self.plan.timeout + Duration::from_secs_f64(self.plan.seconds.unwrap_or(0.0));
+        let mut f = self.finished.lock();
+        while *f < self.plan.count {
+            if self.finished_cv.wait_until(&mut f, limit).timed_out() {
+                let left = self.plan.count - *f;
+                drop(f);
+                self.stop.store(true, Ordering::Relaxed);
+                self.error(format!("timed out with {left} delegates unfinished"));
+                return (t0, now_ns());
+            }
+        }
+        (t0, now_ns())
+    }
+
+    fn claim(self: &Arc<Self>, k: usize, broadcast: bool) {
+        let (slot, index, targets) = {
+            let mut d = self.dels[k].lock();
+            let targets: Vec<String> = if broadcast {
+                vec!["*".into()]
+            } else {
+                let n = d.peers.len();
+                (0..NEIGHBOUR_CLAIMS.min(n))
+                    .map(|j| d.peers[(d.index + j) % n].clone())
+                    .collect()
+            };
+            d.claim_calls = targets.len();
+            (d.slot0, d.index, targets)
+        };
+        let cost = if broadcast {
+            self.plan.delegates - 1
+        } else {
+            targets.len()
+        };
+        if let Some(s) = self.slot(slot) {
+            s.lock().sends += cost as u32;
+        }
+        if targets.is_empty() {
+            self.claims_settled(k);
+        }
+        for to in targets {
+            let me = self.clone();
+            self.driver().create(
+                slot,
+                &to,
+                &format!("{CLAIM} src/d{index}/**"),
+                now_ns(),
+                Box::new(move |r| {
+                    let mut d = me.dels[k].lock();
+                    d.claim_calls -= 1;
+                    match r {
+                        Ok(ids) => {
+                            let n = ids.len() as u64;
+                            me.c.claims_created.fetch_add(n, Ordering::Relaxed);
+                            me.c.expected.fetch_add(n * CLAIM_EVENTS, Ordering::Relaxed);
+                            d.claims_left += n as i64;
+                        }
+                        Err(e) => {
+                            d.failed = true;
+                            drop(d);
+                            me.error(format!("claim: {e}"));
+                            me.maybe_finish(k);
+                            return;
+                        }
+                    }
+                    drop(d);
+                    me.claims_settled(k);
+                }),
+            );
+        }
+    }
+
+    /// Starts the jobs once every claim call is answered and every claim
+    /// acknowledged.
+    fn claims_settled(self: &Arc<Self>, k: usize) {
+        {
+            let mut d = self.dels[k].lock();
+            if d.jobs_on || d.claim_calls > 0 || d.claims_left > 0 {
+                return;
+            }
+            d.jobs_on = true;
+        }
+        self.start_next(k);
+    }
+
+    fn may_start(&self, d: &Del) -> bool {
+        d.started < d.quota
+            && !self.stop.load(Ordering::Relaxed)
+            && self.deadline.get().is_none_or(|t| Instant::now() < *t)
+    }
+
+    fn start_next(self: &Arc<Self>, k: usize) {
+        loop {
+            let mut d = self.dels[k].lock();
+            if d.failed || !d.jobs_on || d.rotating || d.peers.is_empty() {
+                break;
+            }
+            if d.in_flight >= self.plan.window || !self.may_start(&d) {
+                break;
+            }
+            let slot = d.requester;
+            let Some(s) = self.slot(slot) else { break };
+            {
+                // A job costs its requester two sends: the creation and
+                // the answer.
+                let mut s = s.lock();
+                if s.sends + 2 > A2A_MAX_SENDS_PER_RUN {
+                    d.rotating = true;
+                    drop(s);
+                    drop(d);
+                    self.rotate(k);
+                    return;
+                }
+                s.sends += 2;
+            }
+            let to = d.peers[d.next_peer % d.peers.len()].clone();
+            d.next_peer += 1;
+            d.in_flight += 1;
+            d.started += 1;
+            let n = d.started;
+            let index = d.index;
+            drop(d);
+            let me = self.clone();
+            self.driver().create(
+                slot,
+                &to,
+                &format!("job {n} of d{index}: fix the failing test"),
+                now_ns(),
+                Box::new(move |r| match r {
+                    Ok(ids) => {
+                        me.c.jobs_created
+                            .fetch_add(ids.len() as u64, Ordering::Relaxed);
+                        me.c.expected
+                            .fetch_add(ids.len() as u64 * JOB_EVENTS, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        me.error(format!("create job: {e}"));
+                        let mut d = me.dels[k].lock();
+                        d.in_flight -= 1;
+                        d.failed = true;
+                        drop(d);
+                        me.maybe_finish(k);
+                    }
+                }),
+            );
+        }
+        self.maybe_finish(k);
+    }
+
+    /// Registers a fresh agent for a delegate's further requests.
+    fn rotate(self: &Arc<Self>, k: usize) {
+        let index = self.dels[k].lock().index;
+        let slot = {
+            let mut slots = self.slots.write();
+            slots.push(Arc::new(Mutex::new(SlotState {
+                del: k,
+                sends: 0,
+                last_seq: None,
+                seen: HashSet::new(),
+            })));
+            slots.len() - 1
+        };
+        let me = self.clone();
+        self.driver().register(
+            slot,
+            k % self.plan.connections.max(1),
+            &format!("fanout-{index}"),
+            &format!("d{index}"),
+            Box::new(move |r| {
+                {
+                    let mut d = me.dels[k].lock();
+                    d.rotating = false;
+                    match r {
+                        Ok(_) => {
+                            me.c.registrations.fetch_add(1, Ordering::Relaxed);
+                            d.requester = slot;
+                        }
+                        Err(e) => {
+                            d.failed = true;
+                            drop(d);
+                            me.error(format!("register again: {e}"));
+                        }
+                    }
+                }
+                me.start_next(k);
+            }),
+        );
+    }
+
+    fn maybe_finish(&self, k: usize) {
+        let mut d = self.dels[k].lock();
+        if d.finished || d.rotating || d.in_flight > 0 {
+            return;
+        }
+        // Done: failed, or working and allowed to start nothing more.
+        if !(d.failed || (d.jobs_on && !self.may_start(&d))) {
+            return;
+        }
+        d.finished = true;
+        drop(d);
+        *self.finished.lock() += 1;
+        self.finished_cv.notify_all();
+    }
+
+    fn job_done(self: &Arc<Self>, k: usize) {
+        {
+            let mut d = self.dels[k].lock();
+            d.in_flight = d.in_flight.saturating_sub(1);
+        }
+        self.start_next(k);
+    }
+
+    fn on_event(self: &Arc<Self>, slot: usize, ev: Ev) {
+        let now = now_ns();
+        let Some(s) = self.slot(slot) else {
+            self.c.unexpected.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let k = {
+            let mut s = s.lock();
+            if let Some(seq) = ev.seq {
+                match s.last_seq {
+                    None if seq != 1 => {
+                        self.c.gaps.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Some(l) if seq <= l => {
+                        self.c.out_of_order.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Some(l) if seq > l + 1 => {
+                        self.c.gaps.fetch_add(1, Ordering::Relaxed);
+                    }
+                    _ => {}
+                }
+                s.last_seq = Some(s.last_seq.map_or(seq, |l| l.max(seq)));
+            }
+            if ev.version > 0 && !s.seen.insert((ev.task_id.clone(), ev.version)) {
+                self.c.duplicates.fetch_add(1, Ordering::Relaxed);
+            }
+            s.del
+        };
+        self.c.events.fetch_add(1, Ordering::Relaxed);
+        if let Some(t) = ev.sent_ns {
+            let us = (now.saturating_sub(t) / 1000).min(u64::from(u32::MAX)) as u32;
+            self.lat.lock().push(us);
+            let claim = matches!(ev.kind, EvKind::Status { .. }) && ev.text.starts_with(CLAIM);
+            if !claim {
+                self.job_lat.lock().push(us);
+            }
+        }
+        let d = self.driver();
+        let task = ev.task_id.as_str();
+        match ev.kind {
+            EvKind::Lagged { dropped } => {
+                self.c.lagged.fetch_add(dropped.max(1), Ordering::Relaxed);
+            }
+            EvKind::Push => {
+                self.c.unexpected.fetch_add(1, Ordering::Relaxed);
+            }
+            EvKind::Artifact => {}
+            EvKind::Status { state, is_final } => match state.as_str() {
+                "submitted" if ev.text.starts_with(CLAIM) => {
+                    d.status(
+                        slot,
+                        task,
+                        "completed",
+                        CLAIM_ACK,
+                        now_ns(),
+                        self.check("ack claim"),
+                    );
+                }
+                "submitted" => {
+                    d.status(
+                        slot,
+                        task,
+                        "input-required",
+                        "which branch?",
+                        now_ns(),
+                        self.check("ask for input"),
+                    );
+                }
+                "input-required" => {
+                    d.reply(slot, task, "main", now_ns(), self.check("answer"));
+                }
+                "working" => {
+                    let me = self.clone();
+                    let t = task.to_owned();
+                    d.artifact(
+                        slot,
+                        task,
+                        now_ns(),
+                        Box::new(move |r| match r {
+                            Ok(()) => me.driver().status(
+                                slot,
+                                &t,
+                                "completed",
+                                "done",
+                                now_ns(),
+                                me.check("complete"),
+                            ),
+                            Err(e) => me.error(format!("artifact: {e}")),
+                        }),
+                    );
+                }
+                "completed" if ev.text == CLAIM_ACK => {
+                    self.c.claims_completed.fetch_add(1, Ordering::Relaxed);
+                    self.dels[k].lock().claims_left -= 1;
+                    self.claims_settled(k);
+                }
+                "completed" => {
+                    self.c.jobs_completed.fetch_add(1, Ordering::Relaxed);
+                    self.job_done(k);
+                }
+                other => {
+                    self.c.unexpected.fetch_add(1, Ordering::Relaxed);
+                    if is_final {
+                        self.error(format!("task {task} ended {other}"));
+                        self.job_done(k);
+                    }
+                }
+            },
+        }
+    }
+
+    /// Phase 5 (after every process's requests are done): waits briefly
+    /// for the expected events, asks the broker for every agent's open
+    /// tasks, closes the connections and returns the tally.
+    pub fn finish(self: &Arc<Self>, t0: u64, t1: u64) -> Tally {
+        let settle = Instant::now() + Duration::from_secs(5);
+        while self.c.events.load(Ordering::Relaxed) < self.c.expected.load(Ordering::Relaxed)
+            && Instant::now() < settle
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let slots = self.slots.read().len();
+        let open = Arc::new(AtomicU64::new(0));
+        let latch = Latch::new(slots * OPEN_STATES.len());
+        for slot in 0..slots {
+            for state in OPEN_STATES {
+                let me = self.clone();
+                let l = latch.clone();
+                let open = open.clone();
+                self.driver().count_tasks(
+                    slot,
+                    state,
+                    Box::new(move |r| {
+                        match r {
+                            Ok(n) => {
+                                open.fetch_add(n, Ordering::Relaxed);
+                            }
+                            Err(e) => me.error(format!("list open tasks: {e}")),
+                        }
+                        l.down();
+                    }),
+                );
+            }
+        }
+        if !latch.wait(Duration::from_secs(30)) {
+            self.error("no answer to the open-task check");
+        }
+        self.driver().close();
+        let c = &self.c;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Tally {
+            registrations: get(&c.registrations),
+            jobs_created: get(&c.jobs_created),
+            jobs_completed: get(&c.jobs_completed),
+            claims_created: get(&c.claims_created),
+            claims_completed: get(&c.claims_completed),
+            claim_mode: self.claim_mode.get().copied().unwrap_or("none").to_owned(),
+            expected_events: get(&c.expected),
+            events: get(&c.events),
+            duplicates: get(&c.duplicates),
+            out_of_order: get(&c.out_of_order),
+            gaps: get(&c.gaps),
+            lagged: get(&c.lagged),
+            unexpected: get(&c.unexpected),
+            open_tasks: open.load(Ordering::Relaxed),
+            errors: get(&c.errors),
+            error_samples: self.samples.lock().clone(),
+            latencies_us: std::mem::take(&mut *self.lat.lock()),
+            job_latencies_us: std::mem::take(&mut *self.job_lat.lock()),
+            t0_ns: t0,
+            t1_ns: t1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::Done;
+
+    /// A driver that registers nothing and answers every check with zero:
+    /// enough to feed the engine events by hand.
+    struct Null;
+
+    impl Driver for Null {
+        fn register(&self, _: usize, _: usize, _: &str, _: &str, done: Done<String>) {
+            done(Ok("d0".into()))
+        }
+        fn list_agents(&self, _: usize, done: Done<Vec<String>>) {
+            done(Ok(Vec::new()))
+        }
+        fn create(&self, _: usize, _: &str, _: &str, _: u64, done: Done<Vec<String>>) {
+            done(Ok(Vec::new()))
+        }
+        fn reply(&self, _: usize, _: &str, _: &str, _: u64, done: Done<()>) {
+            done(Ok(()))
+        }
+        fn status(&self, _: usize, _: &str, _: &'static str, _: &str, _: u64, done: Done<()>) {
+            done(Ok(()))
+        }
+        fn artifact(&self, _: usize, _: &str, _: u64, done: Done<()>) {
+            done(Ok(()))
+        }
+        fn count_tasks(&self, _: usize, _: &'static str, done: Done<u64>) {
+            done(Ok(0))
+        }
+        fn close(&self) {}
+    }
+
+    fn engine() -> Arc<Engine> {
+        let e = Engine::new(Plan {
+            delegates: 2,
+            first: 0,
+            count: 1,
+            tasks: Some(0),
+            seconds: None,
+            window: 1,
+            connections: 1,
+            timeout: Duration::from_secs(5),
+        });
+        e.attach(Arc::new(Null));
+        e
+    }
+
+    fn artifact(seq: u64, task: &str, version: u64) -> Ev {
+        Ev {
+            seq: Some(seq),
+            task_id: task.into(),
+            version,
+            kind: EvKind::Artifact,
+            sent_ns: Some(now_ns()),
+            text: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_clean_stream_counts_no_fault() {
+        let e = engine();
+        for (i, v) in [(1, 1), (2, 2), (3, 3)] {
+            e.on_event(0, artifact(i, "t", v));
+        }
+        let t = e.finish(0, 1);
+        assert_eq!(
+            (t.events, t.out_of_order, t.gaps, t.duplicates),
+            (3, 0, 0, 0)
+        );
+        assert_eq!(t.latencies_us.len(), 3);
+    }
+
+    #[test]
+    fn repeats_steps_back_jumps_and_replays_are_each_counted() {
+        let e = engine();
+        // 1, 2, 2 (repeat), 5 (jump), 3 (step back), and a second event
+        // for (t, 1) under a fresh seq (a replay).
+        for (seq, v) in [(1, 1), (2, 2), (2, 3), (5, 4), (3, 5), (6, 1)] {
+            e.on_event(0, artifact(seq, "t", v));
+        }
+        let t = e.finish(0, 1);
+        assert_eq!(t.out_of_order, 2, "{t:?}");
+        assert_eq!(t.gaps, 1, "{t:?}");
+        assert_eq!(t.duplicates, 1, "{t:?}");
+    }
+
+    #[test]
+    fn a_first_seq_other_than_one_is_a_gap_and_lagged_is_counted() {
+        let e = engine();
+        e.on_event(0, artifact(2, "t", 1));
+        e.on_event(
+            0,
+            Ev {
+                seq: None,
+                task_id: String::new(),
+                version: 0,
+                kind: EvKind::Lagged { dropped: 3 },
+                sent_ns: None,
+                text: String::new(),
+            },
+        );
+        let t = e.finish(0, 1);
+        assert_eq!((t.gaps, t.lagged), (1, 3));
+    }
+
+    #[test]
+    fn delegate_names_are_told_from_re_registrations() {
+        assert!(is_delegate("d0") && is_delegate("d511"));
+        assert!(!is_delegate("d3-2") && !is_delegate("d") && !is_delegate("x1"));
+    }
+}

@@ -1,0 +1,408 @@
+//! A minimal NDJSON JSON-RPC [`Driver`], for the transports the Rust
+//! client does not speak: the broker's stdio and the local socket in NDJSON
+//! mode. Per connection, a writer thread (requests queue to it, so a reader
+//! thread answering an event never blocks on the socket) and a reader
+//! thread that completes calls by `id` and hands notifications to the sink,
+//! routed by `recipient`.
+
+use crate::driver::{Done, Driver, Ev, EvKind, Sink, SENT_KEY};
+use parking_lot::{Mutex, RwLock};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A completion of one request: the `result`, or the `error` as text.
+type Reply = Box<dyn FnOnce(Result<Value, String>) + Send>;
+
+/// One NDJSON connection.
+struct NdConn {
+    out: Mutex<Sender<Vec<u8>>>,
+    calls: Arc<Mutex<HashMap<u64, Reply>>>,
+    next_id: AtomicU64,
+}
+
+impl NdConn {
+    fn open(
+        w: impl Write + Send + 'static,
+        r: impl Read + Send + 'static,
+        routes: Arc<RwLock<HashMap<String, usize>>>,
+        sink: Sink,
+    ) -> NdConn {
+        let (tx, rx) = mpsc::channel::<Vec<u8>>();
+        std::thread::Builder::new()
+            .name("fanout-ndjson-w".into())
+            .spawn(move || {
+                let mut w = std::io::BufWriter::with_capacity(1 << 16, w);
+                while let Ok(line) = rx.recv() {
+                    if w.write_all(&line).is_err() {
+                        return;
+                    }
+                    // Coalesce what queued meanwhile into one write.
+                    while let Ok(more) = rx.try_recv() {
+                        if w.write_all(&more).is_err() {
+                            return;
+                        }
+                    }
+                    if w.flush().is_err() {
+                        return;
+                    }
+                }
+            })
+            .expect("spawn the NDJSON writer thread");
+        let calls: Arc<Mutex<HashMap<u64, Reply>>> = Arc::default();
+        let pending = calls.clone();
+        std::thread::Builder::new()
+            .name("fanout-ndjson-r".into())
+            .spawn(move || {
+                let r = BufReader::with_capacity(1 << 16, r);
+                for line in r.lines().map_while(Result::ok) {
+                    let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                        continue;
+                    };
+                    if let Some(id) = v.get("id").and_then(Value::as_u64) {
+                        let reply = pending.lock().remove(&id);
+                        if let Some(reply) = reply {
+                            reply(match v.get("error") {
+                                Some(e) => Err(e.to_string()),
+                                None => Ok(v.get("result").cloned().unwrap_or(Value::Null)),
+                            });
+                        }
+                    } else if v.get("method").is_some() {
+                        let to = v["params"]["recipient"].as_str().unwrap_or_default();
+                        let slot = routes.read().get(to).copied();
+                        if let Some(slot) = slot {
+                            sink(slot, normalise(&v));
+                        }
+                    }
+                }
+                // The connection ended: every call still waiting fails.
+                let left: Vec<Reply> = pending.lock().drain().map(|(_, r)| r).collect();
+                for r in left {
+                    r(Err("connection closed".into()));
+                }
+            })
+            .expect("spawn the NDJSON reader thread");
+        NdConn {
+            out: Mutex::new(tx),
+            calls,
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    fn call(&self, method: &str, params: Value, reply: Reply) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut line = serde_json::to_vec(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        )
+        .unwrap_or_default();
+        line.push(b'\n');
+        self.calls.lock().insert(id, reply);
+        if self.out.lock().send(line).is_err() {
+            if let Some(r) = self.calls.lock().remove(&id) {
+                r(Err("connection closed".into()));
+            }
+        }
+    }
+
+    fn call_blocking(&self, method: &str, params: Value) -> Result<Value, String> {
+        let (tx, rx) = mpsc::channel();
+        self.call(
+            method,
+            params,
+            Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        );
+        rx.recv_timeout(Duration::from_secs(20))
+            .map_err(|_| format!("no answer to {method} within 20 s"))?
+    }
+}
+
+/// Per agent slot: its connection's index and its token.
+type Tokens = Arc<RwLock<Vec<Option<(usize, String)>>>>;
+
+/// The NDJSON driver: connections, and each agent's token and connection.
+pub struct NdjsonDriver {
+    conns: Vec<Arc<NdConn>>,
+    /// Per slot: (connection index, token).
+    agents: Tokens,
+    /// Peer id → slot, for routing notifications.
+    routes: Arc<RwLock<HashMap<String, usize>>>,
+    /// Socket connections, to shut down on close (stdio ends with the
+    /// broker).
+    sockets: Vec<std::os::unix::net::UnixStream>,
+}
+
+impl NdjsonDriver {
+    /// A driver over byte streams already open (stdio: one pair), each
+    /// shaken hands with `secret` (none on stdio).
+    pub fn over<W, R>(
+        streams: Vec<(W, R)>,
+        secret: Option<&str>,
+        sink: Sink,
+    ) -> Result<NdjsonDriver, String>
+    where
+        W: Write + Send + 'static,
+        R: Read + Send + 'static,
+    {
+        let routes: Arc<RwLock<HashMap<String, usize>>> = Arc::default();
+        let mut conns = Vec::new();
+        for (w, r) in streams {
+            let c = NdConn::open(w, r, routes.clone(), sink.clone());
+            let mut hello = json!({"protocolVersion": 10, "client": "a2a-fanout"});
+            if let Some(s) = secret {
+                hello["secret"] = json!(s);
+            }
+            c.call_blocking("app.handshake", hello)?;
+            conns.push(Arc::new(c));
+        }
+        Ok(NdjsonDriver {
+            conns,
+            agents: Arc::default(),
+            routes,
+            sockets: Vec::new(),
+        })
+    }
+
+    /// `connections` NDJSON connections to the socket at `path`.
+    pub fn socket(
+        path: &std::path::Path,
+        secret: &str,
+        connections: usize,
+        sink: Sink,
+    ) -> Result<NdjsonDriver, String> {
+        let mut streams = Vec::new();
+        let mut sockets = Vec::new();
+        for _ in 0..connections.max(1) {
+            let s = std::os::unix::net::UnixStream::connect(path)
+                .map_err(|e| format!("connect {}: {e}", path.display()))?;
+            let r = s.try_clone().map_err(|e| e.to_string())?;
+            sockets.push(s.try_clone().map_err(|e| e.to_string())?);
+            streams.push((s, r));
+        }
+        let mut d = NdjsonDriver::over(streams, Some(secret), sink)?;
+        d.sockets = sockets;
+        Ok(d)
+    }
+
+    /// Submits `method` for agent `slot`, its token added to `params`.
+    fn call(&self, slot: usize, method: &str, mut params: Value, reply: Reply) {
+        let Some((conn, token)) = self.agents.read().get(slot).cloned().flatten() else {
+            return reply(Err(format!("agent slot {slot} is not registered")));
+        };
+        params["token"] = json!(token);
+        self.conns[conn].call(method, params, reply);
+    }
+}
+
+fn message(to: Option<&str>, task: Option<&str>, text: &str, sent_ns: u64) -> Value {
+    let mut m = json!({
+        "role": "user",
+        "parts": [{"kind": "text", "text": text}],
+        "messageId": a2a_client::new_id(),
+        "metadata": {SENT_KEY: sent_ns},
+    });
+    if let Some(to) = to {
+        m["to"] = json!(to);
+    }
+    if let Some(t) = task {
+        m["taskId"] = json!(t);
+    }
+    m
+}
+
+fn ok<T: 'static>(done: Done<T>, f: impl FnOnce(Value) -> T + Send + 'static) -> Reply {
+    Box::new(move |r| done(r.map(f)))
+}
+
+/// An NDJSON notification, normalised.
+pub fn normalise(v: &Value) -> Ev {
+    let p = &v["params"];
+    let seq = p["seq"].as_u64();
+    let version = p["taskVersion"].as_u64().unwrap_or(0);
+    match v["method"].as_str() {
+        Some("a2a.task.event") => {
+            let e = &p["event"];
+            let task_id = e["taskId"].as_str().unwrap_or_default().to_owned();
+            if e["kind"] == "artifact-update" {
+                Ev {
+                    seq,
+                    task_id,
+                    version,
+                    kind: EvKind::Artifact,
+                    sent_ns: e["artifact"]["metadata"][SENT_KEY].as_u64(),
+                    text: String::new(),
+                }
+            } else {
+                let msg = &e["status"]["message"];
+                Ev {
+                    seq,
+                    task_id,
+                    version,
+                    kind: EvKind::Status {
+                        state: e["status"]["state"].as_str().unwrap_or_default().to_owned(),
+                        is_final: e["final"].as_bool().unwrap_or(false),
+                    },
+                    sent_ns: msg["metadata"][SENT_KEY].as_u64(),
+                    text: msg["parts"][0]["text"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                }
+            }
+        }
+        Some("a2a.lagged") => Ev {
+            seq: None,
+            task_id: String::new(),
+            version: 0,
+            kind: EvKind::Lagged {
+                dropped: p["dropped"].as_u64().unwrap_or(0),
+            },
+            sent_ns: None,
+            text: String::new(),
+        },
+        _ => Ev {
+            seq,
+            task_id: p["taskId"].as_str().unwrap_or_default().to_owned(),
+            version: 0,
+            kind: EvKind::Push,
+            sent_ns: None,
+            text: String::new(),
+        },
+    }
+}
+
+impl Driver for NdjsonDriver {
+    fn register(&self, slot: usize, conn: usize, context: &str, name: &str, done: Done<String>) {
+        let conn = conn % self.conns.len();
+        let agents = self.agents.clone();
+        let routes = self.routes.clone();
+        self.conns[conn].call(
+            "a2a.agents.register",
+            json!({"contextId": context, "card": {"name": name}}),
+            Box::new(move |r| match r {
+                Ok(v) => {
+                    let id = v["agentId"].as_str().unwrap_or_default().to_owned();
+                    let token = v["token"].as_str().unwrap_or_default().to_owned();
+                    {
+                        let mut t = agents.write();
+                        if t.len() <= slot {
+                            t.resize(slot + 1, None);
+                        }
+                        t[slot] = Some((conn, token));
+                    }
+                    // Routed before this reader reads the next line, which
+                    // is the earliest an event for the agent can come.
+                    routes.write().insert(id.clone(), slot);
+                    done(Ok(id));
+                }
+                Err(e) => done(Err(e)),
+            }),
+        );
+    }
+
+    fn list_agents(&self, slot: usize, done: Done<Vec<String>>) {
+        self.call(
+            slot,
+            "a2a.agents.list",
+            json!({}),
+            ok(done, |v| {
+                v["agents"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|c| c["name"].as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            }),
+        );
+    }
+
+    fn create(&self, slot: usize, to: &str, text: &str, sent_ns: u64, done: Done<Vec<String>>) {
+        self.call(
+            slot,
+            "a2a.message.send",
+            json!({"message": message(Some(to), None, text, sent_ns)}),
+            ok(done, |v| match v.get("tasks").and_then(Value::as_array) {
+                Some(tasks) => tasks
+                    .iter()
+                    .filter_map(|t| t["id"].as_str().map(str::to_owned))
+                    .collect(),
+                None => v["task"]["id"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .into_iter()
+                    .collect(),
+            }),
+        );
+    }
+
+    fn reply(&self, slot: usize, task: &str, text: &str, sent_ns: u64, done: Done<()>) {
+        self.call(
+            slot,
+            "a2a.message.send",
+            json!({"message": message(None, Some(task), text, sent_ns)}),
+            ok(done, |_| ()),
+        );
+    }
+
+    fn status(
+        &self,
+        slot: usize,
+        task: &str,
+        state: &'static str,
+        text: &str,
+        sent_ns: u64,
+        done: Done<()>,
+    ) {
+        self.call(
+            slot,
+            "a2a.tasks.status",
+            json!({"id": task, "state": state, "message": message(None, Some(task), text, sent_ns)}),
+            ok(done, |_| ()),
+        );
+    }
+
+    fn artifact(&self, slot: usize, task: &str, sent_ns: u64, done: Done<()>) {
+        self.call(
+            slot,
+            "a2a.tasks.artifact",
+            json!({"id": task, "artifact": {
+                "artifactId": "patch",
+                "parts": [{"kind": "text", "text": "diff --git a/src/lib.rs b/src/lib.rs"}],
+                "metadata": {SENT_KEY: sent_ns},
+            }}),
+            ok(done, |_| ()),
+        );
+    }
+
+    fn count_tasks(&self, slot: usize, state: &'static str, done: Done<u64>) {
+        self.call(
+            slot,
+            "a2a.tasks.list",
+            json!({"state": state, "limit": 100}),
+            ok(done, |v| {
+                v["tasks"].as_array().map_or(0, |a| a.len() as u64)
+            }),
+        );
+    }
+
+    fn close(&self) {
+        self.agents.write().clear();
+        self.routes.write().clear();
+        for c in &self.conns {
+            // Dropping the sender ends the writer thread, which drops (and
+            // so closes) the write half; the broker then closes its side.
+            let (dead, _) = mpsc::channel();
+            *c.out.lock() = dead;
+        }
+        for s in &self.sockets {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
