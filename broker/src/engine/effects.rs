@@ -88,8 +88,32 @@ impl Engine {
                     },
                 );
             }
-            _ => reply.send(Ok(effects.reply)),
+            // Settled already, perhaps by a later call of the same batch:
+            // the answer is the task as it now is, not as this call left it.
+            Some(spec) => reply.send(self.blocking_reply(&spec)),
+            None => reply.send(Ok(effects.reply)),
         }
+    }
+
+    /// A blocking send's answer: its tasks as they are now.
+    fn blocking_reply(&mut self, spec: &BlockingSpec) -> Result<Reply, a2a_proto::error::RpcError> {
+        let mut views = Vec::new();
+        for t in &spec.task_ids {
+            let rec = self.task(t).map_err(crate::rpc_errors::to_rpc)?;
+            views.push(TaskView {
+                rec,
+                history_length: spec.history_length,
+            });
+        }
+        Ok(if spec.broadcast {
+            Reply::Tasks(views)
+        } else {
+            Reply::Task(
+                views
+                    .pop()
+                    .expect("a blocking send waits on one task at least"),
+            )
+        })
     }
 
     /// Delivers notifications to the live agents that are their recipients;
@@ -186,28 +210,7 @@ impl Engine {
                 }
             }
         }
-        let mut views = Vec::new();
-        for t in &b.spec.task_ids {
-            match self.task(t) {
-                Ok(rec) => views.push(TaskView {
-                    rec,
-                    history_length: b.spec.history_length,
-                }),
-                Err(e) => {
-                    b.reply.send(Err(crate::rpc_errors::to_rpc(e)));
-                    return;
-                }
-            }
-        }
-        let reply = if b.spec.broadcast {
-            Reply::Tasks(views)
-        } else {
-            Reply::Task(
-                views
-                    .pop()
-                    .expect("a blocking send waits on one task at least"),
-            )
-        };
-        b.reply.send(Ok(reply));
+        let reply = self.blocking_reply(&b.spec);
+        b.reply.send(reply);
     }
 }

@@ -27,6 +27,7 @@ on_both_transports!(
     a_replayed_broadcast_returns_the_same_tasks,
     blocking_send_answers_when_the_worker_leaves,
     pi_desktop_lenient_forms_are_accepted,
+    a_blocking_send_answers_with_the_task_as_it_is_once_settled,
 );
 
 fn creation_returns_the_task_and_routes_it_to_the_worker(t: Transport) {
@@ -704,4 +705,46 @@ fn pi_desktop_lenient_forms_are_accepted(t: Transport) {
         .clone();
     assert_eq!(t["agentName"], wrk.id);
     assert_eq!(t["history"].as_array().unwrap().len(), 1);
+}
+
+/// A blocking send answers with the task as it is once it settled (§5),
+/// also when the call that settles it commits in the same group as the
+/// send: never with the task as the send alone left it.
+fn a_blocking_send_answers_with_the_task_as_it_is_once_settled(t: Transport) {
+    let db = TestDb::new();
+    let mut b = Broker::open_on(t, &db.path);
+    let (req, wrk) = pair(&mut b);
+    let id = tid(&b.create_task(&req, &wrk, "x"));
+    b.set_state(&wrk, &id, "working");
+    let busy = tid(&b.create_task(&req, &wrk, "busy"));
+    for round in 0..20 {
+        // Keep the writer busy so that the two calls below queue up and
+        // commit in one group.
+        let burst: String = (0..100)
+            .map(|i| {
+                json!({"jsonrpc": "2.0", "id": 100_000 + 100 * round + i, "method": "a2a.tasks.status",
+                    "params": {"token": wrk.token, "id": busy, "state": "working"}})
+                .to_string()
+                    + "\n"
+            })
+            .collect();
+        let send = json!({"jsonrpc": "2.0", "id": 9000 + 2 * round, "method": "a2a.message.send",
+            "params": {"token": req.token, "message": text_msg_on("more", &id),
+                       "configuration": {"blocking": true}}});
+        let ask = json!({"jsonrpc": "2.0", "id": 9001 + 2 * round, "method": "a2a.tasks.status",
+            "params": {"token": wrk.token, "id": id, "state": "input-required"}});
+        // One write: the two calls usually reach the writer in one batch.
+        b.send_raw(&format!("{burst}{send}\n{ask}"));
+        let sent = result(&b.response(9000 + 2 * round));
+        result(&b.response(9001 + 2 * round));
+        assert_eq!(
+            sent["task"]["status"]["state"], "input-required",
+            "round {round}: {sent}"
+        );
+        // The requester's answer resumes it for the next round.
+        b.ok(
+            "a2a.message.send",
+            json!({"token": req.token, "message": text_msg_on("answer", &id)}),
+        );
+    }
 }
