@@ -1,7 +1,9 @@
 //! The `a2a-broker` command line.
 
 use a2a_broker::Durability;
-// The demo is a client program, not part of the broker's library.
+// The demo, `call` and `watch` are client programs, not part of the
+// broker's library.
+mod call;
 mod demo;
 
 use a2a_broker::{inspect, server};
@@ -68,6 +70,38 @@ enum Cmd {
         #[arg(long, value_name = "PATH")]
         db: Option<PathBuf>,
     },
+    /// Make one a2a.* call on a running broker's local socket and print its
+    /// result as JSON (the handshake and the secret are done for you).
+    /// Example: a2a-broker call --socket main --as me a2a.agents.list
+    Call {
+        /// The broker's --socket NAME (a path, or the name it was given).
+        #[arg(long, value_name = "NAME")]
+        socket: String,
+        /// Register an agent with this name first and pass its token in the
+        /// params (unless they carry one).
+        #[arg(long = "as", value_name = "NAME")]
+        as_agent: Option<String>,
+        /// The context to register that agent in.
+        #[arg(long, default_value = "cli")]
+        context: String,
+        /// The method, e.g. a2a.agents.list.
+        method: String,
+        /// Its params as a JSON object (default {}).
+        params: Option<String>,
+    },
+    /// Register an agent on a running broker's local socket and print each
+    /// event it receives as a JSON line, until the broker goes away.
+    Watch {
+        /// The broker's --socket NAME (a path, or the name it was given).
+        #[arg(long, value_name = "NAME")]
+        socket: String,
+        /// The agent's name.
+        #[arg(long = "as", value_name = "NAME")]
+        as_agent: String,
+        /// The context to register it in.
+        #[arg(long, default_value = "cli")]
+        context: String,
+    },
     /// Read-only audit of the durable task history.
     Tasks {
         #[command(subcommand)]
@@ -119,6 +153,30 @@ fn main() -> ExitCode {
         })
         .map_err(|e| e.to_string()),
         Cmd::Demo { keep, db } => demo::run(demo::Options { db, keep }),
+        Cmd::Call {
+            socket,
+            as_agent,
+            context,
+            method,
+            params,
+        } => call::call(
+            &call::Options {
+                socket,
+                as_agent,
+                context,
+            },
+            &method,
+            params.as_deref(),
+        ),
+        Cmd::Watch {
+            socket,
+            as_agent,
+            context,
+        } => call::watch(&call::Options {
+            socket,
+            as_agent: Some(as_agent),
+            context,
+        }),
         Cmd::Tasks { cmd } => match cmd {
             TasksCmd::List { db, context, limit } => {
                 inspect::list(&db, context.as_deref(), limit).map_err(|e| e.to_string())

@@ -112,7 +112,7 @@ impl Drop for SocketServer {
 
 /// Where `--socket NAME` lives: `NAME` itself if it is a path, else
 /// `$XDG_RUNTIME_DIR/a2a-broker/NAME.sock` or `/tmp/a2a-broker-UID/NAME.sock`.
-pub(crate) fn socket_path(name: &str) -> PathBuf {
+pub fn socket_path(name: &str) -> PathBuf {
     if name.contains('/') {
         return PathBuf::from(name);
     }
