@@ -26,9 +26,7 @@
 //! A2A `errorCode` of `proto/src/error.rs` is answered in some block, so a
 //! new method or error without an example fails here.
 
-use a2a_broker::server::ServeConfig;
-use a2a_broker::Durability;
-use a2a_broker::{MemoryBroker, MemoryConnection, MemoryError};
+use crate::transcripts::Memory;
 use a2a_testkit::transcript::{self, Lines, Recv, UPDATE_ENV};
 use a2a_testkit::{socket_path_for, BrokerProcess, Spawn, TestDb, SECRET_ENV, TIMEOUT};
 use serde_json::Value;
@@ -205,50 +203,6 @@ fn macros(line: &str, at: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-/// A [`MemoryConnection`] as the runner's [`Lines`]; holds its broker.
-struct Memory {
-    conn: MemoryConnection,
-    _broker: MemoryBroker,
-    _db: TestDb,
-}
-
-impl Memory {
-    fn start() -> Memory {
-        let db = TestDb::new();
-        let cfg = ServeConfig {
-            // Nothing here survives the test; the fsyncs would only slow it.
-            durability: Durability::Normal,
-            ..ServeConfig::new(db.path.clone())
-        };
-        let (broker, conn) = MemoryBroker::pair(&cfg).expect("start an in-memory broker");
-        Memory {
-            conn,
-            _broker: broker,
-            _db: db,
-        }
-    }
-}
-
-impl Lines for Memory {
-    fn send_line(&mut self, line: &str) -> std::io::Result<()> {
-        self.conn
-            .send_line(line)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::BrokenPipe, e))
-    }
-
-    fn recv_line(&mut self, timeout: Duration) -> Recv {
-        match self.conn.recv_line(timeout) {
-            Ok(l) => Recv::Line(l),
-            Err(MemoryError::Closed) => Recv::Closed,
-            Err(_) => Recv::Timeout,
-        }
-    }
-
-    fn close(&mut self) {
-        self.conn.close();
-    }
 }
 
 /// A local-socket connection to a real broker as the runner's [`Lines`].

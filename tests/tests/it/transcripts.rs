@@ -40,10 +40,30 @@ fn path_of(name: &str) -> PathBuf {
         .join(format!("{name}.ndjson"))
 }
 
-/// A [`MemoryConnection`] as the runner's [`Lines`]; holds its broker.
-struct Memory {
+/// A [`MemoryConnection`] as the runner's [`Lines`]; holds its broker and
+/// its database (also the docs examples' runner, `docs.rs`).
+pub(crate) struct Memory {
     conn: MemoryConnection,
     _broker: MemoryBroker,
+    _db: TestDb,
+}
+
+impl Memory {
+    /// A broker in this process on a fresh database, and a connection to it.
+    pub(crate) fn start() -> Memory {
+        let db = TestDb::new();
+        let cfg = ServeConfig {
+            // Nothing here survives the test; the fsyncs would only slow it.
+            durability: Durability::Normal,
+            ..ServeConfig::new(db.path.clone())
+        };
+        let (broker, conn) = MemoryBroker::pair(&cfg).expect("start an in-memory broker");
+        Memory {
+            conn,
+            _broker: broker,
+            _db: db,
+        }
+    }
 }
 
 impl Lines for Memory {
@@ -67,18 +87,7 @@ impl Lines for Memory {
 }
 
 fn in_memory(name: &str) {
-    let db = TestDb::new();
-    let cfg = ServeConfig {
-        // Nothing here survives the test; the fsyncs would only slow it.
-        durability: Durability::Normal,
-        ..ServeConfig::new(db.path.clone())
-    };
-    let (broker, conn) = MemoryBroker::pair(&cfg).expect("start an in-memory broker");
-    let mut lines = Memory {
-        conn,
-        _broker: broker,
-    };
-    if let Err(e) = transcript::check(&path_of(name), &mut lines) {
+    if let Err(e) = transcript::check(&path_of(name), &mut Memory::start()) {
         panic!("{e}");
     }
 }
