@@ -4,8 +4,8 @@
 
 use crate::core::CoreError;
 use crate::store::{self, migrate, read, OpenError};
-use a2a_proto::types::{Part, StreamEvent};
-use rusqlite::{params, Connection};
+use a2a_proto::types::{Part, State, StreamEvent};
+use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
 
 /// Why the audit view cannot show what was asked (one line each, printed
@@ -27,9 +27,15 @@ pub enum InspectError {
     /// A database no broker has migrated yet.
     #[error("database {} holds no broker tables yet (schema {version})", .db.display())]
     NoTables { db: PathBuf, version: i64 },
-    /// `tasks show` of an id the database does not hold.
-    #[error("no task {id} in {}", .db.display())]
+    /// `tasks show` of an id (or prefix) the database does not hold.
+    #[error("no task {id} in {} (an id, or a prefix of at least {MIN_PREFIX} characters)", .db.display())]
     NoTask { id: String, db: PathBuf },
+    /// `tasks show` of a prefix more than one task id starts with.
+    #[error("task id prefix {prefix} is ambiguous: {candidates}")]
+    Ambiguous { prefix: String, candidates: String },
+    /// `tasks list --state` of a name that is no §6 state.
+    #[error("unknown state {given:?}; one of: {}", State::ALL.map(State::as_str).join(", "))]
+    BadState { given: String },
     /// A query failed.
     #[error(transparent)]
     Query(#[from] rusqlite::Error),
@@ -93,49 +99,195 @@ pub(crate) fn summarize(parts: &[Part]) -> String {
     out.join(" + ")
 }
 
-/// `tasks list`.
+/// What `tasks list` selects and how it prints (the flags of the subcommand).
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    /// Only tasks of this requester context.
+    pub context: Option<String>,
+    /// Only tasks in this §6 state (a wire name, checked before the database is opened).
+    pub state: Option<String>,
+    /// Only tasks where this agent is the requester or the worker.
+    pub agent: Option<String>,
+    /// Most tasks on one page.
+    pub limit: u32,
+    /// Only tasks older than this cursor (a creation `seq`, as printed after
+    /// the previous page).
+    pub before: Option<i64>,
+    /// One JSON object per line instead of the table.
+    pub json: bool,
+}
+
+/// The shortest task id prefix `tasks show` accepts: shorter ones would
+/// match too much of a big database to be a deliberate choice.
+pub const MIN_PREFIX: usize = 4;
+
+/// At most this many candidates are named when a prefix is ambiguous.
+const MAX_CANDIDATES: usize = 10;
+
+/// `1 message`, `2 messages`.
+pub(crate) fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// One row of `tasks list`.
+struct ListRow {
+    id: String,
+    seq: i64,
+    state: String,
+    version: i64,
+    ctx: String,
+    req: String,
+    wctx: String,
+    wrk: String,
+    created: String,
+    updated: String,
+}
+
+/// `tasks list --context C --limit N`: the table, first page (the demo's view).
 pub fn list(db: &Path, context: Option<&str>, limit: u32) -> Result<(), InspectError> {
+    list_with(
+        db,
+        &ListQuery {
+            context: context.map(str::to_owned),
+            limit,
+            ..ListQuery::default()
+        },
+    )
+}
+
+/// `tasks list`: newest first, one page of at most `q.limit` tasks. When
+/// more match, the cursor of the next page is printed on stderr as
+/// `next page: --before SEQ`, so stdout stays a table or pure JSON lines.
+pub fn list_with(db: &Path, q: &ListQuery) -> Result<(), InspectError> {
+    if let Some(s) = q.state.as_deref() {
+        if State::parse(s).is_none() {
+            return Err(InspectError::BadState {
+                given: s.to_owned(),
+            });
+        }
+    }
     let conn = open(db)?;
     let mut st = conn.prepare(
-        "SELECT id, state, version, context_id, requester_peer, worker_ctx, worker_peer, updated_at
-             FROM a2a_tasks WHERE (?1 IS NULL OR context_id = ?1) ORDER BY seq DESC LIMIT ?2",
+        "SELECT id, seq, state, version, context_id, requester_peer, worker_ctx, worker_peer,
+                created_at, updated_at
+             FROM a2a_tasks
+             WHERE (?1 IS NULL OR context_id = ?1)
+               AND (?2 IS NULL OR state = ?2)
+               AND (?3 IS NULL OR requester_peer = ?3 OR worker_peer = ?3)
+               AND (?4 IS NULL OR seq < ?4)
+             ORDER BY seq DESC LIMIT ?5",
     )?;
-    let rows = st.query_map(params![context, limit], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, i64>(2)?,
-            r.get::<_, String>(3)?,
-            r.get::<_, String>(4)?,
-            r.get::<_, String>(5)?,
-            r.get::<_, String>(6)?,
-            r.get::<_, String>(7)?,
-        ))
+    // One more than a page: whether a next page exists, without a count.
+    let want = i64::from(q.limit) + 1;
+    let rows = st.query_map(params![q.context, q.state, q.agent, q.before, want], |r| {
+        Ok(ListRow {
+            id: r.get(0)?,
+            seq: r.get(1)?,
+            state: r.get(2)?,
+            version: r.get(3)?,
+            ctx: r.get(4)?,
+            req: r.get(5)?,
+            wctx: r.get(6)?,
+            wrk: r.get(7)?,
+            created: r.get(8)?,
+            updated: r.get(9)?,
+        })
     })?;
-    println!(
-        "{:<36}  {:<14} {:>3}  {:<40} UPDATED",
-        "TASK", "STATE", "VER", "REQUESTER -> WORKER"
-    );
-    let mut n = 0;
-    for row in rows {
-        let (id, state, version, ctx, req, wctx, wrk, updated) = row?;
-        n += 1;
-        let who = if ctx == wctx {
-            format!("{req} -> {wrk} ({ctx})")
-        } else {
-            format!("{req} ({ctx}) -> {wrk} ({wctx})")
-        };
-        println!("{id:<36}  {state:<14} {version:>3}  {who:<40} {updated}");
+    let mut page = rows.collect::<Result<Vec<ListRow>, _>>()?;
+    let more = page.len() > q.limit as usize;
+    page.truncate(q.limit as usize);
+    if q.json {
+        for t in &page {
+            let line = serde_json::json!({
+                "id": t.id,
+                "seq": t.seq,
+                "contextId": t.ctx,
+                "requester": t.req,
+                "worker": t.wrk,
+                "workerContextId": t.wctx,
+                "state": t.state,
+                "version": t.version,
+                "createdAt": t.created,
+                "updatedAt": t.updated,
+            });
+            println!("{line}");
+        }
+    } else {
+        println!(
+            "{:<36}  {:<14} {:>3}  {:<40} UPDATED",
+            "TASK", "STATE", "VER", "REQUESTER -> WORKER"
+        );
+        for t in &page {
+            let who = if t.ctx == t.wctx {
+                format!("{} -> {} ({})", t.req, t.wrk, t.ctx)
+            } else {
+                format!("{} ({}) -> {} ({})", t.req, t.ctx, t.wrk, t.wctx)
+            };
+            println!(
+                "{:<36}  {:<14} {:>3}  {who:<40} {}",
+                t.id, t.state, t.version, t.updated
+            );
+        }
+        if page.is_empty() {
+            println!("(no tasks)");
+        }
     }
-    if n == 0 {
-        println!("(no tasks)");
+    if more {
+        if let Some(last) = page.last() {
+            eprintln!("next page: --before {}", last.seq);
+        }
     }
     Ok(())
+}
+
+/// The full id of the task `id` names: itself if a task has it, else the
+/// one task whose id starts with it (at least [`MIN_PREFIX`] characters).
+fn resolve(conn: &Connection, db: &Path, id: &str) -> Result<String, InspectError> {
+    let exact: Option<String> = conn
+        .query_row("SELECT id FROM a2a_tasks WHERE id = ?1", [id], |r| r.get(0))
+        .optional()?;
+    if let Some(found) = exact {
+        return Ok(found);
+    }
+    let no_task = || InspectError::NoTask {
+        id: id.to_owned(),
+        db: db.to_path_buf(),
+    };
+    if id.chars().count() < MIN_PREFIX {
+        return Err(no_task());
+    }
+    // `substr`, not `LIKE`: a prefix holding `%` or `_` means itself.
+    let mut st = conn.prepare(
+        "SELECT id FROM a2a_tasks WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id LIMIT ?2",
+    )?;
+    let mut found = st
+        .query_map(params![id, MAX_CANDIDATES as i64 + 1], |r| {
+            r.get::<_, String>(0)
+        })?
+        .collect::<Result<Vec<String>, _>>()?;
+    match found.len() {
+        0 => Err(no_task()),
+        1 => Ok(found.remove(0)),
+        n => {
+            let more = n > MAX_CANDIDATES;
+            found.truncate(MAX_CANDIDATES);
+            Err(InspectError::Ambiguous {
+                prefix: id.to_owned(),
+                candidates: found.join(", ") + if more { ", …" } else { "" },
+            })
+        }
+    }
 }
 
 /// `tasks show`.
 pub fn show(db: &Path, id: &str) -> Result<(), InspectError> {
     let conn = open(db)?;
+    let id = resolve(&conn, db, id)?;
+    let id = id.as_str();
     let rec = read::load_task(&conn, id)?.ok_or_else(|| InspectError::NoTask {
         id: id.to_owned(),
         db: db.to_path_buf(),
@@ -152,7 +304,7 @@ pub fn show(db: &Path, id: &str) -> Result<(), InspectError> {
         rec.created_at,
         rec.updated_at
     );
-    println!("history ({} messages):", rec.history.len());
+    println!("history ({}):", plural(rec.history.len(), "message"));
     for (i, m) in rec.history.iter().enumerate() {
         println!(
             "  [{}] {} -> {}: {}",
@@ -163,7 +315,7 @@ pub fn show(db: &Path, id: &str) -> Result<(), InspectError> {
         );
     }
     if !rec.artifacts.is_empty() {
-        println!("artifacts:");
+        println!("artifacts ({}):", plural(rec.artifacts.len(), "artifact"));
         for a in &rec.artifacts {
             let a = a.merged();
             println!(
@@ -183,8 +335,9 @@ pub fn show(db: &Path, id: &str) -> Result<(), InspectError> {
             cfg.id, owner.peer_id, owner.context_id
         );
     }
-    println!("log:");
-    for e in read::full_log(&conn, id)? {
+    let log = read::full_log(&conn, id)?;
+    println!("log ({}):", plural(log.len(), "transition"));
+    for e in log {
         let what = match serde_json::from_str::<StreamEvent>(&e.payload) {
             Ok(StreamEvent::Status(s)) => format!(
                 "{}{}{}",

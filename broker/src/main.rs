@@ -111,7 +111,8 @@ enum Cmd {
 
 #[derive(Subcommand)]
 enum TasksCmd {
-    /// List tasks, newest first: who asked whom, state, version.
+    /// List tasks, newest first: who asked whom, state, version. When more
+    /// tasks match than `--limit`, stderr ends with `next page: --before SEQ`.
     List {
         /// SQLite database file of a broker.
         #[arg(long)]
@@ -119,16 +120,31 @@ enum TasksCmd {
         /// Only tasks of this requester context.
         #[arg(long)]
         context: Option<String>,
-        /// Most tasks to show.
-        #[arg(long, default_value_t = 50)]
+        /// Only tasks in this state (submitted, working, input-required,
+        /// auth-required, completed, canceled, failed, rejected).
+        #[arg(long)]
+        state: Option<String>,
+        /// Only tasks where this agent is the requester or the worker.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Most tasks on one page.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
         limit: u32,
+        /// Only tasks older than this cursor (from the previous page's
+        /// `next page: --before SEQ`, or a task's `seq` in `--json`).
+        #[arg(long, value_name = "SEQ")]
+        before: Option<i64>,
+        /// One JSON object per task and line (id, seq, contextId, requester,
+        /// worker, workerContextId, state, version, createdAt, updatedAt).
+        #[arg(long)]
+        json: bool,
     },
     /// Show one task: its parties, history, artifacts and every transition.
     Show {
         /// SQLite database file of a broker.
         #[arg(long)]
         db: PathBuf,
-        /// The task id.
+        /// The task id, or a unique prefix of it (at least 4 characters).
         id: String,
     },
 }
@@ -178,8 +194,24 @@ fn main() -> ExitCode {
             context,
         }),
         Cmd::Tasks { cmd } => match cmd {
-            TasksCmd::List { db, context, limit } => {
-                inspect::list(&db, context.as_deref(), limit).map_err(|e| e.to_string())
+            TasksCmd::List {
+                db,
+                context,
+                state,
+                agent,
+                limit,
+                before,
+                json,
+            } => {
+                let q = inspect::ListQuery {
+                    context,
+                    state,
+                    agent,
+                    limit,
+                    before,
+                    json,
+                };
+                inspect::list_with(&db, &q).map_err(|e| e.to_string())
             }
             TasksCmd::Show { db, id } => inspect::show(&db, &id).map_err(|e| e.to_string()),
         },
