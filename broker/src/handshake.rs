@@ -25,7 +25,11 @@ pub const FEATURES: &[&str] = &[
 /// Answers a handshake; a bad secret also marks the session closing.
 pub(crate) fn handshake(s: &mut Session, p: HandshakeParams) -> Result<Reply, RpcError> {
     if p.protocol_version != PROTOCOL_VERSION {
-        tracing::info!(conn = s.conn, offered = p.protocol_version, "handshake refused: protocol version mismatch");
+        tracing::info!(
+            conn = s.conn,
+            offered = p.protocol_version,
+            "handshake refused: protocol version mismatch"
+        );
         return Err(RpcError::new(
             a2a_proto::error::INVALID_REQUEST,
             "invalid request",

@@ -162,6 +162,10 @@ fn init_logs(verbose: u8) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Only `serve` logs; the client commands keep stderr for their own lines.
+    if let Cmd::Serve { verbose, .. } = &cli.cmd {
+        init_logs(*verbose);
+    }
     let result = match cli.cmd {
         Cmd::Serve {
             db,
@@ -170,10 +174,8 @@ fn main() -> ExitCode {
             socket,
             no_stdio,
             max_connections,
-            verbose,
-        } => {
-            init_logs(verbose);
-            server::serve(server::ServeConfig {
+            verbose: _,
+        } => server::serve(server::ServeConfig {
             db,
             durability,
             batch_max: batch_max as usize,
@@ -181,8 +183,7 @@ fn main() -> ExitCode {
             no_stdio,
             max_connections: max_connections as usize,
         })
-        .map_err(|e| e.to_string())
-        }
+        .map_err(|e| e.to_string()),
         Cmd::Demo { keep, db } => demo::run(demo::Options { db, keep }),
         Cmd::Call {
             socket,

@@ -498,7 +498,11 @@ impl Engine {
     fn connection_closed(&mut self, conn: ConnId) {
         let gone = self.shared.registry.write().remove_connection(conn);
         if !gone.is_empty() {
-            tracing::info!(conn, agents = gone.len(), "connection closed; its agents' tokens are dead");
+            tracing::info!(
+                conn,
+                agents = gone.len(),
+                "connection closed; its agents' tokens are dead"
+            );
         }
         for agent in gone {
             if let crate::delivery::Endpoint::Pull(q) = &agent.endpoint {

@@ -330,7 +330,11 @@ pub fn listen(
                             ));
                         }
                         None => {
-                            tracing::warn!(limit = "max-connections", max = max_connections, "socket connection refused");
+                            tracing::warn!(
+                                limit = "max-connections",
+                                max = max_connections,
+                                "socket connection refused"
+                            );
                             tokio::spawn(refuse(conn));
                         }
                     }
@@ -401,7 +405,10 @@ async fn serve_connection(
     let codec = match tokio::time::timeout_at(deadline, sniff(&mut rd)).await {
         Ok(Some(c)) => c,
         Ok(None) | Err(_) => {
-            tracing::info!(conn = session.conn, "socket connection closed before its first byte");
+            tracing::info!(
+                conn = session.conn,
+                "socket connection closed before its first byte"
+            );
             // Never shook hands: nothing to close behind the writer.
             drop(session);
             return;
@@ -435,7 +442,11 @@ async fn serve_connection(
     // running. A connection that never shook hands registered nothing and
     // does not wait (see `Broker::close`).
     if outbox.overflowed() {
-        tracing::warn!(conn = conn_id, limit = "outbox", "socket connection cut off: it stopped reading");
+        tracing::warn!(
+            conn = conn_id,
+            limit = "outbox",
+            "socket connection cut off: it stopped reading"
+        );
     }
     if session.is_handshaken() {
         tokio::task::block_in_place(|| broker.close(session));
@@ -492,7 +503,11 @@ async fn read_json<R: tokio::io::AsyncBufRead + Unpin>(
                 return pre_handshake_close(session, "frame too large before handshake");
             }
             Ok(Line::TooLarge) => {
-                tracing::warn!(conn = session.conn, limit = "frame", "NDJSON line refused: over the frame bound");
+                tracing::warn!(
+                    conn = session.conn,
+                    limit = "frame",
+                    "NDJSON line refused: over the frame bound"
+                );
                 broker.frame_too_large(session)
             }
             Ok(Line::Eof) | Err(_) => break,
@@ -512,7 +527,11 @@ fn is_batch(line: &[u8]) -> bool {
 
 /// Answers a connection that broke a pre-handshake rule, then closes it.
 fn pre_handshake_close(session: &Session, reason: &str) {
-    tracing::info!(conn = session.conn, reason, "socket connection closed before its handshake");
+    tracing::info!(
+        conn = session.conn,
+        reason,
+        "socket connection closed before its handshake"
+    );
     let err = RpcError::new(
         a2a_proto::error::INVALID_REQUEST,
         format!("invalid request: {reason}; the connection is closed"),
@@ -607,8 +626,17 @@ async fn read_binary<R: tokio::io::AsyncRead + Unpin>(
 fn fatal(session: &Session, e: FrameError) {
     // The decoder's words are not logged: they may quote the frame.
     match &e {
-        FrameError::TooLarge(n, max) => tracing::warn!(conn = session.conn, limit = "frame", bytes = n, max, "binary frame refused; the connection is closed"),
-        FrameError::Malformed(_) => tracing::info!(conn = session.conn, "malformed binary frame; the connection is closed"),
+        FrameError::TooLarge(n, max) => tracing::warn!(
+            conn = session.conn,
+            limit = "frame",
+            bytes = n,
+            max,
+            "binary frame refused; the connection is closed"
+        ),
+        FrameError::Malformed(_) => tracing::info!(
+            conn = session.conn,
+            "malformed binary frame; the connection is closed"
+        ),
     }
     session
         .outbox
