@@ -202,7 +202,8 @@ pub fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
     };
     tracing::info!(reason, "shutdown begun");
     if removed {
-        tracing::warn!(db = %cfg.db.display(), "database removed or replaced under the broker");
+        // Info: the exit line says so at every level, as the only line.
+        tracing::info!(db = %cfg.db.display(), "database removed or replaced under the broker");
         // The writer refuses every commit from now on. Let it answer the
         // batch that found the file gone (a connection closed behind it is
         // a barrier), then stop answering altogether: a call the writer

@@ -288,7 +288,17 @@ impl Engine {
                 let _ = self.sql("ROLLBACK");
                 self.restore(undo);
                 let err = crate::store::commit_error(&e);
-                tracing::warn!(calls = done.len(), error = %e, "commit failed; the batch's calls are refused");
+                // The file guard's refusal is reported on exit, at every level.
+                if matches!(&e, rusqlite::Error::SqliteFailure(f, _)
+                    if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_COMMITHOOK)
+                {
+                    tracing::info!(
+                        calls = done.len(),
+                        "commit refused: the database file is gone"
+                    );
+                } else {
+                    tracing::warn!(calls = done.len(), error = %e, "commit failed; the batch's calls are refused");
+                }
                 for d in done {
                     d.reply.send(Err(err.clone()));
                 }
