@@ -25,6 +25,11 @@ pub const FEATURES: &[&str] = &[
 /// Answers a handshake; a bad secret also marks the session closing.
 pub(crate) fn handshake(s: &mut Session, p: HandshakeParams) -> Result<Reply, RpcError> {
     if p.protocol_version != PROTOCOL_VERSION {
+        tracing::info!(
+            conn = s.conn,
+            offered = p.protocol_version,
+            "handshake refused: protocol version mismatch"
+        );
         return Err(RpcError::new(
             a2a_proto::error::INVALID_REQUEST,
             "invalid request",
@@ -37,6 +42,7 @@ pub(crate) fn handshake(s: &mut Session, p: HandshakeParams) -> Result<Reply, Rp
         let offered = p.secret.as_deref().unwrap_or("");
         if !secret.matches(offered) {
             s.closing = true;
+            tracing::info!(conn = s.conn, "handshake refused: bad secret");
             return Err(RpcError::invalid_request("bad secret"));
         }
     }

@@ -57,6 +57,10 @@ enum Cmd {
         /// error line and closed.
         #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000), requires = "socket")]
         max_connections: u64,
+        /// Log events on stderr, one line each: -v connections, registrations,
+        /// refusals and shutdown; -vv also debug. RUST_LOG overrides.
+        #[arg(short, long, action = clap::ArgAction::Count)]
+        verbose: u8,
     },
     /// Run a short delegation through a broker (this binary, on a local
     /// socket) with the a2a-client library, print what happens and the
@@ -149,8 +153,35 @@ enum TasksCmd {
     },
 }
 
+/// The event log of `serve`, on stderr: `warn` by default (so a quiet
+/// broker's first stderr line is its ready line), `-v` info, `-vv` debug;
+/// `RUST_LOG` (an env-filter directive) overrides both.
+fn init_logs(verbose: u8) {
+    use std::io::IsTerminal;
+    use tracing_subscriber::EnvFilter;
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(directives) if !directives.trim().is_empty() => EnvFilter::new(directives),
+        _ => EnvFilter::new(level),
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .compact()
+        .init();
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Only `serve` logs; the client commands keep stderr for their own lines.
+    if let Cmd::Serve { verbose, .. } = &cli.cmd {
+        init_logs(*verbose);
+    }
     let result = match cli.cmd {
         Cmd::Serve {
             db,
@@ -159,6 +190,7 @@ fn main() -> ExitCode {
             socket,
             no_stdio,
             max_connections,
+            verbose: _,
         } => server::serve(server::ServeConfig {
             db,
             durability,

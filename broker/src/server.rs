@@ -125,6 +125,8 @@ pub fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
         e
     };
     let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(3);
+    // What stopped the broker, for the shutdown log line (the first wins).
+    let why: Arc<std::sync::OnceLock<&'static str>> = Arc::default();
     guard.on_removed(stop_tx.clone());
 
     let mut signals = signal_hook::iterator::Signals::new([
@@ -134,10 +136,12 @@ pub fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
     .map_err(|e| abandon(ServeError::Signals(e)))?;
     {
         let stop_tx = stop_tx.clone();
+        let why = why.clone();
         std::thread::Builder::new()
             .name("a2a-signals".into())
             .spawn(move || {
                 if signals.forever().next().is_some() {
+                    let _ = why.set("signal");
                     let _ = stop_tx.send(());
                 }
             })
@@ -175,11 +179,13 @@ pub fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
         let writer = stdio::spawn_writer(outbox.clone(), std::io::stdout());
         let broker = broker.clone();
         let out = outbox.clone();
+        let why = why.clone();
         std::thread::Builder::new()
             .name("a2a-stdin".into())
             .spawn(move || {
                 let session = stdio::serve_lines(&broker, std::io::stdin().lock(), out);
                 broker.close(session);
+                let _ = why.set("stdin EOF");
                 let _ = stop_tx.send(());
             })
             .map_err(|e| abandon(ServeError::Thread("stdin", e)))?;
@@ -189,7 +195,15 @@ pub fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
     // Stdin closed, a signal arrived, or the database file is gone.
     let _ = stop_rx.recv();
     let removed = guard.removed();
+    let reason = if removed {
+        "database removed"
+    } else {
+        why.get().copied().unwrap_or("stop")
+    };
+    tracing::info!(reason, "shutdown begun");
     if removed {
+        // Info: the exit line says so at every level, as the only line.
+        tracing::info!(db = %cfg.db.display(), "database removed or replaced under the broker");
         // The writer refuses every commit from now on. Let it answer the
         // batch that found the file gone (a connection closed behind it is
         // a barrier), then stop answering altogether: a call the writer
@@ -216,8 +230,10 @@ pub fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
     }
     // Also when the file went while the last commits ran.
     if removed || guard.removed() {
+        tracing::info!(reason, "shutdown finished: database removed");
         return Err(ServeError::DatabaseRemoved(cfg.db));
     }
+    tracing::info!(reason, "shutdown finished");
     Ok(())
 }
 

@@ -288,6 +288,17 @@ impl Engine {
                 let _ = self.sql("ROLLBACK");
                 self.restore(undo);
                 let err = crate::store::commit_error(&e);
+                // The file guard's refusal is reported on exit, at every level.
+                if matches!(&e, rusqlite::Error::SqliteFailure(f, _)
+                    if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_COMMITHOOK)
+                {
+                    tracing::info!(
+                        calls = done.len(),
+                        "commit refused: the database file is gone"
+                    );
+                } else {
+                    tracing::warn!(calls = done.len(), error = %e, "commit failed; the batch's calls are refused");
+                }
                 for d in done {
                     d.reply.send(Err(err.clone()));
                 }
@@ -432,6 +443,7 @@ impl Engine {
         }
         for agent in &undo.registered {
             agent.mark_committed();
+            tracing::info!(conn = agent.conn, peer = %agent.peer_id, context = %agent.context_id, kind = ?agent.kind, "agent registered");
         }
         if undo.leaving.is_empty() {
             return;
@@ -439,6 +451,7 @@ impl Engine {
         let mut reg = self.shared.registry.write();
         for agent in &undo.leaving {
             reg.remove(agent);
+            tracing::info!(conn = agent.conn, peer = %agent.peer_id, context = %agent.context_id, "agent deregistered");
         }
         drop(reg);
         for agent in &undo.leaving {
@@ -494,6 +507,13 @@ impl Engine {
 
     fn connection_closed(&mut self, conn: ConnId) {
         let gone = self.shared.registry.write().remove_connection(conn);
+        if !gone.is_empty() {
+            tracing::info!(
+                conn,
+                agents = gone.len(),
+                "connection closed; its agents' tokens are dead"
+            );
+        }
         for agent in gone {
             if let crate::delivery::Endpoint::Pull(q) = &agent.endpoint {
                 q.close(to_rpc(CoreError::UnknownToken));

@@ -330,6 +330,11 @@ pub fn listen(
                             ));
                         }
                         None => {
+                            tracing::warn!(
+                                limit = "max-connections",
+                                max = max_connections,
+                                "socket connection refused"
+                            );
                             tokio::spawn(refuse(conn));
                         }
                     }
@@ -376,7 +381,7 @@ async fn refuse(conn: Stream) {
     let _ = tokio::time::timeout(Duration::from_secs(1), w.write_all(&line)).await;
 }
 
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq, Debug)]
 enum Codec {
     Json,
     Binary,
@@ -400,11 +405,17 @@ async fn serve_connection(
     let codec = match tokio::time::timeout_at(deadline, sniff(&mut rd)).await {
         Ok(Some(c)) => c,
         Ok(None) | Err(_) => {
+            tracing::info!(
+                conn = session.conn,
+                "socket connection closed before its first byte"
+            );
             // Never shook hands: nothing to close behind the writer.
             drop(session);
             return;
         }
     };
+    let conn_id = session.conn;
+    tracing::info!(conn = conn_id, ?codec, "socket connection accepted");
     let reader = async {
         match codec {
             Codec::Json => read_json(&broker, &mut session, rd, deadline).await,
@@ -430,9 +441,17 @@ async fn serve_connection(
     // Waits for the writer thread; keep the other connections' tasks
     // running. A connection that never shook hands registered nothing and
     // does not wait (see `Broker::close`).
+    if outbox.overflowed() {
+        tracing::warn!(
+            conn = conn_id,
+            limit = "outbox",
+            "socket connection cut off: it stopped reading"
+        );
+    }
     if session.is_handshaken() {
         tokio::task::block_in_place(|| broker.close(session));
     }
+    tracing::info!(conn = conn_id, ?codec, "socket connection closed");
 }
 
 /// Looks at the first bytes: the binary preamble, or NDJSON.
@@ -483,7 +502,14 @@ async fn read_json<R: tokio::io::AsyncBufRead + Unpin>(
             Ok(Line::TooLarge) if !open => {
                 return pre_handshake_close(session, "frame too large before handshake");
             }
-            Ok(Line::TooLarge) => broker.frame_too_large(session),
+            Ok(Line::TooLarge) => {
+                tracing::warn!(
+                    conn = session.conn,
+                    limit = "frame",
+                    "NDJSON line refused: over the frame bound"
+                );
+                broker.frame_too_large(session)
+            }
             Ok(Line::Eof) | Err(_) => break,
         }
         if session.closing || session.outbox.is_closed() {
@@ -501,6 +527,11 @@ fn is_batch(line: &[u8]) -> bool {
 
 /// Answers a connection that broke a pre-handshake rule, then closes it.
 fn pre_handshake_close(session: &Session, reason: &str) {
+    tracing::info!(
+        conn = session.conn,
+        reason,
+        "socket connection closed before its handshake"
+    );
     let err = RpcError::new(
         a2a_proto::error::INVALID_REQUEST,
         format!("invalid request: {reason}; the connection is closed"),
@@ -593,6 +624,20 @@ async fn read_binary<R: tokio::io::AsyncRead + Unpin>(
 }
 
 fn fatal(session: &Session, e: FrameError) {
+    // The decoder's words are not logged: they may quote the frame.
+    match &e {
+        FrameError::TooLarge(n, max) => tracing::warn!(
+            conn = session.conn,
+            limit = "frame",
+            bytes = n,
+            max,
+            "binary frame refused; the connection is closed"
+        ),
+        FrameError::Malformed(_) => tracing::info!(
+            conn = session.conn,
+            "malformed binary frame; the connection is closed"
+        ),
+    }
     session
         .outbox
         .push_fatal(RpcError::invalid_request(&e.to_string()));
