@@ -35,11 +35,23 @@ fn c_program() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let lib = profile_dir(Profile::current()).join("liba2a_ffi.a");
-        assert!(
-            lib.exists(),
-            "{} missing (cargo builds it with the crate)",
-            lib.display()
-        );
+        if !lib.exists() {
+            // `cargo test` links tests against the rlib and need not have
+            // produced the staticlib (a clean `cargo test --workspace`
+            // does not): build it, as a C host's build would.
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let mut cmd = Command::new(cargo);
+            cmd.args(["build", "-p", "a2a-ffi", "--lib"]);
+            if Profile::current() == Profile::Release {
+                cmd.arg("--release");
+            }
+            let status = cmd
+                .current_dir(crate_dir())
+                .status()
+                .expect("run cargo build -p a2a-ffi");
+            assert!(status.success(), "cargo build -p a2a-ffi failed");
+        }
+        assert!(lib.exists(), "{} missing after the build", lib.display());
         let out_dir = profile_dir(Profile::current()).join("a2a-ffi-c");
         std::fs::create_dir_all(&out_dir).expect("create the C output directory");
         let exe = out_dir.join("a2a_test");
