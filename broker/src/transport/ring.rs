@@ -73,9 +73,10 @@ impl RingSlot {
         self.ring.lock().as_mut().map(f)
     }
 
-    /// Has a ring been granted?
-    pub fn granted(&self) -> bool {
-        self.ring.lock().is_some()
+    /// The slot itself, for a writer that publishes a whole batch under
+    /// one lock.
+    pub fn lock(&self) -> parking_lot::MutexGuard<'_, Option<EventRing>> {
+        self.ring.lock()
     }
 }
 

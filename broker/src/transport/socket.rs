@@ -13,7 +13,7 @@
 
 use super::binary;
 use super::ndjson::{self, AsyncLineReader, Line};
-use super::ring::RingSlot;
+use super::ring::{EventRing, RingSlot};
 use crate::broker::Broker;
 use crate::delivery::{Outbox, Outgoing, Responder};
 use crate::secret::Secret;
@@ -646,7 +646,7 @@ fn fatal(session: &Session, e: FrameError) {
 /// Stages a notification in the connection's event ring (its binary
 /// frame's payload: the ring has its own length prefix). `false` for what
 /// goes on the socket: responses, and an event larger than the ring.
-fn to_ring(ring: &RingSlot, item: &Outgoing, record: &mut Vec<u8>) -> bool {
+fn to_ring(ring: &mut EventRing, item: &Outgoing, record: &mut Vec<u8>) -> bool {
     let Outgoing::Event(_) = item else {
         return false;
     };
@@ -654,8 +654,7 @@ fn to_ring(ring: &RingSlot, item: &Outgoing, record: &mut Vec<u8>) -> bool {
     if binary::write_outgoing(record, item).is_err() || record.len() < 4 {
         return false;
     }
-    ring.with(|r| r.publisher.stage(&record[4..]).is_ok())
-        .unwrap_or(false)
+    ring.publisher.stage(&record[4..]).is_ok()
 }
 
 /// Stored bytes past which rendering a task is worth moving off the
@@ -712,10 +711,13 @@ async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec, ring: &RingSlo
         loop {
             let heavy = items.iter().any(is_heavy);
             let mut encode = || {
-                let granted = ring.granted();
+                // One lock of the ring per drained batch, not per event.
+                let mut slot = ring.lock();
                 for item in items.drain(..) {
-                    if granted && to_ring(ring, &item, &mut record) {
-                        continue;
+                    if let Some(r) = slot.as_mut() {
+                        if to_ring(r, &item, &mut record) {
+                            continue;
+                        }
                     }
                     frames += 1;
                     let ok = match codec {
@@ -725,8 +727,8 @@ async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec, ring: &RingSlo
                     debug_assert!(ok, "encoding into memory cannot fail");
                 }
                 // One publish (one fence, at most one wake-up) per batch.
-                if granted {
-                    ring.with(|r| r.publisher.commit());
+                if let Some(r) = slot.as_mut() {
+                    r.publisher.commit();
                 }
             };
             // Rendering a task that holds megabytes of files takes long
