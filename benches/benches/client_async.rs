@@ -35,9 +35,8 @@ use a2a_benches::report::{bench_mode, load_average, median};
 use a2a_benches::socket::{
     cpu_delta, process_cpu, spawn_raw, thread_cpu, Codec, Kind, RawReply, SocketBroker,
 };
-use a2a_benches::workload::TASK_TEXT;
 use a2a_broker::Durability;
-use a2a_client::{agent_card, message_to, Agent, Delivery, Pending, Task};
+use a2a_client::{Agent, Pending, Task};
 use serde_json::json;
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
@@ -222,17 +221,7 @@ fn main() {
     }
     eprintln!("client_async: load average at start {}", load_average());
     let sb = SocketBroker::start(Durability::Normal);
-    let client = a2a_client::Client::connect(&sb.path, &sb.secret).expect("typed client");
-    let req = client
-        .register("bench", agent_card("req"), Delivery::Push)
-        .expect("register req");
-    let _wrk = client
-        .register("bench", agent_card("wrk"), Delivery::Push)
-        .expect("register wrk");
-    let task = req
-        .send(message_to("wrk", TASK_TEXT), None)
-        .expect("create a task")
-        .id;
+    let (client, req, task) = sb.task_to_read();
 
     // Baselines of (b): the minimal binary client, to the broker and to a
     // raw server answering frames of the broker's response size.
@@ -377,6 +366,6 @@ fn main() {
         writes1 - writes0
     );
     eprintln!("client_async: load average at end {}", load_average());
-    drop((minimal, raw, req, _wrk, client));
+    drop((minimal, raw, req, client));
     sb.shutdown();
 }

@@ -40,10 +40,8 @@ use a2a_benches::socket::{
     cpu_delta, process_cpu, spawn_raw, thread_cpu, Codec, Conn, EventStreams, Flow, Kind, RawReply,
     SocketBroker,
 };
-use a2a_benches::workload::TASK_TEXT;
 use a2a_broker::bench::socket_write_stats as write_stats;
 use a2a_broker::Durability;
-use a2a_client::{agent_card, message_to, Delivery};
 use criterion::{Criterion, SamplingMode, Throughput};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -156,17 +154,7 @@ fn main() {
 
     // Setup for (a): a typed client registers a requester and a worker and
     // creates one task to read.
-    let typed = a2a_client::Client::connect(&sb.path, &sb.secret).expect("typed client");
-    let req = typed
-        .register("bench", agent_card("req"), Delivery::Push)
-        .expect("register req");
-    let _wrk = typed
-        .register("bench", agent_card("wrk"), Delivery::Push)
-        .expect("register wrk");
-    let task = req
-        .send(message_to("wrk", TASK_TEXT), None)
-        .expect("create a task")
-        .id;
+    let (typed, req, task) = sb.task_to_read();
     let get_params = json!({"token": req.token(), "id": task, "historyLength": 1});
     let codecs = [Codec::Binary, Codec::Ndjson];
     let mut rts = codecs.map(|c| RoundTrips::new(&sb, c, &get_params));

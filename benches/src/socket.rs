@@ -79,6 +79,26 @@ impl SocketBroker {
         }
     }
 
+    /// A typed client with a requester and a worker registered, and one
+    /// task between them to read: the setup of the round-trip benchmarks.
+    /// Returns the client (which keeps both agents alive), the requester
+    /// and the task's id.
+    pub fn task_to_read(&self) -> (a2a_client::Client, a2a_client::Agent, String) {
+        use a2a_client::{agent_card, message_to, Delivery};
+        let client = a2a_client::Client::connect(&self.path, &self.secret).expect("typed client");
+        let req = client
+            .register("bench", agent_card("req"), Delivery::Push)
+            .expect("register req");
+        client
+            .register("bench", agent_card("wrk"), Delivery::Push)
+            .expect("register wrk");
+        let task = req
+            .send(message_to("wrk", crate::workload::TASK_TEXT), None)
+            .expect("create a task")
+            .id;
+        (client, req, task)
+    }
+
     /// A directory for the raw servers' sockets, removed with the broker.
     pub fn scratch(&self) -> &Path {
         self.dir.path()
