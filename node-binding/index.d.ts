@@ -314,7 +314,9 @@ export declare class Agent {
   deregister(): Promise<void>
   /** Queued events, else the first within `timeoutSeconds` (default 0) and those behind it; `[]` on timeout. */
   wait(options?: { timeoutSeconds?: number }): Promise<A2AEvent[]>
-  /** Every event from now on (queued ones first); `null` stops. Does not keep the process alive. */
+  /** Every event from now on (queued ones first); `null` stops. Does not keep the process alive.
+   * A busy stream is delivered in batches at most every 500 µs (`A2A_NODE_EVENT_PACE_US`; `0`: at once);
+   * an event after a quiet spell is delivered at once. */
   onEvent(callback: ((event: A2AEvent) => void) | null): void
   /** Sends and resolves with the task once it is terminal or needs input. */
   delegate(params: { to?: string; message: string | Message; timeoutSeconds?: number }): Promise<Task>

@@ -5,7 +5,10 @@
 //!   there (off the JS thread), to the agent's batch and, when no delivery
 //!   is already on its way, calls a weak threadsafe function: events that
 //!   arrive while the JS thread is busy ride on the next delivery, so a
-//!   burst costs one call and one `JSON.parse` of one array. The function
+//!   burst costs one call and one decode of one batch. A busy stream is
+//!   paced: once the JS thread has taken a batch, the next delivery waits
+//!   until one interval (500 µs) after it (see `pace`): the JS thread's
+//!   wake-up, not decoding, is most of an event's cost there. The function
 //!   is weak (unreferenced): an agent that merely listens does not keep
 //!   the process alive. `mode = "objects"` instead builds the events as JS
 //!   objects through napi (for the benchmark that chose JSON).
@@ -26,7 +29,7 @@ use parking_lot::Mutex;
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Most events one `wait` returns (the rest stay queued for the next).
 const WAIT_MAX_EVENTS: usize = 4096;
@@ -50,8 +53,11 @@ struct BatchState {
     json: String,
     /// `Objects`: the events themselves.
     events: Vec<Event>,
-    /// A threadsafe call is on its way and will take everything here.
+    /// A threadsafe call is on its way (or deferred, see [`pace`]) and
+    /// will take everything here.
     scheduled: bool,
+    /// When the JS thread last took a batch.
+    last_delivery: Option<Instant>,
 }
 
 /// One agent's batch, shared by the handler and the deliveries.
@@ -71,6 +77,7 @@ impl ToNapiValue for EventBatch {
         let (json, events) = {
             let mut st = batch.st.lock();
             st.scheduled = false;
+            st.last_delivery = Some(Instant::now());
             (std::mem::take(&mut st.json), std::mem::take(&mut st.events))
         };
         match batch.mode {
@@ -97,9 +104,11 @@ impl ToNapiValue for EventBatch {
 
 type EventFn = ThreadsafeFunction<EventBatch, (), EventBatch, Status, false, true>;
 
-/// The threadsafe function and its batch, owned by the installed handler.
+/// The threadsafe function and its batch, owned by the installed handler
+/// (and, while a delivery is deferred, by the pacing thread).
+#[derive(Clone)]
 struct Sink {
-    tsfn: EventFn,
+    tsfn: Arc<EventFn>,
     batch: Arc<Batch>,
 }
 
@@ -122,16 +131,111 @@ impl Sink {
         }
         if !st.scheduled {
             st.scheduled = true;
+            // A busy stream (the JS thread took a batch less than one
+            // pacing interval ago) is delivered at most once per interval:
+            // each delivery costs the JS thread a wake-up that outweighs
+            // decoding a dozen events, so fewer, larger batches. An event
+            // after a quiet spell goes at once.
+            let due = st.last_delivery.map(|t| t + pace::interval());
             drop(st);
-            let status = self.tsfn.call(
-                EventBatch(self.batch.clone()),
-                ThreadsafeFunctionCallMode::NonBlocking,
-            );
-            if status != Status::Ok {
-                // The environment is closing: nothing will take the batch.
-                self.batch.st.lock().scheduled = false;
+            match due {
+                Some(due) if due > Instant::now() => pace::defer(due, self.clone()),
+                _ => self.deliver(),
             }
         }
+    }
+
+    /// Asks the JS thread to take the batch.
+    fn deliver(&self) {
+        let status = self.tsfn.call(
+            EventBatch(self.batch.clone()),
+            ThreadsafeFunctionCallMode::NonBlocking,
+        );
+        if status != Status::Ok {
+            // The environment is closing: nothing will take the batch.
+            self.batch.st.lock().scheduled = false;
+        }
+    }
+}
+
+/// Deferred deliveries of busy streams: one thread for the addon, which
+/// sleeps until the earliest due delivery.
+mod pace {
+    use super::Sink;
+    use parking_lot::{Condvar, Mutex};
+    use std::sync::OnceLock;
+    use std::time::{Duration, Instant};
+
+    /// Default pacing interval: bounds the latency a busy stream adds.
+    const DEFAULT_INTERVAL: Duration = Duration::from_micros(500);
+
+    /// The pacing interval (`A2A_NODE_EVENT_PACE_US` overrides it; `0`
+    /// delivers every batch at once).
+    pub(super) fn interval() -> Duration {
+        static I: OnceLock<Duration> = OnceLock::new();
+        *I.get_or_init(|| {
+            std::env::var("A2A_NODE_EVENT_PACE_US")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .map_or(DEFAULT_INTERVAL, Duration::from_micros)
+        })
+    }
+
+    struct Queue {
+        /// Deferred deliveries: few (one per busy agent), so a scan for
+        /// the earliest is cheaper than keeping them ordered.
+        due: Mutex<Vec<(Instant, Sink)>>,
+        cv: Condvar,
+    }
+
+    /// The pacing thread's queue, or `None` if the thread could not start
+    /// (then every batch is delivered at once).
+    fn queue() -> Option<&'static Queue> {
+        static Q: OnceLock<Option<&'static Queue>> = OnceLock::new();
+        *Q.get_or_init(|| {
+            let q: &'static Queue = Box::leak(Box::new(Queue {
+                due: Mutex::new(Vec::new()),
+                cv: Condvar::new(),
+            }));
+            std::thread::Builder::new()
+                .name("a2a-node-pace".into())
+                .spawn(move || run(q))
+                .ok()
+                .map(|_| q)
+        })
+    }
+
+    fn run(q: &'static Queue) {
+        let mut due = q.due.lock();
+        loop {
+            let Some((i, at)) = due
+                .iter()
+                .enumerate()
+                .map(|(i, (t, _))| (i, *t))
+                .min_by_key(|&(_, t)| t)
+            else {
+                q.cv.wait(&mut due);
+                continue;
+            };
+            if at > Instant::now() {
+                // Woken early by a new entry (maybe due sooner): rescan.
+                q.cv.wait_until(&mut due, at);
+                continue;
+            }
+            let (_, sink) = due.swap_remove(i);
+            drop(due);
+            sink.deliver();
+            due = q.due.lock();
+        }
+    }
+
+    /// Delivers `sink`'s batch at `at`.
+    pub(super) fn defer(at: Instant, sink: Sink) {
+        let Some(q) = queue() else {
+            return sink.deliver();
+        };
+        q.due.lock().push((at, sink));
+        q.cv.notify_one();
     }
 }
 
@@ -217,7 +321,7 @@ impl NativeAgent {
             .callee_handled::<false>()
             .build_callback(|ctx| Ok(ctx.value))?;
         let sink = Sink {
-            tsfn,
+            tsfn: Arc::new(tsfn),
             batch: Arc::new(Batch {
                 mode,
                 st: Mutex::new(BatchState::default()),

@@ -249,16 +249,16 @@ test('serve: a cancel aborts the turn (its ask rejects, its signal aborts)', asy
   await boss.deregister()
 })
 
-test('eventRing is passed through; events arrive either way', async () => {
+test('eventRing is granted; events arrive through it', async () => {
   const { tempDir } = require('./helpers')
   const path = require('node:path')
   const { Broker } = require('..')
   const dir = tempDir()
   const b = await Broker.spawn({ db: path.join(dir, 'r.db'), socket: path.join(dir, 'r.sock'), eventRing: 1 << 20 })
-  // The broker declines the ring until it lands; either answer is valid,
-  // and events must flow on whichever path was granted.
-  assert.equal(typeof b.usesEventRing, 'boolean')
-  assert.equal(b.usesEventRing, b.handshake.eventRing !== undefined)
+  // The broker grants the ring (PROTOCOL.md §1.3), and names it in the
+  // handshake result; events then arrive through it.
+  assert.equal(b.usesEventRing, true)
+  assert.notEqual(b.handshake.eventRing, undefined)
   const a = await b.register({ contextId: 'ring-a', card: { name: 'ring-a' } })
   const w = await b.register({ contextId: 'ring-w', card: { name: 'ring-w' } })
   await a.send({ message: textMessage('via ring?', { to: 'ring-w' }) })
