@@ -144,6 +144,39 @@ impl Tally {
     }
 }
 
+/// (a) again with the threads pinned (`A2A_SOCKET_RTT_PINNED=1`, instead
+/// of everything else): the bench thread is the client; the broker's
+/// threads and the raw server thread are the server side. Same core: both
+/// on CPU 0; cross core: the client on CPU 1. Round trips of the broker
+/// and of the raw server alternate, [`PAIRS`] rounds; medians.
+fn pinned_round_trips(rts: &mut [RoundTrips]) {
+    println!("| placement | codec | broker round trips/s | raw round trips/s | broker/raw (median of pairs) |");
+    println!("|---|---|---|---|---|");
+    for &(placement, server_cpu, client_cpu) in a2a_benches::pin::placements() {
+        a2a_benches::pin::place_with(server_cpu, client_cpu, true);
+        for rt in rts.iter_mut() {
+            rt.broker(RT_BURST / 4); // warm up in this placement
+            rt.raw(RT_BURST / 4);
+            let (mut b, mut r, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..PAIRS {
+                let (db, dr) = (rt.broker(RT_BURST), rt.raw(RT_BURST));
+                b.push(RT_BURST as f64 / db.as_secs_f64());
+                r.push(RT_BURST as f64 / dr.as_secs_f64());
+                ratio.push(dr.as_secs_f64() / db.as_secs_f64());
+            }
+            println!(
+                "| {placement} | {} | {:.0} | {:.0} | {:.2}x |",
+                rt.codec.label(),
+                median(b).unwrap_or(0.0),
+                median(r).unwrap_or(0.0),
+                median(ratio).unwrap_or(0.0)
+            );
+        }
+    }
+    a2a_benches::pin::unpin_all();
+    eprintln!("socket: load average at end {}", load_average());
+}
+
 fn main() {
     if !bench_mode() {
         eprintln!("socket: skipped (runs under `cargo bench` only)");
@@ -179,6 +212,9 @@ fn main() {
         }
         start.elapsed()
     };
+    if std::env::var_os("A2A_SOCKET_RTT_PINNED").is_some() {
+        return pinned_round_trips(&mut rts);
+    }
 
     let mut c = Criterion::default()
         .sample_size(SAMPLES)

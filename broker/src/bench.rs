@@ -5,7 +5,8 @@
 //!   the raw-SQLite baseline of the commit benchmark.
 //! - [`now`], [`uuid`]: the broker's timestamps and task ids, so the
 //!   baseline writes values of the same shapes and order.
-//! - [`socket_write_stats`]: frames per write call on the local socket.
+//! - [`socket_write_stats`]: frames per write call on the local socket;
+//!   [`ring_wake_stats`]: wake-ups per event on the event rings.
 //! - [`EventInjector`]: pushes events into an agent's outbox as the
 //!   writer's routing does, to measure the transport alone.
 
@@ -39,6 +40,12 @@ pub fn uuid() -> String {
 /// ratio is the write coalescing.
 pub fn socket_write_stats() -> (u64, u64) {
     crate::transport::socket::write_stats()
+}
+
+/// `(events staged, futex wake-ups issued)` over all event rings so far:
+/// their ratio is the ring's wake-up system calls per event.
+pub fn ring_wake_stats() -> (u64, u64) {
+    crate::transport::ring::wake_stats()
 }
 
 /// The outbox of a live push agent, to push events into.

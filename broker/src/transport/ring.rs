@@ -20,9 +20,21 @@ use a2a_proto::params::EventRingInfo;
 use a2a_ring::{OverflowBound, Publisher, Segment};
 use parking_lot::Mutex;
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Names of the segments this process has created and not yet removed.
 static LIVE: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+/// Events staged into rings, and the futex wake-ups the producers issued
+/// for them, over all connections so far (for the benchmarks: wake-up
+/// system calls per event).
+static STAGED: AtomicU64 = AtomicU64::new(0);
+static WAKES: AtomicU64 = AtomicU64::new(0);
+
+/// `(events staged, wake-ups)` over all rings so far.
+pub(crate) fn wake_stats() -> (u64, u64) {
+    (STAGED.load(Ordering::Relaxed), WAKES.load(Ordering::Relaxed))
+}
 
 /// One connection's ring: empty until its handshake asks for one.
 #[derive(Default)]
@@ -34,6 +46,40 @@ pub struct RingSlot {
 pub struct EventRing {
     pub publisher: Publisher<Segment>,
     info: EventRingInfo,
+    /// Events staged since the last [`EventRing::commit`].
+    staged: u64,
+}
+
+impl EventRing {
+    /// Stages one event's record (see `Publisher::stage`); `false` when
+    /// it must go over the socket instead (larger than the ring).
+    pub fn stage(&mut self, record: &[u8]) -> bool {
+        let ok = self.publisher.stage(record).is_ok();
+        self.staged += u64::from(ok);
+        ok
+    }
+
+    /// Publishes what was staged: one fence, at most one wake-up.
+    pub fn commit(&mut self) {
+        self.counted(|p| p.commit());
+    }
+
+    /// Moves events queued behind a full ring in, as room allows.
+    pub fn flush(&mut self) {
+        self.counted(|p| {
+            let _ = p.flush();
+        });
+    }
+
+    fn counted(&mut self, f: impl FnOnce(&mut Publisher<Segment>)) {
+        let before = self.publisher.producer().wake_count();
+        f(&mut self.publisher);
+        let wakes = self.publisher.producer().wake_count() - before;
+        // Relaxed adds once per batch: counters only, nothing synchronises
+        // through them.
+        STAGED.fetch_add(std::mem::take(&mut self.staged), Ordering::Relaxed);
+        WAKES.fetch_add(wakes, Ordering::Relaxed);
+    }
 }
 
 impl Drop for EventRing {
@@ -64,6 +110,7 @@ impl RingSlot {
         *slot = Some(EventRing {
             publisher: Publisher::new(producer, OverflowBound::default()),
             info,
+            staged: 0,
         });
         Some(slot.as_ref().expect("just set").info.clone())
     }

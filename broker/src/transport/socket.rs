@@ -654,7 +654,7 @@ fn to_ring(ring: &mut EventRing, item: &Outgoing, record: &mut Vec<u8>) -> bool 
     if binary::write_outgoing(record, item).is_err() || record.len() < 4 {
         return false;
     }
-    ring.publisher.stage(&record[4..]).is_ok()
+    ring.stage(&record[4..])
 }
 
 /// Stored bytes past which rendering a task is worth moving off the
@@ -696,7 +696,7 @@ async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec, ring: &RingSlo
             tokio::select! {
                 more = outbox.drain_async(&mut items) => more,
                 _ = tokio::time::sleep(RING_RETRY) => {
-                    ring.with(|r| r.publisher.flush());
+                    ring.with(|r| r.flush());
                     continue;
                 }
             }
@@ -728,7 +728,7 @@ async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec, ring: &RingSlo
                 }
                 // One publish (one fence, at most one wake-up) per batch.
                 if let Some(r) = slot.as_mut() {
-                    r.publisher.commit();
+                    r.commit();
                 }
             };
             // Rendering a task that holds megabytes of files takes long
