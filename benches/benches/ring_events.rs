@@ -160,7 +160,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Part 2: through the writer.
 fn through_writer(sb: &SocketBroker) {
-    println!("\nPart 2, through the writer (unpinned): status calls, 5 alternating rounds, median\n");
+    println!(
+        "\nPart 2, through the writer (unpinned): status calls, 5 alternating rounds, median\n"
+    );
     println!("| event text | events/s ring | events/s socket | ratio | p50 ring | p50 socket | p50 ratio (socket/ring) | p99 ring | p99 socket |");
     println!("|---|---|---|---|---|---|---|---|---|");
     let mut k = 0;
@@ -250,7 +252,10 @@ fn receiver(sb: &SocketBroker, ring: bool, k: usize, size: usize) -> Receiver {
         .register(&ctx, agent_card("rx"), Delivery::Push)
         .expect("register");
     let inject = EventInjector::for_agent(&sb.broker, req.id()).expect("a push agent");
-    let (seen, lat) = (Arc::new(AtomicUsize::new(0)), Arc::new(Mutex::new(Vec::new())));
+    let (seen, lat) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(Mutex::new(Vec::new())),
+    );
     let (s, l) = (seen.clone(), lat.clone());
     req.set_event_handler(Some(Box::new(move |_, ev| {
         let now = base().elapsed();
@@ -289,7 +294,6 @@ fn receiver(sb: &SocketBroker, ring: bool, k: usize, size: usize) -> Receiver {
         template,
     }
 }
-
 
 impl Receiver {
     /// An event stamped with now (ns since `base`) in its text's first 20
@@ -427,7 +431,9 @@ fn delivery(sb: &SocketBroker) {
                 })
             };
             let sp = |v: &[Figures], p99: bool| {
-                Duration::from_secs_f64(median_by(v, |f| secs(if p99 { f.sparse.1 } else { f.sparse.0 })))
+                Duration::from_secs_f64(median_by(v, |f| {
+                    secs(if p99 { f.sparse.1 } else { f.sparse.0 })
+                }))
             };
             let opt = |d: Option<Duration>| d.map_or("-".to_string(), us);
             let act_ratio = if ring[0].active.is_some() {

@@ -7,7 +7,7 @@
 //! call's params.
 
 use a2a_broker::transport::socket::socket_path;
-use a2a_client::{agent_card, read_secret, Client, Delivery};
+use a2a_client::{agent_card, read_secret, Client, ClientOptions, Delivery};
 use std::time::Duration;
 
 /// What `call` and `watch` were asked.
@@ -18,6 +18,8 @@ pub struct Options {
     pub as_agent: Option<String>,
     /// `--context C`: the context to register it in.
     pub context: String,
+    /// `watch --event-ring BYTES`: ask for an event ring of this size.
+    pub event_ring: Option<usize>,
 }
 
 fn connect(o: &Options) -> Result<(Client, Option<a2a_client::Agent>), String> {
@@ -29,7 +31,11 @@ fn connect(o: &Options) -> Result<(Client, Option<a2a_client::Agent>), String> {
             a2a_client::secret_file(&path).display()
         )
     })?;
-    let client = Client::connect(&path, secret.trim())
+    let options = ClientOptions {
+        event_ring_bytes: o.event_ring,
+        ..Default::default()
+    };
+    let client = Client::connect_with(&path, secret.trim(), options)
         .map_err(|e| format!("cannot connect to {}: {e}", path.display()))?;
     let agent = match &o.as_agent {
         Some(name) => Some(
@@ -72,10 +78,15 @@ pub fn call(o: &Options, method: &str, params: Option<&str>) -> Result<(), Strin
 /// Registers `--as NAME` and prints its events, one JSON line each, until
 /// the broker goes away (or Ctrl-C).
 pub fn watch(o: &Options) -> Result<(), String> {
-    let (_client, agent) = connect(o)?;
+    let (client, agent) = connect(o)?;
     let agent = agent.ok_or("watch needs --as NAME: the agent whose events to print")?;
+    let path = match &client.handshake_result().event_ring {
+        Some(ring) => format!("event ring {} ({} bytes)", ring.name, ring.bytes),
+        None if o.event_ring.is_some() => "the socket (the broker granted no event ring)".into(),
+        None => "the socket".into(),
+    };
     eprintln!(
-        "watching {} (context {}); Ctrl-C to stop",
+        "watching {} (context {}) through {path}; Ctrl-C to stop",
         agent.id(),
         agent.context_id()
     );

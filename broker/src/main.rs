@@ -105,6 +105,10 @@ enum Cmd {
         /// The context to register it in.
         #[arg(long, default_value = "cli")]
         context: String,
+        /// Receive the events through a shared-memory event ring of about
+        /// this many bytes (PROTOCOL.md §1.3) instead of the socket.
+        #[arg(long, value_name = "BYTES")]
+        event_ring: Option<usize>,
     },
     /// Read-only audit of the durable task history.
     Tasks {
@@ -212,6 +216,7 @@ fn main() -> ExitCode {
                 socket,
                 as_agent,
                 context,
+                event_ring: None,
             },
             &method,
             params.as_deref(),
@@ -220,10 +225,12 @@ fn main() -> ExitCode {
             socket,
             as_agent,
             context,
+            event_ring,
         } => call::watch(&call::Options {
             socket,
             as_agent: Some(as_agent),
             context,
+            event_ring,
         }),
         Cmd::Tasks { cmd } => match cmd {
             TasksCmd::List {

@@ -3,7 +3,8 @@
 //! the socket, the segment is owner-only and goes with its connection (and
 //! after a crash, at the next start), and a client that stops reading its
 //! ring loses events only past the bound, with exact lag accounting, while
-//! the broker serves on.
+//! the broker serves on; a consumer process killed mid-stream stalls
+//! nothing.
 
 use a2a_client::{agent_card, message_to, Client, ClientOptions, Delivery, Notification, State};
 use a2a_ring::{Record, Segment};
@@ -191,4 +192,86 @@ fn a_ring_nobody_reads_lags_exactly_and_stalls_nothing() {
     assert_eq!(seen + lagged, N);
     assert!(lagged > 0, "the bound never dropped anything");
     assert_eq!(last_seq, N, "the newest event is kept");
+}
+
+/// A consumer in another process (`a2a-broker watch --event-ring`),
+/// SIGKILLed in the middle of a stream of events to it: the broker answers
+/// every call of the stream and serves a new client at once, and the
+/// segment goes with the dead connection.
+#[test]
+fn a_consumer_process_killed_mid_stream_stalls_nothing() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    const REQUESTERS: usize = 8;
+    const SENDS: usize = 100; // under A2A_MAX_SENDS_PER_RUN per requester
+    let dir = tempfile::tempdir().unwrap();
+    let p = broker(dir.path());
+    let (socket, secret) = (p.socket().unwrap(), p.secret().unwrap());
+    let mut watch = Command::new(a2a_testkit::broker_bin())
+        .args(["watch", "--socket"])
+        .arg(&socket)
+        .args(["--as", "victim", "--context", "v", "--event-ring", "65536"])
+        .env(a2a_testkit::SECRET_ENV, &secret)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn a2a-broker watch");
+    // Its first line on stderr names the ring it reads.
+    let mut err = BufReader::new(watch.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let name = line
+        .split("event ring ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .unwrap_or_else(|| panic!("watch reads no ring: {line}"))
+        .to_owned();
+    assert!(shm_path(&name).exists(), "{name} is not in /dev/shm");
+
+    // A stream of task events to the victim: REQUESTERS x SENDS tasks,
+    // pipelined from another client.
+    let client = Client::connect(&socket, &secret).unwrap();
+    let reqs: Vec<_> = (0..REQUESTERS)
+        .map(|i| {
+            client
+                .register(
+                    &format!("r{i}"),
+                    agent_card(&format!("r{i}")),
+                    Delivery::Push,
+                )
+                .unwrap()
+        })
+        .collect();
+    let sends = std::thread::spawn(move || {
+        let pendings: Vec<_> = reqs
+            .iter()
+            .flat_map(|r| (0..SENDS).map(move |_| r.send_async(message_to("victim", "go"), None)))
+            .map(|p| p.expect("submitted"))
+            .collect();
+        let n = pendings.len();
+        for pd in pendings {
+            pd.wait(TIMEOUT).expect("the broker answers every send");
+        }
+        (n, reqs)
+    });
+    // Kill the consumer once it has printed a few events.
+    let mut out = BufReader::new(watch.stdout.take().unwrap());
+    for _ in 0..20 {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "watch ended early");
+        assert!(line.contains("a2a.task.event"), "{line}");
+    }
+    watch.kill().unwrap();
+    watch.wait().unwrap();
+    let (n, _reqs) = sends.join().expect("the sender");
+    assert_eq!(n, REQUESTERS * SENDS);
+    // A new client is served at once, and the dead consumer's segment is gone.
+    let fresh = Client::connect(&socket, &secret).unwrap();
+    let a = fresh
+        .register("after", agent_card("after"), Delivery::Push)
+        .unwrap();
+    assert!(a.list_agents(None).is_ok());
+    eventually("the dead consumer's segment removed", || {
+        !shm_path(&name).exists()
+    });
 }

@@ -33,7 +33,10 @@ static WAKES: AtomicU64 = AtomicU64::new(0);
 
 /// `(events staged, wake-ups)` over all rings so far.
 pub(crate) fn wake_stats() -> (u64, u64) {
-    (STAGED.load(Ordering::Relaxed), WAKES.load(Ordering::Relaxed))
+    (
+        STAGED.load(Ordering::Relaxed),
+        WAKES.load(Ordering::Relaxed),
+    )
 }
 
 /// One connection's ring: empty until its handshake asks for one.
