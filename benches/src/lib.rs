@@ -15,7 +15,8 @@
 //!   the [`workload::Client`] trait both drivers implement.
 //! - [`socket`]: the broker's local socket in this process, minimal NDJSON
 //!   and binary clients, and the raw Unix-socket server they are compared with.
-//! - [`pin`]: thread placement (same core, cross core) by thread name.
+//! - [`pin`]: thread placement (same core, cross core) by thread name,
+//!   from the test kit.
 //! - [`raw_sqlite`]: the rows of one task creation written by plain rusqlite.
 //! - [`wal`]: WAL bytes written per call.
 //! - [`report`]: samples kept from criterion's runs, medians and ratios.
@@ -23,7 +24,7 @@
 pub mod binaries;
 pub mod disk;
 pub mod inproc;
-pub mod pin;
+pub use a2a_testkit::pin;
 pub mod raw_sqlite;
 pub mod report;
 pub mod socket;

@@ -21,6 +21,7 @@
 //! - [`raw`]: an NDJSON connection that keeps lines as text (large
 //!   replies, reply sizes).
 //! - [`measure`]: a broker's peak memory and a thread's CPU time, from `/proc`.
+//! - [`pin`]: thread placement for benchmarks (same core, cross core).
 //!
 //! Every wait has a deadline ([`TIMEOUT`]), so no test can hang; the
 //! deadlines bound hangs and never measure speed.
@@ -34,6 +35,7 @@ pub mod conn;
 #[cfg(feature = "db")]
 pub mod db;
 pub mod measure;
+pub mod pin;
 pub mod process;
 pub mod proto;
 pub mod raw;

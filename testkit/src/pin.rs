@@ -6,7 +6,7 @@
 //! threads (`a2a-client-*`: reader, writer, ring consumer) on one CPU,
 //! every other thread (the broker's runtime and writer, the bench's own)
 //! on another. Threads created later are not pinned: call it again after
-//! connecting.
+//! connecting. [`pin_self`] pins just the calling thread.
 
 /// Placements this machine allows: `(name, broker CPU, client CPU)`.
 pub fn placements() -> &'static [(&'static str, usize, usize)] {
@@ -40,6 +40,14 @@ pub fn place_with(broker_cpu: usize, client_cpu: usize, caller_is_client: bool) 
         let client = comm.starts_with("a2a-client") || (caller_is_client && tid == me);
         pin(tid, if client { client_cpu } else { broker_cpu });
     }
+}
+
+/// Pins the calling thread to `cpu`.
+pub fn pin_self(cpu: usize) {
+    // SAFETY: gettid has no arguments and cannot fail.
+    #[allow(unsafe_code)]
+    let me = unsafe { libc::gettid() };
+    pin(me, cpu);
 }
 
 /// Lets every thread of this process run anywhere again.
