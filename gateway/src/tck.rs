@@ -301,7 +301,17 @@ impl Drop for BrokerChild {
 /// Spawns `broker` on a fresh database and waits for its ready line.
 pub fn spawn_broker(broker: &Path) -> Result<BrokerChild, TckError> {
     let dir = tempfile::tempdir()?;
-    let socket = dir.path().join("broker.sock");
+    // The broker wants its socket's directory private.
+    std::fs::create_dir(dir.path().join("run"))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            dir.path().join("run"),
+            std::fs::Permissions::from_mode(0o700),
+        )?;
+    }
+    let socket = dir.path().join("run").join("broker.sock");
     let mut secret = [0u8; 16];
     getrandom::fill(&mut secret).map_err(|e| TckError::Broker(e.to_string()))?;
     let secret: String = secret.iter().map(|b| format!("{b:02x}")).collect();
@@ -365,7 +375,8 @@ pub struct Sut {
 }
 
 /// Starts the SUT on `listen` (loopback), with loopback webhooks allowed
-/// (the TCK's webhook receiver is local) and no rate limit.
+/// (the TCK's webhook receiver is local), `example.com` webhooks allowed,
+/// and no rate limit.
 pub async fn start(listen: SocketAddr, broker: Option<&Path>) -> Result<Sut, TckError> {
     let bin = find_broker(broker).ok_or(TckError::NoBroker)?;
     let b = tokio::task::spawn_blocking(move || spawn_broker(&bin))
@@ -386,8 +397,11 @@ pub async fn start(listen: SocketAddr, broker: Option<&Path>) -> Result<Sut, Tck
     );
     opts.listen = listen;
     opts.rate = 0.0;
+    // The TCK's webhook receiver is on loopback; its config-CRUD tests
+    // register `https://example.com/...` (on completed tasks: nothing is
+    // ever delivered there).
     opts.webhooks = WebhookPolicy {
-        allow_hosts: vec![],
+        allow_hosts: vec!["example.com".into()],
         allow_loopback: true,
     };
     let gateway = server::start(opts).await?;

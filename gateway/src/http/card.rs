@@ -79,7 +79,9 @@ pub fn card_of(e: &Exposed, public_url: &str, push: bool, bearer: bool) -> v1::A
         capabilities: v1::AgentCapabilities {
             streaming: true,
             push_notifications: push,
-            extended_agent_card: false,
+            // GetExtendedAgentCard answers the same card, to callers
+            // that passed the bearer check.
+            extended_agent_card: true,
         },
         default_input_modes: c.default_input_modes.clone(),
         default_output_modes: c.default_output_modes.clone(),

@@ -303,7 +303,12 @@ pub async fn handle(
                 (json!({}), Some(req.task_id.clone()))
             }),
         },
-        "GetExtendedAgentCard" => Err(E::ExtendedCardNotConfigured),
+        "GetExtendedAgentCard" => match app.cards.get(&agent) {
+            None => Err(E::ExtendedCardNotConfigured),
+            Some(c) => serde_json::from_str(&c.body)
+                .map(|v| (v, None))
+                .map_err(|e| E::Internal(e.to_string())),
+        },
         other => Err(E::MethodNotFound(other.to_owned())),
     };
     match result {
