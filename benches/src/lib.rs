@@ -16,6 +16,8 @@
 //! - [`socket`]: the broker's local socket in this process, minimal NDJSON
 //!   and binary clients, and the raw Unix-socket server they are compared with.
 //! - [`raw_sqlite`]: the rows of one task creation written by plain rusqlite.
+//! - [`scale`]: large databases of the broker's rows, built by a raw
+//!   writer, for the scaling benchmark (`examples/db_scaling.rs`).
 //! - [`wal`]: WAL bytes written per call.
 //! - [`report`]: samples kept from criterion's runs, medians and ratios.
 
@@ -24,6 +26,7 @@ pub mod disk;
 pub mod inproc;
 pub mod raw_sqlite;
 pub mod report;
+pub mod scale;
 pub mod socket;
 pub mod stdio;
 pub mod wal;

@@ -5,6 +5,8 @@
 //!   the raw-SQLite baseline of the commit benchmark.
 //! - [`now`], [`uuid`]: the broker's timestamps and task ids, so the
 //!   baseline writes values of the same shapes and order.
+//! - [`log_status`]: the task log's compact status payload, for the
+//!   scaling benchmark's raw builder.
 //! - [`socket_write_stats`]: frames per write call on the local socket.
 //! - [`EventInjector`]: pushes events into an agent's outbox as the
 //!   writer's routing does, to measure the transport alone.
@@ -33,6 +35,13 @@ pub fn now() -> String {
 /// A task id as the broker mints it (time-ordered UUIDv7).
 pub fn uuid() -> String {
     crate::ids::uuid()
+}
+
+/// The task log payload the broker writes for a status change (the
+/// compact form; `in_history`: its message has its own row), so the
+/// scaling benchmark's raw builder writes the broker's rows.
+pub fn log_status(status: &a2a_proto::types::TaskStatus, in_history: bool) -> String {
+    crate::store::write::log_status(status, in_history).unwrap_or_default()
 }
 
 /// `(frames, write calls)` over all local-socket connections so far: their

@@ -162,10 +162,11 @@ pub fn open_tasks_of(
     Ok(ids)
 }
 
-/// Non-terminal tasks per requester context.
+/// Non-terminal tasks per requester context. Reads the partial index of
+/// open tasks (`store::START_INDEXES`), not every task ever stored.
 pub fn open_counts(c: &Connection) -> Result<HashMap<String, usize>, CoreError> {
     let mut st = c.prepare(&format!(
-        "SELECT context_id, count(*) FROM a2a_tasks WHERE {OPEN} GROUP BY context_id"
+        "SELECT context_id, count(*) FROM a2a_tasks INDEXED BY a2a_tasks_open WHERE {OPEN} GROUP BY context_id"
     ))?;
     let counts = st
         .query_map([], |r| {
@@ -175,7 +176,8 @@ pub fn open_counts(c: &Connection) -> Result<HashMap<String, usize>, CoreError> 
     Ok(counts)
 }
 
-/// The highest task creation sequence number so far.
+/// The highest task creation sequence number so far (one step down the
+/// `seq` index, `store::START_INDEXES`).
 pub fn max_seq(c: &Connection) -> Result<i64, CoreError> {
     Ok(
         c.query_row("SELECT coalesce(max(seq), 0) FROM a2a_tasks", [], |r| {
@@ -223,19 +225,90 @@ pub fn list_task_ids(
     Ok((page, more))
 }
 
-/// The logged events of a task with a version above `after`, in order.
-pub fn log_after(
+/// A task log payload in the compact form (`store::write::log_status`).
+#[derive(serde::Deserialize)]
+struct LogStatus {
+    state: State,
+    #[serde(rename = "ref")]
+    msg_ref: Option<String>,
+    message: Option<Message>,
+    timestamp: String,
+}
+
+/// Is this task log payload in the compact form? (The full event JSON of
+/// earlier brokers starts with its `kind`.)
+fn is_compact(payload: &str) -> bool {
+    payload.starts_with("{\"state\"")
+}
+
+/// A stored message of a task, by id.
+fn message_by_id(c: &Connection, task_id: &str, message_id: &str) -> Result<Message, CoreError> {
+    let body: Option<String> = c
+        .prepare_cached("SELECT body FROM a2a_messages WHERE task_id = ?1 AND message_id = ?2")?
+        .query_row([task_id, message_id], |r| r.get(0))
+        .optional()?;
+    match body {
+        Some(b) => decode(&b),
+        None => Err(CoreError::Internal(format!(
+            "task log of {task_id} refers to message `{message_id}`, which is not stored"
+        ))),
+    }
+}
+
+/// One logged event, from either payload form. `history` (the task's
+/// messages, if the caller has them in memory) resolves references
+/// without reading their rows.
+fn logged_event(
     c: &Connection,
     task_id: &str,
+    context_id: &str,
+    payload: &str,
+    history: &[Arc<Message>],
+) -> Result<StreamEvent, CoreError> {
+    if !is_compact(payload) {
+        return decode(payload);
+    }
+    let LogStatus {
+        state,
+        msg_ref,
+        message,
+        timestamp,
+    } = decode(payload)?;
+    let message = match (msg_ref, message) {
+        (Some(id), _) => Some(match history.iter().find(|m| m.message_id == id) {
+            Some(m) => m.clone(),
+            None => Arc::new(message_by_id(c, task_id, &id)?),
+        }),
+        (None, m) => m.map(Arc::new),
+    };
+    Ok(StreamEvent::Status(a2a_proto::types::StatusUpdate {
+        task_id: task_id.to_owned(),
+        context_id: context_id.to_owned(),
+        is_final: state.is_terminal(),
+        status: TaskStatus {
+            state,
+            message,
+            timestamp,
+        },
+    }))
+}
+
+/// The logged events of a task (`rec`) with a version above `after`, in
+/// order, as they were routed when they happened.
+pub fn log_after(
+    c: &Connection,
+    rec: &TaskRecord,
     after: u64,
 ) -> Result<Vec<(u64, StreamEvent)>, CoreError> {
     let mut st = c.prepare_cached(
         "SELECT version, payload FROM a2a_task_log WHERE task_id = ?1 AND version > ?2 ORDER BY version",
     )?;
-    let mut rows = st.query(params![task_id, after as i64])?;
+    let mut rows = st.query(params![rec.id, after as i64])?;
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {
-        out.push((r.get::<_, i64>(0)? as u64, decode(&r.get::<_, String>(1)?)?));
+        let payload: String = r.get(1)?;
+        let event = logged_event(c, &rec.id, &rec.context_id, &payload, &rec.history)?;
+        out.push((r.get::<_, i64>(0)? as u64, event));
     }
     Ok(out)
 }
@@ -250,12 +323,14 @@ pub struct LogEntry {
     pub at: String,
 }
 
-/// The whole log of a task.
+/// The whole log of a task, each payload as the full event JSON (entries
+/// in the compact form are expanded, byte for byte what earlier brokers
+/// stored).
 pub fn full_log(c: &Connection, task_id: &str) -> Result<Vec<LogEntry>, CoreError> {
     let mut st = c.prepare_cached(
         "SELECT version, kind, actor, payload, at FROM a2a_task_log WHERE task_id = ?1 ORDER BY version",
     )?;
-    let rows = st
+    let mut rows = st
         .query_map([task_id], |r| {
             Ok(LogEntry {
                 version: r.get::<_, i64>(0)? as u64,
@@ -266,5 +341,15 @@ pub fn full_log(c: &Connection, task_id: &str) -> Result<Vec<LogEntry>, CoreErro
             })
         })?
         .collect::<Result<Vec<_>, _>>()?;
+    if rows.iter().any(|e| is_compact(&e.payload)) {
+        let ctx: String = c
+            .prepare_cached("SELECT context_id FROM a2a_tasks WHERE id = ?1")?
+            .query_row([task_id], |r| r.get(0))?;
+        for e in rows.iter_mut().filter(|e| is_compact(&e.payload)) {
+            let event = logged_event(c, task_id, &ctx, &e.payload, &[])?;
+            e.payload = serde_json::to_string(&event)
+                .map_err(|err| CoreError::Internal(format!("encoding a log entry: {err}")))?;
+        }
+    }
     Ok(rows)
 }
