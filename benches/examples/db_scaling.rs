@@ -46,6 +46,9 @@ struct Figures {
     build: Duration,
     disk_bytes: u64,
     startup: Duration,
+    /// `PRAGMA quick_check(1)` alone on the same file (the page check that
+    /// start-up runs before anything writes, `store::check_read_only`).
+    page_check: Duration,
     rss_start_kb: u64,
     rss_after_kb: u64,
     creations_per_s: f64,
@@ -85,11 +88,12 @@ fn main() {
         rows.push((base, fig));
     }
     println!();
-    println!("| stored tasks | build | disk per task | start-up (vs empty) | creations/s (vs empty) | get old / fresh | RSS after start (vs empty) | RSS after creations (vs empty) |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("| stored tasks | build | disk per task | start-up (vs empty) | of which page check | creations/s (vs empty) | get old / fresh | RSS after start (vs empty) | RSS after creations (vs empty) |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     println!(
-        "| 0 | – | – | {:.1} ms | {:.0} | {:.0} / {:.0} µs | {:.1} MB | {:.1} MB |",
+        "| 0 | – | – | {:.1} ms | {:.1} ms | {:.0} | {:.0} / {:.0} µs | {:.1} MB | {:.1} MB |",
         ms(empty.startup),
+        ms(empty.page_check),
         empty.creations_per_s,
         empty.get_old_us,
         empty.get_fresh_us,
@@ -98,12 +102,13 @@ fn main() {
     );
     for (base, f) in &rows {
         println!(
-            "| {} | {:.1} s | {:.0} B | {:.1} ms ({:.2}x) | {:.0} ({:.2}x) | {:.0} / {:.0} µs ({:.2}x) | {:.1} MB ({:+.1} MB) | {:.1} MB ({:+.1} MB) |",
+            "| {} | {:.1} s | {:.0} B | {:.1} ms ({:.2}x) | {:.1} ms | {:.0} ({:.2}x) | {:.0} / {:.0} µs ({:.2}x) | {:.1} MB ({:+.1} MB) | {:.1} MB ({:+.1} MB) |",
             f.tasks,
             f.build.as_secs_f64(),
             f.disk_bytes as f64 / f.tasks as f64,
             ms(f.startup),
             ms(f.startup) / ms(base.startup),
+            ms(f.page_check),
             f.creations_per_s,
             f.creations_per_s / base.creations_per_s,
             f.get_old_us,
@@ -131,9 +136,10 @@ fn mb(kb: u64) -> f64 {
 
 fn print_pair(base: &Figures, f: &Figures) {
     eprintln!(
-        "{} tasks: start-up {:.1} ms (empty {:.1}), creations {:.0}/s (empty {:.0}), get old {:.0} µs / fresh {:.0} µs, RSS {:.1} MB (empty {:.1})",
+        "{} tasks: start-up {:.1} ms (page check {:.1} ms; empty {:.1}), creations {:.0}/s (empty {:.0}), get old {:.0} µs / fresh {:.0} µs, RSS {:.1} MB (empty {:.1})",
         f.tasks,
         ms(f.startup),
+        ms(f.page_check),
         ms(base.startup),
         f.creations_per_s,
         base.creations_per_s,
@@ -156,6 +162,7 @@ fn measure(n: u64) -> Figures {
     };
     let build = t.elapsed();
     let disk_bytes = scale::disk_bytes(&db);
+    let page_check = scale::page_check(&db);
     let mut cmd = Command::new(broker_binary());
     cmd.arg("serve")
         .arg("--db")
@@ -172,19 +179,16 @@ fn measure(n: u64) -> Figures {
     let lines = creator.prepare(&mut broker, 4000);
     let d = broker.timed(&lines, 64);
     let creations_per_s = lines.len() as f64 / d.as_secs_f64();
+    // The empty database's "old" tasks: created, then pushed out of the
+    // broker's task cache by 9 000 newer ones (made for every size alike,
+    // so that memory after the run compares).
+    let early = created_ids(&mut broker, &mut creator, 300);
+    let more = creator.prepare(&mut broker, 9000);
+    broker.timed(&more, 64);
+    let old = if old_ids.is_empty() { early } else { old_ids };
     // Fresh tasks: the last ones created (in the broker's memory).
     let fresh = created_ids(&mut broker, &mut creator, 300);
-    let get_fresh_us = median_get(&mut broker, &token, &fresh);
-    let get_old_us = if old_ids.is_empty() {
-        // The empty database's "old" tasks: created, then pushed out of
-        // the broker's task cache by 9 000 newer ones.
-        let old = created_ids(&mut broker, &mut creator, 300);
-        let more = creator.prepare(&mut broker, 9000);
-        broker.timed(&more, 64);
-        median_get(&mut broker, &token, &old)
-    } else {
-        median_get(&mut broker, &token, &old_ids)
-    };
+    let (get_old_us, get_fresh_us) = median_gets(&mut broker, &token, &old, &fresh);
     let rss_after_kb = broker.rss_kb();
     broker.finish();
     Figures {
@@ -192,6 +196,7 @@ fn measure(n: u64) -> Figures {
         build,
         disk_bytes,
         startup,
+        page_check,
         rss_start_kb,
         rss_after_kb,
         creations_per_s,
@@ -215,19 +220,24 @@ fn created_ids(broker: &mut Proc, creator: &mut Creator, n: u64) -> Vec<String> 
         .collect()
 }
 
-/// Unpipelined `tasks.get` of each id once: the median round trip in µs.
-fn median_get(broker: &mut Proc, token: &str, ids: &[String]) -> f64 {
-    let mut times = Vec::with_capacity(ids.len());
-    for id in ids {
-        let t = Instant::now();
-        let line = broker.call_line(
-            "a2a.tasks.get",
-            json!({"token": token, "id": id, "historyLength": 1}),
-        );
-        times.push(t.elapsed().as_secs_f64() * 1e6);
-        assert!(line.contains("\"result\""), "tasks.get failed: {line}");
+/// Unpipelined `tasks.get` of each id once, old and fresh alternating
+/// (so that load changes hit both alike): the median round trips in µs.
+fn median_gets(broker: &mut Proc, token: &str, old: &[String], fresh: &[String]) -> (f64, f64) {
+    let mut times = [Vec::new(), Vec::new()];
+    for (o, f) in old.iter().zip(fresh) {
+        for (k, id) in [(0, o), (1, f)] {
+            let t = Instant::now();
+            let line = broker.call_line(
+                "a2a.tasks.get",
+                json!({"token": token, "id": id, "historyLength": 1}),
+            );
+            times[k].push(t.elapsed().as_secs_f64() * 1e6);
+            assert!(line.contains("\"result\""), "tasks.get failed: {line}");
+        }
     }
-    a2a_benches::report::median(times).unwrap_or(f64::NAN)
+    let [o, f] = times;
+    let m = |v| a2a_benches::report::median(v).unwrap_or(f64::NAN);
+    (m(o), m(f))
 }
 
 /// Disk per task through the broker itself, against the raw builder.
@@ -245,6 +255,20 @@ fn disk(n: u64, messages: &[u64]) {
         println!("| broker, {m} message(s) per task, requester deregistered | {n} | {per:.0} |");
     }
     println!("| raw builder, 1 message per task, requester deregistered | {n} | {raw_bytes:.0} |");
+    println!();
+    println!("Where the bytes are (broker, 1 message per task), per task:");
+    println!();
+    println!("| table or index | on pages | in cells | unused |");
+    println!("|---|---|---|---|");
+    for (name, pages, cells, unused) in scale::breakdown(&dir.path().join("broker-1.db")) {
+        let per = |b: u64| b as f64 / n as f64;
+        println!(
+            "| {name} | {:.0} B | {:.0} B | {:.0} B |",
+            per(pages),
+            per(cells),
+            per(unused)
+        );
+    }
 }
 
 /// Fills `db` through the release broker: `n` tasks, each of `messages`
@@ -390,7 +414,7 @@ fn svg_chart(rows: &[(Figures, Figures)]) -> String {
         let px = |x: f64| ox + 40.0 + (x - x0) / (x1 - x0) * (pw - 60.0);
         let py = |y: f64| oy + ph - 30.0 - (y - ymin) / (ymax - ymin) * (ph - 60.0);
         s.push_str(&format!(
-            r#"<rect x="{ox}" y="{oy}" width="{pw}" height="{ph}" fill="none" stroke="#999"/><text x="{}" y="{}">{title}</text>"#,
+            r#"<rect x="{ox}" y="{oy}" width="{pw}" height="{ph}" fill="none" stroke="gray"/><text x="{}" y="{}">{title}</text>"#,
             ox + 8.0,
             oy + 16.0
         ));

@@ -37,6 +37,41 @@ pub fn disk_bytes(db: &Path) -> u64 {
     len(db) + len(Path::new(&wal))
 }
 
+/// Where a database's bytes are, per table and index (SQLite's `dbstat`):
+/// `(name, bytes on pages, bytes of cells, bytes unused)`, largest first.
+pub fn breakdown(db: &Path) -> Vec<(String, u64, u64, u64)> {
+    let c = rusqlite::Connection::open(db).expect("open");
+    let mut st = c
+        .prepare(
+            "SELECT name, sum(pgsize), sum(payload), sum(unused) FROM dbstat GROUP BY name ORDER BY sum(pgsize) DESC",
+        )
+        .expect("dbstat");
+    let n = |r: &rusqlite::Row<'_>, i| r.get::<_, i64>(i).map(|v| v as u64);
+    st.query_map([], |r| Ok((r.get(0)?, n(r, 1)?, n(r, 2)?, n(r, 3)?)))
+        .expect("query")
+        .map(|r| r.expect("row"))
+        .collect()
+}
+
+/// How long `PRAGMA quick_check(1)` takes on `db` alone (read-only, as
+/// the broker's start-up runs it before anything writes).
+pub fn page_check(db: &Path) -> std::time::Duration {
+    if !db.exists() {
+        return std::time::Duration::ZERO;
+    }
+    let c = rusqlite::Connection::open_with_flags(
+        db,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .expect("open read-only");
+    let t = std::time::Instant::now();
+    let verdict: String = c
+        .query_row("PRAGMA quick_check(1)", [], |r| r.get(0))
+        .expect("quick_check");
+    assert_eq!(verdict, "ok", "the built database is damaged");
+    t.elapsed()
+}
+
 /// Builds a database of `n` tasks at `db` (which must not exist) and
 /// returns the ids of its 300 oldest tasks, for reads of old tasks.
 pub fn build(db: &Path, n: u64, text: &str) -> Vec<String> {
@@ -115,13 +150,13 @@ fn context(c: &rusqlite::Connection, k: u64, n: u64, text: &str, seq: &mut i64) 
             id,
             *seq,
             ctx,
-            serde_json::to_string(&status).expect("status"),
+            bench::status_row(&status, Some(0)),
             mid,
             now
         ])
         .expect("task");
         message(c, &id, &mid, 0, &body);
-        log(c, &id, 1, &bench::log_status(&status, true), &now);
+        log(c, &id, 1, &bench::log_status(&status, Some(0), &now), &now);
         ids.push(id);
     }
     // The requester deregisters: each task is canceled with a note.
@@ -150,9 +185,9 @@ fn context(c: &rusqlite::Connection, k: u64, n: u64, text: &str, seq: &mut i64) 
             "UPDATE a2a_tasks SET state = 'canceled', status = ?2, version = 2, updated_at = ?3 WHERE id = ?1",
         )
         .expect("prepare")
-        .execute(params![id, serde_json::to_string(&status).expect("status"), at])
+        .execute(params![id, bench::status_row(&status, Some(1)), at])
         .expect("cancel");
-        log(c, id, 2, &bench::log_status(&status, true), &at);
+        log(c, id, 2, &bench::log_status(&status, Some(1), &at), &at);
     }
     ids
 }

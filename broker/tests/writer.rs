@@ -4,9 +4,9 @@
 //! - A call that fails after writing some of its rows (here: SQLite refuses
 //!   its log entry) rolls its whole batch back: nothing of it is stored, no
 //!   call of the batch is acknowledged, and the writer goes on.
-//! - Resubscribe replay and the audit view (`a2a-broker tasks show`) read
-//!   the compact log form and the full form of earlier brokers alike, byte
-//!   for byte the same.
+//! - Resubscribe replay, the task it answers with, and the audit view
+//!   (`a2a-broker tasks show`) read the compact log and status forms and
+//!   the full forms of earlier brokers alike, byte for byte the same.
 
 mod common;
 
@@ -282,6 +282,24 @@ fn replay_and_audit_read_both_log_forms_alike() {
         .unwrap();
         assert_eq!(n, 1, "{p}");
     }
+    // And the task row's status column as earlier brokers stored it: the
+    // full status (the current status event's).
+    let current: a2a_proto::types::StreamEvent =
+        serde_json::from_value(events[versions as usize]["params"]["event"].clone()).unwrap();
+    let a2a_proto::types::StreamEvent::Status(current) = current else {
+        panic!("the last event is the current status");
+    };
+    let row: String = conn
+        .query_row("SELECT status FROM a2a_tasks WHERE id = ?1", [&task], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(row.contains("\"ref\":"), "the row refers to its message: {row}");
+    conn.execute(
+        "UPDATE a2a_tasks SET status = ?2 WHERE id = ?1",
+        rusqlite::params![task, serde_json::to_string(&current.status).unwrap()],
+    )
+    .unwrap();
     let full: i64 = conn
         .query_row(
             "SELECT count(*) FROM a2a_task_log WHERE payload LIKE '{\"kind\"%'",

@@ -26,7 +26,9 @@
 mod calls;
 mod effects;
 
+use crate::core::idempotency::Creations;
 use crate::core::registry::{ConnId, Registry};
+use crate::core::task::Party;
 use crate::core::task::TaskRecord;
 use crate::core::CoreError;
 use crate::delivery::{Outbox, Responder, Timer};
@@ -161,6 +163,7 @@ pub fn start(
         settled: VecDeque::new(),
         open_counts,
         next_seq,
+        creations: Creations::default(),
         waiters: HashMap::new(),
         waiters_by_task: HashMap::new(),
         next_waiter: 0,
@@ -189,6 +192,8 @@ struct Undo {
     /// Tasks that reached a terminal state: eviction candidates once committed.
     settled: Vec<String>,
     next_seq: Option<i64>,
+    /// Creations recorded in memory: `(party, messageId, length before)`.
+    creations: Vec<(Party, String, usize)>,
 }
 
 impl Undo {
@@ -211,6 +216,7 @@ impl Undo {
         if self.next_seq.is_none() {
             self.next_seq = later.next_seq;
         }
+        self.creations.extend(later.creations);
     }
 }
 
@@ -228,6 +234,9 @@ struct Engine {
     open_counts: HashMap<String, usize>,
     /// The next task creation sequence number.
     next_seq: i64,
+    /// Which tasks requesters created with which `messageId`, where memory
+    /// knows exactly (`core::idempotency::Creations`).
+    creations: Creations,
     waiters: HashMap<u64, Blocking>,
     waiters_by_task: HashMap<String, Vec<u64>>,
     next_waiter: u64,
@@ -476,6 +485,9 @@ impl Engine {
         if let Some(seq) = undo.next_seq {
             self.next_seq = seq;
         }
+        for (party, mid, before) in undo.creations.iter().rev() {
+            self.creations.unrecord(party, mid, *before);
+        }
         for agent in &undo.leaving {
             agent.set_leaving(false);
         }
@@ -487,7 +499,7 @@ impl Engine {
 
     /// After a commit: registrations become visible, deregistrations take
     /// effect (token dead, name free, pull waits answered).
-    fn commit_registry(&self, undo: &Undo) {
+    fn commit_registry(&mut self, undo: &Undo) {
         if undo.registered.is_empty() && undo.leaving.is_empty() {
             return;
         }
@@ -500,6 +512,7 @@ impl Engine {
         }
         let mut reg = self.shared.registry.write();
         for agent in &undo.leaving {
+            self.creations.forget(&agent.party());
             reg.remove(agent);
             tracing::info!(conn = agent.conn, peer = %agent.peer_id, context = %agent.context_id, "agent deregistered");
         }
@@ -565,6 +578,7 @@ impl Engine {
             );
         }
         for agent in gone {
+            self.creations.forget(&agent.party());
             if let crate::delivery::Endpoint::Pull(q) = &agent.endpoint {
                 q.close(to_rpc(CoreError::UnknownToken));
             }

@@ -1,12 +1,13 @@
 //! The rows each call writes, inside the writer's transaction.
 //! Statements are cached on the connection, so a call costs no SQL parsing.
 //!
-//! Each stored message is encoded once: its `a2a_messages` row, the task's
-//! status column ([`status_json`] splices the same text in) and the task
-//! log all reuse that encoding. The task log refers to a message kept in
-//! the task's history by its id instead of copying it ([`log_status`];
-//! readers expand it back, `store::read`), so a change costs its message's
-//! bytes once on disk, not three times.
+//! Each stored message is encoded once, for its `a2a_messages` row; the
+//! task's status column and the task log refer to a message kept in the
+//! task's history by its place instead of copying it ([`status_row`],
+//! [`log_status`]; readers expand both back, `store::read`), so a change
+//! costs its message's bytes once on disk, not three times. A status whose
+//! message is not in the history is written in full, splicing in the
+//! message's encoding ([`status_json`]).
 
 use crate::core::registry::Agent;
 use crate::core::task::{Party, TaskRecord};
@@ -70,30 +71,61 @@ pub fn status_json(status: &TaskStatus, message_body: Option<&str>) -> Result<St
     Ok(out)
 }
 
-/// The task log's payload for a status change (the compact form): the
-/// status with its message replaced by `"ref"`, the message's id, when
-/// the message is in the task's history (its `a2a_messages` row); the
-/// event's task id, context id and `final` flag are the task's own and
-/// its state's. A message kept on the status only (a terminal move past
-/// a bound) is copied in full. Readers tell it from the full event JSON
-/// of earlier brokers by its first key (`state`, not `kind`).
-pub fn log_status(status: &TaskStatus, in_history: bool) -> Result<String, CoreError> {
+/// A status in the compact stored form, shared by the task row's status
+/// column and the task log: the status with its message replaced by
+/// `"ref"`, the message's place in the task's history (its `a2a_messages`
+/// row's `pos`), when the message is there. A message kept on the status
+/// only (a terminal move past a bound) is copied in full. In the log the
+/// timestamp is left out when it is the entry's `at` (always, for entries
+/// this broker writes), and the event's task id, context id and `final`
+/// are the task's and its state's. Readers (`store::read`) tell it from
+/// the full JSON of earlier brokers: a `TaskStatus` never has `ref`, and a
+/// full log entry starts with `kind`.
+fn compact(
+    status: &TaskStatus,
+    msg_pos: Option<usize>,
+    timestamp: Option<&str>,
+) -> Result<String, CoreError> {
     #[derive(serde::Serialize)]
-    struct LogStatus<'a> {
+    struct Compact<'a> {
         state: State,
         #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
-        msg_ref: Option<&'a str>,
+        msg_ref: Option<usize>,
         #[serde(skip_serializing_if = "Option::is_none")]
         message: Option<&'a Message>,
-        timestamp: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        timestamp: Option<&'a str>,
     }
     let m = status.message.as_deref();
-    json(&LogStatus {
+    let msg_pos = msg_pos.filter(|_| m.is_some());
+    json(&Compact {
         state: status.state,
-        msg_ref: m.filter(|_| in_history).map(|m| m.message_id.as_str()),
-        message: m.filter(|_| !in_history),
-        timestamp: &status.timestamp,
+        msg_ref: msg_pos,
+        message: m.filter(|_| msg_pos.is_none()),
+        timestamp,
     })
+}
+
+/// The task row's status column: the compact form when the status
+/// message is in the history at `msg_pos` (`ref` instead of a second copy
+/// of it), else the full `TaskStatus` JSON ([`status_json`]).
+pub fn status_row(
+    status: &TaskStatus,
+    msg_pos: Option<usize>,
+    message_body: Option<&str>,
+) -> Result<String, CoreError> {
+    match (&status.message, msg_pos) {
+        (Some(_), Some(_)) => compact(status, msg_pos, Some(&status.timestamp)),
+        _ => status_json(status, message_body),
+    }
+}
+
+/// The task log's payload for a status change logged `at` (the compact
+/// form, see [`status_row`]); `msg_pos`: where its message is in the
+/// task's history, if it is.
+pub fn log_status(status: &TaskStatus, msg_pos: Option<usize>, at: &str) -> Result<String, CoreError> {
+    let ts = (status.timestamp != at).then_some(status.timestamp.as_str());
+    compact(status, msg_pos, ts)
 }
 
 /// Writes a new task row; `status` is its status's JSON ([`status_json`]).
@@ -236,10 +268,10 @@ pub fn put_push_config(
 /// What a task log entry holds.
 pub enum LogPayload<'a> {
     /// A status change: written in the compact form ([`log_status`]);
-    /// `in_history` says whether its message has an `a2a_messages` row.
+    /// `msg_pos` is its message's place in the history, if it is there.
     Status {
         status: &'a TaskStatus,
-        in_history: bool,
+        msg_pos: Option<usize>,
     },
     /// Any other event: its full JSON.
     Event(&'a StreamEvent),
@@ -255,8 +287,8 @@ pub fn append_log(
     at: &str,
 ) -> Result<(), CoreError> {
     let (kind, text) = match payload {
-        LogPayload::Status { status, in_history } => {
-            ("status-update", log_status(status, in_history)?)
+        LogPayload::Status { status, msg_pos } => {
+            ("status-update", log_status(status, msg_pos, at)?)
         }
         LogPayload::Event(event @ StreamEvent::Status(_)) => ("status-update", json(event)?),
         LogPayload::Event(event @ StreamEvent::Artifact(_)) => ("artifact-update", json(event)?),
@@ -306,25 +338,42 @@ mod tests {
     }
 
     #[test]
-    fn the_compact_log_form_refers_or_copies() {
+    fn the_compact_forms_refer_or_copy() {
+        let at = "2026-11-30T09:23:55.420Z";
         let status = TaskStatus {
             state: State::Working,
             message: Some(Arc::new(message())),
-            timestamp: "2026-11-30T09:23:55.420Z".into(),
+            timestamp: at.into(),
         };
         assert_eq!(
-            log_status(&status, true).unwrap(),
-            r#"{"state":"working","ref":"m1","timestamp":"2026-11-30T09:23:55.420Z"}"#
+            log_status(&status, Some(3), at).unwrap(),
+            r#"{"state":"working","ref":3}"#
         );
-        let copied = log_status(&status, false).unwrap();
+        assert_eq!(
+            log_status(&status, Some(3), "2026-11-30T09:23:56.000Z").unwrap(),
+            r#"{"state":"working","ref":3,"timestamp":"2026-11-30T09:23:55.420Z"}"#
+        );
+        assert_eq!(
+            status_row(&status, Some(3), None).unwrap(),
+            r#"{"state":"working","ref":3,"timestamp":"2026-11-30T09:23:55.420Z"}"#
+        );
+        let copied = log_status(&status, None, at).unwrap();
         assert!(copied.starts_with(r#"{"state":"working","message":{"#), "{copied}");
+        assert_eq!(
+            status_row(&status, None, None).unwrap(),
+            serde_json::to_string(&status).unwrap()
+        );
         let bare = TaskStatus {
             message: None,
             ..status
         };
         assert_eq!(
-            log_status(&bare, true).unwrap(),
-            r#"{"state":"working","timestamp":"2026-11-30T09:23:55.420Z"}"#
+            log_status(&bare, Some(3), at).unwrap(),
+            r#"{"state":"working"}"#
+        );
+        assert_eq!(
+            status_row(&bare, Some(3), None).unwrap(),
+            serde_json::to_string(&bare).unwrap()
         );
     }
 }

@@ -103,12 +103,12 @@ pub(super) fn history_room(rec: &TaskRecord, m: &Encoded) -> Result<(), CoreErro
 
 /// How a change is written besides its log entry's event.
 pub(super) struct Written {
-    /// The task's new status JSON (`write::status_json`), or `None` when
+    /// The task's new status column (`write::status_row`), or `None` when
     /// the change left the task's status as it was.
     pub row_status: Option<String>,
-    /// Is the event's status message in the task's history (its own row)?
-    /// Then the log refers to it instead of copying it.
-    pub in_history: bool,
+    /// Where the event's status message is in the task's history (its own
+    /// row), if it is: then the log refers to it instead of copying it.
+    pub msg_pos: Option<usize>,
 }
 
 /// A status change to apply: the task, its new state, the stamped message
@@ -192,6 +192,7 @@ impl Engine {
         };
         let now = clock::now();
         let mut next = rec.clone();
+        let msg_pos = in_history.then_some(next.history.len());
         if let Some(m) = message.as_ref().filter(|_| in_history) {
             write::insert_message(&self.conn, &rec.id, next.history.len(), &m.msg, &m.body)?;
             next.history.push(m.msg.clone());
@@ -206,8 +207,8 @@ impl Engine {
         next.updated_at = now.clone();
         let body = message.as_ref().map(|m| m.body.as_str());
         let written = Written {
-            row_status: Some(write::status_json(&next.status, body)?),
-            in_history,
+            row_status: Some(write::status_row(&next.status, msg_pos, body)?),
+            msg_pos,
         };
         let event = status_event(&next, next.status.clone());
         let counterpart = next.counterpart(actor).clone();
@@ -247,7 +248,7 @@ impl Engine {
         let logged = match &event {
             StreamEvent::Status(su) => LogPayload::Status {
                 status: &su.status,
-                in_history: written.in_history,
+                msg_pos: written.msg_pos,
             },
             other => LogPayload::Event(other),
         };

@@ -8,7 +8,7 @@ use super::{
     check_log_room, history_room, party_role, stamp, status_event, Encoded, Move, Written,
 };
 use crate::core::addressing::resolve_workers;
-use crate::core::idempotency;
+use crate::core::idempotency::{self, Known};
 use crate::core::registry::Agent;
 use crate::core::task::TaskRecord;
 use crate::core::CoreError;
@@ -97,7 +97,17 @@ impl Engine {
         let broadcast = to.as_deref() == Some("*");
 
         // A retry of a creation returns what the first one made.
-        let prior = read::creations(&self.conn, &me, &msg.message_id)?
+        let prior_ids = match self.creations.lookup(&me, &msg.message_id) {
+            Known::Tracked(ids) => ids,
+            Known::Untracked => read::creations(&self.conn, &me, &msg.message_id)?,
+            Known::Unchecked => {
+                let ids = read::creations(&self.conn, &me, &msg.message_id)?;
+                let any = !ids.is_empty() || read::has_created(&self.conn, &me)?;
+                self.creations.checked(me.clone(), any);
+                ids
+            }
+        };
+        let prior = prior_ids
             .iter()
             .map(|id| self.task(id))
             .collect::<Result<Vec<_>, _>>()?;
@@ -171,7 +181,7 @@ impl Engine {
                 updated_at: now.clone(),
                 render: Default::default(),
             };
-            let status = write::status_json(&rec.status, Some(&first.body))?;
+            let status = write::status_row(&rec.status, Some(0), Some(&first.body))?;
             write::insert_task(&self.conn, &rec, base_seq + i as i64, &status)?;
             write::insert_message(&self.conn, &id, 0, &stamped, &first.body)?;
             if let Some(pc) = &cfg.push_notification_config {
@@ -180,7 +190,7 @@ impl Engine {
             }
             let logged = LogPayload::Status {
                 status: &rec.status,
-                in_history: true,
+                msg_pos: Some(0),
             };
             write::append_log(&self.conn, &id, 1, logged, &me.peer_id, &now)?;
             let event = status_event(&rec, rec.status.clone());
@@ -197,6 +207,11 @@ impl Engine {
         }
 
         // Every write succeeded: now the writer's memory.
+        let ids: Vec<String> = created.iter().map(|r| r.id.clone()).collect();
+        if let Some(before) = self.creations.record(&me, &msg.message_id, &ids) {
+            undo.creations
+                .push((me.clone(), msg.message_id.clone(), before));
+        }
         undo.next_seq.get_or_insert(self.next_seq);
         self.next_seq = base_seq + n as i64;
         self.add_open(&me.context_id, n as isize, undo);
@@ -270,7 +285,8 @@ impl Engine {
             history_room(&rec, &m)?;
             let now = clock::now();
             let mut next = (*rec).clone();
-            write::insert_message(&self.conn, &rec.id, next.history.len(), &m.msg, &m.body)?;
+            let pos = next.history.len();
+            write::insert_message(&self.conn, &rec.id, pos, &m.msg, &m.body)?;
             next.history.push(m.msg.clone());
             next.stored_bytes += m.body.len() as u64;
             next.version += 1;
@@ -285,7 +301,7 @@ impl Engine {
             let event = status_event(&next, status);
             let written = Written {
                 row_status: None,
-                in_history: true,
+                msg_pos: Some(pos),
             };
             self.record_change(&next, event, written, &me, counterpart, &now, &mut events)?;
             self.put_task(next, undo)

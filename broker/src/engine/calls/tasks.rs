@@ -175,7 +175,7 @@ impl Engine {
         // An artifact leaves the task's status as it was.
         let written = Written {
             row_status: None,
-            in_history: false,
+            msg_pos: None,
         };
         self.record_change(&next, event, written, &me, to, &now, &mut effects.events)?;
         let next = self.put_task(next, undo);
