@@ -18,9 +18,12 @@
 //! - Each database is then served by the release binary on stdio
 //!   (`--durability normal`): start-up is the time from spawning it to its
 //!   ready line; RSS is `VmRSS` right after the ready line and again after
-//!   the creations; creations are 4 000 pipelined sends (64 outstanding)
-//!   from fresh requesters; `tasks.get` is unpipelined, 300 distinct old
-//!   tasks (each loaded from SQLite) against 300 fresh ones (in memory).
+//!   the creations. The empty database is served beside each size: both
+//!   brokers run at once and creations alternate between them, 7 rounds
+//!   of 1 500 pipelined sends (64 outstanding) from fresh requesters; the
+//!   creation figure is the median of the per-round ratios. `tasks.get` is
+//!   unpipelined, 300 distinct old tasks (each loaded from SQLite)
+//!   alternating with 300 fresh ones (in memory).
 //! - `--disk N` fills a database through the broker itself with N tasks of
 //!   the workload above and reports bytes per task, then the same for tasks
 //!   of 1, 4 and 16 messages (`--messages`), and the raw builder's bytes
@@ -54,6 +57,8 @@ struct Figures {
     creations_per_s: f64,
     get_old_us: f64,
     get_fresh_us: f64,
+    /// Creations/s against the empty database's, median of the paired rounds.
+    creation_ratio: f64,
 }
 
 fn arg(name: &str) -> Option<String> {
@@ -78,15 +83,16 @@ fn main() {
     let svg = arg("--svg").unwrap_or_else(|| "db_scaling.svg".into());
     eprintln!("load average {}", a2a_benches::report::load_average());
     let mut rows = Vec::new();
-    let empty = measure(0);
     for &n in &sizes {
-        // The empty database again right before each size: the pair is
-        // measured under the same load.
-        let base = measure(0);
-        let fig = measure(n);
+        // The empty database beside each size: the pair is measured under
+        // the same load.
+        let (base, fig) = measure_pair(n);
         print_pair(&base, &fig);
         rows.push((base, fig));
     }
+    let Some(empty) = rows.first().map(|(b, _)| b.clone()) else {
+        return;
+    };
     println!();
     println!("| stored tasks | build | disk per task | start-up (vs empty) | of which page check | creations/s (vs empty) | get old / fresh | RSS after start (vs empty) | RSS after creations (vs empty) |");
     println!("|---|---|---|---|---|---|---|---|---|");
@@ -110,7 +116,7 @@ fn main() {
             ms(f.startup) / ms(base.startup),
             ms(f.page_check),
             f.creations_per_s,
-            f.creations_per_s / base.creations_per_s,
+            f.creation_ratio,
             f.get_old_us,
             f.get_fresh_us,
             f.get_old_us / f.get_fresh_us,
@@ -150,8 +156,18 @@ fn print_pair(base: &Figures, f: &Figures) {
     );
 }
 
-/// Builds a database of `n` tasks (none for 0), serves it, measures.
-fn measure(n: u64) -> Figures {
+/// A broker serving a database of `n` stored tasks, with its figures so far.
+struct Running {
+    broker: Proc,
+    creator: Creator,
+    token: String,
+    fig: Figures,
+    old_ids: Vec<String>,
+    _dir: tempfile::TempDir,
+}
+
+/// Builds a database of `n` tasks (none for 0), starts the broker on it.
+fn start(n: u64) -> Running {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("scale.db");
     let t = Instant::now();
@@ -174,35 +190,71 @@ fn measure(n: u64) -> Figures {
     handshake(&mut broker);
     // The builder's tasks went to `wrk` in `bench-workers`: registering
     // that name again makes the bench a party to every old task.
-    let mut creator = Creator::new(&mut broker);
+    let creator = Creator::new(&mut broker);
     let token = creator.worker_token.clone();
-    let lines = creator.prepare(&mut broker, 4000);
-    let d = broker.timed(&lines, 64);
-    let creations_per_s = lines.len() as f64 / d.as_secs_f64();
-    // The empty database's "old" tasks: created, then pushed out of the
-    // broker's task cache by 9 000 newer ones (made for every size alike,
-    // so that memory after the run compares).
-    let early = created_ids(&mut broker, &mut creator, 300);
-    let more = creator.prepare(&mut broker, 9000);
-    broker.timed(&more, 64);
-    let old = if old_ids.is_empty() { early } else { old_ids };
-    // Fresh tasks: the last ones created (in the broker's memory).
-    let fresh = created_ids(&mut broker, &mut creator, 300);
-    let (get_old_us, get_fresh_us) = median_gets(&mut broker, &token, &old, &fresh);
-    let rss_after_kb = broker.rss_kb();
-    broker.finish();
-    Figures {
-        tasks: n,
-        build,
-        disk_bytes,
-        startup,
-        page_check,
-        rss_start_kb,
-        rss_after_kb,
-        creations_per_s,
-        get_old_us,
-        get_fresh_us,
+    Running {
+        broker,
+        creator,
+        token,
+        fig: Figures {
+            tasks: n,
+            build,
+            disk_bytes,
+            startup,
+            page_check,
+            rss_start_kb,
+            ..Figures::default()
+        },
+        old_ids,
+        _dir: dir,
     }
+}
+
+/// Creation rounds per pair, alternating between the two brokers.
+const ROUNDS: usize = 7;
+/// Creations per round (64 outstanding).
+const PER_ROUND: u64 = 1500;
+
+/// The empty database and one of `n` tasks, served side by side and
+/// measured in alternation: `(empty, n)`.
+fn measure_pair(n: u64) -> (Figures, Figures) {
+    let mut runs = [start(0), start(n)];
+    for r in runs.iter_mut() {
+        // The empty database's "old" tasks: created, then pushed out of the
+        // broker's task cache by 9 000 newer ones (made on both brokers, so
+        // that memory after the run compares).
+        let early = created_ids(&mut r.broker, &mut r.creator, 300);
+        let more = r.creator.prepare(&mut r.broker, 9000);
+        r.broker.timed(&more, 64);
+        if r.old_ids.is_empty() {
+            r.old_ids = early;
+        }
+    }
+    let mut rates = [Vec::new(), Vec::new()];
+    for _ in 0..ROUNDS {
+        for (k, r) in runs.iter_mut().enumerate() {
+            let lines = r.creator.prepare(&mut r.broker, PER_ROUND);
+            let d = r.broker.timed(&lines, 64);
+            rates[k].push(PER_ROUND as f64 / d.as_secs_f64());
+        }
+    }
+    let ratio =
+        a2a_benches::report::median(rates[1].iter().zip(&rates[0]).map(|(b, a)| b / a).collect())
+            .unwrap_or(f64::NAN);
+    for (k, r) in runs.iter_mut().enumerate() {
+        r.fig.creations_per_s = a2a_benches::report::median(rates[k].clone()).unwrap_or(0.0);
+        // Fresh tasks: the last ones created (in the broker's memory).
+        let fresh = created_ids(&mut r.broker, &mut r.creator, 300);
+        let (o, f) = median_gets(&mut r.broker, &r.token, &r.old_ids, &fresh);
+        r.fig.get_old_us = o;
+        r.fig.get_fresh_us = f;
+        r.fig.rss_after_kb = r.broker.rss_kb();
+    }
+    runs[1].fig.creation_ratio = ratio;
+    let [a, b] = runs;
+    a.broker.finish();
+    b.broker.finish();
+    (a.fig, b.fig)
 }
 
 /// Creates `n` tasks and returns their ids.
@@ -247,6 +299,9 @@ fn disk(n: u64, messages: &[u64]) {
     let raw = dir.path().join("raw.db");
     scale::build(&raw, n, scale::TEXT_200);
     let raw_bytes = scale::disk_bytes(&raw) as f64 / n as f64;
+    let before = dir.path().join("before.db");
+    scale::build_as(&before, n, scale::TEXT_200, scale::Forms::Full);
+    let before_bytes = scale::disk_bytes(&before) as f64 / n as f64;
     println!("| workload | tasks | bytes per task |");
     println!("|---|---|---|");
     for &m in messages {
@@ -255,6 +310,11 @@ fn disk(n: u64, messages: &[u64]) {
         println!("| broker, {m} message(s) per task, requester deregistered | {n} | {per:.0} |");
     }
     println!("| raw builder, 1 message per task, requester deregistered | {n} | {raw_bytes:.0} |");
+    println!("| raw builder, the same, rows of the broker before issue 13 (full status and log) | {n} | {before_bytes:.0} |");
+    println!(
+        "raw builder: this broker's rows / the earlier broker's: {:.2}x",
+        raw_bytes / before_bytes
+    );
     println!();
     println!("Where the bytes are (broker, 1 message per task), per task:");
     println!();
@@ -273,7 +333,8 @@ fn disk(n: u64, messages: &[u64]) {
 
 /// Fills `db` through the release broker: `n` tasks, each of `messages`
 /// messages (the creating one and appends by the requester), 100 per
-/// requester, each requester deregistered after its tasks. Bytes per task
+/// requester (fewer where the 200 sends of a registration would not
+/// cover them), each requester deregistered after its tasks. Bytes per task
 /// after a clean exit.
 fn through_broker(db: &Path, n: u64, messages: u64) -> f64 {
     let mut cmd = Command::new(broker_binary());
@@ -286,7 +347,8 @@ fn through_broker(db: &Path, n: u64, messages: u64) -> f64 {
     handshake(&mut broker);
     let worker = register(&mut broker, "bench-workers", "wrk");
     let _ = worker;
-    let per_ctx = 100;
+    // A registration may make 200 sends (A2A_MAX_SENDS_PER_RUN).
+    let per_ctx = (200 / messages).min(100);
     let mut made = 0;
     let mut k = 0;
     while made < n {
@@ -334,16 +396,20 @@ fn through_broker(db: &Path, n: u64, messages: u64) -> f64 {
     scale::disk_bytes(db) as f64 / n as f64
 }
 
+/// A chart panel: its title, the value of a size against the empty
+/// database, and the target.
+type Panel = (&'static str, fn(&Figures, &Figures) -> f64, f64);
+
 /// Four small text charts, one line per size.
 fn text_chart(rows: &[(Figures, Figures)]) -> String {
     let mut out = String::new();
-    let panels: [(&str, fn(&Figures, &Figures) -> f64, f64); 4] = [
-        ("start-up / empty", |b, f| ms(f.startup) / ms(b.startup), 2.0),
+    let panels: [Panel; 4] = [
         (
-            "creations/s / empty",
-            |b, f| f.creations_per_s / b.creations_per_s,
-            0.9,
+            "start-up / empty",
+            |b, f| ms(f.startup) / ms(b.startup),
+            2.0,
         ),
+        ("creations/s / empty", |_, f| f.creation_ratio, 0.9),
         (
             "get old / get fresh",
             |_, f| f.get_old_us / f.get_fresh_us,
@@ -383,13 +449,13 @@ fn svg_chart(rows: &[(Figures, Figures)]) -> String {
         pw * 2.0 + 40.0,
         ph * 2.0 + 40.0
     );
-    let panels: [(&str, fn(&Figures, &Figures) -> f64, f64); 4] = [
-        ("start-up / empty db", |b, f| ms(f.startup) / ms(b.startup), 2.0),
+    let panels: [Panel; 4] = [
         (
-            "creations/s / empty db",
-            |b, f| f.creations_per_s / b.creations_per_s,
-            0.9,
+            "start-up / empty db",
+            |b, f| ms(f.startup) / ms(b.startup),
+            2.0,
         ),
+        ("creations/s / empty db", |_, f| f.creation_ratio, 0.9),
         (
             "tasks.get old / fresh",
             |_, f| f.get_old_us / f.get_fresh_us,

@@ -15,7 +15,7 @@
 
 use a2a_broker::bench;
 use a2a_broker::Durability;
-use a2a_proto::types::{Message, Part, Role, State, TaskStatus};
+use a2a_proto::types::{Message, Part, Role, State, StatusUpdate, StreamEvent, TaskStatus};
 use rusqlite::params;
 use std::path::Path;
 use std::sync::Arc;
@@ -75,9 +75,28 @@ pub fn page_check(db: &Path) -> std::time::Duration {
 /// Builds a database of `n` tasks at `db` (which must not exist) and
 /// returns the ids of its 300 oldest tasks, for reads of old tasks.
 pub fn build(db: &Path, n: u64, text: &str) -> Vec<String> {
+    build_as(db, n, text, Forms::Compact)
+}
+
+/// Which broker's rows the builder writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forms {
+    /// This broker's: compact status column and task log, start-up indexes.
+    Compact,
+    /// The broker's before issue 13: the full status JSON in the task row,
+    /// the full event JSON in the log, no start-up indexes.
+    Full,
+}
+
+/// [`build`], writing the rows of `forms`.
+pub fn build_as(db: &Path, n: u64, text: &str, forms: Forms) -> Vec<String> {
     let mut conn = bench::open_writer(db, Durability::Normal).expect("open the database");
     conn.execute_batch("PRAGMA synchronous = OFF;")
         .expect("synchronous off");
+    if forms == Forms::Full {
+        conn.execute_batch("DROP INDEX a2a_tasks_open; DROP INDEX a2a_tasks_seq;")
+            .expect("drop the start-up indexes");
+    }
     let mut oldest = Vec::new();
     let mut made = 0u64;
     let mut k = 0u64;
@@ -88,7 +107,7 @@ pub fn build(db: &Path, n: u64, text: &str) -> Vec<String> {
         while made < end {
             k += 1;
             let batch = PER_CONTEXT.min(end - made);
-            let ids = context(&tx, k, batch, text, &mut seq);
+            let ids = context(&tx, k, batch, text, &mut seq, forms);
             if oldest.len() < 300 {
                 oldest.extend(ids.into_iter().take(300 - oldest.len()));
             }
@@ -116,7 +135,28 @@ fn stamped(text: &str, id: &str, ctx: &str, role: Role, mid: String) -> Arc<Mess
 }
 
 /// One requester's tasks and its deregistration; the task ids.
-fn context(c: &rusqlite::Connection, k: u64, n: u64, text: &str, seq: &mut i64) -> Vec<String> {
+fn context(
+    c: &rusqlite::Connection,
+    k: u64,
+    n: u64,
+    text: &str,
+    seq: &mut i64,
+    forms: Forms,
+) -> Vec<String> {
+    let row = |status: &TaskStatus, pos| match forms {
+        Forms::Compact => bench::status_row(status, Some(pos)),
+        Forms::Full => serde_json::to_string(status).expect("status"),
+    };
+    let logged = |id: &str, status: &TaskStatus, pos, at: &str| match forms {
+        Forms::Compact => bench::log_status(status, Some(pos), at),
+        Forms::Full => serde_json::to_string(&StreamEvent::Status(StatusUpdate {
+            task_id: id.to_owned(),
+            context_id: format!("scale-ctx-{k}"),
+            status: status.clone(),
+            is_final: status.state.is_terminal(),
+        }))
+        .expect("event"),
+    };
     let ctx = format!("scale-ctx-{k}");
     let now = bench::now();
     let card = serde_json::json!({"name": "req", "kind": "subagent"});
@@ -146,25 +186,20 @@ fn context(c: &rusqlite::Connection, k: u64, n: u64, text: &str, seq: &mut i64) 
              VALUES (?1, ?2, ?3, 'req', 'bench-workers', 'wrk', 'submitted', ?4, 1, ?5, 0, ?6, ?6)",
         )
         .expect("prepare")
-        .execute(params![
-            id,
-            *seq,
-            ctx,
-            bench::status_row(&status, Some(0)),
-            mid,
-            now
-        ])
+        .execute(params![id, *seq, ctx, row(&status, 0), mid, now])
         .expect("task");
         message(c, &id, &mid, 0, &body);
-        log(c, &id, 1, &bench::log_status(&status, Some(0), &now), &now);
+        log(c, &id, 1, &logged(&id, &status, 0, &now), &now);
         ids.push(id);
     }
     // The requester deregisters: each task is canceled with a note.
     let at = bench::now();
-    c.prepare_cached("UPDATE a2a_agents SET deregistered_at = ?2 WHERE context_id = ?1 AND peer_id = 'req'")
-        .expect("prepare")
-        .execute(params![ctx, at])
-        .expect("deregister");
+    c.prepare_cached(
+        "UPDATE a2a_agents SET deregistered_at = ?2 WHERE context_id = ?1 AND peer_id = 'req'",
+    )
+    .expect("prepare")
+    .execute(params![ctx, at])
+    .expect("deregister");
     for id in &ids {
         let mid = format!("broker-{}", bench::uuid());
         let note = stamped(
@@ -185,9 +220,9 @@ fn context(c: &rusqlite::Connection, k: u64, n: u64, text: &str, seq: &mut i64) 
             "UPDATE a2a_tasks SET state = 'canceled', status = ?2, version = 2, updated_at = ?3 WHERE id = ?1",
         )
         .expect("prepare")
-        .execute(params![id, bench::status_row(&status, Some(1)), at])
+        .execute(params![id, row(&status, 1), at])
         .expect("cancel");
-        log(c, id, 2, &bench::log_status(&status, Some(1), &at), &at);
+        log(c, id, 2, &logged(id, &status, 1, &at), &at);
     }
     ids
 }

@@ -95,8 +95,8 @@ impl Proc {
 
     /// The child's resident memory (`VmRSS`), in KiB.
     pub fn rss_kb(&self) -> u64 {
-        let status =
-            std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
         status
             .lines()
             .find_map(|l| l.strip_prefix("VmRSS:"))

@@ -40,7 +40,11 @@ pub fn uuid() -> String {
 /// The task log payload the broker writes for a status change logged
 /// `at` (the compact form; `msg_pos`: its message's place in the history),
 /// so the scaling benchmark's raw builder writes the broker's rows.
-pub fn log_status(status: &a2a_proto::types::TaskStatus, msg_pos: Option<usize>, at: &str) -> String {
+pub fn log_status(
+    status: &a2a_proto::types::TaskStatus,
+    msg_pos: Option<usize>,
+    at: &str,
+) -> String {
     crate::store::write::log_status(status, msg_pos, at).unwrap_or_default()
 }
 

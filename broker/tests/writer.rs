@@ -62,8 +62,16 @@ fn a_call_failing_after_its_first_write_rolls_its_batch_back() {
         let base = 1000 + round * 10;
         let calls = vec![
             line(base, "a2a.message.send", send(&format!("a{round}"), &req)),
-            line(base + 1, "a2a.message.send", send(&format!("x{round}"), &doomed)),
-            line(base + 2, "a2a.message.send", send(&format!("b{round}"), &req)),
+            line(
+                base + 1,
+                "a2a.message.send",
+                send(&format!("x{round}"), &doomed),
+            ),
+            line(
+                base + 2,
+                "a2a.message.send",
+                send(&format!("b{round}"), &req),
+            ),
         ];
         c.send(&Value::Array(calls));
         while !(base..base + 3).all(|i| answers.contains_key(&i)) {
@@ -271,15 +279,16 @@ fn replay_and_audit_read_both_log_forms_alike() {
         // As the broker encoded events (struct field order, `kind` first).
         let event: a2a_proto::types::StreamEvent =
             serde_json::from_value(p["event"].clone()).unwrap();
-        let n = conn.execute(
-            "UPDATE a2a_task_log SET payload = ?3 WHERE task_id = ?1 AND version = ?2",
-            rusqlite::params![
-                task,
-                p["taskVersion"].as_i64().unwrap(),
-                serde_json::to_string(&event).unwrap()
-            ],
-        )
-        .unwrap();
+        let n = conn
+            .execute(
+                "UPDATE a2a_task_log SET payload = ?3 WHERE task_id = ?1 AND version = ?2",
+                rusqlite::params![
+                    task,
+                    p["taskVersion"].as_i64().unwrap(),
+                    serde_json::to_string(&event).unwrap()
+                ],
+            )
+            .unwrap();
         assert_eq!(n, 1, "{p}");
     }
     // And the task row's status column as earlier brokers stored it: the
@@ -294,7 +303,10 @@ fn replay_and_audit_read_both_log_forms_alike() {
             r.get(0)
         })
         .unwrap();
-    assert!(row.contains("\"ref\":"), "the row refers to its message: {row}");
+    assert!(
+        row.contains("\"ref\":"),
+        "the row refers to its message: {row}"
+    );
     conn.execute(
         "UPDATE a2a_tasks SET status = ?2 WHERE id = ?1",
         rusqlite::params![task, serde_json::to_string(&current.status).unwrap()],

@@ -12,9 +12,9 @@
 //!   another sender, is refused with `-32602`.
 
 use super::task::{Party, TaskRecord};
-use std::collections::HashMap;
 use super::CoreError;
 use a2a_proto::types::{Message, Part, Role};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The tasks an earlier creation made that a retry of it answers with, out

@@ -147,13 +147,12 @@ pub fn creations(
 /// Has this requester created any task at all? (One step into the
 /// requester index.)
 pub fn has_created(c: &Connection, requester: &Party) -> Result<bool, CoreError> {
-    Ok(c
-        .prepare_cached(
-            "SELECT 1 FROM a2a_tasks WHERE context_id = ?1 AND requester_peer = ?2 LIMIT 1",
-        )?
-        .query_row(params![requester.context_id, requester.peer_id], |_| Ok(()))
-        .optional()?
-        .is_some())
+    Ok(c.prepare_cached(
+        "SELECT 1 FROM a2a_tasks WHERE context_id = ?1 AND requester_peer = ?2 LIMIT 1",
+    )?
+    .query_row(params![requester.context_id, requester.peer_id], |_| Ok(()))
+    .optional()?
+    .is_some())
 }
 
 const OPEN: &str = "state NOT IN ('completed', 'canceled', 'failed', 'rejected')";

@@ -123,7 +123,11 @@ pub fn status_row(
 /// The task log's payload for a status change logged `at` (the compact
 /// form, see [`status_row`]); `msg_pos`: where its message is in the
 /// task's history, if it is.
-pub fn log_status(status: &TaskStatus, msg_pos: Option<usize>, at: &str) -> Result<String, CoreError> {
+pub fn log_status(
+    status: &TaskStatus,
+    msg_pos: Option<usize>,
+    at: &str,
+) -> Result<String, CoreError> {
     let ts = (status.timestamp != at).then_some(status.timestamp.as_str());
     compact(status, msg_pos, ts)
 }
@@ -161,8 +165,24 @@ pub fn insert_task(
 /// Writes a task's status and version; `status` is the status's JSON
 /// ([`status_json`]), or `None` when the change left the status as it was
 /// (an artifact): then only the version and time are written.
-pub fn update_task(c: &Connection, rec: &TaskRecord, status: Option<&str>) -> Result<(), CoreError> {
+///
+/// `state_changed`: the state column is written only when the state
+/// changed. Writing it makes SQLite maintain the partial index of open
+/// tasks (`store::START_INDEXES`), whose condition reads it: for a
+/// `working → working` progress update that was a third of the writer's
+/// time.
+pub fn update_task(
+    c: &Connection,
+    rec: &TaskRecord,
+    status: Option<&str>,
+    state_changed: bool,
+) -> Result<(), CoreError> {
     match status {
+        Some(status) if !state_changed => c
+            .prepare_cached(
+                "UPDATE a2a_tasks SET status = ?2, version = ?3, updated_at = ?4 WHERE id = ?1",
+            )?
+            .execute(params![rec.id, status, rec.version as i64, rec.updated_at])?,
         Some(status) => c
             .prepare_cached(
                 "UPDATE a2a_tasks SET state = ?2, status = ?3, version = ?4, updated_at = ?5 WHERE id = ?1",
@@ -358,7 +378,10 @@ mod tests {
             r#"{"state":"working","ref":3,"timestamp":"2026-11-30T09:23:55.420Z"}"#
         );
         let copied = log_status(&status, None, at).unwrap();
-        assert!(copied.starts_with(r#"{"state":"working","message":{"#), "{copied}");
+        assert!(
+            copied.starts_with(r#"{"state":"working","message":{"#),
+            "{copied}"
+        );
         assert_eq!(
             status_row(&status, None, None).unwrap(),
             serde_json::to_string(&status).unwrap()

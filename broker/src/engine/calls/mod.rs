@@ -106,6 +106,8 @@ pub(super) struct Written {
     /// The task's new status column (`write::status_row`), or `None` when
     /// the change left the task's status as it was.
     pub row_status: Option<String>,
+    /// Did the task's state change (not only its status message or time)?
+    pub state_changed: bool,
     /// Where the event's status message is in the task's history (its own
     /// row), if it is: then the log refers to it instead of copying it.
     pub msg_pos: Option<usize>,
@@ -208,11 +210,20 @@ impl Engine {
         let body = message.as_ref().map(|m| m.body.as_str());
         let written = Written {
             row_status: Some(write::status_row(&next.status, msg_pos, body)?),
+            state_changed: rec.state() != state,
             msg_pos,
         };
         let event = status_event(&next, next.status.clone());
         let counterpart = next.counterpart(actor).clone();
-        self.record_change(&next, event, written, actor, counterpart.clone(), &now, events)?;
+        self.record_change(
+            &next,
+            event,
+            written,
+            actor,
+            counterpart.clone(),
+            &now,
+            events,
+        )?;
         if terminal && !rec.state().is_terminal() {
             undo.settled.push(next.id.clone());
             self.add_open(&next.context_id, -1, undo);
@@ -244,7 +255,12 @@ impl Engine {
         now: &str,
         events: &mut Vec<Routed>,
     ) -> Result<(), CoreError> {
-        write::update_task(&self.conn, next, written.row_status.as_deref())?;
+        write::update_task(
+            &self.conn,
+            next,
+            written.row_status.as_deref(),
+            written.state_changed,
+        )?;
         let logged = match &event {
             StreamEvent::Status(su) => LogPayload::Status {
                 status: &su.status,

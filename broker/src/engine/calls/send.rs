@@ -301,6 +301,7 @@ impl Engine {
             let event = status_event(&next, status);
             let written = Written {
                 row_status: None,
+                state_changed: false,
                 msg_pos: Some(pos),
             };
             self.record_change(&next, event, written, &me, counterpart, &now, &mut events)?;

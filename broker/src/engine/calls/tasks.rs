@@ -175,6 +175,7 @@ impl Engine {
         // An artifact leaves the task's status as it was.
         let written = Written {
             row_status: None,
+            state_changed: false,
             msg_pos: None,
         };
         self.record_change(&next, event, written, &me, to, &now, &mut effects.events)?;
