@@ -18,6 +18,8 @@
 //! - [`pin`]: thread placement (same core, cross core) by thread name,
 //!   from the test kit.
 //! - [`raw_sqlite`]: the rows of one task creation written by plain rusqlite.
+//! - [`scale`]: large databases of the broker's rows, built by a raw
+//!   writer, for the scaling benchmark (`examples/db_scaling.rs`).
 //! - [`wal`]: WAL bytes written per call.
 //! - [`report`]: samples kept from criterion's runs, medians and ratios.
 
@@ -27,6 +29,7 @@ pub mod inproc;
 pub use a2a_testkit::pin;
 pub mod raw_sqlite;
 pub mod report;
+pub mod scale;
 pub mod socket;
 pub mod stdio;
 pub mod wal;

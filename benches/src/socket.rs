@@ -806,7 +806,21 @@ pub struct EventStreams {
     /// A socket pair and one event-sized frame, for [`Flow::RawStream`].
     raw_pair: (UnixStream, FrameReader<UnixStream>),
     raw_frame: Vec<u8>,
+    /// For [`Flow::Status`]: the requester's and the worker's tokens, the
+    /// worker's name, and the status updates the current task has taken.
+    /// A task takes at most `A2A_MAX_TASK_LOG` (10 000) changes, after which
+    /// its updates are refused (and, as notifications, unanswered): the
+    /// flow moves to a fresh task before that, made by a requester on the
+    /// receiving connection (a fresh one every 150 tasks: a registration
+    /// makes at most 200 sends).
+    status_party: (String, String, String),
+    status_tasks: u64,
+    status_task: String,
+    status_used: u64,
 }
+
+/// Status updates one task takes in [`Flow::Status`] before a fresh one.
+const STATUS_PER_TASK: u64 = 9_000;
 
 impl EventStreams {
     /// Registers `req-<codec>` and `wrk-<codec>` in context
@@ -897,6 +911,10 @@ impl EventStreams {
             resub1: codec.encode(None, "a2a.tasks.resubscribe", &resub(None)),
             replay: codec.encode(None, "a2a.tasks.resubscribe", &resub(Some(0))),
             status: codec.encode(None, "a2a.tasks.status", &status_params),
+            status_party: (rtok.clone(), wtok.clone(), wname.clone()),
+            status_tasks: 0,
+            status_task: t2.clone(),
+            status_used: 2,
             fanout,
             replay_event_len,
             event_len,
@@ -924,6 +942,38 @@ impl EventStreams {
         }
     }
 
+    /// Completes the status flow's task and gives it a fresh one (untimed).
+    fn fresh_status_task(&mut self) {
+        self.status_tasks += 1;
+        if self.status_tasks % 150 == 0 {
+            let l = self.codec.label();
+            let k = self.status_tasks / 150;
+            self.status_party.0 = token(self.rx.call(
+                "a2a.agents.register",
+                json!({"contextId": format!("events-{l}"), "card": {"name": format!("req-{l}-s{k}")}}),
+            ));
+        }
+        let (rtok, wtok, wname) = self.status_party.clone();
+        self.worker.call(
+            "a2a.tasks.status",
+            json!({"token": wtok, "id": self.status_task, "state": "completed"}),
+        );
+        let mid = format!("status-{}", self.status_task);
+        let created = self.rx.call(
+            "a2a.message.send",
+            json!({"token": rtok, "message": message(&mid, crate::workload::TASK_TEXT, Some(&wname))}),
+        );
+        let id = created["task"]["id"].as_str().expect("task id").to_owned();
+        let params = json!({"token": wtok, "id": id, "state": "working"});
+        self.worker.call("a2a.tasks.status", params.clone());
+        // Drains the events of the moves above (routed before this response).
+        self.rx
+            .call("a2a.tasks.get", json!({"token": rtok, "id": id}));
+        self.status = self.codec.encode(None, "a2a.tasks.status", &params);
+        self.status_task = id;
+        self.status_used = 1;
+    }
+
     /// Events a run asked for `n` makes (a replay comes whole).
     pub fn events_made(&self, flow: Flow, n: u64) -> u64 {
         match flow {
@@ -940,8 +990,19 @@ impl EventStreams {
             Flow::Resub1 => (&mut self.rx, &self.resub1, n, 1, DEPTH),
             Flow::Replay => (&mut self.rx, &self.replay, calls, self.fanout, REPLAY_DEPTH),
             Flow::Status => {
-                let source = Requests::new(self.worker.writer(), &self.status);
-                return stream(source, self.rx.reader(), n, 1, DEPTH);
+                let mut left = n;
+                let mut took = Duration::ZERO;
+                while left > 0 {
+                    if self.status_used >= STATUS_PER_TASK {
+                        self.fresh_status_task();
+                    }
+                    let k = left.min(STATUS_PER_TASK - self.status_used);
+                    let source = Requests::new(self.worker.writer(), &self.status);
+                    took += stream(source, self.rx.reader(), k, 1, DEPTH);
+                    self.status_used += k;
+                    left -= k;
+                }
+                return took;
             }
             Flow::Inject => {
                 let source = Inject {

@@ -53,6 +53,57 @@ impl Proc {
         }
     }
 
+    /// Spawns `cmd` as [`Proc::spawn`] does, and waits for the broker's
+    /// ready line on stderr: the process and the time from spawning it to
+    /// that line (start-up to ready). Panics if stderr closes first.
+    pub fn spawn_until_ready(mut cmd: Command) -> (Proc, Duration) {
+        let start = Instant::now();
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+        let stdin = BufWriter::with_capacity(64 * 1024, child.stdin.take().expect("piped stdin"));
+        let stdout =
+            BufReader::with_capacity(256 * 1024, child.stdout.take().expect("piped stdout"));
+        let mut stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = stderr.read_line(&mut line).expect("read stderr");
+            assert!(n > 0, "the broker exited before its ready line");
+            if line.starts_with("{\"ready\"") {
+                break;
+            }
+            eprint!("child: {line}");
+        }
+        let ready = start.elapsed();
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                eprintln!("child: {line}");
+            }
+        });
+        let proc = Proc {
+            child,
+            stdin: Some(stdin),
+            stdout,
+            next_id: 1_000_000,
+        };
+        (proc, ready)
+    }
+
+    /// The child's resident memory (`VmRSS`), in KiB.
+    pub fn rss_kb(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
     fn io(&mut self) -> (&mut BufWriter<ChildStdin>, &mut BufReader<ChildStdout>) {
         (self.stdin.as_mut().expect("stdin open"), &mut self.stdout)
     }

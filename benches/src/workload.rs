@@ -76,6 +76,8 @@ pub fn register(c: &mut impl Client, context: &str, name: &str) -> String {
 pub struct Creator {
     /// The worker every task goes to (its peer id).
     pub worker: String,
+    /// The worker's token (to read the tasks as their worker).
+    pub worker_token: String,
     /// Distinguishes contexts and names between runs on one broker.
     next_requester: u64,
     next_message: u64,
@@ -84,9 +86,10 @@ pub struct Creator {
 impl Creator {
     /// Registers the worker (`wrk`, in its own context) and returns the creator.
     pub fn new(c: &mut impl Client) -> Creator {
-        register(c, "bench-workers", "wrk");
+        let worker_token = register(c, "bench-workers", "wrk");
         Creator {
             worker: "wrk".into(),
+            worker_token,
             next_requester: 0,
             next_message: 0,
         }

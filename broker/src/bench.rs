@@ -5,6 +5,8 @@
 //!   the raw-SQLite baseline of the commit benchmark.
 //! - [`now`], [`uuid`]: the broker's timestamps and task ids, so the
 //!   baseline writes values of the same shapes and order.
+//! - [`log_status`], [`status_row`]: the compact stored status forms, for
+//!   the scaling benchmark's raw builder.
 //! - [`socket_write_stats`]: frames per write call on the local socket;
 //!   [`ring_wake_stats`]: wake-ups per event on the event rings.
 //! - [`EventInjector`]: pushes events into an agent's outbox as the
@@ -34,6 +36,22 @@ pub fn now() -> String {
 /// A task id as the broker mints it (time-ordered UUIDv7).
 pub fn uuid() -> String {
     crate::ids::uuid()
+}
+
+/// The task log payload the broker writes for a status change logged
+/// `at` (the compact form; `msg_pos`: its message's place in the history),
+/// so the scaling benchmark's raw builder writes the broker's rows.
+pub fn log_status(
+    status: &a2a_proto::types::TaskStatus,
+    msg_pos: Option<usize>,
+    at: &str,
+) -> String {
+    crate::store::write::log_status(status, msg_pos, at).unwrap_or_default()
+}
+
+/// The task row's status column as the broker writes it.
+pub fn status_row(status: &a2a_proto::types::TaskStatus, msg_pos: Option<usize>) -> String {
+    crate::store::write::status_row(status, msg_pos, None).unwrap_or_default()
 }
 
 /// `(frames, write calls)` over all local-socket connections so far: their

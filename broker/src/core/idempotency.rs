@@ -11,9 +11,10 @@
 //! - Either way, the same `messageId` with other parts, or (on a task) from
 //!   another sender, is refused with `-32602`.
 
-use super::task::TaskRecord;
+use super::task::{Party, TaskRecord};
 use super::CoreError;
 use a2a_proto::types::{Message, Part, Role};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The tasks an earlier creation made that a retry of it answers with, out
@@ -74,6 +75,98 @@ fn different_parts(message_id: &str) -> CoreError {
     CoreError::InvalidParams(format!(
         "messageId `{message_id}` was already used with different parts"
     ))
+}
+
+/// Most creations a party's [`Creations`] record holds before the party
+/// goes back to the database lookup (bounds the memory of a long run).
+pub const TRACKED_PER_PARTY: usize = 65_536;
+
+/// Which tasks each requester created with which `messageId`, answered
+/// from memory where that is exact: a party is tracked from the moment
+/// the database showed it had created no task at all (one indexed lookup,
+/// on its first creation in this run), and from then on every creation it
+/// makes is recorded here, so memory knows all of them. A party not
+/// tracked (it had tasks before, or its record grew past
+/// [`TRACKED_PER_PARTY`]) is looked up in SQLite as before. A party stops
+/// being tracked when it leaves (deregistration, closed connection): a
+/// later agent of the same name starts over with the lookup. Nothing here
+/// is durable, and nothing needs to be: after a restart every party starts
+/// untracked.
+#[derive(Default)]
+pub struct Creations {
+    /// `None`: checked, and the party had created tasks before (or grew
+    /// past the bound): ask the database. Absent: not checked yet.
+    by_party: HashMap<Party, Option<HashMap<String, Vec<String>>>>,
+}
+
+/// What memory knows of a party's creations with one `messageId`.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Known {
+    /// The party was never checked: look it up, and check whether it had
+    /// created anything at all ([`Creations::checked`]).
+    Unchecked,
+    /// Ask the database.
+    Untracked,
+    /// Exactly these tasks, oldest first (none: not a retry).
+    Tracked(Vec<String>),
+}
+
+impl Creations {
+    /// What memory knows of the tasks `party` created with `message_id`.
+    pub fn lookup(&self, party: &Party, message_id: &str) -> Known {
+        match self.by_party.get(party) {
+            None => Known::Unchecked,
+            Some(None) => Known::Untracked,
+            Some(Some(t)) => Known::Tracked(t.get(message_id).cloned().unwrap_or_default()),
+        }
+    }
+
+    /// Records the database's answer for an unchecked party: tracked from
+    /// now on if it had created no task at all.
+    pub fn checked(&mut self, party: Party, created_any: bool) {
+        self.by_party
+            .entry(party)
+            .or_insert_with(|| (!created_any).then(HashMap::new));
+    }
+
+    /// Records tasks `party` just created with `message_id`; the length the
+    /// entry had before (to undo), or `None` if the party is not tracked.
+    pub fn record(&mut self, party: &Party, message_id: &str, ids: &[String]) -> Option<usize> {
+        let slot = self.by_party.get_mut(party)?;
+        let tracked = slot.as_mut()?;
+        if tracked.len() >= TRACKED_PER_PARTY {
+            *slot = None;
+            return None;
+        }
+        let entry = tracked.entry(message_id.to_owned()).or_default();
+        let before = entry.len();
+        entry.extend(ids.iter().cloned());
+        Some(before)
+    }
+
+    /// Undoes a [`Creations::record`] whose batch did not commit.
+    pub fn unrecord(&mut self, party: &Party, message_id: &str, before: usize) {
+        let Some(Some(tracked)) = self.by_party.get_mut(party) else {
+            return;
+        };
+        if let Some(entry) = tracked.get_mut(message_id) {
+            entry.truncate(before);
+            if entry.is_empty() {
+                tracked.remove(message_id);
+            }
+        }
+    }
+
+    /// The party left: forget it (a later agent of its name is checked anew).
+    pub fn forget(&mut self, party: &Party) {
+        self.by_party.remove(party);
+    }
+
+    /// Parties known now (tracked or not).
+    #[cfg(test)]
+    pub fn known(&self) -> usize {
+        self.by_party.len()
+    }
 }
 
 #[cfg(test)]
@@ -157,5 +250,35 @@ mod tests {
                 "messageId `m1` was already used with different parts".into()
             ))
         );
+    }
+
+    #[test]
+    fn tracked_parties_answer_from_memory_and_undo() {
+        let p = Party {
+            context_id: "c".into(),
+            peer_id: "a".into(),
+        };
+        let mut c = Creations::default();
+        assert_eq!(c.lookup(&p, "m1"), Known::Unchecked);
+        assert_eq!(c.record(&p, "m1", &["t1".into()]), None);
+        c.checked(p.clone(), false);
+        assert_eq!(c.lookup(&p, "m1"), Known::Tracked(vec![]));
+        assert_eq!(c.record(&p, "m1", &["t1".into()]), Some(0));
+        assert_eq!(c.record(&p, "m1", &["t2".into()]), Some(1));
+        assert_eq!(
+            c.lookup(&p, "m1"),
+            Known::Tracked(vec!["t1".into(), "t2".into()])
+        );
+        c.unrecord(&p, "m1", 1);
+        assert_eq!(c.lookup(&p, "m1"), Known::Tracked(vec!["t1".into()]));
+        c.unrecord(&p, "m1", 0);
+        assert_eq!(c.lookup(&p, "m1"), Known::Tracked(vec![]));
+        c.forget(&p);
+        assert_eq!(c.lookup(&p, "m1"), Known::Unchecked);
+        // A party with earlier tasks is looked up in the database.
+        c.checked(p.clone(), true);
+        assert_eq!(c.lookup(&p, "m1"), Known::Untracked);
+        assert_eq!(c.record(&p, "m1", &["t3".into()]), None);
+        assert_eq!(c.known(), 1);
     }
 }

@@ -12,7 +12,10 @@
 //! - [`migrate`]: the numbered migrations under `migrations/`, embedded.
 //! - [`write`]: the rows each call writes (inside the writer's transaction).
 //! - [`read`]: loading tasks, listing, the task log.
+//! - [`checkpoint`]: the thread that moves the write-ahead log into the
+//!   database file, off the writer thread.
 
+pub mod checkpoint;
 pub mod file_guard;
 pub mod lock;
 pub mod migrate;
@@ -275,8 +278,10 @@ impl Locked {
         conn.execute_batch(&format!("PRAGMA synchronous = {sync};"))
             .map_err(sql)?;
         migrate::migrate(&mut conn, &p)?;
-        // Checkpoints are left to SQLite's auto-checkpoint (1000 pages),
-        // and one at a clean exit ([`close`]).
+        conn.execute_batch(START_INDEXES).map_err(sql)?;
+        // Checkpoints: the writer's own auto-checkpoint (1000 pages) until
+        // the engine starts its checkpoint thread ([`checkpoint`]), and one
+        // at a clean exit ([`close`]).
         Ok(Store {
             conn,
             guard,
@@ -285,6 +290,17 @@ impl Locked {
         })
     }
 }
+
+/// Indexes for what start-up reads, created at every open (a no-op once
+/// they exist; built once on a database from before them, schema 12
+/// either way): the open tasks per context (a partial index: it holds only
+/// non-terminal tasks, so it stays small however many tasks are stored) and
+/// the highest creation sequence. Without them start-up read every task
+/// ever stored (issue 13).
+pub(crate) const START_INDEXES: &str = "
+    CREATE INDEX IF NOT EXISTS a2a_tasks_open ON a2a_tasks (context_id)
+        WHERE state NOT IN ('completed', 'canceled', 'failed', 'rejected');
+    CREATE INDEX IF NOT EXISTS a2a_tasks_seq ON a2a_tasks (seq);";
 
 /// Refuses, before anything writes, a database this broker cannot use:
 /// not SQLite, damaged, or of another schema version.

@@ -44,7 +44,7 @@ pub fn load_task(c: &Connection, id: &str) -> Result<Option<TaskRecord>, CoreErr
     else {
         return Ok(None);
     };
-    let status: TaskStatus = decode(&status)?;
+    let status: StoredStatus = decode(&status)?;
     let mut history: Vec<(i64, Message)> = Vec::new();
     let mut message_bytes: u64 = 0;
     {
@@ -57,6 +57,8 @@ pub fn load_task(c: &Connection, id: &str) -> Result<Option<TaskRecord>, CoreErr
         }
     }
     history.sort_by_key(|(pos, _)| *pos);
+    let history: Vec<Arc<Message>> = history.into_iter().map(|(_, m)| Arc::new(m)).collect();
+    let status = status.resolve(c, id, &history, &updated)?;
     let mut stored_bytes: u64 = 0;
     // Each artifact's row and then its appended chunks' rows (same `pos`,
     // keys that sort in append order: `core::artifact::chunk_key`).
@@ -111,7 +113,7 @@ pub fn load_task(c: &Connection, id: &str) -> Result<Option<TaskRecord>, CoreErr
             peer_id: w_peer,
         },
         status,
-        history: history.into_iter().map(|(_, m)| Arc::new(m)).collect(),
+        history,
         artifacts,
         stored_bytes: stored_bytes + message_bytes,
         version: version as u64,
@@ -142,6 +144,17 @@ pub fn creations(
     Ok(ids)
 }
 
+/// Has this requester created any task at all? (One step into the
+/// requester index.)
+pub fn has_created(c: &Connection, requester: &Party) -> Result<bool, CoreError> {
+    Ok(c.prepare_cached(
+        "SELECT 1 FROM a2a_tasks WHERE context_id = ?1 AND requester_peer = ?2 LIMIT 1",
+    )?
+    .query_row(params![requester.context_id, requester.peer_id], |_| Ok(()))
+    .optional()?
+    .is_some())
+}
+
 const OPEN: &str = "state NOT IN ('completed', 'canceled', 'failed', 'rejected')";
 
 /// Ids of a party's non-terminal tasks, as worker or as requester.
@@ -162,10 +175,11 @@ pub fn open_tasks_of(
     Ok(ids)
 }
 
-/// Non-terminal tasks per requester context.
+/// Non-terminal tasks per requester context. Reads the partial index of
+/// open tasks (`store::START_INDEXES`), not every task ever stored.
 pub fn open_counts(c: &Connection) -> Result<HashMap<String, usize>, CoreError> {
     let mut st = c.prepare(&format!(
-        "SELECT context_id, count(*) FROM a2a_tasks WHERE {OPEN} GROUP BY context_id"
+        "SELECT context_id, count(*) FROM a2a_tasks INDEXED BY a2a_tasks_open WHERE {OPEN} GROUP BY context_id"
     ))?;
     let counts = st
         .query_map([], |r| {
@@ -175,7 +189,8 @@ pub fn open_counts(c: &Connection) -> Result<HashMap<String, usize>, CoreError> 
     Ok(counts)
 }
 
-/// The highest task creation sequence number so far.
+/// The highest task creation sequence number so far (one step down the
+/// `seq` index, `store::START_INDEXES`).
 pub fn max_seq(c: &Connection) -> Result<i64, CoreError> {
     Ok(
         c.query_row("SELECT coalesce(max(seq), 0) FROM a2a_tasks", [], |r| {
@@ -223,19 +238,104 @@ pub fn list_task_ids(
     Ok((page, more))
 }
 
-/// The logged events of a task with a version above `after`, in order.
-pub fn log_after(
+/// A stored status in either form: the compact one
+/// (`store::write::status_row`, `log_status`: `ref` is the message's place
+/// in the history) or a full `TaskStatus` (which never has `ref`).
+#[derive(serde::Deserialize)]
+struct StoredStatus {
+    state: State,
+    #[serde(rename = "ref")]
+    msg_ref: Option<usize>,
+    message: Option<Arc<Message>>,
+    timestamp: Option<String>,
+}
+
+impl StoredStatus {
+    /// The status, its message taken from `history` (or its row) when
+    /// referred to; `at` stands for a timestamp left out.
+    fn resolve(
+        self,
+        c: &Connection,
+        task_id: &str,
+        history: &[Arc<Message>],
+        at: &str,
+    ) -> Result<TaskStatus, CoreError> {
+        let message = match self.msg_ref {
+            Some(pos) => Some(match history.get(pos) {
+                Some(m) => m.clone(),
+                None => Arc::new(message_at(c, task_id, pos)?),
+            }),
+            None => self.message,
+        };
+        Ok(TaskStatus {
+            state: self.state,
+            message,
+            timestamp: self.timestamp.unwrap_or_else(|| at.to_owned()),
+        })
+    }
+}
+
+/// Is this task log payload in the compact form? (The full event JSON of
+/// earlier brokers starts with its `kind`.)
+fn is_compact(payload: &str) -> bool {
+    payload.starts_with("{\"state\"")
+}
+
+/// A stored message of a task, by its place in the history.
+fn message_at(c: &Connection, task_id: &str, pos: usize) -> Result<Message, CoreError> {
+    let body: Option<String> = c
+        .prepare_cached("SELECT body FROM a2a_messages WHERE task_id = ?1 AND pos = ?2")?
+        .query_row(params![task_id, pos as i64], |r| r.get(0))
+        .optional()?;
+    match body {
+        Some(b) => decode(&b),
+        None => Err(CoreError::Internal(format!(
+            "task {task_id} refers to message {pos} of its history, which is not stored"
+        ))),
+    }
+}
+
+/// One logged event, from either payload form. `history` (the task's
+/// messages, if the caller has them in memory) resolves references
+/// without reading their rows; `at` is the entry's time.
+fn logged_event(
     c: &Connection,
     task_id: &str,
+    context_id: &str,
+    payload: &str,
+    at: &str,
+    history: &[Arc<Message>],
+) -> Result<StreamEvent, CoreError> {
+    if !is_compact(payload) {
+        return decode(payload);
+    }
+    let stored: StoredStatus = decode(payload)?;
+    let status = stored.resolve(c, task_id, history, at)?;
+    Ok(StreamEvent::Status(a2a_proto::types::StatusUpdate {
+        task_id: task_id.to_owned(),
+        context_id: context_id.to_owned(),
+        is_final: status.state.is_terminal(),
+        status,
+    }))
+}
+
+/// The logged events of a task (`rec`) with a version above `after`, in
+/// order, as they were routed when they happened.
+pub fn log_after(
+    c: &Connection,
+    rec: &TaskRecord,
     after: u64,
 ) -> Result<Vec<(u64, StreamEvent)>, CoreError> {
     let mut st = c.prepare_cached(
-        "SELECT version, payload FROM a2a_task_log WHERE task_id = ?1 AND version > ?2 ORDER BY version",
+        "SELECT version, payload, at FROM a2a_task_log WHERE task_id = ?1 AND version > ?2 ORDER BY version",
     )?;
-    let mut rows = st.query(params![task_id, after as i64])?;
+    let mut rows = st.query(params![rec.id, after as i64])?;
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {
-        out.push((r.get::<_, i64>(0)? as u64, decode(&r.get::<_, String>(1)?)?));
+        let payload: String = r.get(1)?;
+        let at: String = r.get(2)?;
+        let event = logged_event(c, &rec.id, &rec.context_id, &payload, &at, &rec.history)?;
+        out.push((r.get::<_, i64>(0)? as u64, event));
     }
     Ok(out)
 }
@@ -250,12 +350,14 @@ pub struct LogEntry {
     pub at: String,
 }
 
-/// The whole log of a task.
+/// The whole log of a task, each payload as the full event JSON (entries
+/// in the compact form are expanded, byte for byte what earlier brokers
+/// stored).
 pub fn full_log(c: &Connection, task_id: &str) -> Result<Vec<LogEntry>, CoreError> {
     let mut st = c.prepare_cached(
         "SELECT version, kind, actor, payload, at FROM a2a_task_log WHERE task_id = ?1 ORDER BY version",
     )?;
-    let rows = st
+    let mut rows = st
         .query_map([task_id], |r| {
             Ok(LogEntry {
                 version: r.get::<_, i64>(0)? as u64,
@@ -266,5 +368,15 @@ pub fn full_log(c: &Connection, task_id: &str) -> Result<Vec<LogEntry>, CoreErro
             })
         })?
         .collect::<Result<Vec<_>, _>>()?;
+    if rows.iter().any(|e| is_compact(&e.payload)) {
+        let ctx: String = c
+            .prepare_cached("SELECT context_id FROM a2a_tasks WHERE id = ?1")?
+            .query_row([task_id], |r| r.get(0))?;
+        for e in rows.iter_mut().filter(|e| is_compact(&e.payload)) {
+            let event = logged_event(c, task_id, &ctx, &e.payload, &e.at, &[])?;
+            e.payload = serde_json::to_string(&event)
+                .map_err(|err| CoreError::Internal(format!("encoding a log entry: {err}")))?;
+        }
+    }
     Ok(rows)
 }

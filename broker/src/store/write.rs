@@ -1,10 +1,18 @@
 //! The rows each call writes, inside the writer's transaction.
 //! Statements are cached on the connection, so a call costs no SQL parsing.
+//!
+//! Each stored message is encoded once, for its `a2a_messages` row; the
+//! task's status column and the task log refer to a message kept in the
+//! task's history by its place instead of copying it ([`status_row`],
+//! [`log_status`]; readers expand both back, `store::read`), so a change
+//! costs its message's bytes once on disk, not three times. A status whose
+//! message is not in the history is written in full, splicing in the
+//! message's encoding ([`status_json`]).
 
 use crate::core::registry::Agent;
 use crate::core::task::{Party, TaskRecord};
 use crate::core::CoreError;
-use a2a_proto::types::{Artifact, Message, PushConfig, StreamEvent};
+use a2a_proto::types::{Artifact, Message, PushConfig, State, StreamEvent, TaskStatus};
 use rusqlite::{params, Connection};
 
 /// The JSON text of a stored value (one encoding, reused for its row and its size).
@@ -43,8 +51,94 @@ pub fn mark_deregistered(c: &Connection, party: &Party, at: &str) -> Result<(), 
     Ok(())
 }
 
-/// Writes a new task row.
-pub fn insert_task(c: &Connection, rec: &TaskRecord, seq: i64) -> Result<(), CoreError> {
+/// A task status's JSON, as `serde_json` writes a [`TaskStatus`]; with
+/// `message_body` (the status message's own encoding, already made for its
+/// row) the message is spliced in, not encoded again.
+pub fn status_json(status: &TaskStatus, message_body: Option<&str>) -> Result<String, CoreError> {
+    let (Some(_), Some(body)) = (&status.message, message_body) else {
+        return json(status);
+    };
+    let ts = json(&status.timestamp)?;
+    let state = status.state.as_str();
+    let mut out = String::with_capacity(body.len() + ts.len() + state.len() + 40);
+    out.push_str("{\"state\":\"");
+    out.push_str(state);
+    out.push_str("\",\"message\":");
+    out.push_str(body);
+    out.push_str(",\"timestamp\":");
+    out.push_str(&ts);
+    out.push('}');
+    Ok(out)
+}
+
+/// A status in the compact stored form, shared by the task row's status
+/// column and the task log: the status with its message replaced by
+/// `"ref"`, the message's place in the task's history (its `a2a_messages`
+/// row's `pos`), when the message is there. A message kept on the status
+/// only (a terminal move past a bound) is copied in full. In the log the
+/// timestamp is left out when it is the entry's `at` (always, for entries
+/// this broker writes), and the event's task id, context id and `final`
+/// are the task's and its state's. Readers (`store::read`) tell it from
+/// the full JSON of earlier brokers: a `TaskStatus` never has `ref`, and a
+/// full log entry starts with `kind`.
+fn compact(
+    status: &TaskStatus,
+    msg_pos: Option<usize>,
+    timestamp: Option<&str>,
+) -> Result<String, CoreError> {
+    #[derive(serde::Serialize)]
+    struct Compact<'a> {
+        state: State,
+        #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
+        msg_ref: Option<usize>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<&'a Message>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        timestamp: Option<&'a str>,
+    }
+    let m = status.message.as_deref();
+    let msg_pos = msg_pos.filter(|_| m.is_some());
+    json(&Compact {
+        state: status.state,
+        msg_ref: msg_pos,
+        message: m.filter(|_| msg_pos.is_none()),
+        timestamp,
+    })
+}
+
+/// The task row's status column: the compact form when the status
+/// message is in the history at `msg_pos` (`ref` instead of a second copy
+/// of it), else the full `TaskStatus` JSON ([`status_json`]).
+pub fn status_row(
+    status: &TaskStatus,
+    msg_pos: Option<usize>,
+    message_body: Option<&str>,
+) -> Result<String, CoreError> {
+    match (&status.message, msg_pos) {
+        (Some(_), Some(_)) => compact(status, msg_pos, Some(&status.timestamp)),
+        _ => status_json(status, message_body),
+    }
+}
+
+/// The task log's payload for a status change logged `at` (the compact
+/// form, see [`status_row`]); `msg_pos`: where its message is in the
+/// task's history, if it is.
+pub fn log_status(
+    status: &TaskStatus,
+    msg_pos: Option<usize>,
+    at: &str,
+) -> Result<String, CoreError> {
+    let ts = (status.timestamp != at).then_some(status.timestamp.as_str());
+    compact(status, msg_pos, ts)
+}
+
+/// Writes a new task row; `status` is its status's JSON ([`status_json`]).
+pub fn insert_task(
+    c: &Connection,
+    rec: &TaskRecord,
+    seq: i64,
+    status: &str,
+) -> Result<(), CoreError> {
     c.prepare_cached(
         "INSERT INTO a2a_tasks (id, seq, context_id, requester_peer, worker_ctx, worker_peer,
            state, status, version, create_message_id, broadcast, created_at, updated_at)
@@ -58,7 +152,7 @@ pub fn insert_task(c: &Connection, rec: &TaskRecord, seq: i64) -> Result<(), Cor
         rec.worker.context_id,
         rec.worker.peer_id,
         rec.status.state.as_str(),
-        json(&rec.status)?,
+        status,
         rec.version as i64,
         rec.create_message_id,
         rec.broadcast,
@@ -68,18 +162,42 @@ pub fn insert_task(c: &Connection, rec: &TaskRecord, seq: i64) -> Result<(), Cor
     Ok(())
 }
 
-/// Writes a task's status and version.
-pub fn update_task(c: &Connection, rec: &TaskRecord) -> Result<(), CoreError> {
-    c.prepare_cached(
-        "UPDATE a2a_tasks SET state = ?2, status = ?3, version = ?4, updated_at = ?5 WHERE id = ?1",
-    )?
-    .execute(params![
-        rec.id,
-        rec.status.state.as_str(),
-        json(&rec.status)?,
-        rec.version as i64,
-        rec.updated_at
-    ])?;
+/// Writes a task's status and version; `status` is the status's JSON
+/// ([`status_json`]), or `None` when the change left the status as it was
+/// (an artifact): then only the version and time are written.
+///
+/// `state_changed`: the state column is written only when the state
+/// changed. Writing it makes SQLite maintain the partial index of open
+/// tasks (`store::START_INDEXES`), whose condition reads it: for a
+/// `working → working` progress update that was a third of the writer's
+/// time.
+pub fn update_task(
+    c: &Connection,
+    rec: &TaskRecord,
+    status: Option<&str>,
+    state_changed: bool,
+) -> Result<(), CoreError> {
+    match status {
+        Some(status) if !state_changed => c
+            .prepare_cached(
+                "UPDATE a2a_tasks SET status = ?2, version = ?3, updated_at = ?4 WHERE id = ?1",
+            )?
+            .execute(params![rec.id, status, rec.version as i64, rec.updated_at])?,
+        Some(status) => c
+            .prepare_cached(
+                "UPDATE a2a_tasks SET state = ?2, status = ?3, version = ?4, updated_at = ?5 WHERE id = ?1",
+            )?
+            .execute(params![
+                rec.id,
+                rec.status.state.as_str(),
+                status,
+                rec.version as i64,
+                rec.updated_at
+            ])?,
+        None => c
+            .prepare_cached("UPDATE a2a_tasks SET version = ?2, updated_at = ?3 WHERE id = ?1")?
+            .execute(params![rec.id, rec.version as i64, rec.updated_at])?,
+    };
     Ok(())
 }
 
@@ -167,22 +285,118 @@ pub fn put_push_config(
     Ok(())
 }
 
+/// What a task log entry holds.
+pub enum LogPayload<'a> {
+    /// A status change: written in the compact form ([`log_status`]);
+    /// `msg_pos` is its message's place in the history, if it is there.
+    Status {
+        status: &'a TaskStatus,
+        msg_pos: Option<usize>,
+    },
+    /// Any other event: its full JSON.
+    Event(&'a StreamEvent),
+}
+
 /// Appends one change to the task log.
 pub fn append_log(
     c: &Connection,
     task_id: &str,
     version: u64,
-    event: &StreamEvent,
+    payload: LogPayload<'_>,
     actor: &str,
     at: &str,
 ) -> Result<(), CoreError> {
-    let kind = match event {
-        StreamEvent::Status(_) => "status-update",
-        StreamEvent::Artifact(_) => "artifact-update",
+    let (kind, text) = match payload {
+        LogPayload::Status { status, msg_pos } => {
+            ("status-update", log_status(status, msg_pos, at)?)
+        }
+        LogPayload::Event(event @ StreamEvent::Status(_)) => ("status-update", json(event)?),
+        LogPayload::Event(event @ StreamEvent::Artifact(_)) => ("artifact-update", json(event)?),
     };
     c.prepare_cached(
         "INSERT INTO a2a_task_log (task_id, version, kind, actor, payload, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
-    .execute(params![task_id, version as i64, kind, actor, json(event)?, at])?;
+    .execute(params![task_id, version as i64, kind, actor, text, at])?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use a2a_proto::types::{Part, Role};
+    use std::sync::Arc;
+
+    fn message() -> Message {
+        Message {
+            role: Role::User,
+            parts: vec![Part::text("hé \"quoted\" \u{1}")],
+            message_id: "m1".into(),
+            task_id: Some("t".into()),
+            context_id: Some("c".into()),
+            from: Some("a".into()),
+            to: Some("b".into()),
+            metadata: None,
+        }
+    }
+
+    #[test]
+    fn the_spliced_status_is_serde_s_own() {
+        for state in State::ALL {
+            for msg in [None, Some(Arc::new(message()))] {
+                let status = TaskStatus {
+                    state,
+                    message: msg.clone(),
+                    timestamp: "2026-11-30T09:23:55.420Z".into(),
+                };
+                let body = msg.as_ref().map(|m| json(&**m).unwrap());
+                assert_eq!(
+                    status_json(&status, body.as_deref()).unwrap(),
+                    serde_json::to_string(&status).unwrap()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_compact_forms_refer_or_copy() {
+        let at = "2026-11-30T09:23:55.420Z";
+        let status = TaskStatus {
+            state: State::Working,
+            message: Some(Arc::new(message())),
+            timestamp: at.into(),
+        };
+        assert_eq!(
+            log_status(&status, Some(3), at).unwrap(),
+            r#"{"state":"working","ref":3}"#
+        );
+        assert_eq!(
+            log_status(&status, Some(3), "2026-11-30T09:23:56.000Z").unwrap(),
+            r#"{"state":"working","ref":3,"timestamp":"2026-11-30T09:23:55.420Z"}"#
+        );
+        assert_eq!(
+            status_row(&status, Some(3), None).unwrap(),
+            r#"{"state":"working","ref":3,"timestamp":"2026-11-30T09:23:55.420Z"}"#
+        );
+        let copied = log_status(&status, None, at).unwrap();
+        assert!(
+            copied.starts_with(r#"{"state":"working","message":{"#),
+            "{copied}"
+        );
+        assert_eq!(
+            status_row(&status, None, None).unwrap(),
+            serde_json::to_string(&status).unwrap()
+        );
+        let bare = TaskStatus {
+            message: None,
+            ..status
+        };
+        assert_eq!(
+            log_status(&bare, Some(3), at).unwrap(),
+            r#"{"state":"working"}"#
+        );
+        assert_eq!(
+            status_row(&bare, Some(3), None).unwrap(),
+            serde_json::to_string(&bare).unwrap()
+        );
+    }
 }

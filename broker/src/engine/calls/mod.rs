@@ -17,7 +17,7 @@ use crate::clock;
 use crate::core::registry::Agent;
 use crate::core::task::{Party, TaskRecord};
 use crate::core::CoreError;
-use crate::store::write;
+use crate::store::write::{self, LogPayload};
 use a2a_proto::limits::{A2A_MAX_TASK_BYTES, A2A_MAX_TASK_HISTORY, A2A_MAX_TASK_LOG};
 use a2a_proto::types::{Message, Role, State, StatusUpdate, StreamEvent, TaskStatus};
 use std::sync::Arc;
@@ -101,6 +101,18 @@ pub(super) fn history_room(rec: &TaskRecord, m: &Encoded) -> Result<(), CoreErro
     check_bytes_room(rec, m.body.len())
 }
 
+/// How a change is written besides its log entry's event.
+pub(super) struct Written {
+    /// The task's new status column (`write::status_row`), or `None` when
+    /// the change left the task's status as it was.
+    pub row_status: Option<String>,
+    /// Did the task's state change (not only its status message or time)?
+    pub state_changed: bool,
+    /// Where the event's status message is in the task's history (its own
+    /// row), if it is: then the log refers to it instead of copying it.
+    pub msg_pos: Option<usize>,
+}
+
 /// A status change to apply: the task, its new state, the stamped message
 /// that goes with it (if any), and the party whose act it is (its
 /// counterpart gets the event).
@@ -182,6 +194,7 @@ impl Engine {
         };
         let now = clock::now();
         let mut next = rec.clone();
+        let msg_pos = in_history.then_some(next.history.len());
         if let Some(m) = message.as_ref().filter(|_| in_history) {
             write::insert_message(&self.conn, &rec.id, next.history.len(), &m.msg, &m.body)?;
             next.history.push(m.msg.clone());
@@ -189,14 +202,28 @@ impl Engine {
         }
         next.status = TaskStatus {
             state,
-            message: message.map(|m| m.msg),
+            message: message.as_ref().map(|m| m.msg.clone()),
             timestamp: now.clone(),
         };
         next.version += 1;
         next.updated_at = now.clone();
+        let body = message.as_ref().map(|m| m.body.as_str());
+        let written = Written {
+            row_status: Some(write::status_row(&next.status, msg_pos, body)?),
+            state_changed: rec.state() != state,
+            msg_pos,
+        };
         let event = status_event(&next, next.status.clone());
         let counterpart = next.counterpart(actor).clone();
-        self.record_change(&next, event, actor, counterpart.clone(), &now, events)?;
+        self.record_change(
+            &next,
+            event,
+            written,
+            actor,
+            counterpart.clone(),
+            &now,
+            events,
+        )?;
         if terminal && !rec.state().is_terminal() {
             undo.settled.push(next.id.clone());
             self.add_open(&next.context_id, -1, undo);
@@ -217,21 +244,35 @@ impl Engine {
 
     /// Writes a change already applied to `next` (its row and its log
     /// entry) and queues its event to `to`.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn record_change(
         &self,
         next: &TaskRecord,
         event: StreamEvent,
+        written: Written,
         actor: &Party,
         to: Party,
         now: &str,
         events: &mut Vec<Routed>,
     ) -> Result<(), CoreError> {
-        write::update_task(&self.conn, next)?;
+        write::update_task(
+            &self.conn,
+            next,
+            written.row_status.as_deref(),
+            written.state_changed,
+        )?;
+        let logged = match &event {
+            StreamEvent::Status(su) => LogPayload::Status {
+                status: &su.status,
+                msg_pos: written.msg_pos,
+            },
+            other => LogPayload::Event(other),
+        };
         write::append_log(
             &self.conn,
             &next.id,
             next.version,
-            &event,
+            logged,
             &actor.peer_id,
             now,
         )?;

@@ -4,13 +4,16 @@
 
 use super::super::effects::{BlockingSpec, Effects, Routed};
 use super::super::{Engine, Undo};
-use super::{check_log_room, history_room, party_role, stamp, status_event, Encoded, Move};
+use super::{
+    check_log_room, history_room, party_role, stamp, status_event, Encoded, Move, Written,
+};
 use crate::core::addressing::resolve_workers;
-use crate::core::idempotency;
+use crate::core::idempotency::{self, Known};
 use crate::core::registry::Agent;
 use crate::core::task::TaskRecord;
 use crate::core::CoreError;
 use crate::reply::{Reply, TaskView};
+use crate::store::write::LogPayload;
 use crate::store::{read, write};
 use crate::{clock, ids};
 use a2a_proto::limits::{A2A_MAX_SENDS_PER_RUN, A2A_MAX_TASKS_PER_CONTEXT, A2A_MAX_TASK_BYTES};
@@ -94,7 +97,17 @@ impl Engine {
         let broadcast = to.as_deref() == Some("*");
 
         // A retry of a creation returns what the first one made.
-        let prior = read::creations(&self.conn, &me, &msg.message_id)?
+        let prior_ids = match self.creations.lookup(&me, &msg.message_id) {
+            Known::Tracked(ids) => ids,
+            Known::Untracked => read::creations(&self.conn, &me, &msg.message_id)?,
+            Known::Unchecked => {
+                let ids = read::creations(&self.conn, &me, &msg.message_id)?;
+                let any = !ids.is_empty() || read::has_created(&self.conn, &me)?;
+                self.creations.checked(me.clone(), any);
+                ids
+            }
+        };
+        let prior = prior_ids
             .iter()
             .map(|id| self.task(id))
             .collect::<Result<Vec<_>, _>>()?;
@@ -122,7 +135,11 @@ impl Engine {
         let base_seq = self.next_seq;
         let mut created = Vec::with_capacity(n);
         let mut events = Vec::with_capacity(n * 2);
-        for (i, worker) in workers.iter().enumerate() {
+        // Every task's first message is encoded and checked before the
+        // first row is written: a call must not fail halfway (the writer
+        // keeps no savepoint per call).
+        let mut firsts = Vec::with_capacity(n);
+        for worker in &workers {
             let id = ids::uuid();
             let first = Encoded::new(stamp(
                 msg.clone(),
@@ -139,6 +156,9 @@ impl Engine {
                     actual: first.body.len() as u64,
                 });
             }
+            firsts.push((id, first));
+        }
+        for (i, (worker, (id, first))) in workers.iter().zip(firsts).enumerate() {
             let stamped = first.msg.clone();
             let mut rec = TaskRecord {
                 id: id.clone(),
@@ -161,14 +181,19 @@ impl Engine {
                 updated_at: now.clone(),
                 render: Default::default(),
             };
-            write::insert_task(&self.conn, &rec, base_seq + i as i64)?;
+            let status = write::status_row(&rec.status, Some(0), Some(&first.body))?;
+            write::insert_task(&self.conn, &rec, base_seq + i as i64, &status)?;
             write::insert_message(&self.conn, &id, 0, &stamped, &first.body)?;
             if let Some(pc) = &cfg.push_notification_config {
                 write::put_push_config(&self.conn, &id, &me, pc)?;
                 rec.push_configs.push((me.clone(), pc.clone()));
             }
+            let logged = LogPayload::Status {
+                status: &rec.status,
+                msg_pos: Some(0),
+            };
+            write::append_log(&self.conn, &id, 1, logged, &me.peer_id, &now)?;
             let event = status_event(&rec, rec.status.clone());
-            write::append_log(&self.conn, &id, 1, &event, &me.peer_id, &now)?;
             events.push(Routed::Task {
                 to: rec.worker.clone(),
                 context_id: me.context_id.clone(),
@@ -182,6 +207,11 @@ impl Engine {
         }
 
         // Every write succeeded: now the writer's memory.
+        let ids: Vec<String> = created.iter().map(|r| r.id.clone()).collect();
+        if let Some(before) = self.creations.record(&me, &msg.message_id, &ids) {
+            undo.creations
+                .push((me.clone(), msg.message_id.clone(), before));
+        }
         undo.next_seq.get_or_insert(self.next_seq);
         self.next_seq = base_seq + n as i64;
         self.add_open(&me.context_id, n as isize, undo);
@@ -255,7 +285,8 @@ impl Engine {
             history_room(&rec, &m)?;
             let now = clock::now();
             let mut next = (*rec).clone();
-            write::insert_message(&self.conn, &rec.id, next.history.len(), &m.msg, &m.body)?;
+            let pos = next.history.len();
+            write::insert_message(&self.conn, &rec.id, pos, &m.msg, &m.body)?;
             next.history.push(m.msg.clone());
             next.stored_bytes += m.body.len() as u64;
             next.version += 1;
@@ -265,8 +296,15 @@ impl Engine {
                 message: Some(m.msg),
                 timestamp: now.clone(),
             };
+            // The task's own status stays as it was (only the event
+            // carries the new message); its row keeps its status column.
             let event = status_event(&next, status);
-            self.record_change(&next, event, &me, counterpart, &now, &mut events)?;
+            let written = Written {
+                row_status: None,
+                state_changed: false,
+                msg_pos: Some(pos),
+            };
+            self.record_change(&next, event, written, &me, counterpart, &now, &mut events)?;
             self.put_task(next, undo)
         };
         if let Some(pc) = &cfg.push_notification_config {

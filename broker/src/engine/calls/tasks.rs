@@ -3,7 +3,7 @@
 
 use super::super::effects::{Effects, Routed};
 use super::super::{Engine, Undo};
-use super::{check_bytes_room, check_log_room, party_role, stamp, worker_only, Move};
+use super::{check_bytes_room, check_log_room, party_role, stamp, worker_only, Move, Written};
 use crate::clock;
 use crate::core::artifact::{chunk_key, StoredArtifact};
 use crate::core::state::check_move;
@@ -172,7 +172,13 @@ impl Engine {
         });
         let mut effects = Effects::reply(Reply::Ok);
         let to = next.requester.clone();
-        self.record_change(&next, event, &me, to, &now, &mut effects.events)?;
+        // An artifact leaves the task's status as it was.
+        let written = Written {
+            row_status: None,
+            state_changed: false,
+            msg_pos: None,
+        };
+        self.record_change(&next, event, written, &me, to, &now, &mut effects.events)?;
         let next = self.put_task(next, undo);
         effects.reply = Reply::task(next, None);
         Ok(effects)
@@ -190,7 +196,7 @@ impl Engine {
         let me = agent.party();
         let mut effects = Effects::reply(Reply::Ok);
         if let Some(after) = p.after_version {
-            for (version, event) in read::log_after(&self.conn, &rec.id, after)? {
+            for (version, event) in read::log_after(&self.conn, &rec, after)? {
                 effects.events.push(Routed::Task {
                     to: me.clone(),
                     context_id: rec.context_id.clone(),
