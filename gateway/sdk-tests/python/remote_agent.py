@@ -91,6 +91,8 @@ class ScriptedExecutor(AgentExecutor):
             return
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         await updater.cancel(updater.new_agent_message([new_text_part("canceled")]))
+        # The runner checks that a delegate's cancel reached this side.
+        print(f"CANCELED {task.id}", flush=True)
 
 
 def build_app(name: str, url: str) -> Starlette:
