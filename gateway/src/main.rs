@@ -1,9 +1,19 @@
-//! Scratch entry point (replaced by gw-in's on merge; only the `remote`
-//! wiring below is carried over).
+//! The `a2a-gateway` command line: `serve` (expose local agents of a
+//! running broker over A2A v1.0 HTTP), `serve-tck` (a broker on a
+//! temporary database with the TCK's system-under-test agent, served) and
+//! `remote add` (remote A2A agents as peers of a running broker).
 
-use clap::{Parser, Subcommand};
+use a2a_gateway::security::{Tokens, WebhookPolicy};
+use a2a_gateway::server::{self, ServeOptions};
+use a2a_gateway::tck;
+use a2a_proto::types::AgentKind;
+use clap::{Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
+/// The A2A v1.0 gateway of an a2a-broker.
 #[derive(Parser)]
 #[command(name = "a2a-gateway", version, about, long_about = None)]
 struct Cli {
@@ -11,8 +21,72 @@ struct Cli {
     cmd: Cmd,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum Kind {
+    Subagent,
+    Parent,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
+    /// Serve local agents of a running broker over A2A v1.0 (JSON-RPC + SSE).
+    Serve {
+        /// The broker's local socket (its --socket path). The secret is read
+        /// from A2A_BROKER_SECRET, else from the file beside the socket.
+        #[arg(long)]
+        socket: PathBuf,
+        /// Address to listen on. Anything but loopback needs --token.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: SocketAddr,
+        /// The origin clients reach the gateway at (default http://LISTEN);
+        /// used for the interface URLs in the agent cards.
+        #[arg(long)]
+        public_url: Option<String>,
+        /// A local agent (peer id) to expose; repeatable. The first is also
+        /// served at /.well-known/agent-card.json.
+        #[arg(long = "expose", required = true)]
+        expose: Vec<String>,
+        /// A bearer token: NAME=SECRET (NAME is the caller's identity);
+        /// repeatable. With any token, every call must present one.
+        #[arg(long = "token", value_name = "NAME=SECRET")]
+        tokens: Vec<String>,
+        /// A file of NAME=SECRET lines (keeps secrets off the command line).
+        #[arg(long)]
+        token_file: Option<PathBuf>,
+        /// Calls per second per identity (0: unlimited).
+        #[arg(long, default_value_t = 50.0)]
+        rate: f64,
+        /// Calls an identity may make at once before the rate applies.
+        #[arg(long, default_value_t = 100)]
+        burst: u32,
+        /// Largest request body, in bytes.
+        #[arg(long, default_value_t = 8 << 20)]
+        max_body_bytes: usize,
+        /// A host push webhooks may target (repeatable; `*`: any host with a
+        /// public address). Without one, push notifications are off.
+        #[arg(long = "webhook-host", value_name = "HOST")]
+        webhook_hosts: Vec<String>,
+        /// Allow webhooks to loopback addresses (local tests only).
+        #[arg(long)]
+        allow_loopback_webhooks: bool,
+        /// Longest life of one SSE stream, in seconds.
+        #[arg(long, default_value_t = 600)]
+        max_stream_secs: u64,
+        /// The kind of the exposed agents (the gateway registers as one).
+        #[arg(long, value_enum, default_value_t = Kind::Subagent)]
+        kind: Kind,
+    },
+    /// Start a broker on a temporary database with the TCK's SUT agent and
+    /// serve it (streaming and push notifications declared; loopback
+    /// webhooks allowed; no rate limit).
+    ServeTck {
+        /// Address to listen on (loopback only).
+        #[arg(long, default_value = "127.0.0.1:9999")]
+        listen: SocketAddr,
+        /// The a2a-broker binary (default: beside this one, else on PATH).
+        #[arg(long)]
+        broker: Option<PathBuf>,
+    },
     /// Remote A2A agents as peers of a running broker.
     #[command(subcommand)]
     Remote(RemoteCmd),
@@ -26,7 +100,127 @@ enum RemoteCmd {
 }
 
 fn main() -> ExitCode {
-    match Cli::parse().cmd {
-        Cmd::Remote(RemoteCmd::Add(args)) => a2a_gateway::outbound::cli::run(args),
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("a2a-gateway: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(cli.cmd)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("a2a-gateway: {e}");
+            ExitCode::FAILURE
+        }
     }
+}
+
+async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
+    match cmd {
+        Cmd::Serve {
+            socket,
+            listen,
+            public_url,
+            expose,
+            tokens,
+            token_file,
+            rate,
+            burst,
+            max_body_bytes,
+            webhook_hosts,
+            allow_loopback_webhooks,
+            max_stream_secs,
+            kind,
+        } => {
+            let mut specs = tokens;
+            if let Some(f) = token_file {
+                let text =
+                    std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+                specs.extend(
+                    text.lines()
+                        .map(str::trim)
+                        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                        .map(str::to_owned),
+                );
+            }
+            let tokens = Tokens::parse(specs.iter().map(String::as_str))?;
+            let secret = a2a_client::read_secret(&socket)
+                .map_err(|e| format!("broker secret for {}: {e}", socket.display()))?;
+            let mut opts = ServeOptions::new(socket, secret, expose);
+            opts.listen = listen;
+            opts.public_url = public_url;
+            opts.tokens = tokens;
+            opts.rate = rate;
+            opts.burst = burst;
+            opts.max_body_bytes = max_body_bytes;
+            opts.webhooks = WebhookPolicy {
+                allow_hosts: webhook_hosts,
+                allow_loopback: allow_loopback_webhooks,
+            };
+            opts.max_stream = Duration::from_secs(max_stream_secs);
+            opts.kind = match kind {
+                Kind::Subagent => AgentKind::Subagent,
+                Kind::Parent => AgentKind::Parent,
+            };
+            let running = server::start(opts).await?;
+            ready_line(running.addr);
+            wait_for_signal().await;
+            running.stop().await;
+            Ok(())
+        }
+        Cmd::ServeTck { listen, broker } => {
+            if !listen.ip().is_loopback() {
+                return Err("serve-tck listens on loopback only".into());
+            }
+            let sut = tck::start(listen, broker.as_deref()).await?;
+            ready_line(sut.gateway.addr);
+            eprintln!(
+                "a2a-gateway: TCK SUT at http://{0} (agent card http://{0}/.well-known/agent-card.json)",
+                sut.gateway.addr
+            );
+            wait_for_signal().await;
+            sut.gateway.stop().await;
+            Ok(())
+        }
+        Cmd::Remote(RemoteCmd::Add(args)) => {
+            a2a_gateway::outbound::cli::run(args, wait_for_signal()).await?;
+            Ok(())
+        }
+    }
+}
+
+/// The line a starter waits for: `{"ready":true,"listen":"ADDR"}`.
+fn ready_line(addr: SocketAddr) {
+    eprintln!(
+        "{}",
+        serde_json::json!({"ready": true, "listen": addr.to_string()})
+    );
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }

@@ -5,7 +5,6 @@
 use super::{add_remote, OutboundOptions, RemoteSpec, DEFAULT_CONTEXT};
 use a2a_client::{read_secret, Client, ClientOptions};
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 /// The arguments of `remote add`.
 #[derive(Debug, Clone, clap::Args)]
@@ -27,55 +26,56 @@ pub struct RemoteAddArgs {
     pub urls: Vec<String>,
 }
 
-/// Runs `remote add` to completion; prints one line per remote added
-/// (`remote <url> -> peer <name>`) on stdout, errors on stderr.
-pub fn run(args: RemoteAddArgs) -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("a2a-gateway: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    rt.block_on(run_async(args))
+/// Why `remote add` stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteAddError {
+    /// The broker's secret could not be read.
+    #[error("no broker secret for {socket}: {source}")]
+    Secret {
+        socket: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The broker could not be reached.
+    #[error("cannot connect to the broker at {socket}: {source}")]
+    Connect {
+        socket: String,
+        #[source]
+        source: a2a_client::ClientError,
+    },
+    /// `--bearer-env` names a variable that is not set.
+    #[error("--bearer-env {0}: the variable is not set")]
+    BearerEnv(String),
+    /// A remote could not be added.
+    #[error(transparent)]
+    Add(#[from] super::OutboundError),
+    /// The broker connection closed under the bridges.
+    #[error("the broker connection closed")]
+    BrokerGone,
 }
 
-async fn run_async(args: RemoteAddArgs) -> ExitCode {
-    let secret = match read_secret(&args.socket) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!(
-                "a2a-gateway: no broker secret for {}: {e}",
-                args.socket.display()
-            );
-            return ExitCode::FAILURE;
-        }
-    };
+/// Runs `remote add` until `stop` completes (then `Ok`) or the broker
+/// goes away; prints one line per remote added
+/// (`remote <url> -> peer <name>`) on stdout.
+pub async fn run(
+    args: RemoteAddArgs,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(), RemoteAddError> {
+    let socket = args.socket.display().to_string();
+    let secret = read_secret(&args.socket).map_err(|source| RemoteAddError::Secret {
+        socket: socket.clone(),
+        source,
+    })?;
     let options = ClientOptions {
         client_name: "a2a-gateway".into(),
         ..ClientOptions::default()
     };
-    let client = match Client::connect_with(&args.socket, &secret, options) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!(
-                "a2a-gateway: cannot connect to the broker at {}: {e}",
-                args.socket.display()
-            );
-            return ExitCode::FAILURE;
-        }
-    };
+    let client = Client::connect_with(&args.socket, &secret, options)
+        .map_err(|source| RemoteAddError::Connect { socket, source })?;
     let bearer = match &args.bearer_env {
         Some(var) => match std::env::var(var) {
             Ok(v) if !v.is_empty() => Some(v),
-            _ => {
-                eprintln!("a2a-gateway: --bearer-env {var}: the variable is not set");
-                return ExitCode::FAILURE;
-            }
+            _ => return Err(RemoteAddError::BearerEnv(var.clone())),
         },
         None => None,
     };
@@ -89,38 +89,13 @@ async fn run_async(args: RemoteAddArgs) -> ExitCode {
             url: url.clone(),
             bearer: bearer.clone(),
         };
-        match add_remote(&client, spec, &opts).await {
-            Ok(r) => {
-                println!("remote {} -> peer {}", r.url, r.peer_id);
-                remotes.push(r);
-            }
-            Err(e) => {
-                eprintln!("a2a-gateway: {e}");
-                return ExitCode::FAILURE;
-            }
-        }
+        let r = add_remote(&client, spec, &opts).await?;
+        println!("remote {} -> peer {}", r.url, r.peer_id);
+        remotes.push(r);
     }
     let all_ended = futures_util::future::join_all(remotes.into_iter().map(|r| r.join()));
     tokio::select! {
-        _ = all_ended => {
-            eprintln!("a2a-gateway: the broker connection closed");
-            ExitCode::FAILURE
-        }
-        _ = shutdown_signal() => ExitCode::SUCCESS,
-    }
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
+        _ = all_ended => Err(RemoteAddError::BrokerGone),
+        () = stop => Ok(()),
     }
 }

@@ -1,0 +1,169 @@
+//! The v1.0 agent cards of the exposed agents, rendered once at start
+//! (the card of a local agent is read from the broker's registry) and
+//! served with caching headers: `Cache-Control: max-age`, a strong `ETag`
+//! (answered with 304 on `If-None-Match`), and `Last-Modified`.
+
+use super::App;
+use crate::core::Exposed;
+use crate::v1;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// How long clients may cache a card.
+const MAX_AGE_SECS: u32 = 300;
+
+/// One rendered card.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    pub body: String,
+    pub etag: String,
+}
+
+/// The cards by agent name, and the first agent's name.
+#[derive(Debug, Clone, Default)]
+pub struct Cards {
+    by_agent: HashMap<String, Rendered>,
+    first: Option<String>,
+    last_modified: String,
+}
+
+/// The URL of an exposed agent's JSON-RPC interface.
+pub fn interface_url(public_url: &str, agent: &str) -> String {
+    format!("{}/agents/{agent}", public_url.trim_end_matches('/'))
+}
+
+/// The v1.0 card of an exposed agent.
+pub fn card_of(e: &Exposed, public_url: &str, push: bool, bearer: bool) -> v1::AgentCard {
+    let c = &e.card;
+    let skills = c
+        .skills
+        .iter()
+        .map(|s| v1::AgentSkill {
+            id: s.id.clone(),
+            name: s.name.clone(),
+            description: s.description.clone(),
+            tags: s.tags.clone(),
+        })
+        .collect();
+    let (schemes, reqs) = if bearer {
+        (
+            Some(json!({"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}})),
+            Some(json!([{"schemes": {"bearer": {"list": []}}}])),
+        )
+    } else {
+        (None, None)
+    };
+    v1::AgentCard {
+        name: c.name.clone(),
+        description: if c.description.is_empty() {
+            format!("{} (a local agent, served by a2a-gateway)", c.name)
+        } else {
+            c.description.clone()
+        },
+        version: if c.version.is_empty() {
+            "0.0.0".into()
+        } else {
+            c.version.clone()
+        },
+        supported_interfaces: vec![v1::AgentInterface {
+            url: interface_url(public_url, &e.name),
+            protocol_binding: "JSONRPC".into(),
+            protocol_version: "1.0".into(),
+        }],
+        // The gateway streams and pushes for every agent (from the
+        // broker's events), whatever the local card says.
+        capabilities: v1::AgentCapabilities {
+            streaming: true,
+            push_notifications: push,
+            // GetExtendedAgentCard answers the same card, to callers
+            // that passed the bearer check.
+            extended_agent_card: true,
+        },
+        default_input_modes: c.default_input_modes.clone(),
+        default_output_modes: c.default_output_modes.clone(),
+        skills,
+        security_schemes: schemes,
+        security_requirements: reqs,
+    }
+}
+
+impl Cards {
+    /// Renders the cards of `exposed`.
+    pub fn new(exposed: &[Exposed], public_url: &str, push: bool, bearer: bool) -> Cards {
+        let mut by_agent = HashMap::new();
+        for e in exposed {
+            let body = serde_json::to_string(&card_of(e, public_url, push, bearer))
+                .unwrap_or_else(|_| "{}".into());
+            let etag = format!("\"{:016x}\"", fnv(body.as_bytes()));
+            by_agent.insert(e.name.clone(), Rendered { body, etag });
+        }
+        let now = jiff::Timestamp::now();
+        Cards {
+            by_agent,
+            first: exposed.first().map(|e| e.name.clone()),
+            last_modified: now.strftime("%a, %d %b %Y %H:%M:%S GMT").to_string(),
+        }
+    }
+
+    /// The card of `agent`.
+    pub fn get(&self, agent: &str) -> Option<&Rendered> {
+        self.by_agent.get(agent)
+    }
+}
+
+fn fnv(b: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for x in b {
+        h ^= u64::from(*x);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn serve(cards: &Cards, agent: Option<&str>, headers: &HeaderMap) -> Response {
+    let Some(r) = agent.and_then(|a| cards.get(a)) else {
+        return (
+            StatusCode::NOT_FOUND,
+            axum::Json(json!({"error": "no such agent"})),
+        )
+            .into_response();
+    };
+    let mut resp = if headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == r.etag))
+    {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        ([(header::CONTENT_TYPE, "application/json")], r.body.clone()).into_response()
+    };
+    let h = resp.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&format!("public, max-age={MAX_AGE_SECS}")) {
+        h.insert(header::CACHE_CONTROL, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&r.etag) {
+        h.insert(header::ETAG, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&cards.last_modified) {
+        h.insert(header::LAST_MODIFIED, v);
+    }
+    resp
+}
+
+/// `GET /.well-known/agent-card.json`: the first exposed agent's card.
+pub async fn root_card(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    serve(&app.cards, app.cards.first.as_deref(), &headers)
+}
+
+/// `GET /agents/NAME/.well-known/agent-card.json`.
+pub async fn agent_card(
+    State(app): State<Arc<App>>,
+    Path(agent): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    serve(&app.cards, Some(&agent), &headers)
+}

@@ -1,0 +1,428 @@
+//! The JSON-RPC binding: header checks, the envelope, and dispatch of the
+//! v1.0 methods to the core. Unary methods answer one JSON body; the
+//! streaming ones an SSE stream (or a plain JSON error when they fail
+//! before it starts).
+
+use super::{rpc_error, sse, App};
+use crate::core::{self, SendOutcome};
+use crate::mapping::{self, GatewayError as E, TaskView};
+use crate::security::audit;
+use crate::v1;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Is this `A2A-Version` one the gateway speaks? `1.0` and its patch
+/// versions (which the spec says to ignore); absent is taken as the
+/// current version (only the card GET is expected without it, but plain
+/// HTTP tools omit it too).
+pub fn version_supported(v: Option<&str>) -> bool {
+    match v {
+        None => true,
+        Some(v) => {
+            let v = v.trim();
+            v == "1"
+                || v == "1.0"
+                || v.strip_prefix("1.0.")
+                    .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        }
+    }
+}
+
+/// Handles one JSON-RPC POST.
+pub async fn handle(
+    app: Arc<App>,
+    identity: String,
+    agent: String,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Response {
+    let started = Instant::now();
+    // Content-Type first: a body that is not JSON is -32005, not -32700.
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|s| {
+            s.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        });
+    if let Some(ct) = &ct {
+        if ct != "application/json" && !ct.ends_with("+json") {
+            return finish(
+                &identity,
+                &agent,
+                "-",
+                None,
+                started,
+                Err(E::ContentType(ct.clone())),
+                Value::Null,
+            );
+        }
+    }
+    let version = headers
+        .get("a2a-version")
+        .map(|v| v.to_str().unwrap_or("?"));
+    if !version_supported(version) {
+        let v = version.unwrap_or("").to_owned();
+        return finish(
+            &identity,
+            &agent,
+            "-",
+            None,
+            started,
+            Err(E::Version(v)),
+            Value::Null,
+        );
+    }
+    let req: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => {
+            return finish(
+                &identity,
+                &agent,
+                "-",
+                None,
+                started,
+                Err(E::Parse(e.to_string())),
+                Value::Null,
+            )
+        }
+    };
+    let Value::Object(obj) = req else {
+        return finish(
+            &identity,
+            &agent,
+            "-",
+            None,
+            started,
+            Err(E::InvalidRequest("not a request object".into())),
+            Value::Null,
+        );
+    };
+    let id = obj.get("id").cloned().unwrap_or(Value::Null);
+    if !matches!(id, Value::Null | Value::String(_) | Value::Number(_)) {
+        return finish(
+            &identity,
+            &agent,
+            "-",
+            None,
+            started,
+            Err(E::InvalidRequest("bad id".into())),
+            Value::Null,
+        );
+    }
+    if obj.get("jsonrpc") != Some(&json!("2.0")) {
+        return finish(
+            &identity,
+            &agent,
+            "-",
+            None,
+            started,
+            Err(E::InvalidRequest("jsonrpc must be \"2.0\"".into())),
+            id,
+        );
+    }
+    let Some(method) = obj.get("method").and_then(Value::as_str).map(str::to_owned) else {
+        return finish(
+            &identity,
+            &agent,
+            "-",
+            None,
+            started,
+            Err(E::InvalidRequest("method must be a string".into())),
+            id,
+        );
+    };
+    let params = obj.get("params").cloned().unwrap_or(Value::Null);
+    let core = &app.core;
+    let view_of = |h: Option<i64>| TaskView {
+        history_length: mapping::history_length(h),
+        artifacts: true,
+    };
+    let result: Result<(Value, Option<String>), E> = match method.as_str() {
+        "SendMessage" => match parse::<v1::SendMessageRequest>(&params) {
+            Err(e) => Err(e),
+            Ok(req) => {
+                let conf = req.configuration.clone().unwrap_or_default();
+                match core
+                    .send(&identity, &agent, &req, !conf.return_immediately, false)
+                    .await
+                {
+                    Err(e) => Err(e),
+                    Ok((_, task, _)) => {
+                        let tid = task.id.clone();
+                        let out = match core::send_outcome(task) {
+                            SendOutcome::Message(t) => core::response_message(&t)
+                                .map(v1::SendMessageResponse::Message)
+                                .unwrap_or_else(|| {
+                                    v1::SendMessageResponse::Task(core::render(
+                                        &t,
+                                        view_of(conf.history_length),
+                                    ))
+                                }),
+                            SendOutcome::Task(t) => v1::SendMessageResponse::Task(core::render(
+                                &t,
+                                view_of(conf.history_length),
+                            )),
+                        };
+                        to_value(&out).map(|v| (v, Some(tid)))
+                    }
+                }
+            }
+        },
+        "SendStreamingMessage" => {
+            let req = match parse::<v1::SendMessageRequest>(&params) {
+                Ok(r) => r,
+                Err(e) => return finish(&identity, &agent, &method, None, started, Err(e), id),
+            };
+            let conf = req.configuration.clone().unwrap_or_default();
+            return match core.send(&identity, &agent, &req, false, true).await {
+                Err(e) => finish(&identity, &agent, &method, None, started, Err(e), id),
+                Ok((_, task, rx)) => {
+                    let tid = task.id.clone();
+                    audit(
+                        &identity,
+                        &agent,
+                        &method,
+                        Some(&tid),
+                        Ok(()),
+                        started.elapsed().as_micros(),
+                    );
+                    match rx {
+                        Some(rx) => sse::stream_task(
+                            id,
+                            task,
+                            rx,
+                            view_of(conf.history_length),
+                            true,
+                            app.config.max_stream,
+                        ),
+                        None => finish(
+                            &identity,
+                            &agent,
+                            &method,
+                            None,
+                            started,
+                            Err(E::Internal("no subscription".into())),
+                            Value::Null,
+                        ),
+                    }
+                }
+            };
+        }
+        "SubscribeToTask" => {
+            let req = match parse::<v1::TaskIdRequest>(&params) {
+                Ok(r) => r,
+                Err(e) => return finish(&identity, &agent, &method, None, started, Err(e), id),
+            };
+            return match core.subscribe(&identity, &agent, &req.id).await {
+                Err(e) => finish(
+                    &identity,
+                    &agent,
+                    &method,
+                    Some(&req.id),
+                    started,
+                    Err(e),
+                    id,
+                ),
+                Ok(sub) => {
+                    audit(
+                        &identity,
+                        &agent,
+                        &method,
+                        Some(&req.id),
+                        Ok(()),
+                        started.elapsed().as_micros(),
+                    );
+                    sse::stream_task(
+                        id,
+                        sub.snapshot,
+                        sub.rx,
+                        TaskView::FULL,
+                        false,
+                        app.config.max_stream,
+                    )
+                }
+            };
+        }
+        "GetTask" => match parse::<v1::GetTaskRequest>(&params) {
+            Err(e) => Err(e),
+            Ok(req) => match core.get(&identity, &agent, &req.id).await {
+                Err(e) => Err(e),
+                Ok(t) => to_value(&core::render(&t, view_of(req.history_length)))
+                    .map(|v| (v, Some(req.id))),
+            },
+        },
+        "CancelTask" => match parse::<v1::TaskIdRequest>(&params) {
+            Err(e) => Err(e),
+            Ok(req) => match core.cancel(&identity, &agent, &req.id).await {
+                Err(e) => Err(e),
+                Ok(t) => to_value(&core::render(&t, TaskView::FULL)).map(|v| (v, Some(req.id))),
+            },
+        },
+        "ListTasks" => match parse::<v1::ListTasksRequest>(&params) {
+            Err(e) => Err(e),
+            Ok(req) => match core.list(&identity, &agent, &req).await {
+                Err(e) => Err(e),
+                Ok(r) => to_value(&r).map(|v| (v, None)),
+            },
+        },
+        "CreateTaskPushNotificationConfig" => push_create(&app, &identity, &agent, &params).await,
+        "GetTaskPushNotificationConfig" => match parse::<v1::PushConfigIdRequest>(&params) {
+            Err(e) => Err(e),
+            Ok(req) => push_task(&app, &identity, &agent, &req.task_id).and_then(|_| {
+                match app.core.pusher.get(&req.task_id, &req.id) {
+                    Some(c) => to_value(&c).map(|v| (v, Some(req.task_id.clone()))),
+                    None => Err(E::InvalidParams(format!(
+                        "no push config `{}` on task {}",
+                        req.id, req.task_id
+                    ))),
+                }
+            }),
+        },
+        "ListTaskPushNotificationConfigs" => match parse::<v1::ListPushConfigsRequest>(&params) {
+            Err(e) => Err(e),
+            Ok(req) => push_task(&app, &identity, &agent, &req.task_id).and_then(|_| {
+                let r = v1::ListPushConfigsResponse {
+                    configs: app.core.pusher.list(&req.task_id),
+                    next_page_token: String::new(),
+                };
+                to_value(&r).map(|v| (v, Some(req.task_id.clone())))
+            }),
+        },
+        "DeleteTaskPushNotificationConfig" => match parse::<v1::PushConfigIdRequest>(&params) {
+            Err(e) => Err(e),
+            Ok(req) => push_task(&app, &identity, &agent, &req.task_id).map(|_| {
+                app.core.pusher.delete(&req.task_id, &req.id);
+                (json!({}), Some(req.task_id.clone()))
+            }),
+        },
+        "GetExtendedAgentCard" => match app.cards.get(&agent) {
+            None => Err(E::ExtendedCardNotConfigured),
+            Some(c) => serde_json::from_str(&c.body)
+                .map(|v| (v, None))
+                .map_err(|e| E::Internal(e.to_string())),
+        },
+        other => Err(E::MethodNotFound(other.to_owned())),
+    };
+    match result {
+        Ok((v, task)) => {
+            audit(
+                &identity,
+                &agent,
+                &method,
+                task.as_deref(),
+                Ok(()),
+                started.elapsed().as_micros(),
+            );
+            (
+                StatusCode::OK,
+                axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": v})),
+            )
+                .into_response()
+        }
+        Err(e) => finish(&identity, &agent, &method, None, started, Err(e), id),
+    }
+}
+
+/// Checks push is on and the task is the caller's.
+fn push_task(app: &App, identity: &str, agent: &str, task_id: &str) -> Result<(), E> {
+    if !app.core.pusher.enabled() {
+        return Err(E::PushNotSupported);
+    }
+    app.core.task_context(identity, agent, task_id).map(|_| ())
+}
+
+async fn push_create(
+    app: &App,
+    identity: &str,
+    agent: &str,
+    params: &Value,
+) -> Result<(Value, Option<String>), E> {
+    // v1.0 sends the flat TaskPushNotificationConfig; an older nesting
+    // (`{taskId, pushNotificationConfig: {...}}`) is read too.
+    let mut cfg: v1::TaskPushNotificationConfig = parse(params)?;
+    if cfg.url.is_empty() {
+        if let Some(inner) = params
+            .get("pushNotificationConfig")
+            .or_else(|| params.get("push_notification_config"))
+            .or_else(|| params.get("config"))
+        {
+            let task_id = cfg.task_id.clone();
+            cfg = parse(inner)?;
+            cfg.task_id = task_id;
+        }
+    }
+    if cfg.task_id.is_empty() {
+        return Err(E::InvalidParams("taskId is required".into()));
+    }
+    push_task(app, identity, agent, &cfg.task_id)?;
+    let task_id = cfg.task_id.clone();
+    let checked = app.core.pusher.check(&cfg)?;
+    let stored = app.core.pusher.store(identity, &task_id, checked)?;
+    to_value(&stored).map(|v| (v, Some(task_id)))
+}
+
+fn parse<T: DeserializeOwned>(params: &Value) -> Result<T, E> {
+    if !params.is_object() {
+        return Err(E::InvalidParams("params must be an object".into()));
+    }
+    serde_json::from_value(params.clone()).map_err(|e| E::InvalidParams(e.to_string()))
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, E> {
+    serde_json::to_value(v).map_err(|e| E::Internal(e.to_string()))
+}
+
+/// An error answer (HTTP 200: the binding carries errors in the body),
+/// with its audit line.
+fn finish(
+    identity: &str,
+    agent: &str,
+    method: &str,
+    task: Option<&str>,
+    started: Instant,
+    r: Result<(), E>,
+    id: Value,
+) -> Response {
+    let e = match r {
+        Ok(()) => E::Internal("no result".into()),
+        Err(e) => e,
+    };
+    audit(
+        identity,
+        agent,
+        method,
+        task,
+        Err(e.code()),
+        started.elapsed().as_micros(),
+    );
+    rpc_error(StatusCode::OK, id, e.to_json())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_one_point_zero_and_patches_are_spoken() {
+        for ok in [None, Some("1.0"), Some("1.0.3"), Some(" 1.0 "), Some("1")] {
+            assert!(version_supported(ok), "{ok:?}");
+        }
+        for bad in [
+            Some("99.0"),
+            Some(""),
+            Some("0.3"),
+            Some("1.1"),
+            Some("1.0.x"),
+        ] {
+            assert!(!version_supported(bad), "{bad:?}");
+        }
+    }
+}

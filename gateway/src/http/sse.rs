@@ -1,0 +1,93 @@
+//! SSE streams of one task: each event a whole JSON-RPC response on one
+//! `data:` line (`{"jsonrpc","id","result": StreamResponse}`), the task
+//! first, then its status and artifact updates newer than that task, and
+//! the end of the stream after a terminal state (and, for
+//! `SendStreamingMessage`, after an interrupted one: the client answers
+//! with a new request). A subscriber that falls too far behind, or a
+//! stream that outlives the gateway's bound, is ended; the client can
+//! subscribe again.
+
+use crate::core::HubEvent;
+use crate::mapping::{self, TaskView};
+use crate::v1;
+use a2a_proto::types::{State, StreamEvent, Task};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream;
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::time::Instant;
+
+struct St {
+    id: Value,
+    task_id: String,
+    last_version: u64,
+    queue: VecDeque<Value>,
+    rx: broadcast::Receiver<HubEvent>,
+    done: bool,
+    /// End on an interrupted state too.
+    end_on_interrupt: bool,
+    deadline: Instant,
+}
+
+/// Does this state end the stream?
+fn ends(state: State, end_on_interrupt: bool) -> bool {
+    state.is_terminal() || (end_on_interrupt && state.is_interrupted())
+}
+
+/// The SSE response of a task stream starting at `snapshot`.
+pub fn stream_task(
+    id: Value,
+    snapshot: Task,
+    rx: broadcast::Receiver<HubEvent>,
+    view: TaskView,
+    end_on_interrupt: bool,
+    max_life: Duration,
+) -> Response {
+    let first = v1::StreamResponse::Task(mapping::task_out(&snapshot, view));
+    let mut queue = VecDeque::new();
+    queue.push_back(serde_json::to_value(first).unwrap_or(Value::Null));
+    let st = St {
+        id,
+        task_id: snapshot.id.clone(),
+        last_version: snapshot.version,
+        queue,
+        rx,
+        done: ends(snapshot.status.state, end_on_interrupt),
+        end_on_interrupt,
+        deadline: Instant::now() + max_life,
+    };
+    let events = stream::unfold(st, |mut st| async move {
+        loop {
+            if let Some(result) = st.queue.pop_front() {
+                let line = json!({"jsonrpc": "2.0", "id": st.id, "result": result}).to_string();
+                return Some((Ok::<Event, Infallible>(Event::default().data(line)), st));
+            }
+            if st.done {
+                return None;
+            }
+            let next = tokio::time::timeout_at(st.deadline, st.rx.recv()).await;
+            match next {
+                Err(_) | Ok(Err(RecvError::Closed)) | Ok(Err(RecvError::Lagged(_))) => return None,
+                Ok(Ok(ev)) => {
+                    if ev.task_id != st.task_id || ev.version <= st.last_version {
+                        continue;
+                    }
+                    st.last_version = ev.version;
+                    if let StreamEvent::Status(s) = &*ev.event {
+                        st.done = ends(s.status.state, st.end_on_interrupt);
+                    }
+                    let out = mapping::event_out(&ev.event);
+                    st.queue
+                        .push_back(serde_json::to_value(out).unwrap_or(Value::Null));
+                }
+            }
+        }
+    });
+    Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}

@@ -1,0 +1,435 @@
+//! The gateway's security rules, each small and tested on its own:
+//!
+//! - **Bind**: loopback by default; any other address only with at least
+//!   one bearer token configured ([`check_bind`]).
+//! - **Bearer tokens** name identities; compared in constant time, every
+//!   configured token tried so that the time says nothing about which one
+//!   nearly matched ([`Tokens`]). Without tokens (loopback only) every
+//!   caller is the identity `anonymous`.
+//! - **Rate limits**: a token bucket per identity ([`RateLimiter`]).
+//! - **Request size**: a bound on the body (enforced in `http`).
+//! - **Push webhooks** ([`WebhookPolicy`]): only `http`/`https` URLs to
+//!   allowed hosts, never to private, link-local or unspecified addresses
+//!   (SSRF), and to loopback only with `--allow-loopback-webhooks`. The
+//!   check is made on the URL when a config is created and again on the
+//!   resolved address at each delivery (DNS may change in between).
+//! - **Audit**: one line per call, without message bodies ([`audit`]).
+
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Instant;
+use subtle::ConstantTimeEq;
+
+/// The identity of a caller when no tokens are configured.
+pub const ANONYMOUS: &str = "anonymous";
+
+/// Why the gateway refuses to start.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum StartError {
+    /// A non-loopback address without any bearer token.
+    #[error("refusing to listen on {0} without a bearer token (--token NAME=SECRET); only loopback addresses may be served unauthenticated")]
+    OpenBind(SocketAddr),
+    /// A token line that is not `NAME=SECRET` with a valid name.
+    #[error("bad token `{0}`: expected NAME=SECRET, NAME of [A-Za-z0-9._-] (at most 64 bytes), SECRET of at least 16 bytes")]
+    BadToken(String),
+}
+
+/// Checks that `addr` may be listened on with these tokens.
+pub fn check_bind(addr: SocketAddr, tokens: &Tokens) -> Result<(), StartError> {
+    if addr.ip().is_loopback() || !tokens.is_empty() {
+        Ok(())
+    } else {
+        Err(StartError::OpenBind(addr))
+    }
+}
+
+/// The configured bearer tokens and the identity each names.
+#[derive(Default, Clone)]
+pub struct Tokens {
+    entries: Vec<(String, Vec<u8>)>,
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the secrets.
+        f.debug_list()
+            .entries(self.entries.iter().map(|(n, _)| n))
+            .finish()
+    }
+}
+
+/// Shortest accepted secret.
+pub const MIN_SECRET_BYTES: usize = 16;
+
+impl Tokens {
+    /// Reads `NAME=SECRET` specs.
+    pub fn parse<'a>(specs: impl IntoIterator<Item = &'a str>) -> Result<Tokens, StartError> {
+        let mut entries = Vec::new();
+        for spec in specs {
+            let spec = spec.trim();
+            let Some((name, secret)) = spec.split_once('=') else {
+                return Err(StartError::BadToken(redact(spec)));
+            };
+            if !crate::mapping::valid_identity(name)
+                || name == ANONYMOUS
+                || secret.len() < MIN_SECRET_BYTES
+            {
+                return Err(StartError::BadToken(redact(spec)));
+            }
+            entries.push((name.to_owned(), secret.as_bytes().to_vec()));
+        }
+        Ok(Tokens { entries })
+    }
+
+    /// No tokens: every caller is [`ANONYMOUS`].
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The identity a request's `Authorization` header value names, or
+    /// `None` if it names none. Every token is compared, in constant time.
+    pub fn identify(&self, authorization: Option<&str>) -> Option<String> {
+        if self.entries.is_empty() {
+            return Some(ANONYMOUS.to_owned());
+        }
+        let presented = authorization?.strip_prefix("Bearer ")?.trim().as_bytes();
+        let mut found: Option<&str> = None;
+        for (name, secret) in &self.entries {
+            if bool::from(secret.as_slice().ct_eq(presented)) && found.is_none() {
+                found = Some(name);
+            }
+        }
+        found.map(str::to_owned)
+    }
+}
+
+/// A token spec without its secret, for error messages.
+fn redact(spec: &str) -> String {
+    match spec.split_once('=') {
+        Some((name, _)) => format!("{name}=…"),
+        None => "…".into(),
+    }
+}
+
+/// A token bucket per identity: `rate` calls per second on average,
+/// `burst` at once.
+pub struct RateLimiter {
+    rate: f64,
+    burst: f64,
+    buckets: Mutex<HashMap<String, (f64, Instant)>>,
+}
+
+impl RateLimiter {
+    /// `rate` per second (0 disables the limit), `burst` at once (at least 1).
+    pub fn new(rate: f64, burst: u32) -> RateLimiter {
+        RateLimiter {
+            rate,
+            burst: f64::from(burst.max(1)),
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Takes one call from `identity`'s bucket: `Err(seconds to wait)` if
+    /// it is empty.
+    pub fn check(&self, identity: &str) -> Result<(), f64> {
+        self.check_at(identity, Instant::now())
+    }
+
+    /// [`RateLimiter::check`] at a given instant (for tests).
+    pub fn check_at(&self, identity: &str, now: Instant) -> Result<(), f64> {
+        if self.rate <= 0.0 {
+            return Ok(());
+        }
+        let mut buckets = self.buckets.lock();
+        let (tokens, last) = buckets
+            .entry(identity.to_owned())
+            .or_insert((self.burst, now));
+        let elapsed = now.saturating_duration_since(*last).as_secs_f64();
+        *tokens = (*tokens + elapsed * self.rate).min(self.burst);
+        *last = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            Ok(())
+        } else {
+            Err((1.0 - *tokens) / self.rate)
+        }
+    }
+}
+
+/// Where push notifications may go.
+#[derive(Debug, Clone, Default)]
+pub struct WebhookPolicy {
+    /// Host names (or IP literals) webhooks may target; `*` allows any
+    /// host with a public address.
+    pub allow_hosts: Vec<String>,
+    /// Allow loopback targets (`localhost`, 127.0.0.0/8, ::1): for local
+    /// tests such as the TCK's webhook receiver.
+    pub allow_loopback: bool,
+}
+
+/// Why a webhook URL or address is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WebhookRefused {
+    #[error("webhook url is not a valid http(s) url")]
+    BadUrl,
+    #[error("webhook host `{0}` is not allowed")]
+    HostNotAllowed(String),
+    #[error("webhook address {0} is loopback (allowed only with --allow-loopback-webhooks)")]
+    Loopback(IpAddr),
+    #[error("webhook address {0} is private, link-local or otherwise not public")]
+    NotPublic(IpAddr),
+}
+
+impl WebhookPolicy {
+    /// Push notifications are offered at all.
+    pub fn enabled(&self) -> bool {
+        self.allow_loopback || !self.allow_hosts.is_empty()
+    }
+
+    /// Checks a URL as given: scheme, no credentials, and its host.
+    pub fn check_url(&self, url: &str) -> Result<reqwest::Url, WebhookRefused> {
+        let u = reqwest::Url::parse(url).map_err(|_| WebhookRefused::BadUrl)?;
+        if !matches!(u.scheme(), "http" | "https")
+            || !u.username().is_empty()
+            || u.password().is_some()
+        {
+            return Err(WebhookRefused::BadUrl);
+        }
+        let host = u.host_str().ok_or(WebhookRefused::BadUrl)?;
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase();
+        if let Ok(ip) = host.parse::<IpAddr>() {
+            self.check_addr(&host, ip)?;
+        } else if host == "localhost" || host.ends_with(".localhost") {
+            if !self.allow_loopback {
+                return Err(WebhookRefused::HostNotAllowed(host));
+            }
+        } else if !self.host_listed(&host) {
+            return Err(WebhookRefused::HostNotAllowed(host));
+        }
+        Ok(u)
+    }
+
+    fn host_listed(&self, host: &str) -> bool {
+        self.allow_hosts
+            .iter()
+            .any(|h| h == "*" || h.eq_ignore_ascii_case(host))
+    }
+
+    /// Checks one address `host` resolved to.
+    pub fn check_addr(&self, host: &str, ip: IpAddr) -> Result<(), WebhookRefused> {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        if ip.is_loopback() {
+            return if self.allow_loopback {
+                Ok(())
+            } else {
+                Err(WebhookRefused::Loopback(ip))
+            };
+        }
+        if !is_public(ip) {
+            return Err(WebhookRefused::NotPublic(ip));
+        }
+        let is_literal = host.parse::<IpAddr>().is_ok();
+        if self.host_listed(host) || (is_literal && self.host_listed(&ip.to_string())) {
+            Ok(())
+        } else {
+            Err(WebhookRefused::HostNotAllowed(host.to_owned()))
+        }
+    }
+}
+
+/// Is `ip` a public unicast address (not private, loopback, link-local,
+/// shared, documentation, multicast, unspecified, or reserved)?
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            !(v4.is_private()
+                || v4.is_loopback()
+                || v4.is_link_local()
+                || v4.is_broadcast()
+                || v4.is_documentation()
+                || v4.is_unspecified()
+                || v4.is_multicast()
+                || o[0] == 0
+                || (o[0] == 100 && (64..128).contains(&o[1]))
+                || (o[0] == 192 && o[1] == 0 && o[2] == 0)
+                || (o[0] == 198 && (18..20).contains(&o[1]))
+                || o[0] >= 240)
+        }
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00
+                || (s[0] & 0xffc0) == 0xfe80
+                || (s[0] == 0x2001 && s[1] == 0x0db8))
+        }
+    }
+}
+
+/// Writes the audit line of one call (never a message body or a secret).
+pub fn audit(
+    identity: &str,
+    agent: &str,
+    method: &str,
+    task: Option<&str>,
+    outcome: Result<(), i64>,
+    micros: u128,
+) {
+    let outcome = match outcome {
+        Ok(()) => "ok".to_owned(),
+        Err(code) => format!("error {code}"),
+    };
+    tracing::info!(
+        target: "a2a_gateway::audit",
+        identity,
+        agent,
+        method,
+        task = task.unwrap_or("-"),
+        outcome = outcome.as_str(),
+        micros = micros as u64,
+        "call"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn non_loopback_binds_need_a_token() {
+        let none = Tokens::default();
+        let some = Tokens::parse(["ci=0123456789abcdef0123"]).unwrap();
+        let lo: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let lo6: SocketAddr = "[::1]:1".parse().unwrap();
+        let any: SocketAddr = "0.0.0.0:1".parse().unwrap();
+        assert!(check_bind(lo, &none).is_ok());
+        assert!(check_bind(lo6, &none).is_ok());
+        assert_eq!(check_bind(any, &none), Err(StartError::OpenBind(any)));
+        assert!(check_bind(any, &some).is_ok());
+    }
+
+    #[test]
+    fn tokens_name_identities_and_bad_ones_are_refused_without_echoing_secrets() {
+        let t = Tokens::parse(["alice=aaaaaaaaaaaaaaaaaaaa", "bob=bbbbbbbbbbbbbbbbbbbb"]).unwrap();
+        assert_eq!(
+            t.identify(Some("Bearer aaaaaaaaaaaaaaaaaaaa")).as_deref(),
+            Some("alice")
+        );
+        assert_eq!(
+            t.identify(Some("Bearer bbbbbbbbbbbbbbbbbbbb")).as_deref(),
+            Some("bob")
+        );
+        assert_eq!(t.identify(Some("Bearer aaaaaaaaaaaaaaaaaaab")), None);
+        assert_eq!(t.identify(Some("Bearer AAAAAAAAAAAAAAAAAAAA")), None);
+        assert_eq!(t.identify(Some("aaaaaaaaaaaaaaaaaaaa")), None);
+        assert_eq!(t.identify(None), None);
+        assert_eq!(Tokens::default().identify(None).as_deref(), Some(ANONYMOUS));
+        let e = Tokens::parse(["x=short"]).unwrap_err();
+        assert!(!e.to_string().contains("short"));
+        assert!(Tokens::parse(["a/b=0123456789abcdef"]).is_err());
+        assert!(Tokens::parse(["anonymous=0123456789abcdef"]).is_err());
+        assert!(Tokens::parse(["nosecret"]).is_err());
+        assert!(!format!("{t:?}").contains("aaaa"));
+    }
+
+    #[test]
+    fn rate_limits_are_per_identity_and_refill() {
+        let r = RateLimiter::new(10.0, 3);
+        let t0 = Instant::now();
+        for _ in 0..3 {
+            assert!(r.check_at("a", t0).is_ok());
+        }
+        let wait = r.check_at("a", t0).unwrap_err();
+        assert!(wait > 0.0 && wait <= 0.1 + 1e-9, "{wait}");
+        // Another identity has its own bucket.
+        assert!(r.check_at("b", t0).is_ok());
+        // 0.1 s refills one call.
+        assert!(r.check_at("a", t0 + Duration::from_millis(101)).is_ok());
+        assert!(r.check_at("a", t0 + Duration::from_millis(101)).is_err());
+        let off = RateLimiter::new(0.0, 1);
+        for _ in 0..100 {
+            assert!(off.check_at("a", t0).is_ok());
+        }
+    }
+
+    #[test]
+    fn webhooks_go_only_to_allowed_public_hosts_and_loopback_needs_the_switch() {
+        let strict = WebhookPolicy {
+            allow_hosts: vec!["hooks.example.com".into()],
+            allow_loopback: false,
+        };
+        assert!(strict.enabled());
+        assert!(strict.check_url("https://hooks.example.com/w").is_ok());
+        assert!(matches!(
+            strict.check_url("https://evil.example.com/w"),
+            Err(WebhookRefused::HostNotAllowed(_))
+        ));
+        assert!(matches!(
+            strict.check_url("http://localhost:9/w"),
+            Err(WebhookRefused::HostNotAllowed(_))
+        ));
+        assert!(matches!(
+            strict.check_url("http://127.0.0.1:9/w"),
+            Err(WebhookRefused::Loopback(_))
+        ));
+        assert!(matches!(
+            strict.check_url("http://[::1]:9/w"),
+            Err(WebhookRefused::Loopback(_))
+        ));
+        assert!(matches!(
+            strict.check_url("http://10.0.0.1/w"),
+            Err(WebhookRefused::NotPublic(_))
+        ));
+        assert!(matches!(
+            strict.check_url("http://169.254.169.254/latest"),
+            Err(WebhookRefused::NotPublic(_))
+        ));
+        assert!(matches!(
+            strict.check_url("http://[::ffff:10.0.0.1]/w"),
+            Err(WebhookRefused::NotPublic(_))
+        ));
+        assert_eq!(
+            strict.check_url("file:///etc/passwd").unwrap_err(),
+            WebhookRefused::BadUrl
+        );
+        assert_eq!(
+            strict
+                .check_url("http://u:p@hooks.example.com/")
+                .unwrap_err(),
+            WebhookRefused::BadUrl
+        );
+        // A listed name that resolves to a private address is refused at delivery.
+        assert!(matches!(
+            strict.check_addr("hooks.example.com", "192.168.1.5".parse().unwrap()),
+            Err(WebhookRefused::NotPublic(_))
+        ));
+        assert!(strict
+            .check_addr("hooks.example.com", "93.184.216.34".parse().unwrap())
+            .is_ok());
+        let local = WebhookPolicy {
+            allow_hosts: vec![],
+            allow_loopback: true,
+        };
+        assert!(local.check_url("http://127.0.0.1:9/webhook").is_ok());
+        assert!(local.check_url("http://localhost:9/webhook").is_ok());
+        assert!(local.check_url("http://10.1.1.1/w").is_err());
+        assert!(local.check_url("https://example.com/w").is_err());
+        assert!(!WebhookPolicy::default().enabled());
+        let any = WebhookPolicy {
+            allow_hosts: vec!["*".into()],
+            allow_loopback: false,
+        };
+        assert!(any.check_url("https://example.org/x").is_ok());
+        assert!(any.check_url("http://192.168.0.1/x").is_err());
+    }
+}

@@ -1,0 +1,83 @@
+//! One audit line per call: identity, agent, method, task and outcome,
+//! never a message body or a token.
+
+mod common;
+
+use common::{message, Harness};
+use serde_json::json;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+#[derive(Clone, Default)]
+struct Buf(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Buf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_leaves_one_audit_line_without_its_body() {
+    let buf = Buf::default();
+    let writer = buf.clone();
+    tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .with_env_filter(tracing_subscriber::EnvFilter::new(
+            "a2a_gateway::audit=info",
+        ))
+        .init();
+    let h = Harness::start(|o| {
+        o.tokens = a2a_gateway::security::Tokens::parse(["carol=carol-secret-0123456789"]).unwrap();
+    })
+    .await;
+    let secret_text = "the body text that must never be logged";
+    let r: serde_json::Value = h
+        .post(
+            "SendMessage",
+            json!({"message": message("tck-complete-task-1", secret_text)}),
+        )
+        .bearer_auth("carol-secret-0123456789")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = r["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let _ = h
+        .post("GetTask", json!({"id": "missing"}))
+        .bearer_auth("carol-secret-0123456789")
+        .send()
+        .await
+        .unwrap();
+    h.gateway.stop().await;
+    let log = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("a2a_gateway::audit"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{log}");
+    assert!(
+        lines[0].contains("identity=\"carol\"") && lines[0].contains("method=\"SendMessage\""),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[0].contains(&id) && lines[0].contains("outcome=\"ok\""),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].contains("method=\"GetTask\"") && lines[1].contains("error -32001"),
+        "{}",
+        lines[1]
+    );
+    assert!(!log.contains(secret_text));
+    assert!(!log.contains("carol-secret"));
+}

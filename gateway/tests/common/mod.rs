@@ -1,0 +1,145 @@
+//! The gateway under test: a real `a2a-broker` child on a temporary
+//! database, the TCK's SUT agent registered on it (a worker whose
+//! behaviour is chosen by each message's id prefix), and the gateway
+//! serving it on a loopback port; plus an HTTP client for the JSON-RPC
+//! binding and SSE. Everything is bounded by timeouts.
+
+#![allow(dead_code)]
+
+use a2a_client::{Agent, Client};
+use a2a_gateway::server::{self, Running, ServeOptions};
+use a2a_gateway::tck::{self, BrokerChild};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// Bound of every HTTP exchange in the tests.
+pub const TIMEOUT: Duration = Duration::from_secs(20);
+
+pub struct Harness {
+    pub gateway: Running,
+    pub agent: Agent,
+    pub broker: BrokerChild,
+    pub http: reqwest::Client,
+    pub base: String,
+}
+
+impl Harness {
+    /// A gateway with default options (changed by `configure`).
+    pub async fn start(configure: impl FnOnce(&mut ServeOptions)) -> Harness {
+        let bin = a2a_testkit::bin::broker_bin().to_path_buf();
+        let broker = tokio::task::spawn_blocking(move || tck::spawn_broker(&bin))
+            .await
+            .expect("join")
+            .expect("broker starts");
+        let (socket, secret) = (broker.socket.clone(), broker.secret.clone());
+        let agent = tokio::task::spawn_blocking(move || {
+            let client = Client::connect(&socket, &secret).expect("connect");
+            tck::register_sut(&client).expect("register the SUT agent")
+        })
+        .await
+        .expect("join");
+        let mut opts = ServeOptions::new(
+            broker.socket.clone(),
+            broker.secret.clone(),
+            vec![agent.id().to_owned()],
+        );
+        configure(&mut opts);
+        let gateway = server::start(opts).await.expect("gateway starts");
+        let base = format!("http://{}", gateway.addr);
+        Harness {
+            gateway,
+            agent,
+            broker,
+            http: reqwest::Client::builder()
+                .timeout(TIMEOUT)
+                .no_proxy()
+                .build()
+                .expect("http client"),
+            base,
+        }
+    }
+
+    /// The JSON-RPC interface URL of the exposed agent.
+    pub fn url(&self) -> String {
+        format!("{}/agents/{}", self.base, self.agent.id())
+    }
+
+    /// A JSON-RPC request as the official clients send it.
+    pub fn post(&self, method: &str, params: Value) -> reqwest::RequestBuilder {
+        self.http
+            .post(self.url())
+            .header("content-type", "application/json")
+            .header("a2a-version", "1.0")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+    }
+
+    /// A unary call's whole JSON answer.
+    pub async fn rpc(&self, method: &str, params: Value) -> Value {
+        self.post(method, params)
+            .send()
+            .await
+            .expect("send")
+            .json()
+            .await
+            .expect("json body")
+    }
+
+    /// A unary call's `result` (panics on an error answer).
+    pub async fn ok(&self, method: &str, params: Value) -> Value {
+        let r = self.rpc(method, params).await;
+        assert!(r.get("error").is_none(), "{method}: {r}");
+        r["result"].clone()
+    }
+
+    /// A streaming call's events (`result`s, or errors), read until the
+    /// server closes the stream (which must happen within TIMEOUT).
+    pub async fn stream(&self, method: &str, params: Value) -> Vec<Value> {
+        let resp = self
+            .post(method, params)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .expect("send");
+        let ct = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let body = tokio::time::timeout(TIMEOUT, resp.text())
+            .await
+            .expect("the stream closes")
+            .expect("body");
+        if !ct.contains("text/event-stream") {
+            return vec![serde_json::from_str(&body).expect("a JSON error body")];
+        }
+        sse_events(&body)
+    }
+}
+
+/// The JSON of each `data:` line of an SSE body.
+pub fn sse_events(body: &str) -> Vec<Value> {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| serde_json::from_str(d.trim()).expect("one JSON value per data line"))
+        .collect()
+}
+
+/// A user message with `id` and a text part.
+pub fn message(id: &str, text: &str) -> Value {
+    json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]})
+}
+
+/// Every object key in `v`, recursively.
+pub fn keys(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                out.push(k.clone());
+                keys(x, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| keys(x, out)),
+        _ => {}
+    }
+}

@@ -1,0 +1,471 @@
+//! The gateway's A2A v1.0 JSON-RPC binding against a real broker: cards,
+//! SendMessage (blocking, returnImmediately, message responses, reused
+//! message ids, follow-ups), GetTask with historyLength, ListTasks
+//! paging, CancelTask, SSE streams (SendStreamingMessage, SubscribeToTask)
+//! that close after a terminal state, and v1.0 errors.
+
+mod common;
+
+use common::{keys, message, Harness};
+use serde_json::{json, Value};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_card_is_v1_with_caching_headers_and_a_reachable_interface() {
+    let h = Harness::start(|_| {}).await;
+    let resp = h
+        .http
+        .get(format!("{}/.well-known/agent-card.json", h.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let etag = resp.headers()["etag"].to_str().unwrap().to_owned();
+    assert!(resp.headers()["cache-control"]
+        .to_str()
+        .unwrap()
+        .contains("max-age"));
+    assert!(resp.headers().contains_key("last-modified"));
+    let card: Value = resp.json().await.unwrap();
+    let mut top: Vec<&str> = card
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    top.sort_unstable();
+    assert_eq!(
+        top,
+        [
+            "capabilities",
+            "defaultInputModes",
+            "defaultOutputModes",
+            "description",
+            "name",
+            "skills",
+            "supportedInterfaces",
+            "version"
+        ]
+    );
+    assert_eq!(card["supportedInterfaces"][0]["url"], h.url());
+    assert_eq!(card["supportedInterfaces"][0]["protocolBinding"], "JSONRPC");
+    assert_eq!(card["supportedInterfaces"][0]["protocolVersion"], "1.0");
+    assert_eq!(card["capabilities"]["streaming"], true);
+    // Push is off unless webhooks are allowed somewhere.
+    assert_eq!(card["capabilities"]["pushNotifications"], false);
+    // The per-agent URL serves the same card; a matching ETag gets 304.
+    let again = h
+        .http
+        .get(format!("{}/.well-known/agent-card.json", h.url()))
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 304);
+    let missing = h
+        .http
+        .get(format!(
+            "{}/agents/nobody/.well-known/agent-card.json",
+            h.base
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+    let body: Value = missing.json().await.expect("even a 404 is JSON");
+    assert!(body.get("error").is_some());
+    h.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_message_blocks_until_the_task_settles_and_keeps_the_client_message_id() {
+    let h = Harness::start(|_| {}).await;
+    let r = h
+        .ok(
+            "SendMessage",
+            json!({"message": message("tck-complete-task-a", "hi")}),
+        )
+        .await;
+    let task = &r["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+    assert!(task["status"]["timestamp"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(task["history"][0]["messageId"], "tck-complete-task-a");
+    assert_eq!(task["history"][0]["role"], "ROLE_USER");
+    assert_eq!(task["history"][1]["role"], "ROLE_AGENT");
+    let ctx = task["contextId"].as_str().unwrap().to_owned();
+    assert!(!ctx.is_empty());
+    // No snake_case key and no `kind` anywhere.
+    let mut all = Vec::new();
+    keys(&r, &mut all);
+    assert!(
+        all.iter().all(|k| !k.contains('_') && k != "kind"),
+        "{all:?}"
+    );
+    // The same messageId again is a new request, never merged by the
+    // broker's idempotency: a second task.
+    let again = h
+        .ok(
+            "SendMessage",
+            json!({"message": message("tck-complete-task-a", "hi")}),
+        )
+        .await;
+    assert_ne!(again["task"]["id"], task["id"]);
+    assert_eq!(again["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    // Same id, same client context: still two tasks, one context.
+    let mut m = message("tck-complete-task-a", "hi");
+    m["contextId"] = json!(ctx);
+    let third = h.ok("SendMessage", json!({"message": m})).await;
+    assert_eq!(third["task"]["contextId"], ctx);
+    assert_ne!(third["task"]["id"], task["id"]);
+    h.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_required_then_a_follow_up_completes_and_history_length_trims() {
+    let h = Harness::start(|_| {}).await;
+    let r = h
+        .ok(
+            "SendMessage",
+            json!({"message": message("tck-input-required-1", "TCK history message 1")}),
+        )
+        .await;
+    let t = &r["task"];
+    assert_eq!(t["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    let id = t["id"].as_str().unwrap().to_owned();
+    let ctx = t["contextId"].clone();
+    // A follow-up by task id alone infers the context.
+    let mut m = message("tck-complete-task-2", "TCK history message 2");
+    m["taskId"] = json!(id);
+    let done = h.ok("SendMessage", json!({"message": m})).await;
+    assert_eq!(done["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(done["task"]["contextId"], ctx);
+    let full = h
+        .ok("GetTask", json!({"id": id, "historyLength": 10}))
+        .await;
+    let texts: Vec<&str> = full["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "ROLE_USER")
+        .map(|m| m["parts"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["TCK history message 1", "TCK history message 2"]);
+    let one = h
+        .ok("GetTask", json!({"id": id, "history_length": 1}))
+        .await;
+    assert_eq!(one["history"].as_array().unwrap().len(), 1);
+    let none = h.ok("GetTask", json!({"id": id, "historyLength": 0})).await;
+    assert!(none.get("history").is_none());
+    // A follow-up to a terminal task, and one naming another context, fail.
+    let mut late = message("tck-complete-task-3", "late");
+    late["taskId"] = json!(id);
+    let e = h.rpc("SendMessage", json!({"message": late})).await;
+    assert_eq!(e["error"]["code"], -32004);
+    let mut wrong = message("tck-complete-task-4", "x");
+    wrong["taskId"] = json!(id);
+    wrong["contextId"] = json!("another-context");
+    assert!(h
+        .rpc("SendMessage", json!({"message": wrong}))
+        .await
+        .get("error")
+        .is_some());
+    h.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn message_responses_artifacts_and_return_immediately() {
+    let h = Harness::start(|_| {}).await;
+    let r = h
+        .ok(
+            "SendMessage",
+            json!({"message": message("tck-message-response-1", "hi")}),
+        )
+        .await;
+    assert_eq!(r["message"]["parts"][0]["text"], "Direct message response");
+    assert_eq!(r["message"]["role"], "ROLE_AGENT");
+    assert!(r.get("task").is_none());
+    for (prefix, want) in [
+        (
+            "tck-artifact-text",
+            json!({"text": "Generated text content"}),
+        ),
+        (
+            "tck-artifact-data",
+            json!({"data": {"key": "value", "count": 42}}),
+        ),
+        (
+            "tck-artifact-file-url",
+            json!({"url": "https://example.com/output.txt", "filename": "output.txt", "mediaType": "text/plain"}),
+        ),
+    ] {
+        let r = h
+            .ok(
+                "SendMessage",
+                json!({"message": message(&format!("{prefix}-1"), "x")}),
+            )
+            .await;
+        assert_eq!(r["task"]["artifacts"][0]["parts"][0], want, "{prefix}");
+        assert!(!r["task"]["artifacts"][0]["artifactId"]
+            .as_str()
+            .unwrap()
+            .is_empty());
+    }
+    let raw = h
+        .ok(
+            "SendMessage",
+            json!({"message": message("tck-artifact-file-1", "x")}),
+        )
+        .await;
+    assert!(raw["task"]["artifacts"][0]["parts"][0]["raw"]
+        .as_str()
+        .is_some_and(|s| !s.is_empty()));
+    // returnImmediately answers before the worker acts; the task gets
+    // there anyway.
+    let quick = h
+        .ok(
+            "SendMessage",
+            json!({"message": message("tck-complete-task-q", "x"), "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+    let id = quick["task"]["id"].as_str().unwrap().to_owned();
+    let mut state = Value::Null;
+    for _ in 0..100 {
+        state = h.ok("GetTask", json!({"id": id})).await["status"]["state"].clone();
+        if state == "TASK_STATE_COMPLETED" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(state, "TASK_STATE_COMPLETED");
+    h.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_carry_task_then_updates_and_close_after_the_terminal_state() {
+    let h = Harness::start(|_| {}).await;
+    let events = h
+        .stream(
+            "SendStreamingMessage",
+            json!({"message": message("tck-stream-001-1", "hi")}),
+        )
+        .await;
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| {
+            assert_eq!(e["jsonrpc"], "2.0");
+            assert_eq!(e["id"], 1);
+            let r = e["result"].as_object().expect("a result");
+            assert_eq!(r.len(), 1, "exactly one member: {e}");
+            r.keys().next().unwrap().as_str()
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        ["task", "statusUpdate", "artifactUpdate", "statusUpdate"]
+    );
+    assert_eq!(
+        events[1]["result"]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_WORKING"
+    );
+    assert_eq!(
+        events[2]["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"],
+        "Stream hello from TCK"
+    );
+    assert_eq!(
+        events[3]["result"]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+
+    // Subscribe to an input-required task from two clients; a follow-up
+    // completes it and both streams see the same events, then close.
+    let r = h
+        .ok(
+            "SendMessage",
+            json!({"message": message("tck-input-required-s", "wait")}),
+        )
+        .await;
+    let id = r["task"]["id"].as_str().unwrap().to_owned();
+    let (a, b, _) = tokio::join!(
+        h.stream("SubscribeToTask", json!({"id": id})),
+        h.stream("SubscribeToTask", json!({"id": id})),
+        async {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            let mut m = message("tck-complete-task-s", "go on");
+            m["taskId"] = json!(id);
+            h.ok("SendMessage", json!({"message": m})).await
+        }
+    );
+    assert_eq!(a, b, "identical streams for both subscribers");
+    assert_eq!(
+        a[0]["result"]["task"]["status"]["state"],
+        "TASK_STATE_INPUT_REQUIRED"
+    );
+    let last = a.last().unwrap();
+    assert_eq!(
+        last["result"]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    // Subscribing to the terminal task is a plain JSON error.
+    let e = h.stream("SubscribeToTask", json!({"id": id})).await;
+    assert_eq!(e.len(), 1);
+    assert_eq!(e[0]["error"]["code"], -32004);
+    let e = h
+        .stream("SubscribeToTask", json!({"id": "no-such-task"}))
+        .await;
+    assert_eq!(e[0]["error"]["code"], -32001);
+    h.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_list_and_errors_with_error_info() {
+    let h = Harness::start(|_| {}).await;
+    let r = h
+        .ok(
+            "SendMessage",
+            json!({"message": message("tck-input-required-c", "x")}),
+        )
+        .await;
+    let id = r["task"]["id"].as_str().unwrap().to_owned();
+    let ctx = r["task"]["contextId"].as_str().unwrap().to_owned();
+    let c = h.ok("CancelTask", json!({"id": id})).await;
+    assert_eq!(c["status"]["state"], "TASK_STATE_CANCELED");
+    let again = h.rpc("CancelTask", json!({"id": id})).await;
+    assert_eq!(again["error"]["code"], -32002);
+    assert_eq!(again["error"]["data"][0]["reason"], "TASK_NOT_CANCELABLE");
+    let nf = h.rpc("GetTask", json!({"id": "nope"})).await;
+    assert_eq!(nf["error"]["code"], -32001);
+    assert_eq!(
+        nf["error"]["data"][0],
+        json!({"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "TASK_NOT_FOUND", "domain": "a2a-protocol.org"})
+    );
+    let mut keys: Vec<&String> = nf["error"].as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["code", "data", "message"]);
+
+    // Five more tasks in the same context; list them three at a time.
+    for i in 0..5 {
+        let mut m = message(&format!("tck-complete-task-l{i}"), "x");
+        m["contextId"] = json!(ctx);
+        h.ok("SendMessage", json!({"message": m})).await;
+    }
+    let p1 = h
+        .ok("ListTasks", json!({"context_id": ctx, "page_size": 3}))
+        .await;
+    assert_eq!(p1["totalSize"], 6);
+    assert_eq!(p1["pageSize"], 3);
+    assert_eq!(p1["tasks"].as_array().unwrap().len(), 3);
+    assert!(p1["tasks"][0].get("artifacts").is_none());
+    let token = p1["nextPageToken"].as_str().unwrap().to_owned();
+    assert!(!token.is_empty());
+    let p2 = h
+        .ok(
+            "ListTasks",
+            json!({"contextId": ctx, "pageSize": 3, "pageToken": token}),
+        )
+        .await;
+    assert_eq!(p2["tasks"].as_array().unwrap().len(), 3);
+    assert_eq!(p2["nextPageToken"], "");
+    let ts = |p: &Value| -> Vec<String> {
+        p["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["status"]["timestamp"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let all: Vec<String> = ts(&p1).into_iter().chain(ts(&p2)).collect();
+    let mut sorted = all.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(all, sorted, "newest first");
+    let empty = h.ok("ListTasks", json!({"contextId": "never-used"})).await;
+    assert_eq!(empty["tasks"], json!([]));
+    assert_eq!(empty["nextPageToken"], "");
+
+    assert_eq!(
+        h.rpc("NonExistentMethod", json!({})).await["error"]["code"],
+        -32601
+    );
+    assert_eq!(
+        h.rpc("SendMessage", json!({})).await["error"]["code"],
+        -32602
+    );
+    h.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_and_envelopes_are_checked_before_dispatch() {
+    let h = Harness::start(|_| {}).await;
+    let send = |ct: &'static str, version: Option<&'static str>, body: &'static str| {
+        let mut r = h
+            .http
+            .post(format!("{}/", h.url()))
+            .header("content-type", ct)
+            .body(body);
+        if let Some(v) = version {
+            r = r.header("a2a-version", v);
+        }
+        r
+    };
+    let e: Value = send("text/plain", Some("1.0"), "not json")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(e["error"]["code"], -32005);
+    let e: Value = send(
+        "application/json",
+        Some("99.0"),
+        r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}"#,
+    )
+    .send()
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(e["error"]["code"], -32009);
+    assert_eq!(e["error"]["data"][0]["reason"], "VERSION_NOT_SUPPORTED");
+    let e: Value = send("application/json", Some("1.0"), "{oops")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(e["error"]["code"], -32700);
+    let e: Value = send("application/json", Some("1.0"), "[1,2]")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(e["error"]["code"], -32600);
+    let e: Value = send(
+        "application/json",
+        Some("1.0"),
+        r#"{"jsonrpc":"1.0","id":7,"method":"GetTask"}"#,
+    )
+    .send()
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(e["error"]["code"], -32600);
+    assert_eq!(e["id"], 7);
+    // The trailing-slash URL is the same endpoint; patch versions are 1.0.
+    let ok: Value = send(
+        "application/json",
+        Some("1.0.2"),
+        r#"{"jsonrpc":"2.0","id":"s","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"x"}],"tckUnknownField":1},"tckExtraParam":true}}"#,
+    )
+    .send().await.unwrap().json().await.unwrap();
+    assert_eq!(ok["id"], "s");
+    assert_eq!(
+        ok["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    h.gateway.stop().await;
+}

@@ -1,0 +1,161 @@
+//! Push notifications end to end: config CRUD keyed by task and id
+//! (delete idempotent), and delivery of the task's updates to a webhook
+//! (a loopback receiver, allowed by the loopback switch) with the
+//! config's authentication, as v1.0 `StreamResponse` bodies.
+
+mod common;
+
+use a2a_gateway::security::WebhookPolicy;
+use axum::http::HeaderMap;
+use common::{message, Harness, TIMEOUT};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+/// A webhook receiver on loopback: each POST's Authorization, token header
+/// and JSON body.
+async fn receiver() -> (
+    String,
+    mpsc::UnboundedReceiver<(Option<String>, Option<String>, Value)>,
+) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let app = axum::Router::new().route(
+        "/webhook",
+        axum::routing::post(move |headers: HeaderMap, body: String| {
+            let tx = tx.clone();
+            async move {
+                let h = |n: &str| {
+                    headers
+                        .get(n)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned)
+                };
+                let v = serde_json::from_str(&body).unwrap_or(Value::Null);
+                let _ = tx.send((h("authorization"), h("x-a2a-notification-token"), v));
+                "ok"
+            }
+        }),
+    );
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/webhook", l.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(l, app).await;
+    });
+    (url, rx)
+}
+
+fn loopback(o: &mut a2a_gateway::server::ServeOptions) {
+    o.webhooks = WebhookPolicy {
+        allow_hosts: vec![],
+        allow_loopback: true,
+    };
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configs_are_created_read_listed_and_deleted_idempotently() {
+    let h = Harness::start(loopback).await;
+    let card: Value = h
+        .http
+        .get(format!("{}/.well-known/agent-card.json", h.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["capabilities"]["pushNotifications"], true);
+    let r = h
+        .ok(
+            "SendMessage",
+            json!({"message": message("tck-complete-task-1", "x")}),
+        )
+        .await;
+    let id = r["task"]["id"].as_str().unwrap().to_owned();
+    let created = h
+        .ok(
+            "CreateTaskPushNotificationConfig",
+            json!({"task_id": id, "id": "cfg-1", "url": "http://127.0.0.1:9/webhook",
+                   "authentication": {"scheme": "Bearer", "credentials": "c"}}),
+        )
+        .await;
+    assert_eq!(created["id"], "cfg-1");
+    assert_eq!(created["taskId"], id.as_str());
+    assert_eq!(created["authentication"]["scheme"], "Bearer");
+    let got = h
+        .ok(
+            "GetTaskPushNotificationConfig",
+            json!({"task_id": id, "id": "cfg-1"}),
+        )
+        .await;
+    assert_eq!(got, created);
+    let listed = h
+        .ok("ListTaskPushNotificationConfigs", json!({"task_id": id}))
+        .await;
+    assert_eq!(listed["configs"], json!([created]));
+    for _ in 0..2 {
+        let d = h
+            .rpc(
+                "DeleteTaskPushNotificationConfig",
+                json!({"taskId": id, "id": "cfg-1"}),
+            )
+            .await;
+        assert!(d.get("result").is_some(), "{d}");
+    }
+    let gone = h
+        .rpc(
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "cfg-1"}),
+        )
+        .await;
+    assert!(gone.get("error").is_some());
+    let unknown = h
+        .rpc(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": "nope", "url": "http://127.0.0.1:9/w"}),
+        )
+        .await;
+    assert_eq!(unknown["error"]["code"], -32001);
+    h.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_are_posted_to_the_webhook_with_its_authentication() {
+    let (url, mut rx) = receiver().await;
+    let h = Harness::start(loopback).await;
+    let r = h
+        .ok(
+            "SendMessage",
+            json!({"message": message("tck-input-required-1", "x"),
+                   "configuration": {"taskPushNotificationConfig": {
+                       "id": "hook", "url": url, "token": "tok-1",
+                       "authentication": {"scheme": "Bearer", "credentials": "webhook-cred"}}}}),
+        )
+        .await;
+    let id = r["task"]["id"].as_str().unwrap().to_owned();
+    let mut m = message("tck-complete-task-2", "go");
+    m["taskId"] = json!(id);
+    let done = h.ok("SendMessage", json!({"message": m})).await;
+    assert_eq!(done["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    // Updates arrive in order; wait for the completion.
+    let mut states = Vec::new();
+    loop {
+        let (auth, token, body) = tokio::time::timeout(TIMEOUT, rx.recv())
+            .await
+            .expect("a webhook POST in time")
+            .expect("receiver open");
+        assert_eq!(auth.as_deref(), Some("Bearer webhook-cred"));
+        assert_eq!(token.as_deref(), Some("tok-1"));
+        let su = &body["statusUpdate"];
+        assert_eq!(su["taskId"], id.as_str(), "{body}");
+        assert_eq!(body.as_object().unwrap().len(), 1);
+        let st = su["status"]["state"].as_str().unwrap().to_owned();
+        states.push(st.clone());
+        if st == "TASK_STATE_COMPLETED" {
+            break;
+        }
+    }
+    assert!(
+        states.ends_with(&["TASK_STATE_COMPLETED".to_owned()]),
+        "{states:?}"
+    );
+    h.gateway.stop().await;
+}

@@ -1,0 +1,282 @@
+//! Every security rule of the gateway, over HTTP against a real broker:
+//! the loopback-only default bind, bearer identities (and their isolation
+//! from each other), per-identity rate limits, the request size bound, and
+//! the webhook SSRF guard.
+
+mod common;
+
+use a2a_gateway::security::{StartError, Tokens, WebhookPolicy};
+use a2a_gateway::server::{self, ServeError, ServeOptions};
+use common::{message, Harness};
+use serde_json::{json, Value};
+
+const ALICE: &str = "alice-secret-0123456789";
+const BOB: &str = "bob-secret-0123456789ab";
+
+fn two_identities(o: &mut ServeOptions) {
+    o.tokens = Tokens::parse([
+        format!("alice={ALICE}").as_str(),
+        format!("bob={BOB}").as_str(),
+    ])
+    .unwrap();
+}
+
+async fn call(h: &Harness, token: Option<&str>, method: &str, params: Value) -> reqwest::Response {
+    let mut r = h.post(method, params);
+    if let Some(t) = token {
+        r = r.bearer_auth(t);
+    }
+    r.send().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_loopback_is_served_without_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = ServeOptions::new(dir.path().join("no.sock"), "s".into(), vec!["x".into()]);
+    opts.listen = "0.0.0.0:0".parse().unwrap();
+    // Refused before anything is contacted or bound.
+    match server::start(opts.clone()).await {
+        Err(ServeError::Refused(StartError::OpenBind(a))) => assert_eq!(a, opts.listen),
+        Err(e) => panic!("wrong refusal: {e}"),
+        Ok(_) => panic!("an open bind without a token was accepted"),
+    }
+    opts.listen = "[::]:0".parse().unwrap();
+    assert!(matches!(
+        server::start(opts).await,
+        Err(ServeError::Refused(StartError::OpenBind(_)))
+    ));
+    // Loopback needs none (the harness binds 127.0.0.1:0 without tokens).
+    let h = Harness::start(|_| {}).await;
+    let ok = h
+        .rpc(
+            "SendMessage",
+            json!({"message": message("tck-complete-task-1", "x")}),
+        )
+        .await;
+    assert_eq!(
+        ok["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    h.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bearer_tokens_are_required_and_identities_never_see_each_others_tasks() {
+    let h = Harness::start(two_identities).await;
+    let params = json!({"message": message("tck-input-required-1", "x")});
+    let none = call(&h, None, "SendMessage", params.clone()).await;
+    assert_eq!(none.status(), 401);
+    assert_eq!(none.headers()["www-authenticate"], "Bearer");
+    let body: Value = none.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32600);
+    let wrong = call(
+        &h,
+        Some("alice-secret-0123456780"),
+        "SendMessage",
+        params.clone(),
+    )
+    .await;
+    assert_eq!(wrong.status(), 401);
+    // The card says how to authenticate.
+    let card: Value = h
+        .http
+        .get(format!("{}/.well-known/agent-card.json", h.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(card["securitySchemes"]["bearer"].is_object());
+
+    let r: Value = call(&h, Some(ALICE), "SendMessage", params)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let id = r["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let ctx = r["result"]["task"]["contextId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let get: Value = call(&h, Some(ALICE), "GetTask", json!({"id": id}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(get["result"]["id"], id.as_str());
+    // Bob knows the ids and still finds nothing.
+    for (method, params) in [
+        ("GetTask", json!({"id": id})),
+        ("CancelTask", json!({"id": id})),
+        ("SubscribeToTask", json!({"id": id})),
+    ] {
+        let r: Value = call(&h, Some(BOB), method, params)
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(r["error"]["code"], -32001, "{method}: {r}");
+    }
+    let mut follow = message("tck-complete-task-b", "hijack");
+    follow["taskId"] = json!(id);
+    let r: Value = call(&h, Some(BOB), "SendMessage", json!({"message": follow}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(r["error"]["code"], -32001);
+    // Bob's context of the same name is his own, empty.
+    let list: Value = call(&h, Some(BOB), "ListTasks", json!({"contextId": ctx}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list["result"]["tasks"], json!([]));
+    let list: Value = call(&h, Some(ALICE), "ListTasks", json!({"contextId": ctx}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list["result"]["totalSize"], 1);
+    // Alice's task is untouched by Bob's attempts.
+    let get: Value = call(&h, Some(ALICE), "GetTask", json!({"id": id}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        get["result"]["status"]["state"],
+        "TASK_STATE_INPUT_REQUIRED"
+    );
+    h.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_identity_has_its_own_rate_limit() {
+    let h = Harness::start(|o| {
+        two_identities(o);
+        // One call per 100 s after a burst of 3: the test cannot refill.
+        o.rate = 0.01;
+        o.burst = 3;
+    })
+    .await;
+    for _ in 0..3 {
+        let r = call(&h, Some(ALICE), "GetTask", json!({"id": "x"})).await;
+        assert_eq!(r.status(), 200);
+    }
+    let limited = call(&h, Some(ALICE), "GetTask", json!({"id": "x"})).await;
+    assert_eq!(limited.status(), 429);
+    let retry: u64 = limited.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(retry >= 1);
+    let body: Value = limited.json().await.unwrap();
+    assert!(body["error"]["code"].is_i64());
+    // Bob is not slowed by Alice.
+    let r = call(&h, Some(BOB), "GetTask", json!({"id": "x"})).await;
+    assert_eq!(r.status(), 200);
+    h.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_over_the_bound_are_refused_with_json() {
+    let h = Harness::start(|o| o.max_body_bytes = 2048).await;
+    let big = "x".repeat(4096);
+    let r = h
+        .post(
+            "SendMessage",
+            json!({"message": message("tck-complete-task-big", &big)}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 413);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32600);
+    // Under the bound is served.
+    let small = h
+        .rpc(
+            "SendMessage",
+            json!({"message": message("tck-complete-task-s", "x")}),
+        )
+        .await;
+    assert_eq!(
+        small["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    h.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhooks_are_refused_to_private_and_loopback_targets_and_off_by_default() {
+    // Default: no webhook host allowed, push is off.
+    let h = Harness::start(|_| {}).await;
+    let r = h
+        .ok(
+            "SendMessage",
+            json!({"message": message("tck-input-required-p", "x")}),
+        )
+        .await;
+    let id = r["task"]["id"].as_str().unwrap().to_owned();
+    let e = h
+        .rpc(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "p", "url": "https://hooks.example.com/w"}),
+        )
+        .await;
+    assert_eq!(e["error"]["code"], -32003);
+    h.gateway.stop().await;
+
+    // Allowed host list without the loopback switch.
+    let h = Harness::start(|o| {
+        o.webhooks = WebhookPolicy {
+            allow_hosts: vec!["hooks.example.com".into()],
+            allow_loopback: false,
+        }
+    })
+    .await;
+    let r = h
+        .ok(
+            "SendMessage",
+            json!({"message": message("tck-input-required-p", "x")}),
+        )
+        .await;
+    let id = r["task"]["id"].as_str().unwrap().to_owned();
+    for url in [
+        "http://127.0.0.1:9/webhook",
+        "http://localhost:9/webhook",
+        "http://[::1]:9/webhook",
+        "http://10.0.0.8/webhook",
+        "http://169.254.169.254/latest/meta-data",
+        "https://evil.example.net/w",
+        "file:///etc/passwd",
+    ] {
+        let e = h
+            .rpc(
+                "CreateTaskPushNotificationConfig",
+                json!({"taskId": id, "id": "p", "url": url}),
+            )
+            .await;
+        assert_eq!(e["error"]["code"], -32602, "{url}: {e}");
+    }
+    // The same guard applies to a config given with SendMessage.
+    let e = h
+        .rpc(
+            "SendMessage",
+            json!({"message": message("tck-complete-task-p", "x"),
+                   "configuration": {"taskPushNotificationConfig": {"url": "http://127.0.0.1:9/w"}}}),
+        )
+        .await;
+    assert_eq!(e["error"]["code"], -32602);
+    let ok = h
+        .rpc(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "p", "url": "https://hooks.example.com/w"}),
+        )
+        .await;
+    assert_eq!(ok["result"]["url"], "https://hooks.example.com/w");
+    h.gateway.stop().await;
+}
