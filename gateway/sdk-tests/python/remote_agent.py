@@ -13,9 +13,10 @@ text, so that a test can ask for each path the gateway must translate:
 - `message ...`: a direct Message answer (`reply: <text>`), no task.
 - `fail ...`: a task that goes FAILED with a message.
 
-Usage: `python remote_agent.py --port PORT [--name NAME]`. It prints one line
-`READY <url>` on stdout once it listens, and exits on SIGTERM or when its
-stdin closes (so a test that dies never leaves it behind).
+Usage: `python remote_agent.py --port PORT [--name NAME] [--watch-stdin]`. It
+prints one line `READY <url>` on stdout once it listens, and exits on SIGTERM,
+or with `--watch-stdin` when its stdin closes (so that a parent that dies
+never leaves it behind). Each task canceled prints `CANCELED <task id>`.
 """
 
 import argparse
@@ -129,6 +130,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--name", default="py-remote")
+    parser.add_argument("--watch-stdin", action="store_true")
     args = parser.parse_args()
     url = f"http://127.0.0.1:{args.port}/a2a/jsonrpc"
     config = uvicorn.Config(
@@ -143,10 +145,13 @@ async def main() -> None:
         await asyncio.sleep(0.05)
     print(f"READY http://127.0.0.1:{args.port}", flush=True)
 
-    # Stop when the parent's pipe closes: a crashed test leaves nothing behind.
+    if not args.watch_stdin:
+        await serving
+        return
+    # Stop when the parent's pipe closes: a crashed parent leaves nothing behind.
     loop = asyncio.get_running_loop()
     stdin_closed = loop.run_in_executor(None, sys.stdin.read)
-    done, _ = await asyncio.wait(
+    await asyncio.wait(
         [serving, asyncio.ensure_future(stdin_closed)], return_when=asyncio.FIRST_COMPLETED
     )
     server.should_exit = True
