@@ -69,6 +69,8 @@ pub struct Exposed {
 pub struct CoreConfig {
     /// Most A2A contexts held at once (each is a broker registration).
     pub max_contexts: usize,
+    /// Most tasks tracked (each maps a task id to its context).
+    pub max_tasks: usize,
     /// The kind of agent the gateway registers (it addresses only agents
     /// of the same kind).
     pub kind: AgentKind,
@@ -78,6 +80,7 @@ impl Default for CoreConfig {
     fn default() -> Self {
         Self {
             max_contexts: 100_000,
+            max_tasks: 1_000_000,
             kind: AgentKind::Subagent,
         }
     }
@@ -90,8 +93,9 @@ pub struct Core {
     exposed: Vec<Exposed>,
     /// Broker context -> its requester, made once.
     contexts: Mutex<HashMap<String, Arc<OnceCell<Arc<Ctx>>>>>,
-    /// Task id -> the context that created it.
-    tasks: Mutex<HashMap<String, Arc<Ctx>>>,
+    /// Task id -> the context that created it, and the exposed agent
+    /// that serves it.
+    tasks: Mutex<HashMap<String, (Arc<Ctx>, String)>>,
     pub pusher: Pusher,
 }
 
@@ -204,9 +208,8 @@ impl Core {
         agent: &str,
         task_id: &str,
     ) -> Result<Arc<Ctx>, GatewayError> {
-        let _ = agent;
         match self.tasks.lock().get(task_id) {
-            Some(ctx) if ctx.identity == identity => Ok(ctx.clone()),
+            Some((ctx, a)) if ctx.identity == identity && a == agent => Ok(ctx.clone()),
             _ => Err(GatewayError::TaskNotFound(task_id.to_owned())),
         }
     }
@@ -238,6 +241,9 @@ impl Core {
                 ctx
             }
             None => {
+                if self.tasks.lock().len() >= self.config.max_tasks {
+                    return Err(GatewayError::Internal("too many tasks".into()));
+                }
                 let v1_ctx = match m.context_id.as_deref().filter(|c| !c.is_empty()) {
                     Some(c) => c.to_owned(),
                     None => uuid::Uuid::new_v4().to_string(),
@@ -270,7 +276,9 @@ impl Core {
             .await
             .map_err(|e| GatewayError::from_client(&e, Op::Send, follow_up.unwrap_or("")))?;
         if follow_up.is_none() {
-            self.tasks.lock().insert(task.id.clone(), ctx.clone());
+            self.tasks
+                .lock()
+                .insert(task.id.clone(), (ctx.clone(), agent.to_owned()));
         }
         if let Some(p) = push {
             self.pusher.store(identity, &task.id, p)?;

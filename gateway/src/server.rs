@@ -168,6 +168,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         CoreConfig {
             max_contexts: opts.max_contexts,
             kind: opts.kind,
+            ..CoreConfig::default()
         },
         pusher,
     ));

@@ -1,0 +1,367 @@
+//! `SendMessage` through the gateway against the same call on the broker's
+//! socket, paired in one run (BENCHMARKS.md, "A2A gateway").
+//!
+//! One broker child (release build), one worker agent that completes each
+//! task at once (the TCK SUT's `tck-complete-task` behaviour), and the
+//! gateway as a child process (`a2a-gateway serve`, so it can be profiled
+//! alone). Three ways to make the same blocking send that comes back with
+//! the completed task:
+//! - `socket`: `a2a-client` on the broker's socket (`a2a.message.send`,
+//!   `blocking: true`), the baseline;
+//! - `http-ctx`: gateway `SendMessage` in a reused A2A context (the
+//!   context's broker registration amortised);
+//! - `http-new`: gateway `SendMessage` without a `contextId` (each call a
+//!   new context: a registration plus the send).
+//!
+//! Phase 1 interleaves single calls of the three (one in flight) for the
+//! latency percentiles; phase 2 runs `--concurrency` callers per mode,
+//! modes alternating in slices, for requests per second. With `--perf`,
+//! `perf record` samples the gateway process during its phase-2 slices.
+//!
+//! ```text
+//! cargo build --release -p a2a-broker -p a2a-gateway --examples
+//! target/release/examples/send_bench --rounds 2000 --concurrency 16
+//! ```
+
+use a2a_client::{message_to, Agent, Client, Delivery, SendConfiguration, State};
+use a2a_gateway::tck;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    Socket,
+    HttpCtx,
+    HttpNew,
+}
+
+const MODES: [Mode; 3] = [Mode::Socket, Mode::HttpCtx, Mode::HttpNew];
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Socket => "socket",
+            Mode::HttpCtx => "http-ctx",
+            Mode::HttpNew => "http-new",
+        }
+    }
+}
+
+struct Args {
+    rounds: usize,
+    concurrency: usize,
+    slice: Duration,
+    slices: usize,
+    perf: bool,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        rounds: 2000,
+        concurrency: 16,
+        slice: Duration::from_secs(2),
+        slices: 3,
+        perf: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        let mut num = || it.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        match k.as_str() {
+            "--rounds" => a.rounds = num() as usize,
+            "--concurrency" => a.concurrency = num().max(1) as usize,
+            "--slice-ms" => a.slice = Duration::from_millis(num()),
+            "--slices" => a.slices = num().max(1) as usize,
+            "--perf" => a.perf = true,
+            other => eprintln!("ignored argument {other}"),
+        }
+    }
+    a
+}
+
+/// The socket baseline's requester, re-registered before the broker's
+/// per-registration send bound (registration not timed).
+struct SocketSide {
+    client: Client,
+    agent: Agent,
+    sent: u64,
+    worker: String,
+    n: u64,
+}
+
+impl SocketSide {
+    fn rotate(&mut self) {
+        self.n += 1;
+        let mut card = a2a_client::agent_card(&format!("bench-req-{}", self.n));
+        card.kind = None;
+        self.agent = self
+            .client
+            .register(&format!("bench-{}", self.n), card, Delivery::Push)
+            .expect("register requester");
+        self.sent = 0;
+    }
+
+    async fn send(&mut self) -> Duration {
+        if self.sent >= 190 {
+            self.rotate();
+        }
+        self.sent += 1;
+        let mut m = message_to(&self.worker, "bench");
+        m.metadata = Some(
+            match json!({"a2a-gateway": {"messageId": "tck-complete-task-bench"}}) {
+                Value::Object(o) => o.into(),
+                _ => unreachable!(),
+            },
+        );
+        let t = Instant::now();
+        let task = self
+            .agent
+            .send_async(
+                m,
+                Some(SendConfiguration {
+                    blocking: Some(true),
+                    history_length: None,
+                    push_notification_config: None,
+                }),
+            )
+            .expect("submit")
+            .await
+            .expect("send");
+        let d = t.elapsed();
+        assert_eq!(task.status.state, State::Completed);
+        d
+    }
+}
+
+/// The gateway side: HTTP SendMessage, in a reused context (rotated before
+/// the send bound) or a new one per call.
+struct HttpSide {
+    http: reqwest::Client,
+    url: String,
+    ctx_sent: u64,
+    ctx: String,
+}
+
+static CTX_N: AtomicU64 = AtomicU64::new(0);
+
+impl HttpSide {
+    async fn send(&mut self, mode: Mode) -> Duration {
+        let mut msg = json!({"messageId": "tck-complete-task-bench", "role": "ROLE_USER", "parts": [{"text": "bench"}]});
+        if mode == Mode::HttpCtx {
+            if self.ctx_sent >= 190 || self.ctx.is_empty() {
+                self.ctx = format!("bench-ctx-{}", CTX_N.fetch_add(1, Ordering::Relaxed));
+                self.ctx_sent = 0;
+            }
+            self.ctx_sent += 1;
+            msg["contextId"] = json!(self.ctx);
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": msg}});
+        let t = Instant::now();
+        let r: Value = self
+            .http
+            .post(&self.url)
+            .header("a2a-version", "1.0")
+            .json(&body)
+            .send()
+            .await
+            .expect("post")
+            .json()
+            .await
+            .expect("json");
+        let d = t.elapsed();
+        assert_eq!(r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+        d
+    }
+}
+
+fn pct(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1e6
+}
+
+fn spawn_gateway(bin: &PathBuf, socket: &std::path::Path, secret: &str, agent: &str) -> (Child, String) {
+    let mut child = Command::new(bin)
+        .args(["serve", "--listen", "127.0.0.1:0", "--rate", "0", "--expose", agent, "--socket"])
+        .arg(socket)
+        .env(a2a_client::SECRET_ENV, secret)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn a2a-gateway");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    let ready = loop {
+        let line = lines.next().expect("gateway ready line").expect("read");
+        if let Ok(v) = serde_json::from_str::<Value>(&line) {
+            if v["ready"] == true {
+                break v;
+            }
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    let addr = ready["listen"].as_str().expect("listen").to_owned();
+    (child, addr)
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let a = args();
+    let dir = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().and_then(|d| d.parent()).map(|d| d.to_path_buf()))
+        .expect("exe dir");
+    let broker = tck::spawn_broker(&dir.join("a2a-broker")).expect("broker");
+    let (socket, secret) = (broker.socket.clone(), broker.secret.clone());
+    let worker_client = Client::connect(&socket, &secret).expect("connect");
+    let worker = tck::register_sut(&worker_client).expect("worker");
+    let (mut gw, addr) = spawn_gateway(&dir.join("a2a-gateway"), &socket, &secret, worker.id());
+    let url = format!("http://{addr}/agents/{}", worker.id());
+    println!("gateway pid {} at {url}", gw.id());
+
+    let client = Client::connect(&socket, &secret).expect("connect");
+    let agent = client
+        .register("bench-0", a2a_client::agent_card("bench-req-0"), Delivery::Push)
+        .expect("register");
+    let mut sock = SocketSide {
+        client,
+        agent,
+        sent: 0,
+        worker: worker.id().to_owned(),
+        n: 0,
+    };
+    let http = reqwest::Client::builder().no_proxy().build().expect("http");
+    let mut hs = HttpSide {
+        http: http.clone(),
+        url: url.clone(),
+        ctx_sent: 0,
+        ctx: String::new(),
+    };
+
+    // Warm-up.
+    for _ in 0..50 {
+        sock.send().await;
+        hs.send(Mode::HttpCtx).await;
+        hs.send(Mode::HttpNew).await;
+    }
+    // Phase 1: paired single calls, order rotated each round.
+    let mut lat: [Vec<Duration>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+    for i in 0..a.rounds {
+        for k in 0..3 {
+            let mode = MODES[(i + k) % 3];
+            let d = match mode {
+                Mode::Socket => sock.send().await,
+                m => hs.send(m).await,
+            };
+            lat[mode as usize].push(d);
+        }
+    }
+    println!("phase 1: {} paired rounds, one call in flight", a.rounds);
+    println!("mode       p50_us   p99_us   mean_us  calls/s(1 in flight)");
+    let base_p50;
+    {
+        let mut s = lat[0].clone();
+        s.sort();
+        base_p50 = pct(&s, 0.5);
+    }
+    for m in MODES {
+        let mut s = lat[m as usize].clone();
+        s.sort();
+        let mean = s.iter().map(Duration::as_secs_f64).sum::<f64>() / s.len() as f64;
+        println!(
+            "{:<9} {:>8.0} {:>8.0} {:>9.0} {:>10.0}   p50 x{:.2} of socket",
+            m.name(),
+            pct(&s, 0.5),
+            pct(&s, 0.99),
+            mean * 1e6,
+            1.0 / mean,
+            pct(&s, 0.5) / base_p50
+        );
+    }
+
+    // Phase 2: throughput with `concurrency` callers, modes alternating.
+    let mut total = [(0u64, Duration::ZERO); 3];
+    let mut perf: Option<Child> = None;
+    for slice in 0..a.slices {
+        for m in MODES {
+            if a.perf && m == Mode::HttpNew && slice == 0 {
+                perf = Command::new("perf")
+                    .args(["record", "-F", "2000", "-g", "-o", "/tmp/a2a-gateway.perf.data", "-p"])
+                    .arg(gw.id().to_string())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .ok();
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            let count = Arc::new(AtomicU64::new(0));
+            let end = Instant::now() + a.slice;
+            let t0 = Instant::now();
+            let mut joins = Vec::new();
+            for c in 0..a.concurrency {
+                let count = count.clone();
+                let url = url.clone();
+                let http = http.clone();
+                let socket = socket.clone();
+                let secret = secret.clone();
+                let worker = worker.id().to_owned();
+                joins.push(tokio::spawn(async move {
+                    match m {
+                        Mode::Socket => {
+                            let client = Client::connect(&socket, &secret).expect("connect");
+                            let n = 1000 + slice as u64 * 1000 + c as u64;
+                            let agent = client
+                                .register(&format!("bench-{n}"), a2a_client::agent_card(&format!("bench-req-{n}")), Delivery::Push)
+                                .expect("register");
+                            let mut s = SocketSide { client, agent, sent: 0, worker, n: n * 1000 };
+                            while Instant::now() < end {
+                                s.send().await;
+                                count.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        m => {
+                            let mut h = HttpSide { http, url, ctx_sent: 0, ctx: String::new() };
+                            while Instant::now() < end {
+                                h.send(m).await;
+                                count.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                }));
+            }
+            for j in joins {
+                j.await.expect("caller");
+            }
+            let el = t0.elapsed();
+            total[m as usize].0 += count.load(Ordering::Relaxed);
+            total[m as usize].1 += el;
+            if m == Mode::HttpNew {
+                if let Some(mut p) = perf.take() {
+                    // SIGINT makes perf write its data and exit.
+                    let _ = Command::new("kill").args(["-INT", &p.id().to_string()]).status();
+                    let _ = p.wait();
+                }
+            }
+        }
+    }
+    println!(
+        "phase 2: {} callers per mode, {} slices of {:?} per mode, alternating",
+        a.concurrency, a.slices, a.slice
+    );
+    let base = total[0].0 as f64 / total[0].1.as_secs_f64();
+    for m in MODES {
+        let (n, t) = total[m as usize];
+        let rps = n as f64 / t.as_secs_f64();
+        println!("{:<9} {:>9.0} calls/s  x{:.2} of socket", m.name(), rps, rps / base);
+    }
+    let _ = gw.kill();
+    let _ = gw.wait();
+}
