@@ -22,6 +22,9 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 
 type Checked = Result<(), String>;
 
+/// One check of the delegate against the remote peer.
+type Check = fn(&Agent, &str) -> Checked;
+
 fn text(parts: &[Part]) -> String {
     parts
         .iter()
@@ -86,7 +89,7 @@ fn listed(me: &Agent, peer: &str) -> Checked {
     expect(
         card.description.contains("a2a-sdk"),
         "the card mirrors the remote's description",
-        &[card.description.clone()],
+        std::slice::from_ref(&card.description),
     )
 }
 
@@ -218,7 +221,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let checks: [(&str, fn(&Agent, &str) -> Checked); 6] = [
+    let checks: [(&str, Check); 6] = [
         ("the remote is listed as a peer", listed),
         (
             "a task completes with the remote's artifact and message",

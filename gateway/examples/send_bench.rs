@@ -159,7 +159,8 @@ impl HttpSide {
             self.ctx_sent += 1;
             msg["contextId"] = json!(self.ctx);
         }
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": msg}});
+        let body =
+            json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": msg}});
         let t = Instant::now();
         let r: Value = self
             .http
@@ -173,7 +174,10 @@ impl HttpSide {
             .await
             .expect("json");
         let d = t.elapsed();
-        assert_eq!(r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+        assert_eq!(
+            r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+            "{r}"
+        );
         d
     }
 }
@@ -186,9 +190,23 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1e6
 }
 
-fn spawn_gateway(bin: &PathBuf, socket: &std::path::Path, secret: &str, agent: &str) -> (Child, String) {
+fn spawn_gateway(
+    bin: &PathBuf,
+    socket: &std::path::Path,
+    secret: &str,
+    agent: &str,
+) -> (Child, String) {
     let mut child = Command::new(bin)
-        .args(["serve", "--listen", "127.0.0.1:0", "--rate", "0", "--expose", agent, "--socket"])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--rate",
+            "0",
+            "--expose",
+            agent,
+            "--socket",
+        ])
         .arg(socket)
         .env(a2a_client::SECRET_ENV, secret)
         .env("RUST_LOG", "warn")
@@ -229,7 +247,11 @@ async fn main() {
 
     let client = Client::connect(&socket, &secret).expect("connect");
     let agent = client
-        .register("bench-0", a2a_client::agent_card("bench-req-0"), Delivery::Push)
+        .register(
+            "bench-0",
+            a2a_client::agent_card("bench-req-0"),
+            Delivery::Push,
+        )
         .expect("register");
     let mut sock = SocketSide {
         client,
@@ -294,7 +316,15 @@ async fn main() {
         for m in MODES {
             if a.perf && m == Mode::HttpNew && slice == 0 {
                 perf = Command::new("perf")
-                    .args(["record", "-F", "2000", "-g", "-o", "/tmp/a2a-gateway.perf.data", "-p"])
+                    .args([
+                        "record",
+                        "-F",
+                        "2000",
+                        "-g",
+                        "-o",
+                        "/tmp/a2a-gateway.perf.data",
+                        "-p",
+                    ])
                     .arg(gw.id().to_string())
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())
@@ -319,16 +349,31 @@ async fn main() {
                             let client = Client::connect(&socket, &secret).expect("connect");
                             let n = 1000 + slice as u64 * 1000 + c as u64;
                             let agent = client
-                                .register(&format!("bench-{n}"), a2a_client::agent_card(&format!("bench-req-{n}")), Delivery::Push)
+                                .register(
+                                    &format!("bench-{n}"),
+                                    a2a_client::agent_card(&format!("bench-req-{n}")),
+                                    Delivery::Push,
+                                )
                                 .expect("register");
-                            let mut s = SocketSide { client, agent, sent: 0, worker, n: n * 1000 };
+                            let mut s = SocketSide {
+                                client,
+                                agent,
+                                sent: 0,
+                                worker,
+                                n: n * 1000,
+                            };
                             while Instant::now() < end {
                                 s.send().await;
                                 count.fetch_add(1, Ordering::Relaxed);
                             }
                         }
                         m => {
-                            let mut h = HttpSide { http, url, ctx_sent: 0, ctx: String::new() };
+                            let mut h = HttpSide {
+                                http,
+                                url,
+                                ctx_sent: 0,
+                                ctx: String::new(),
+                            };
                             while Instant::now() < end {
                                 h.send(m).await;
                                 count.fetch_add(1, Ordering::Relaxed);
@@ -346,7 +391,9 @@ async fn main() {
             if m == Mode::HttpNew {
                 if let Some(mut p) = perf.take() {
                     // SIGINT makes perf write its data and exit.
-                    let _ = Command::new("kill").args(["-INT", &p.id().to_string()]).status();
+                    let _ = Command::new("kill")
+                        .args(["-INT", &p.id().to_string()])
+                        .status();
                     let _ = p.wait();
                 }
             }
@@ -360,7 +407,12 @@ async fn main() {
     for m in MODES {
         let (n, t) = total[m as usize];
         let rps = n as f64 / t.as_secs_f64();
-        println!("{:<9} {:>9.0} calls/s  x{:.2} of socket", m.name(), rps, rps / base);
+        println!(
+            "{:<9} {:>9.0} calls/s  x{:.2} of socket",
+            m.name(),
+            rps,
+            rps / base
+        );
     }
     let _ = gw.kill();
     let _ = gw.wait();

@@ -276,6 +276,7 @@ impl RemoteRpc {
                 resp: None,
                 decoder: SseDecoder::new(MAX_BODY_BYTES),
                 ready: VecDeque::from([one]),
+                failed: None,
                 idle: self.opts.stream_idle,
             });
         }
@@ -283,6 +284,7 @@ impl RemoteRpc {
             resp: Some(resp),
             decoder: SseDecoder::new(MAX_BODY_BYTES),
             ready: VecDeque::new(),
+            failed: None,
             idle: self.opts.stream_idle,
         })
     }
@@ -331,6 +333,9 @@ pub struct EventStream {
     decoder: SseDecoder,
     /// Results decoded but not yet taken.
     ready: VecDeque<Value>,
+    /// An error event that came after results still in `ready`: reported
+    /// once they are taken.
+    failed: Option<RemoteError>,
     idle: Duration,
 }
 
@@ -342,6 +347,9 @@ impl EventStream {
         loop {
             if let Some(v) = self.ready.pop_front() {
                 return Some(Ok(v));
+            }
+            if let Some(e) = self.failed.take() {
+                return Some(Err(e));
             }
             let resp = self.resp.as_mut()?;
             let chunk = match tokio::time::timeout(self.idle, resp.chunk()).await {
@@ -380,12 +388,10 @@ impl EventStream {
                 match unwrap_response(v) {
                     Ok(r) => self.ready.push_back(r),
                     Err(e) => {
-                        // An error event ends the stream (after the results
-                        // before it).
+                        // An error event ends the stream, after the results
+                        // before it.
                         self.resp = None;
-                        if self.ready.is_empty() {
-                            return Some(Err(e));
-                        }
+                        self.failed = Some(e);
                         break;
                     }
                 }
