@@ -548,3 +548,87 @@ async fn an_unreachable_remote_cannot_be_added() {
     .expect_err("no card, no peer");
     assert!(err.to_string().contains("unreachable"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_that_comes_back_fails_the_tasks_it_lost() {
+    let (_fake, url) = serve_fake(true).await;
+    let s = setup(&url).await;
+    let task = send(&s.delegate, message_to(&s.peer, "slow work")).await;
+    statuses_until(&s.delegate, &task.id, &[State::Working]).await;
+    // The gateway dies (its bridge, actors and broker connection go).
+    let Setup {
+        _dir: dir,
+        _broker: broker,
+        _remote: remote,
+        delegate,
+        peer,
+    } = s;
+    drop(remote);
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    loop {
+        let cards =
+            tokio::time::timeout(TIMEOUT, delegate.list_agents_async(None).expect("submit"))
+                .await
+                .expect("in time")
+                .expect("list ok");
+        if !cards.iter().any(|c| c.name == peer) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the dead gateway's peer stays listed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // It comes back under the same name and context: the same party.
+    let socket = dir.path().join("run").join("sock");
+    let gateway = Client::connect(&socket, &broker.secret().expect("secret")).expect("connect");
+    let again = add_remote(&gateway, RemoteSpec::new(&url), &OutboundOptions::default())
+        .await
+        .expect("re-added");
+    assert_eq!(again.peer_id, peer);
+    let seen = statuses_until(&delegate, &task.id, &[State::Failed, State::Completed]).await;
+    let (state, text) = seen.last().cloned().expect("a status");
+    assert_eq!(state, State::Failed);
+    assert!(text.unwrap_or_default().contains("restarted"), "{seen:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_a_remote_cancels_its_remote_tasks_and_leaves_the_broker() {
+    let (fake, url) = serve_fake(true).await;
+    let s = setup(&url).await;
+    let task = send(&s.delegate, message_to(&s.peer, "slow work")).await;
+    statuses_until(&s.delegate, &task.id, &[State::Working]).await;
+    let Setup {
+        _dir,
+        _broker,
+        _remote: remote,
+        delegate,
+        peer,
+    } = s;
+    tokio::time::timeout(TIMEOUT, remote.stop())
+        .await
+        .expect("stops in time");
+    // Leaving fails the tasks the peer served (PROTOCOL.md §5 deregister).
+    let seen = statuses_until(
+        &delegate,
+        &task.id,
+        &[State::Failed, State::Canceled, State::Completed],
+    )
+    .await;
+    assert_eq!(seen.last().map(|s| s.0), Some(State::Failed), "{seen:?}");
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    while fake.calls_of("CancelTask").is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the remote never got CancelTask"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let cards = delegate
+        .list_agents_async(None)
+        .expect("submit")
+        .await
+        .expect("list");
+    assert!(!cards.iter().any(|c| c.name == peer), "the peer left");
+}

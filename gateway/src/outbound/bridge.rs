@@ -32,6 +32,10 @@ use tokio::sync::{mpsc, Notify};
 /// broker answers in milliseconds; this only fires for one that stopped).
 const BROKER_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a stopping bridge waits for its actors to cancel their remote
+/// tasks before it leaves the broker anyway.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
 /// The shortest gap between two card fetches triggered by failures, so that
 /// many failing tasks cost the remote one fetch, not one each.
 const REFRESH_DEBOUNCE: Duration = Duration::from_secs(1);
@@ -71,6 +75,10 @@ pub(crate) struct Shared {
     /// that one local conversation stays one remote context.
     pub contexts: Mutex<HashMap<String, String>>,
     pub settle: SettleOptions,
+    /// Ends with the [`super::Remote`] handle (its sender is dropped): the
+    /// bridge and every task actor stop at once, as in a crash, without
+    /// deregistering.
+    pub gone: tokio::sync::watch::Receiver<()>,
 }
 
 impl Shared {
@@ -140,9 +148,11 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: Arc<Notify>) {
     let mut actors: HashMap<String, mpsc::UnboundedSender<Cmd>> = HashMap::new();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<String>();
     let mut next_refresh = shared.card.read().refresh_after;
+    let mut gone = shared.gone.clone();
     sweep(&shared, &mut actors, &done_tx).await;
     loop {
         tokio::select! {
+            _ = gone.changed() => break,
             ev = events.next() => {
                 let Some(ev) = ev else { break };
                 match ev {
@@ -167,6 +177,19 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: Arc<Notify>) {
                 for tx in actors.values() {
                     let _ = tx.send(Cmd::Cancel);
                 }
+                // The actors end once their CancelTask is answered (each
+                // bounded by the call timeout; the wait by STOP_GRACE).
+                let drained = async {
+                    while !actors.is_empty() {
+                        match done_rx.recv().await {
+                            Some(id) => {
+                                actors.remove(&id);
+                            }
+                            None => break,
+                        }
+                    }
+                };
+                let _ = tokio::time::timeout(STOP_GRACE, drained).await;
                 let _ = broker(shared.agent.deregister_async()).await;
                 break;
             }
@@ -225,9 +248,13 @@ fn spawn_actor(
 ) -> mpsc::UnboundedSender<Cmd> {
     let (tx, rx) = mpsc::unbounded_channel();
     let shared = Arc::clone(shared);
+    let mut gone = shared.gone.clone();
     tokio::spawn(async move {
         let id = task_id.clone();
-        TaskActor::new(shared, task_id, context_id).run(rx).await;
+        tokio::select! {
+            () = TaskActor::new(shared, task_id, context_id).run(rx) => {}
+            _ = gone.changed() => {}
+        }
         let _ = done.send(id);
     });
     tx

@@ -36,6 +36,7 @@ use parking_lot::{Mutex, RwLock};
 use rpc::{CardFetch, RemoteRpc};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
@@ -43,6 +44,10 @@ use tokio::task::JoinHandle;
 /// told otherwise: one context for all of them, so that a gateway that
 /// restarts gets its peers (and their tasks) back.
 pub const DEFAULT_CONTEXT: &str = "a2a-gateway-remotes";
+
+/// How long the broker may take to register a remote's agent (it answers
+/// in milliseconds; this only bounds a broker that stopped answering).
+const REGISTER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A remote agent to add.
 #[derive(Debug, Clone)]
@@ -102,8 +107,11 @@ pub enum OutboundError {
     },
 }
 
-/// A bridged remote agent; dropping it stops the bridge (the broker
-/// registration ends with the connection, or at [`Remote::stop`]).
+/// A bridged remote agent. Dropping it stops the bridge and its task
+/// actors at once, as a crash would: the registration lasts until the
+/// broker connection closes, and its tasks stay open (a gateway that comes
+/// back under the same name and context fails them, see `bridge`).
+/// [`Remote::stop`] leaves cleanly instead.
 #[derive(Debug)]
 pub struct Remote {
     /// The peer id the broker gave it (the remote card's name, or
@@ -113,6 +121,8 @@ pub struct Remote {
     pub url: String,
     stop: Arc<Notify>,
     task: Option<JoinHandle<()>>,
+    /// Dropped with this handle: ends the bridge and its task actors.
+    _alive: tokio::sync::watch::Sender<()>,
 }
 
 impl Remote {
@@ -130,14 +140,6 @@ impl Remote {
     pub async fn join(mut self) {
         if let Some(t) = self.task.take() {
             let _ = t.await;
-        }
-    }
-}
-
-impl Drop for Remote {
-    fn drop(&mut self) {
-        if let Some(t) = self.task.take() {
-            t.abort();
         }
     }
 }
@@ -180,12 +182,16 @@ pub async fn add_remote(
             name: name.clone(),
             source,
         })?;
-    let agent = pending.await.map_err(|source| OutboundError::Broker {
+    let registered = tokio::time::timeout(REGISTER_TIMEOUT, pending)
+        .await
+        .unwrap_or(Err(ClientError::Timeout(REGISTER_TIMEOUT)));
+    let agent = registered.map_err(|source| OutboundError::Broker {
         name: name.clone(),
         source,
     })?;
     let peer_id = agent.id().to_owned();
     tracing::info!(remote = %spec.url, peer = %peer_id, endpoint = %cached.card.endpoint, streaming = cached.card.streaming, "remote agent added");
+    let (alive, gone) = tokio::sync::watch::channel(());
     let shared = Arc::new(Shared {
         agent,
         rpc,
@@ -194,6 +200,7 @@ pub async fn add_remote(
         failure_refresh: Mutex::new(None),
         contexts: Mutex::new(HashMap::new()),
         settle: opts.settle.clone(),
+        gone,
     });
     let stop = Arc::new(Notify::new());
     let task = tokio::spawn(bridge::run(shared, Arc::clone(&stop)));
@@ -202,5 +209,6 @@ pub async fn add_remote(
         url: spec.url,
         stop,
         task: Some(task),
+        _alive: alive,
     })
 }
