@@ -4,27 +4,22 @@
 //! events) becomes broker states, messages and artifacts.
 //!
 //! Pure functions over JSON values, so that every rule has a unit test and
-//! the bridge only sequences them. The v1.0 side is read leniently
+//! the bridge only sequences them. States and parts go through the inbound
+//! direction's [`crate::mapping`] (`state_in`, `part_in`, `part_out`), so
+//! both directions translate them alike; what is new here is the shape of
+//! the outgoing request, the reading of remote answers and events, and the
+//! broker transitions that reflect them. The v1.0 side is read leniently
 //! (ProtoJSON: lowerCamel or snake_case names; unknown fields ignored),
 //! because remote agents are written against many SDKs.
 
-use a2a_proto::types::{Artifact, FileContent, Message, Object, Part, Role, State};
+use crate::{mapping, v1};
+use a2a_proto::types::{Artifact, Message, Object, Part, Role, State};
 use serde_json::{json, Map, Value};
 
 /// A broker state from a v1.0 `TASK_STATE_*` name (`None` for
 /// `TASK_STATE_UNSPECIFIED` and unknown names: nothing to reflect).
 pub fn state_from_v1(name: &str) -> Option<State> {
-    Some(match name {
-        "TASK_STATE_SUBMITTED" => State::Submitted,
-        "TASK_STATE_WORKING" => State::Working,
-        "TASK_STATE_INPUT_REQUIRED" => State::InputRequired,
-        "TASK_STATE_AUTH_REQUIRED" => State::AuthRequired,
-        "TASK_STATE_COMPLETED" => State::Completed,
-        "TASK_STATE_CANCELED" => State::Canceled,
-        "TASK_STATE_FAILED" => State::Failed,
-        "TASK_STATE_REJECTED" => State::Rejected,
-        _ => return None,
-    })
+    v1::TaskState::from_json(&Value::String(name.to_owned())).and_then(mapping::state_in)
 }
 
 /// A v1.0 member, under its lowerCamel name or its proto snake_case one.
@@ -37,89 +32,19 @@ pub fn str_field<'a>(obj: &'a Value, camel: &str, snake: &str) -> Option<&'a str
     field(obj, camel, snake).and_then(Value::as_str)
 }
 
-/// One broker part as a v1.0 part: `{text}`, `{raw, filename?, mediaType?}`,
-/// `{url, filename?, mediaType?}` or `{data}`, with its metadata.
+/// One broker part as a v1.0 part (the inbound direction's
+/// [`mapping::part_out`], so both directions write parts alike).
 pub fn part_to_v1(part: &Part) -> Value {
-    let (mut obj, metadata) = match part {
-        Part::Text { text, metadata } => (json!({ "text": text }), metadata),
-        Part::File { file, metadata } => {
-            let mut o = Map::new();
-            if let Some(bytes) = &file.bytes {
-                o.insert("raw".into(), Value::String(bytes.clone()));
-            } else if let Some(uri) = &file.uri {
-                o.insert("url".into(), Value::String(uri.clone()));
-            } else {
-                // A reference by name alone has no v1.0 form but a URL-less
-                // file; an empty `raw` keeps it a file part.
-                o.insert("raw".into(), Value::String(String::new()));
-            }
-            if let Some(name) = &file.name {
-                o.insert("filename".into(), Value::String(name.clone()));
-            }
-            if let Some(mt) = &file.mime_type {
-                o.insert("mediaType".into(), Value::String(mt.clone()));
-            }
-            (Value::Object(o), metadata)
-        }
-        Part::Data { data, metadata } => {
-            (json!({ "data": Value::Object(data.0.clone()) }), metadata)
-        }
-    };
-    if let (Some(m), Value::Object(o)) = (metadata, &mut obj) {
-        o.insert("metadata".into(), Value::Object(m.0.clone()));
-    }
-    obj
+    serde_json::to_value(mapping::part_out(part)).unwrap_or(Value::Null)
 }
 
-/// One v1.0 part as a broker part. A `data` part holding a non-object (v1.0
-/// allows any JSON value) is wrapped as `{"value": ...}`, the broker's data
-/// parts being objects.
+/// One v1.0 part as a broker part ([`mapping::part_in`]): `None` for a
+/// part that is not exactly one of `text`, `raw`, `url`, `data`. A `data`
+/// part holding a non-object is wrapped as `{"value": ...}`, the broker's
+/// data parts being objects.
 pub fn part_from_v1(v: &Value) -> Option<Part> {
-    let metadata = v
-        .get("metadata")
-        .and_then(Value::as_object)
-        .map(|m| Object::from(m.clone()));
-    if let Some(text) = v.get("text").and_then(Value::as_str) {
-        return Some(Part::Text {
-            text: text.to_owned(),
-            metadata,
-        });
-    }
-    let name = str_field(v, "filename", "filename").map(str::to_owned);
-    let mime_type = str_field(v, "mediaType", "media_type").map(str::to_owned);
-    if let Some(raw) = v.get("raw").and_then(Value::as_str) {
-        let file = FileContent {
-            name,
-            mime_type,
-            uri: None,
-            bytes: Some(raw.to_owned()),
-        };
-        return Some(Part::File { file, metadata });
-    }
-    if let Some(url) = v.get("url").and_then(Value::as_str) {
-        let file = FileContent {
-            name,
-            mime_type,
-            uri: Some(url.to_owned()),
-            bytes: None,
-        };
-        return Some(Part::File { file, metadata });
-    }
-    match v.get("data") {
-        Some(Value::Object(o)) => Some(Part::Data {
-            data: Object::from(o.clone()),
-            metadata,
-        }),
-        Some(other) if !other.is_null() => {
-            let mut o = Map::new();
-            o.insert("value".into(), other.clone());
-            Some(Part::Data {
-                data: Object::from(o),
-                metadata,
-            })
-        }
-        _ => None,
-    }
+    let p: v1::Part = serde_json::from_value(v.clone()).ok()?;
+    mapping::part_in(&p).ok()
 }
 
 /// The `params` of a v1.0 `SendMessage` / `SendStreamingMessage` carrying a
@@ -328,6 +253,7 @@ fn push_status(st: &Value, out: &mut Vec<Reflect>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use a2a_proto::types::FileContent;
 
     #[test]
     fn every_v1_state_maps_and_unknown_ones_do_not() {
