@@ -460,9 +460,9 @@ impl TaskActor {
                 self.forward_unary(&endpoint, params.clone()).await
             };
             match r {
-                // Failed before the remote accepted anything: its address
-                // may have moved; fetch the card and try once more.
-                Err((e, false)) if !retried && e.suggests_card_refresh() => {
+                // The remote certainly did nothing: its address may have
+                // moved; fetch the card and try once more.
+                Err((e, false)) if !retried && e.nothing_was_done() => {
                     self.shared.refresh_after_failure().await;
                     retried = true;
                 }
@@ -473,7 +473,9 @@ impl TaskActor {
             if e.suggests_card_refresh() {
                 self.shared.refresh_after_failure().await;
             }
-            if self.remote_task.is_none() || !matches!(e, RemoteError::Http(_)) {
+            if self.remote_task.is_none()
+                || !matches!(e, RemoteError::Http(_) | RemoteError::Connect(_))
+            {
                 self.fail(&format!("{e}")).await;
                 return;
             }

@@ -25,8 +25,11 @@ pub const A2A_VERSION: &str = "1.0";
 /// What went wrong talking to a remote agent.
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
-    /// Connecting, sending or reading failed (includes timeouts).
+    /// No connection could be made (nothing was sent).
     #[error("remote agent unreachable: {0}")]
+    Connect(String),
+    /// Sending or reading failed after connecting (includes timeouts).
+    #[error("remote agent connection failed: {0}")]
     Http(String),
     /// The remote answered with an HTTP error status.
     #[error("remote agent answered HTTP {0}")]
@@ -60,8 +63,20 @@ impl RemoteError {
     /// does not.
     pub fn suggests_card_refresh(&self) -> bool {
         match self {
-            RemoteError::Http(_) => true,
+            RemoteError::Connect(_) | RemoteError::Http(_) => true,
             RemoteError::Status(s) => matches!(s, 404 | 405 | 410 | 421 | 502 | 503 | 504),
+            _ => false,
+        }
+    }
+
+    /// Did the remote certainly not act on the request, so that sending it
+    /// again cannot do the work twice? (No connection; or a status saying
+    /// the request was not taken there. A timeout, or 504, may hide work
+    /// under way.)
+    pub fn nothing_was_done(&self) -> bool {
+        match self {
+            RemoteError::Connect(_) => true,
+            RemoteError::Status(s) => matches!(s, 404 | 405 | 410 | 421 | 502 | 503),
             _ => false,
         }
     }
@@ -70,7 +85,13 @@ impl RemoteError {
 impl From<reqwest::Error> for RemoteError {
     fn from(e: reqwest::Error) -> Self {
         // Without the URL: it may carry credentials in its query.
-        RemoteError::Http(e.without_url().to_string())
+        let connect = e.is_connect();
+        let text = e.without_url().to_string();
+        if connect {
+            RemoteError::Connect(text)
+        } else {
+            RemoteError::Http(text)
+        }
     }
 }
 
@@ -424,5 +445,10 @@ mod tests {
         ));
         assert!(RemoteError::Status(404).suggests_card_refresh());
         assert!(!RemoteError::Status(400).suggests_card_refresh());
+        // A timeout may hide work under way: refresh, but never resend.
+        let timeout = RemoteError::Http("timed out".into());
+        assert!(timeout.suggests_card_refresh() && !timeout.nothing_was_done());
+        assert!(RemoteError::Connect("refused".into()).nothing_was_done());
+        assert!(!RemoteError::Status(504).nothing_was_done());
     }
 }
