@@ -15,8 +15,9 @@
 //!
 //! Phase 1 interleaves single calls of the three (one in flight) for the
 //! latency percentiles; phase 2 runs `--concurrency` callers per mode,
-//! modes alternating in slices, for requests per second. With `--perf`,
-//! `perf record` samples the gateway process during its phase-2 slices.
+//! modes alternating in slices, for requests per second. With `--perf
+//! MODE`, `perf record` samples the gateway process during the first
+//! phase-2 slice of that mode (into `/tmp/a2a-gateway.perf.data`).
 //!
 //! ```text
 //! cargo build --release -p a2a-broker -p a2a-gateway --examples
@@ -57,7 +58,8 @@ struct Args {
     concurrency: usize,
     slice: Duration,
     slices: usize,
-    perf: bool,
+    /// The mode whose first phase-2 slice `perf record` samples.
+    perf: Option<Mode>,
 }
 
 fn args() -> Args {
@@ -66,7 +68,7 @@ fn args() -> Args {
         concurrency: 16,
         slice: Duration::from_secs(2),
         slices: 3,
-        perf: false,
+        perf: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -76,7 +78,16 @@ fn args() -> Args {
             "--concurrency" => a.concurrency = num().max(1) as usize,
             "--slice-ms" => a.slice = Duration::from_millis(num()),
             "--slices" => a.slices = num().max(1) as usize,
-            "--perf" => a.perf = true,
+            "--perf" => {
+                a.perf = match it.next().as_deref() {
+                    Some("http-ctx") => Some(Mode::HttpCtx),
+                    Some("http-new") => Some(Mode::HttpNew),
+                    other => {
+                        eprintln!("--perf takes http-ctx or http-new, not {other:?}");
+                        None
+                    }
+                }
+            }
             other => eprintln!("ignored argument {other}"),
         }
     }
@@ -314,7 +325,7 @@ async fn main() {
     let mut perf: Option<Child> = None;
     for slice in 0..a.slices {
         for m in MODES {
-            if a.perf && m == Mode::HttpNew && slice == 0 {
+            if a.perf == Some(m) && slice == 0 {
                 perf = Command::new("perf")
                     .args([
                         "record",
@@ -388,7 +399,7 @@ async fn main() {
             let el = t0.elapsed();
             total[m as usize].0 += count.load(Ordering::Relaxed);
             total[m as usize].1 += el;
-            if m == Mode::HttpNew {
+            if a.perf == Some(m) {
                 if let Some(mut p) = perf.take() {
                     // SIGINT makes perf write its data and exit.
                     let _ = Command::new("kill")

@@ -47,12 +47,26 @@ pub struct HubEvent {
 /// A context's broadcast of task events.
 pub type Hub = broadcast::Sender<HubEvent>;
 
+/// A context's hub, made by its first subscriber: most contexts never
+/// have one (a broadcast buffer costs a few pages per context, which a
+/// profile of one-call contexts showed as page zeroing).
+pub type LazyHub = Arc<std::sync::OnceLock<Hub>>;
+
 /// A caller identity's A2A context: its requester agent and its hub.
 pub struct Ctx {
     pub identity: String,
     pub v1_context: String,
     pub agent: Agent,
-    pub hub: Hub,
+    pub hub: LazyHub,
+}
+
+impl Ctx {
+    /// A receiver of the context's task events from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<HubEvent> {
+        self.hub
+            .get_or_init(|| broadcast::channel(HUB_CAPACITY).0)
+            .subscribe()
+    }
 }
 
 /// A local agent served over A2A.
@@ -183,12 +197,11 @@ impl Core {
             .map_err(|e| GatewayError::from_client(&e, Op::Other, ""))?
             .await
             .map_err(|e| GatewayError::from_client(&e, Op::Other, ""))?;
-        let (hub, _) = broadcast::channel(HUB_CAPACITY);
         let ctx = Arc::new(Ctx {
             identity: identity.to_owned(),
             v1_context: v1_context.to_owned(),
             agent,
-            hub,
+            hub: LazyHub::default(),
         });
         let hub = ctx.hub.clone();
         let pusher = self.pusher.clone();
@@ -266,7 +279,7 @@ impl Core {
             history_length: None,
             push_notification_config: None,
         };
-        let rx = subscribe.then(|| ctx.hub.subscribe());
+        let rx = subscribe.then(|| ctx.subscribe());
         let pending = ctx
             .agent
             .send_async(msg, Some(configuration))
@@ -353,7 +366,7 @@ impl Core {
         id: &str,
     ) -> Result<Subscription, GatewayError> {
         let ctx = self.task_context(identity, agent, id)?;
-        let rx = ctx.hub.subscribe();
+        let rx = ctx.subscribe();
         let snapshot = self.get(identity, agent, id).await?;
         if snapshot.status.state.is_terminal() {
             return Err(GatewayError::Unsupported(format!(
@@ -409,14 +422,17 @@ impl Core {
 
 /// Hands one task event to a context's subscribers and to the pusher.
 /// Runs on the client's reader thread: never blocks.
-fn publish(hub: &Hub, pusher: &Pusher, version: u64, event: StreamEvent) {
+fn publish(hub: &LazyHub, pusher: &Pusher, version: u64, event: StreamEvent) {
     let task_id = match &event {
         StreamEvent::Status(s) => s.task_id.clone(),
         StreamEvent::Artifact(a) => a.task_id.clone(),
     };
     let event = Arc::new(event);
-    pusher.notify(&task_id, &event);
+    pusher.notify(&task_id, version, &event);
     // No subscriber is not an error.
+    let Some(hub) = hub.get() else {
+        return;
+    };
     let _ = hub.send(HubEvent {
         task_id,
         version,

@@ -86,6 +86,15 @@ enum Cmd {
         /// The a2a-broker binary (default: beside this one, else on PATH).
         #[arg(long)]
         broker: Option<PathBuf>,
+        /// Do not declare (nor offer) streaming.
+        #[arg(long)]
+        no_streaming: bool,
+        /// Do not declare (nor offer) push notifications.
+        #[arg(long)]
+        no_push: bool,
+        /// Do not declare (nor offer) the extended agent card.
+        #[arg(long)]
+        no_extended_card: bool,
     },
     /// Remote A2A agents as peers of a running broker.
     #[command(subcommand)]
@@ -181,11 +190,22 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
             running.stop().await;
             Ok(())
         }
-        Cmd::ServeTck { listen, broker } => {
+        Cmd::ServeTck {
+            listen,
+            broker,
+            no_streaming,
+            no_push,
+            no_extended_card,
+        } => {
             if !listen.ip().is_loopback() {
                 return Err("serve-tck listens on loopback only".into());
             }
-            let sut = tck::start(listen, broker.as_deref()).await?;
+            let profile = tck::Profile {
+                streaming: !no_streaming,
+                push: !no_push,
+                extended_card: !no_extended_card,
+            };
+            let sut = tck::start(listen, broker.as_deref(), profile).await?;
             ready_line(sut.gateway.addr);
             eprintln!(
                 "a2a-gateway: TCK SUT at http://{0} (agent card http://{0}/.well-known/agent-card.json)",

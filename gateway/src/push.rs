@@ -46,8 +46,10 @@ struct Delivery {
 
 struct Inner {
     policy: WebhookPolicy,
-    /// Task id -> its configs, in creation order.
-    configs: Mutex<HashMap<String, Vec<Stored>>>,
+    /// Task id -> its configs, in creation order, and the version of the
+    /// last event queued for it (an event can be published twice: from the
+    /// broker, and from the result of the gateway's own call).
+    configs: Mutex<HashMap<String, (Vec<Stored>, u64)>>,
     queue: Option<mpsc::Sender<Delivery>>,
 }
 
@@ -111,7 +113,7 @@ impl Pusher {
             c.id = uuid::Uuid::new_v4().to_string();
         }
         let mut map = self.inner.configs.lock();
-        let list = map.entry(task_id.to_owned()).or_default();
+        let (list, _) = map.entry(task_id.to_owned()).or_default();
         list.retain(|s| s.config.id != c.id);
         if list.len() >= MAX_CONFIGS_PER_TASK {
             return Err(GatewayError::InvalidParams(format!(
@@ -129,6 +131,7 @@ impl Pusher {
     pub fn get(&self, task_id: &str, id: &str) -> Option<v1::TaskPushNotificationConfig> {
         let map = self.inner.configs.lock();
         map.get(task_id)?
+            .0
             .iter()
             .find(|s| s.config.id == id)
             .map(|s| s.config.clone())
@@ -138,7 +141,7 @@ impl Pusher {
     pub fn list(&self, task_id: &str) -> Vec<v1::TaskPushNotificationConfig> {
         let map = self.inner.configs.lock();
         map.get(task_id)
-            .map(|l| l.iter().map(|s| s.config.clone()).collect())
+            .map(|(l, _)| l.iter().map(|s| s.config.clone()).collect())
             .unwrap_or_default()
     }
 
@@ -146,7 +149,7 @@ impl Pusher {
     /// idempotent).
     pub fn delete(&self, task_id: &str, id: &str) {
         let mut map = self.inner.configs.lock();
-        if let Some(list) = map.get_mut(task_id) {
+        if let Some((list, _)) = map.get_mut(task_id) {
             list.retain(|s| s.config.id != id);
             if list.is_empty() {
                 map.remove(task_id);
@@ -154,17 +157,22 @@ impl Pusher {
         }
     }
 
-    /// Queues the delivery of one task event to the task's configs.
-    /// Called on the broker client's reader thread: never blocks.
-    pub fn notify(&self, task_id: &str, event: &StreamEvent) {
+    /// Queues the delivery of one task event (the task's `version` after
+    /// it) to the task's configs, unless an event of that version was
+    /// queued already. Called on the broker client's reader thread, in
+    /// version order: never blocks.
+    pub fn notify(&self, task_id: &str, version: u64, event: &StreamEvent) {
         let Some(queue) = &self.inner.queue else {
             return;
         };
         let configs: Vec<v1::TaskPushNotificationConfig> = {
-            let map = self.inner.configs.lock();
-            match map.get(task_id) {
-                Some(l) => l.iter().map(|s| s.config.clone()).collect(),
-                None => return,
+            let mut map = self.inner.configs.lock();
+            match map.get_mut(task_id) {
+                Some((l, last)) if version > *last => {
+                    *last = version;
+                    l.iter().map(|s| s.config.clone()).collect()
+                }
+                _ => return,
             }
         };
         let body = match serde_json::to_string(&mapping::event_out(event)) {

@@ -35,6 +35,10 @@ pub struct ServeOptions {
     pub max_stream: Duration,
     pub kind: AgentKind,
     pub max_contexts: usize,
+    /// Offer the SSE methods (declared in the cards).
+    pub streaming: bool,
+    /// Offer `GetExtendedAgentCard` (declared in the cards).
+    pub extended_card: bool,
 }
 
 impl ServeOptions {
@@ -54,6 +58,8 @@ impl ServeOptions {
             max_stream: Duration::from_secs(600),
             kind: AgentKind::Subagent,
             max_contexts: 100_000,
+            streaming: true,
+            extended_card: true,
         }
     }
 }
@@ -156,12 +162,12 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         .clone()
         .unwrap_or_else(|| format!("http://{addr}"));
     let pusher = Pusher::new(opts.webhooks.clone());
-    let cards = Cards::new(
-        &exposed,
-        &public_url,
-        pusher.enabled(),
-        !opts.tokens.is_empty(),
-    );
+    let caps = crate::v1::AgentCapabilities {
+        streaming: opts.streaming,
+        push_notifications: pusher.enabled(),
+        extended_agent_card: opts.extended_card,
+    };
+    let cards = Cards::new(&exposed, &public_url, &caps, !opts.tokens.is_empty());
     let core = Arc::new(Core::new(
         client,
         exposed,
@@ -180,6 +186,8 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
             limiter: RateLimiter::new(opts.rate, opts.burst),
             max_body_bytes: opts.max_body_bytes,
             max_stream: opts.max_stream,
+            streaming: opts.streaming,
+            extended_card: opts.extended_card,
         },
         cards,
     });

@@ -374,10 +374,32 @@ pub struct Sut {
     pub broker: BrokerChild,
 }
 
-/// Starts the SUT on `listen` (loopback), with loopback webhooks allowed
-/// (the TCK's webhook receiver is local), `example.com` webhooks allowed,
-/// and no rate limit.
-pub async fn start(listen: SocketAddr, broker: Option<&Path>) -> Result<Sut, TckError> {
+/// What the SUT declares (the TCK runs the tests of a capability, or the
+/// tests of its absence).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Profile {
+    pub streaming: bool,
+    pub push: bool,
+    pub extended_card: bool,
+}
+
+impl Profile {
+    /// Everything declared.
+    pub const FULL: Profile = Profile {
+        streaming: true,
+        push: true,
+        extended_card: true,
+    };
+}
+
+/// Starts the SUT on `listen` (loopback), declaring `profile`, with
+/// loopback webhooks allowed (the TCK's webhook receiver is local),
+/// `example.com` webhooks allowed, and no rate limit.
+pub async fn start(
+    listen: SocketAddr,
+    broker: Option<&Path>,
+    profile: Profile,
+) -> Result<Sut, TckError> {
     let bin = find_broker(broker).ok_or(TckError::NoBroker)?;
     let b = tokio::task::spawn_blocking(move || spawn_broker(&bin))
         .await
@@ -400,10 +422,14 @@ pub async fn start(listen: SocketAddr, broker: Option<&Path>) -> Result<Sut, Tck
     // The TCK's webhook receiver is on loopback; its config-CRUD tests
     // register `https://example.com/...` (on completed tasks: nothing is
     // ever delivered there).
-    opts.webhooks = WebhookPolicy {
-        allow_hosts: vec!["example.com".into()],
-        allow_loopback: true,
-    };
+    if profile.push {
+        opts.webhooks = WebhookPolicy {
+            allow_hosts: vec!["example.com".into()],
+            allow_loopback: true,
+        };
+    }
+    opts.streaming = profile.streaming;
+    opts.extended_card = profile.extended_card;
     let gateway = server::start(opts).await?;
     Ok(Sut {
         gateway,

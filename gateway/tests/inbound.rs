@@ -469,3 +469,49 @@ async fn headers_and_envelopes_are_checked_before_dispatch() {
     );
     h.gateway.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capabilities_not_declared_are_not_offered() {
+    let h = Harness::start(|_| {}).await;
+    let card = h.ok("GetExtendedAgentCard", json!({})).await;
+    assert_eq!(card["supportedInterfaces"][0]["url"], h.url());
+    h.gateway.stop().await;
+
+    let h = Harness::start(|o| {
+        o.streaming = false;
+        o.extended_card = false;
+    })
+    .await;
+    let card: Value = h
+        .http
+        .get(format!("{}/.well-known/agent-card.json", h.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        card["capabilities"],
+        json!({"streaming": false, "pushNotifications": false, "extendedAgentCard": false})
+    );
+    // Refused as plain JSON, not as a stream.
+    let e = h
+        .stream(
+            "SendStreamingMessage",
+            json!({"message": message("tck-stream-001-x", "x")}),
+        )
+        .await;
+    assert_eq!(e.len(), 1);
+    assert_eq!(e[0]["error"]["code"], -32004);
+    let e = h.rpc("GetExtendedAgentCard", json!({})).await;
+    assert_eq!(e["error"]["code"], -32004);
+    let e = h
+        .rpc(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": "t", "url": "https://example.com/w"}),
+        )
+        .await;
+    assert_eq!(e["error"]["code"], -32003);
+    h.gateway.stop().await;
+}

@@ -157,5 +157,16 @@ async fn updates_are_posted_to_the_webhook_with_its_authentication() {
         states.ends_with(&["TASK_STATE_COMPLETED".to_owned()]),
         "{states:?}"
     );
+    // Each update is posted once: the completion reaches the gateway twice
+    // (the broker's event, and the answer to its own blocking send), and
+    // must not be posted twice. Nothing follows it.
+    let mut seen = states.clone();
+    seen.dedup();
+    assert_eq!(seen, states, "an update posted twice: {states:?}");
+    let extra = tokio::time::timeout(std::time::Duration::from_millis(500), rx.recv()).await;
+    assert!(
+        extra.is_err(),
+        "a post after the terminal update: {extra:?}"
+    );
     h.gateway.stop().await;
 }

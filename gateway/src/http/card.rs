@@ -37,7 +37,12 @@ pub fn interface_url(public_url: &str, agent: &str) -> String {
 }
 
 /// The v1.0 card of an exposed agent.
-pub fn card_of(e: &Exposed, public_url: &str, push: bool, bearer: bool) -> v1::AgentCard {
+pub fn card_of(
+    e: &Exposed,
+    public_url: &str,
+    caps: &v1::AgentCapabilities,
+    bearer: bool,
+) -> v1::AgentCard {
     let c = &e.card;
     let skills = c
         .skills
@@ -75,14 +80,10 @@ pub fn card_of(e: &Exposed, public_url: &str, push: bool, bearer: bool) -> v1::A
             protocol_version: "1.0".into(),
         }],
         // The gateway streams and pushes for every agent (from the
-        // broker's events), whatever the local card says.
-        capabilities: v1::AgentCapabilities {
-            streaming: true,
-            push_notifications: push,
-            // GetExtendedAgentCard answers the same card, to callers
-            // that passed the bearer check.
-            extended_agent_card: true,
-        },
+        // broker's events), whatever the local card says; the extended
+        // card is the same card, answered to callers that passed the
+        // bearer check.
+        capabilities: caps.clone(),
         default_input_modes: c.default_input_modes.clone(),
         default_output_modes: c.default_output_modes.clone(),
         skills,
@@ -93,10 +94,15 @@ pub fn card_of(e: &Exposed, public_url: &str, push: bool, bearer: bool) -> v1::A
 
 impl Cards {
     /// Renders the cards of `exposed`.
-    pub fn new(exposed: &[Exposed], public_url: &str, push: bool, bearer: bool) -> Cards {
+    pub fn new(
+        exposed: &[Exposed],
+        public_url: &str,
+        caps: &v1::AgentCapabilities,
+        bearer: bool,
+    ) -> Cards {
         let mut by_agent = HashMap::new();
         for e in exposed {
-            let body = serde_json::to_string(&card_of(e, public_url, push, bearer))
+            let body = serde_json::to_string(&card_of(e, public_url, caps, bearer))
                 .unwrap_or_else(|_| "{}".into());
             let etag = format!("\"{:016x}\"", fnv(body.as_bytes()));
             by_agent.insert(e.name.clone(), Rendered { body, etag });

@@ -176,6 +176,12 @@ pub async fn handle(
                 }
             }
         },
+        "SendStreamingMessage" | "SubscribeToTask" if !app.config.streaming => {
+            Err(E::Unsupported("streaming is not offered".into()))
+        }
+        "GetExtendedAgentCard" if !app.config.extended_card => {
+            Err(E::Unsupported("no extended agent card is offered".into()))
+        }
         "SendStreamingMessage" => {
             let req = match parse::<v1::SendMessageRequest>(&params) {
                 Ok(r) => r,

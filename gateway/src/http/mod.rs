@@ -39,6 +39,10 @@ pub struct HttpConfig {
     pub max_body_bytes: usize,
     /// Longest life of one SSE stream.
     pub max_stream: Duration,
+    /// The SSE methods are offered.
+    pub streaming: bool,
+    /// `GetExtendedAgentCard` is offered.
+    pub extended_card: bool,
 }
 
 /// The shared state of every handler.
