@@ -632,3 +632,96 @@ async fn stopping_a_remote_cancels_its_remote_tasks_and_leaves_the_broker() {
         .expect("list");
     assert!(!cards.iter().any(|c| c.name == peer), "the peer left");
 }
+
+// ------------------------------------------------------------ the HTTP client alone
+
+/// A server for the client's own rules: a redirecting card, an oversized
+/// card, a card that records the Authorization header, and an SSE answer
+/// whose error event follows a result.
+async fn serve_odd() -> (String, Arc<Mutex<Vec<String>>>) {
+    let auth = Arc::new(Mutex::new(Vec::new()));
+    let seen = auth.clone();
+    let app = Router::new()
+        .route(
+            "/redirect/.well-known/agent-card.json",
+            get(|| async { (StatusCode::FOUND, [("location", "http://127.0.0.1:9/elsewhere")]).into_response() }),
+        )
+        .route(
+            "/big/.well-known/agent-card.json",
+            get(|| async { format!("{{\"name\":\"{}\"}}", "x".repeat(2 << 20)) }),
+        )
+        .route(
+            "/auth/.well-known/agent-card.json",
+            get(move |h: HeaderMap| async move {
+                let a = h.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+                seen.lock().push(a);
+                Json(json!({"name": "auth", "url": "http://127.0.0.1:9/rpc"}))
+            }),
+        )
+        .route(
+            "/sse",
+            post(|| async {
+                let body = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"statusUpdate\":{\"taskId\":\"t\"}}}\n\n\
+                            data: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32603,\"message\":\"boom\"}}\n\n";
+                ([("content-type", "text/event-stream")], body).into_response()
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (format!("http://127.0.0.1:{port}"), auth)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_remote_client_follows_no_redirect_reads_bounded_and_sends_its_token() {
+    use a2a_gateway::outbound::card::MAX_CARD_BYTES;
+    use a2a_gateway::outbound::rpc::RemoteRpc;
+    use a2a_gateway::outbound::{RemoteError, RpcOptions};
+    let (base, auth) = serve_odd().await;
+    let rpc = RemoteRpc::new(Some("s3cret".into()), RpcOptions::default()).expect("client");
+    // A redirect could carry the token to another host: it is an error.
+    let e = rpc
+        .fetch_card(&format!("{base}/redirect"), None)
+        .await
+        .expect_err("redirect refused");
+    assert!(matches!(e, RemoteError::Status(302)), "{e}");
+    let e = rpc
+        .fetch_card(&format!("{base}/big"), None)
+        .await
+        .expect_err("big card refused");
+    assert!(
+        matches!(e, RemoteError::TooLarge(n) if n == MAX_CARD_BYTES),
+        "{e}"
+    );
+    rpc.fetch_card(&format!("{base}/auth"), None)
+        .await
+        .expect("card");
+    assert_eq!(auth.lock().as_slice(), ["Bearer s3cret"]);
+    // An error event after a result: the result first, then the error.
+    let mut s = rpc
+        .stream(&format!("{base}/sse"), "SendStreamingMessage", json!({}))
+        .await
+        .expect("stream");
+    let first = tokio::time::timeout(TIMEOUT, s.next())
+        .await
+        .expect("in time");
+    assert!(
+        matches!(first, Some(Ok(ref v)) if v["statusUpdate"]["taskId"] == "t"),
+        "{first:?}"
+    );
+    let second = tokio::time::timeout(TIMEOUT, s.next())
+        .await
+        .expect("in time");
+    assert!(
+        matches!(second, Some(Err(RemoteError::Rpc { code: -32603, .. }))),
+        "{second:?}"
+    );
+    assert!(tokio::time::timeout(TIMEOUT, s.next())
+        .await
+        .expect("in time")
+        .is_none());
+}
