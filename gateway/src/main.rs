@@ -95,6 +95,11 @@ enum Cmd {
         /// Do not declare (nor offer) the extended agent card.
         #[arg(long)]
         no_extended_card: bool,
+        /// Declare the TCK's required extension (urn:a2a:tck:required-extension):
+        /// message requests without it in A2A-Extensions get -32008. Every
+        /// other TCK test sends none, so run this profile filtered (-k CAP).
+        #[arg(long)]
+        require_tck_extension: bool,
     },
     /// Remote A2A agents as peers of a running broker.
     #[command(subcommand)]
@@ -196,6 +201,7 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
             no_streaming,
             no_push,
             no_extended_card,
+            require_tck_extension,
         } => {
             if !listen.ip().is_loopback() {
                 return Err("serve-tck listens on loopback only".into());
@@ -204,6 +210,8 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
                 streaming: !no_streaming,
                 push: !no_push,
                 extended_card: !no_extended_card,
+                required_extension: require_tck_extension
+                    .then_some("urn:a2a:tck:required-extension"),
             };
             let sut = tck::start(listen, broker.as_deref(), profile).await?;
             ready_line(sut.gateway.addr);

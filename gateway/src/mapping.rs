@@ -66,6 +66,10 @@ pub enum GatewayError {
     /// `ExtendedAgentCardNotConfiguredError` (-32007).
     #[error("no extended agent card is configured")]
     ExtendedCardNotConfigured,
+    /// `ExtensionSupportRequiredError` (-32008): the card declares a
+    /// required extension the request did not list in `A2A-Extensions`.
+    #[error("extension support required: {0}")]
+    ExtensionRequired(String),
     /// `VersionNotSupportedError` (-32009).
     #[error("A2A version not supported: {0}")]
     Version(String),
@@ -104,6 +108,7 @@ impl GatewayError {
             GatewayError::Unsupported(_) => -32004,
             GatewayError::ContentType(_) => -32005,
             GatewayError::ExtendedCardNotConfigured => -32007,
+            GatewayError::ExtensionRequired(_) => -32008,
             GatewayError::Version(_) => -32009,
             GatewayError::Parse(_) => -32700,
             GatewayError::InvalidRequest(_)
@@ -125,6 +130,7 @@ impl GatewayError {
             GatewayError::Unsupported(_) => "UNSUPPORTED_OPERATION",
             GatewayError::ContentType(_) => "CONTENT_TYPE_NOT_SUPPORTED",
             GatewayError::ExtendedCardNotConfigured => "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+            GatewayError::ExtensionRequired(_) => "EXTENSION_SUPPORT_REQUIRED",
             GatewayError::Version(_) => "VERSION_NOT_SUPPORTED",
             _ => return None,
         })

@@ -39,6 +39,9 @@ pub struct ServeOptions {
     pub streaming: bool,
     /// Offer `GetExtendedAgentCard` (declared in the cards).
     pub extended_card: bool,
+    /// Extension URIs declared as required: message requests must list
+    /// them in `A2A-Extensions`.
+    pub required_extensions: Vec<String>,
 }
 
 impl ServeOptions {
@@ -60,6 +63,7 @@ impl ServeOptions {
             max_contexts: 100_000,
             streaming: true,
             extended_card: true,
+            required_extensions: Vec::new(),
         }
     }
 }
@@ -166,6 +170,15 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         streaming: opts.streaming,
         push_notifications: pusher.enabled(),
         extended_agent_card: opts.extended_card,
+        extensions: opts
+            .required_extensions
+            .iter()
+            .map(|uri| crate::v1::AgentExtension {
+                uri: uri.clone(),
+                description: None,
+                required: true,
+            })
+            .collect(),
     };
     let cards = Cards::new(&exposed, &public_url, &caps, !opts.tokens.is_empty());
     let core = Arc::new(Core::new(
@@ -188,6 +201,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
             max_stream: opts.max_stream,
             streaming: opts.streaming,
             extended_card: opts.extended_card,
+            required_extensions: opts.required_extensions.clone(),
         },
         cards,
     });

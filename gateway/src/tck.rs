@@ -381,6 +381,8 @@ pub struct Profile {
     pub streaming: bool,
     pub push: bool,
     pub extended_card: bool,
+    /// An extension URI declared as required (the TCK's CORE-CAP-004).
+    pub required_extension: Option<&'static str>,
 }
 
 impl Profile {
@@ -389,6 +391,7 @@ impl Profile {
         streaming: true,
         push: true,
         extended_card: true,
+        required_extension: None,
     };
 }
 
@@ -430,6 +433,10 @@ pub async fn start(
     }
     opts.streaming = profile.streaming;
     opts.extended_card = profile.extended_card;
+    opts.required_extensions = profile
+        .required_extension
+        .map(|u| vec![u.to_owned()])
+        .unwrap_or_default();
     let gateway = server::start(opts).await?;
     Ok(Sut {
         gateway,

@@ -432,6 +432,19 @@ pub struct AgentCapabilities {
     pub streaming: bool,
     pub push_notifications: bool,
     pub extended_agent_card: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<AgentExtension>,
+}
+
+/// `lf.a2a.v1.AgentExtension`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentExtension {
+    pub uri: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub required: bool,
 }
 
 /// `lf.a2a.v1.AgentSkill`.

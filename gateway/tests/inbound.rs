@@ -515,3 +515,46 @@ async fn capabilities_not_declared_are_not_offered() {
     assert_eq!(e["error"]["code"], -32003);
     h.gateway.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_required_extension_must_be_listed_by_message_requests() {
+    const EXT: &str = "urn:example:required";
+    let h = Harness::start(|o| o.required_extensions = vec![EXT.into()]).await;
+    let card: Value = h
+        .http
+        .get(format!("{}/.well-known/agent-card.json", h.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        card["capabilities"]["extensions"],
+        json!([{"uri": EXT, "required": true}])
+    );
+    let params = json!({"message": message("tck-complete-task-e", "x")});
+    let e = h.rpc("SendMessage", params.clone()).await;
+    assert_eq!(e["error"]["code"], -32008);
+    assert_eq!(
+        e["error"]["data"][0]["reason"],
+        "EXTENSION_SUPPORT_REQUIRED"
+    );
+    let ok: Value = h
+        .post("SendMessage", params)
+        .header("a2a-extensions", format!("urn:example:other, {EXT}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        ok["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    // Reads need no extension.
+    let id = ok["result"]["task"]["id"].clone();
+    h.ok("GetTask", json!({"id": id})).await;
+    h.gateway.stop().await;
+}

@@ -140,6 +140,35 @@ pub async fn handle(
         );
     };
     let params = obj.get("params").cloned().unwrap_or(Value::Null);
+    // Capabilities are checked before extensions (a streaming call to an
+    // agent without streaming is -32004 whatever its headers).
+    let streaming_call = matches!(method.as_str(), "SendStreamingMessage" | "SubscribeToTask");
+    let message_call = matches!(method.as_str(), "SendMessage" | "SendStreamingMessage");
+    if message_call && !(streaming_call && !app.config.streaming) {
+        let listed: Vec<&str> = headers
+            .get_all("a2a-extensions")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .collect();
+        if let Some(missing) = app
+            .config
+            .required_extensions
+            .iter()
+            .find(|uri| !listed.contains(&uri.as_str()))
+        {
+            return finish(
+                &identity,
+                &agent,
+                &method,
+                None,
+                started,
+                Err(E::ExtensionRequired(missing.clone())),
+                id,
+            );
+        }
+    }
     let core = &app.core;
     let view_of = |h: Option<i64>| TaskView {
         history_length: mapping::history_length(h),

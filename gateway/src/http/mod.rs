@@ -43,6 +43,8 @@ pub struct HttpConfig {
     pub streaming: bool,
     /// `GetExtendedAgentCard` is offered.
     pub extended_card: bool,
+    /// Extensions a message request must list in `A2A-Extensions`.
+    pub required_extensions: Vec<String>,
 }
 
 /// The shared state of every handler.
