@@ -144,7 +144,7 @@ pub async fn handle(
     // agent without streaming is -32004 whatever its headers).
     let streaming_call = matches!(method.as_str(), "SendStreamingMessage" | "SubscribeToTask");
     let message_call = matches!(method.as_str(), "SendMessage" | "SendStreamingMessage");
-    if message_call && !(streaming_call && !app.config.streaming) {
+    if message_call && (app.config.streaming || !streaming_call) {
         let listed: Vec<&str> = headers
             .get_all("a2a-extensions")
             .iter()
