@@ -276,6 +276,10 @@ struct Setup {
 }
 
 async fn setup(url: &str) -> Setup {
+    setup_with(url, OutboundOptions::default()).await
+}
+
+async fn setup_with(url: &str, opts: OutboundOptions) -> Setup {
     let dir = tempfile::tempdir().expect("tempdir");
     let socket = dir.path().join("run").join("sock");
     let broker = Spawn::new(dir.path().join("db"))
@@ -285,7 +289,7 @@ async fn setup(url: &str) -> Setup {
         .expect("broker starts");
     let secret = broker.secret().expect("secret file");
     let gateway = Client::connect(&socket, &secret).expect("gateway connects");
-    let remote = add_remote(&gateway, RemoteSpec::new(url), &OutboundOptions::default())
+    let remote = add_remote(&gateway, RemoteSpec::new(url), &opts)
         .await
         .expect("remote added");
     let client = Client::connect(&socket, &secret).expect("delegate connects");
@@ -724,4 +728,26 @@ async fn the_remote_client_follows_no_redirect_reads_bounded_and_sends_its_token
         .await
         .expect("in time")
         .is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_card_is_refreshed_periodically_even_while_tasks_flow() {
+    let (fake, url) = serve_fake(true).await;
+    let mut opts = OutboundOptions::default();
+    // The card says max-age=3600; the clamp makes it 100 ms here.
+    opts.rpc.refresh_min = Duration::from_millis(100);
+    opts.rpc.refresh_max = Duration::from_millis(100);
+    let s = setup_with(&url, opts).await;
+    let initial = fake.card_fetches.load(Ordering::Relaxed);
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    // Events keep reaching the bridge meanwhile: they must not postpone
+    // the refresh.
+    while fake.card_fetches.load(Ordering::Relaxed) < initial + 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the card was not refreshed"
+        );
+        let task = send(&s.delegate, message_to(&s.peer, "complete tick")).await;
+        statuses_until(&s.delegate, &task.id, &[State::Completed, State::Failed]).await;
+    }
 }

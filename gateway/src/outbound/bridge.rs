@@ -147,7 +147,11 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: Arc<Notify>) {
     let mut events = shared.agent.events();
     let mut actors: HashMap<String, mpsc::UnboundedSender<Cmd>> = HashMap::new();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<String>();
-    let mut next_refresh = shared.card.read().refresh_after;
+    // One deadline across loop turns: a sleep made anew each turn would be
+    // pushed back by every event, and a busy remote would never refresh.
+    let first = shared.card.read().refresh_after;
+    let refresh = tokio::time::sleep(first);
+    tokio::pin!(refresh);
     let mut gone = shared.gone.clone();
     sweep(&shared, &mut actors, &done_tx).await;
     loop {
@@ -168,8 +172,9 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: Arc<Notify>) {
             Some(id) = done_rx.recv() => {
                 actors.remove(&id);
             }
-            _ = tokio::time::sleep(next_refresh) => {
-                next_refresh = shared.refresh_card().await;
+            () = &mut refresh => {
+                let next = shared.refresh_card().await;
+                refresh.as_mut().reset(tokio::time::Instant::now() + next);
             }
             _ = stop.notified() => {
                 // Leaving: the broker fails the tasks this peer serves.
