@@ -381,6 +381,8 @@ struct TaskActor {
     artifacts: HashSet<String>,
     /// Status message ids already reflected (snapshots repeat them too).
     messages: HashSet<String>,
+    /// Broker message ids already forwarded.
+    forwarded: HashSet<String>,
 }
 
 impl TaskActor {
@@ -395,6 +397,7 @@ impl TaskActor {
             remote_state: None,
             artifacts: HashSet::new(),
             messages: HashSet::new(),
+            forwarded: HashSet::new(),
         }
     }
 
@@ -414,6 +417,11 @@ impl TaskActor {
                     return;
                 }
                 Cmd::Forward { message, state } => {
+                    // A start-up sweep or a resync may hand over a message
+                    // its event brings too: forward each once.
+                    if !self.forwarded.insert(message.message_id.clone()) {
+                        continue;
+                    }
                     if !self.state.is_terminal() {
                         self.state = state;
                     }
