@@ -228,7 +228,7 @@ async fn message_responses_artifacts_and_return_immediately() {
         .await;
     let id = quick["task"]["id"].as_str().unwrap().to_owned();
     let mut state = Value::Null;
-    for _ in 0..100 {
+    for _ in 0..400 {
         state = h.ok("GetTask", json!({"id": id})).await["status"]["state"].clone();
         if state == "TASK_STATE_COMPLETED" {
             break;
@@ -284,16 +284,19 @@ async fn streams_carry_task_then_updates_and_close_after_the_terminal_state() {
         )
         .await;
     let id = r["task"]["id"].as_str().unwrap().to_owned();
-    let (a, b, _) = tokio::join!(
-        h.stream("SubscribeToTask", json!({"id": id})),
-        h.stream("SubscribeToTask", json!({"id": id})),
-        async {
-            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-            let mut m = message("tck-complete-task-s", "go on");
-            m["taskId"] = json!(id);
-            h.ok("SendMessage", json!({"message": m})).await
-        }
-    );
+    // Both streams have delivered their first event (so both are
+    // subscribed) before the follow-up is sent.
+    let mut sa = common::Sse::open(&h, "SubscribeToTask", json!({"id": id})).await;
+    let mut sb = common::Sse::open(&h, "SubscribeToTask", json!({"id": id})).await;
+    let first_a = sa.next().await.expect("a first event");
+    let first_b = sb.next().await.expect("a first event");
+    let mut m = message("tck-complete-task-s", "go on");
+    m["taskId"] = json!(id);
+    h.ok("SendMessage", json!({"message": m})).await;
+    let mut a = vec![first_a];
+    a.extend(sa.rest().await);
+    let mut b = vec![first_b];
+    b.extend(sb.rest().await);
     assert_eq!(a, b, "identical streams for both subscribers");
     assert_eq!(
         a[0]["result"]["task"]["status"]["state"],

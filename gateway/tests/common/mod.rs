@@ -143,3 +143,67 @@ pub fn keys(v: &Value, out: &mut Vec<String>) {
         _ => {}
     }
 }
+
+/// An SSE response read event by event.
+pub struct Sse {
+    resp: reqwest::Response,
+    buf: String,
+}
+
+impl Sse {
+    /// Opens a streaming call (panics unless the answer is SSE).
+    pub async fn open(h: &Harness, method: &str, params: Value) -> Sse {
+        let resp = h
+            .post(method, params)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .expect("send");
+        let ct = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        assert!(ct.contains("text/event-stream"), "not a stream: {ct}");
+        Sse {
+            resp,
+            buf: String::new(),
+        }
+    }
+
+    /// The next event, or `None` when the server closed the stream
+    /// (within TIMEOUT, else a panic).
+    pub async fn next(&mut self) -> Option<Value> {
+        loop {
+            if let Some(i) = self.buf.find("\n\n") {
+                let block: String = self.buf.drain(..i + 2).collect();
+                let data: Vec<&str> = block
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .collect();
+                if data.is_empty() {
+                    continue; // a keep-alive comment
+                }
+                assert_eq!(data.len(), 1, "one data line per event: {block}");
+                return Some(serde_json::from_str(data[0].trim()).expect("JSON event"));
+            }
+            let chunk = tokio::time::timeout(TIMEOUT, self.resp.chunk())
+                .await
+                .expect("an event or the end in time")
+                .expect("body");
+            match chunk {
+                Some(c) => self.buf.push_str(&String::from_utf8_lossy(&c)),
+                None => return None,
+            }
+        }
+    }
+
+    /// Every remaining event, until the server closes the stream.
+    pub async fn rest(&mut self) -> Vec<Value> {
+        let mut out = Vec::new();
+        while let Some(e) = self.next().await {
+            out.push(e);
+        }
+        out
+    }
+}
