@@ -17,10 +17,12 @@
 //!   or snake_case in).
 //! - [`server`]: start-up (broker connection, card discovery, bind).
 //! - [`tck`]: `serve-tck`, the TCK's system under test.
+//! - [`outbound`]: remote A2A agents as broker peers (`remote add`).
 
 pub mod core;
 pub mod http;
 pub mod mapping;
+pub mod outbound;
 pub mod push;
 pub mod security;
 pub mod server;

@@ -1,6 +1,7 @@
 //! The `a2a-gateway` command line: `serve` (expose local agents of a
-//! running broker over A2A v1.0 HTTP) and `serve-tck` (a broker on a
-//! temporary database with the TCK's system-under-test agent, served).
+//! running broker over A2A v1.0 HTTP), `serve-tck` (a broker on a
+//! temporary database with the TCK's system-under-test agent, served) and
+//! `remote add` (remote A2A agents as peers of a running broker).
 
 use a2a_gateway::security::{Tokens, WebhookPolicy};
 use a2a_gateway::server::{self, ServeOptions};
@@ -100,6 +101,16 @@ enum Cmd {
         #[arg(long)]
         require_tck_extension: bool,
     },
+    /// Remote A2A agents as peers of a running broker.
+    #[command(subcommand)]
+    Remote(RemoteCmd),
+}
+
+#[derive(Subcommand)]
+enum RemoteCmd {
+    /// Fetch the cards of remote A2A v1.0 agents, register each in the
+    /// broker under its card's name, and bridge their tasks until stopped.
+    Add(a2a_gateway::outbound::cli::RemoteAddArgs),
 }
 
 fn main() -> ExitCode {
@@ -210,6 +221,10 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
             );
             wait_for_signal().await;
             sut.gateway.stop().await;
+            Ok(())
+        }
+        Cmd::Remote(RemoteCmd::Add(args)) => {
+            a2a_gateway::outbound::cli::run(args, wait_for_signal()).await?;
             Ok(())
         }
     }

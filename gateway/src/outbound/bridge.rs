@@ -1,0 +1,715 @@
+//! One remote agent as a broker peer: the bridge owns the agent the gateway
+//! registered under the remote card's name, reads the tasks local delegates
+//! send it, and runs one actor per task that forwards the task's messages to
+//! the remote (`SendStreamingMessage`, or `SendMessage` for a remote that
+//! does not stream) and reflects what the remote answers back onto the
+//! broker task (`a2a.tasks.status`, `a2a.tasks.artifact`).
+//!
+//! Architecture invariant: a broker task has at most one actor, and only
+//! that actor calls the broker about it, so the reflected states of one
+//! task follow the remote's order. The bridge loop never awaits a remote:
+//! a slow remote holds its own tasks' actors, never the others'.
+
+use super::card::CachedCard;
+use super::rpc::{CardFetch, RemoteError, RemoteRpc};
+use super::translate::{
+    artifact_from_v1, message_from_v1, reflect, send_params, status_steps, Reflect,
+};
+use a2a_client::proto::limits::A2A_MAX_ID_BYTES;
+use a2a_client::proto::types::{Role, StreamEvent, TaskEventParams};
+use a2a_client::{
+    new_id, text_message, Agent, ClientError, Event, ListRole, Message, Pending, State, TaskQuery,
+};
+use futures_util::StreamExt;
+use parking_lot::{Mutex, RwLock};
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, Notify};
+
+/// How long one broker call may take before the bridge gives up on it (the
+/// broker answers in milliseconds; this only fires for one that stopped).
+const BROKER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a stopping bridge waits for its actors to cancel their remote
+/// tasks before it leaves the broker anyway.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// The shortest gap between two card fetches triggered by failures, so that
+/// many failing tasks cost the remote one fetch, not one each.
+const REFRESH_DEBOUNCE: Duration = Duration::from_secs(1);
+
+/// How long a task is polled after its stream ended unsettled, and the
+/// bounds of the polling interval.
+#[derive(Debug, Clone)]
+pub struct SettleOptions {
+    /// After this, the broker task fails and the remote one is canceled.
+    pub timeout: Duration,
+    pub poll_min: Duration,
+    pub poll_max: Duration,
+}
+
+impl Default for SettleOptions {
+    fn default() -> Self {
+        SettleOptions {
+            timeout: Duration::from_secs(3600),
+            poll_min: Duration::from_millis(200),
+            poll_max: Duration::from_secs(5),
+        }
+    }
+}
+
+/// What a bridge shares with its task actors.
+pub(crate) struct Shared {
+    /// The agent registered for the remote.
+    pub agent: Agent,
+    pub rpc: RemoteRpc,
+    /// The URL the remote was added by (its card is fetched from there).
+    pub base_url: String,
+    /// The card as last fetched.
+    pub card: RwLock<CachedCard>,
+    /// When a failure last made the card be fetched (the debounce).
+    pub failure_refresh: Mutex<Option<Instant>>,
+    /// Broker context id -> the remote context id its first task got, so
+    /// that one local conversation stays one remote context.
+    pub contexts: Mutex<HashMap<String, String>>,
+    pub settle: SettleOptions,
+    /// Ends with the [`super::Remote`] handle (its sender is dropped): the
+    /// bridge and every task actor stop at once, as in a crash, without
+    /// deregistering.
+    pub gone: tokio::sync::watch::Receiver<()>,
+}
+
+impl Shared {
+    fn endpoint(&self) -> (String, bool) {
+        let c = self.card.read();
+        (c.card.endpoint.clone(), c.card.streaming)
+    }
+
+    /// Fetches the card again (conditionally); returns when it should be
+    /// fetched next. A failed fetch keeps the card in use.
+    pub async fn refresh_card(&self) -> Duration {
+        let cached = self.card.read().clone();
+        match self.rpc.fetch_card(&self.base_url, Some(&cached)).await {
+            Ok(CardFetch::NotModified(after)) => after,
+            Ok(CardFetch::Fresh(fresh)) => {
+                if fresh.card.name != cached.card.name {
+                    // The broker peer keeps the name it registered under:
+                    // renaming would strand the delegates addressing it.
+                    tracing::warn!(
+                        remote = %self.base_url,
+                        old = %cached.card.name,
+                        new = %fresh.card.name,
+                        "remote agent renamed; its broker peer keeps the old name"
+                    );
+                }
+                if fresh.card.endpoint != cached.card.endpoint {
+                    tracing::info!(remote = %self.base_url, endpoint = %fresh.card.endpoint, "remote agent endpoint changed");
+                }
+                let after = fresh.refresh_after;
+                *self.card.write() = fresh;
+                after
+            }
+            Err(e) => {
+                tracing::warn!(remote = %self.base_url, error = %e, "agent card refresh failed");
+                self.rpc.options().refresh_min
+            }
+        }
+    }
+
+    /// A refresh because a call failed, unless one just happened.
+    async fn refresh_after_failure(&self) {
+        {
+            let mut last = self.failure_refresh.lock();
+            if last.is_some_and(|t| t.elapsed() < REFRESH_DEBOUNCE) {
+                return;
+            }
+            *last = Some(Instant::now());
+        }
+        self.refresh_card().await;
+    }
+}
+
+/// A command to a task's actor.
+#[derive(Debug)]
+enum Cmd {
+    /// Forward this requester message; the broker task was in `state`
+    /// when it arrived.
+    Forward { message: Message, state: State },
+    /// The requester canceled the task (or left).
+    Cancel,
+}
+
+/// The bridge loop of one remote: runs until the agent's event stream ends
+/// (connection closed, agent deregistered) or `stop` is notified.
+pub(crate) async fn run(shared: Arc<Shared>, stop: Arc<Notify>) {
+    let mut events = shared.agent.events();
+    let mut actors: HashMap<String, mpsc::UnboundedSender<Cmd>> = HashMap::new();
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<String>();
+    // One deadline across loop turns: a sleep made anew each turn would be
+    // pushed back by every event, and a busy remote would never refresh.
+    let first = shared.card.read().refresh_after;
+    let refresh = tokio::time::sleep(first);
+    tokio::pin!(refresh);
+    let mut gone = shared.gone.clone();
+    sweep(&shared, &mut actors, &done_tx).await;
+    loop {
+        tokio::select! {
+            _ = gone.changed() => break,
+            ev = events.next() => {
+                let Some(ev) = ev else { break };
+                match ev {
+                    Event::TaskEvent(p) => on_task_event(&shared, &mut actors, &done_tx, p),
+                    Event::Lagged(l) => {
+                        tracing::warn!(remote = %shared.base_url, dropped = l.dropped, "bridge lagged; resynchronising");
+                        resync(&shared, &mut actors, &done_tx).await;
+                    }
+                    // The terminal-state push duplicates the status event.
+                    Event::Push(_) => {}
+                }
+            }
+            Some(id) = done_rx.recv() => {
+                actors.remove(&id);
+            }
+            () = &mut refresh => {
+                let next = shared.refresh_card().await;
+                refresh.as_mut().reset(tokio::time::Instant::now() + next);
+            }
+            _ = stop.notified() => {
+                // Leaving: the broker fails the tasks this peer serves.
+                // Their remote counterparts are canceled first.
+                for tx in actors.values() {
+                    let _ = tx.send(Cmd::Cancel);
+                }
+                // The actors end once their CancelTask is answered (each
+                // bounded by the call timeout; the wait by STOP_GRACE).
+                let drained = async {
+                    while !actors.is_empty() {
+                        match done_rx.recv().await {
+                            Some(id) => {
+                                actors.remove(&id);
+                            }
+                            None => break,
+                        }
+                    }
+                };
+                let _ = tokio::time::timeout(STOP_GRACE, drained).await;
+                let _ = broker(shared.agent.deregister_async()).await;
+                break;
+            }
+        }
+    }
+}
+
+fn on_task_event(
+    shared: &Arc<Shared>,
+    actors: &mut HashMap<String, mpsc::UnboundedSender<Cmd>>,
+    done: &mpsc::UnboundedSender<String>,
+    p: TaskEventParams,
+) {
+    // Requesters only send messages and cancel; artifacts are the worker's.
+    let StreamEvent::Status(su) = p.event else {
+        return;
+    };
+    if su.status.state.is_terminal() {
+        if let Some(tx) = actors.get(&su.task_id) {
+            let _ = tx.send(Cmd::Cancel);
+        }
+        return;
+    }
+    let Some(message) = su.status.message else {
+        return;
+    };
+    if message.role != Role::User {
+        return;
+    }
+    let tx = actors.entry(su.task_id.clone()).or_insert_with(|| {
+        spawn_actor(
+            shared,
+            su.task_id.clone(),
+            su.context_id.clone(),
+            done.clone(),
+        )
+    });
+    let cmd = Cmd::Forward {
+        message: (*message).clone(),
+        state: su.status.state,
+    };
+    if let Err(mpsc::error::SendError(cmd)) = tx.send(cmd) {
+        // The actor ended (its task settled terminal, as the broker will
+        // say to this message's sender); a new one reports it.
+        let tx2 = spawn_actor(shared, su.task_id.clone(), su.context_id, done.clone());
+        let _ = tx2.send(cmd);
+        actors.insert(su.task_id, tx2);
+    }
+}
+
+fn spawn_actor(
+    shared: &Arc<Shared>,
+    task_id: String,
+    context_id: String,
+    done: mpsc::UnboundedSender<String>,
+) -> mpsc::UnboundedSender<Cmd> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let shared = Arc::clone(shared);
+    let mut gone = shared.gone.clone();
+    tokio::spawn(async move {
+        let id = task_id.clone();
+        tokio::select! {
+            () = TaskActor::new(shared, task_id, context_id).run(rx) => {}
+            _ = gone.changed() => {}
+        }
+        let _ = done.send(id);
+    });
+    tx
+}
+
+/// At start (the gateway may have restarted under the same name and
+/// context, so the broker sees the same party): tasks still `submitted`
+/// were never forwarded and are forwarded now; tasks further along lost
+/// their remote counterpart with the previous process and are failed, so
+/// that no delegate waits on them forever.
+async fn sweep(
+    shared: &Arc<Shared>,
+    actors: &mut HashMap<String, mpsc::UnboundedSender<Cmd>>,
+    done: &mpsc::UnboundedSender<String>,
+) {
+    for state in [State::Working, State::InputRequired, State::AuthRequired] {
+        for task in list_worker_tasks(&shared.agent, state).await {
+            let msg = text_message("the gateway restarted and lost the remote agent's task");
+            let _ = broker(
+                shared
+                    .agent
+                    .set_status_async(&task.id, State::Failed, Some(msg)),
+            )
+            .await;
+        }
+    }
+    resync(shared, actors, done).await;
+}
+
+/// After lost events: forwards the `submitted` tasks not yet seen, and
+/// cancels the remote side of known tasks the broker has ended.
+async fn resync(
+    shared: &Arc<Shared>,
+    actors: &mut HashMap<String, mpsc::UnboundedSender<Cmd>>,
+    done: &mpsc::UnboundedSender<String>,
+) {
+    for task in list_worker_tasks(&shared.agent, State::Submitted).await {
+        if actors.contains_key(&task.id) {
+            continue;
+        }
+        let Some(first) = task.history.first() else {
+            continue;
+        };
+        let tx = spawn_actor(
+            shared,
+            task.id.clone(),
+            task.context_id.clone(),
+            done.clone(),
+        );
+        let _ = tx.send(Cmd::Forward {
+            message: (**first).clone(),
+            state: State::Submitted,
+        });
+        actors.insert(task.id, tx);
+    }
+    let known: Vec<String> = actors.keys().cloned().collect();
+    for id in known {
+        if let Ok(t) = broker(shared.agent.get_task_async(&id, Some(0))).await {
+            if t.status.state.is_terminal() {
+                if let Some(tx) = actors.get(&id) {
+                    let _ = tx.send(Cmd::Cancel);
+                }
+            }
+        }
+    }
+}
+
+async fn list_worker_tasks(agent: &Agent, state: State) -> Vec<a2a_client::Task> {
+    let mut out = Vec::new();
+    let mut cursor = None;
+    // Bounded: a sweep reads at most this many pages.
+    for _ in 0..100 {
+        let q = TaskQuery {
+            role: ListRole::Worker,
+            state: Some(state),
+            limit: Some(100),
+            cursor,
+        };
+        match broker(agent.list_tasks_async(q)).await {
+            Ok(page) => {
+                out.extend(page.tasks);
+                match page.next_cursor {
+                    Some(c) => cursor = Some(c),
+                    None => break,
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "listing the bridge's tasks failed");
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// A broker call, awaited with a timeout.
+async fn broker<T>(p: Result<Pending<T>, ClientError>) -> Result<T, String> {
+    let p = p.map_err(|e| e.to_string())?;
+    match tokio::time::timeout(BROKER_TIMEOUT, p).await {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(_) => Err("the broker did not answer in time".into()),
+    }
+}
+
+/// The state of one broker task and of its remote counterpart.
+struct TaskActor {
+    shared: Arc<Shared>,
+    /// The broker task's id and context.
+    task_id: String,
+    context_id: String,
+    /// The remote task's ids, once learned.
+    remote_task: Option<String>,
+    remote_context: Option<String>,
+    /// The broker task's state as the actor last set or saw it.
+    state: State,
+    /// The remote task's state as last reported.
+    remote_state: Option<State>,
+    /// Artifacts already reflected (snapshots repeat them).
+    artifacts: HashSet<String>,
+    /// Status message ids already reflected (snapshots repeat them too).
+    messages: HashSet<String>,
+    /// Broker message ids already forwarded.
+    forwarded: HashSet<String>,
+}
+
+impl TaskActor {
+    fn new(shared: Arc<Shared>, task_id: String, context_id: String) -> TaskActor {
+        TaskActor {
+            shared,
+            task_id,
+            context_id,
+            remote_task: None,
+            remote_context: None,
+            state: State::Submitted,
+            remote_state: None,
+            artifacts: HashSet::new(),
+            messages: HashSet::new(),
+            forwarded: HashSet::new(),
+        }
+    }
+
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Cmd>) {
+        let mut queued = VecDeque::new();
+        loop {
+            let cmd = match queued.pop_front() {
+                Some(c) => c,
+                None => match rx.recv().await {
+                    Some(c) => c,
+                    None => return,
+                },
+            };
+            match cmd {
+                Cmd::Cancel => {
+                    self.cancel_remote().await;
+                    return;
+                }
+                Cmd::Forward { message, state } => {
+                    // A start-up sweep or a resync may hand over a message
+                    // its event brings too: forward each once.
+                    if !self.forwarded.insert(message.message_id.clone()) {
+                        continue;
+                    }
+                    if !self.state.is_terminal() {
+                        self.state = state;
+                    }
+                    let canceled = {
+                        let fwd = self.forward(message);
+                        tokio::pin!(fwd);
+                        loop {
+                            tokio::select! {
+                                () = &mut fwd => break false,
+                                c = rx.recv() => match c {
+                                    Some(Cmd::Cancel) | None => break true,
+                                    Some(other) => queued.push_back(other),
+                                },
+                            }
+                        }
+                    };
+                    if canceled {
+                        self.cancel_remote().await;
+                        return;
+                    }
+                    if self.state.is_terminal() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Forwards one message and reflects the answer until the remote task
+    /// settles (terminal or interrupted), polling if its stream ends early.
+    async fn forward(&mut self, message: Message) {
+        let remote_context = self
+            .remote_context
+            .clone()
+            .or_else(|| self.shared.contexts.lock().get(&self.context_id).cloned());
+        let params = send_params(
+            &message,
+            &uuid::Uuid::new_v4().to_string(),
+            self.remote_task.as_deref(),
+            remote_context.as_deref(),
+        );
+        self.remote_state = None;
+        let mut retried = false;
+        let result = loop {
+            let (endpoint, streaming) = self.shared.endpoint();
+            let r = if streaming {
+                self.forward_streaming(&endpoint, params.clone()).await
+            } else {
+                self.forward_unary(&endpoint, params.clone()).await
+            };
+            match r {
+                // The remote certainly did nothing: its address may have
+                // moved; fetch the card and try once more.
+                Err((e, false)) if !retried && e.nothing_was_done() => {
+                    self.shared.refresh_after_failure().await;
+                    retried = true;
+                }
+                other => break other,
+            }
+        };
+        if let Err((e, _)) = result {
+            if e.suggests_card_refresh() {
+                self.shared.refresh_after_failure().await;
+            }
+            if self.remote_task.is_none()
+                || !matches!(e, RemoteError::Http(_) | RemoteError::Connect(_))
+            {
+                self.fail(&format!("{e}")).await;
+                return;
+            }
+            tracing::info!(task = %self.task_id, error = %e, "remote stream broke; polling the task");
+        }
+        if !self.settled() {
+            self.poll_until_settled().await;
+        }
+    }
+
+    fn settled(&self) -> bool {
+        self.state.is_terminal()
+            || self
+                .remote_state
+                .is_some_and(|s| s.is_terminal() || s.is_interrupted())
+    }
+
+    /// `Err((error, accepted))`: `accepted` when the remote had already
+    /// answered something (so a retry would send the message twice).
+    async fn forward_streaming(
+        &mut self,
+        endpoint: &str,
+        params: Value,
+    ) -> Result<(), (RemoteError, bool)> {
+        let mut stream = self
+            .shared
+            .rpc
+            .stream(endpoint, "SendStreamingMessage", params)
+            .await
+            .map_err(|e| (e, false))?;
+        while let Some(ev) = stream.next().await {
+            let ev = ev.map_err(|e| (e, true))?;
+            self.apply(&ev).await;
+            if self.state.is_terminal() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    async fn forward_unary(
+        &mut self,
+        endpoint: &str,
+        params: Value,
+    ) -> Result<(), (RemoteError, bool)> {
+        let r = self
+            .shared
+            .rpc
+            .call(endpoint, "SendMessage", params)
+            .await
+            .map_err(|e| (e, false))?;
+        self.apply(&r).await;
+        Ok(())
+    }
+
+    async fn poll_until_settled(&mut self) {
+        let Some(remote) = self.remote_task.clone() else {
+            self.fail("the remote agent answered without a task").await;
+            return;
+        };
+        let settle = self.shared.settle.clone();
+        let deadline = Instant::now() + settle.timeout;
+        let mut interval = settle.poll_min;
+        while !self.settled() {
+            if Instant::now() >= deadline {
+                self.fail(&format!(
+                    "the remote task did not settle within {} s",
+                    settle.timeout.as_secs()
+                ))
+                .await;
+                self.cancel_remote().await;
+                return;
+            }
+            tokio::time::sleep(interval).await;
+            interval = (interval * 2).min(settle.poll_max);
+            let (endpoint, _) = self.shared.endpoint();
+            match self
+                .shared
+                .rpc
+                .call(
+                    &endpoint,
+                    "GetTask",
+                    json!({"id": remote, "historyLength": 0}),
+                )
+                .await
+            {
+                Ok(task) => self.apply(&json!({ "task": task })).await,
+                Err(e @ RemoteError::Rpc { .. }) => {
+                    self.fail(&format!("{e}")).await;
+                    return;
+                }
+                Err(e) => {
+                    if e.suggests_card_refresh() {
+                        self.shared.refresh_after_failure().await;
+                    }
+                    tracing::debug!(task = %self.task_id, error = %e, "polling the remote task failed; retrying");
+                }
+            }
+        }
+    }
+
+    /// Reflects one remote answer or event onto the broker task.
+    async fn apply(&mut self, response: &Value) {
+        for r in reflect(response) {
+            match r {
+                Reflect::Ids {
+                    task_id,
+                    context_id,
+                } => {
+                    self.remote_task = Some(task_id);
+                    if let Some(c) = context_id {
+                        self.shared
+                            .contexts
+                            .lock()
+                            .insert(self.context_id.clone(), c.clone());
+                        self.remote_context = Some(c);
+                    }
+                }
+                Reflect::Artifact {
+                    artifact,
+                    append,
+                    last_chunk,
+                } => {
+                    let Some(a) = artifact_from_v1(&artifact) else {
+                        continue;
+                    };
+                    // A snapshot repeats the artifacts the events brought.
+                    if !append && !self.artifacts.insert(a.artifact_id.clone()) {
+                        continue;
+                    }
+                    if self.state.is_terminal() {
+                        continue;
+                    }
+                    let id = self.task_id.clone();
+                    if let Err(e) = broker(
+                        self.shared
+                            .agent
+                            .add_artifact_async(&id, a, append, last_chunk),
+                    )
+                    .await
+                    {
+                        tracing::warn!(task = %id, error = %e, "reflecting an artifact failed");
+                    }
+                }
+                Reflect::Status { state, message } => {
+                    self.remote_state = Some(state);
+                    let msg = message.and_then(|m| self.agent_message(&m));
+                    self.set_state(state, msg).await;
+                }
+                Reflect::Message(m) => {
+                    let msg = self.agent_message(&m);
+                    if self.remote_task.is_none() {
+                        // A direct answer: the exchange is over.
+                        self.remote_state = Some(State::Completed);
+                        self.set_state(State::Completed, msg).await;
+                    } else if msg.is_some() {
+                        self.set_state(State::Working, msg).await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// A remote message as a broker status message, once per message id.
+    fn agent_message(&mut self, v: &Value) -> Option<Message> {
+        let mut m = message_from_v1(v, new_id)?;
+        if m.message_id.len() > A2A_MAX_ID_BYTES {
+            m.message_id = new_id();
+        }
+        self.messages.insert(m.message_id.clone()).then_some(m)
+    }
+
+    /// Moves the broker task towards `target` (see [`status_steps`]), the
+    /// message riding on the last step.
+    async fn set_state(&mut self, target: State, mut message: Option<Message>) {
+        let steps = status_steps(self.state, target, message.is_some());
+        let n = steps.len();
+        for (i, step) in steps.into_iter().enumerate() {
+            let msg = if i + 1 == n { message.take() } else { None };
+            let id = self.task_id.clone();
+            match broker(self.shared.agent.set_status_async(&id, step, msg)).await {
+                Ok(task) => self.state = task.status.state,
+                Err(e) => {
+                    tracing::warn!(task = %id, state = step.as_str(), error = %e, "reflecting a status failed");
+                    // The task may have ended meanwhile (a cancel): read it.
+                    if let Ok(t) = broker(self.shared.agent.get_task_async(&id, Some(0))).await {
+                        self.state = t.status.state;
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Fails the broker task with `why` (unless it already ended).
+    async fn fail(&mut self, why: &str) {
+        let name = self.shared.card.read().card.name.clone();
+        tracing::info!(task = %self.task_id, remote = %name, error = %why, "remote task failed");
+        let msg = text_message(&format!("remote agent {name}: {why}"));
+        self.set_state(State::Failed, Some(msg)).await;
+    }
+
+    /// Cancels the remote task, if there is one and it may still run.
+    async fn cancel_remote(&mut self) {
+        let Some(remote) = self.remote_task.clone() else {
+            return;
+        };
+        if self.remote_state.is_some_and(State::is_terminal) {
+            return;
+        }
+        let (endpoint, _) = self.shared.endpoint();
+        match self
+            .shared
+            .rpc
+            .call(&endpoint, "CancelTask", json!({ "id": remote }))
+            .await
+        {
+            Ok(_) => self.remote_state = Some(State::Canceled),
+            Err(e) => {
+                tracing::info!(task = %self.task_id, error = %e, "canceling the remote task failed")
+            }
+        }
+    }
+}

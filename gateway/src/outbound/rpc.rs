@@ -1,0 +1,454 @@
+//! The gateway as an A2A v1.0 client of one remote agent: its card (a
+//! conditional GET), unary JSON-RPC calls over HTTP POST, and the SSE
+//! streams of `SendStreamingMessage` / `SubscribeToTask`.
+//!
+//! Every read is bounded (a card, a response body, one stream event), and
+//! every call has a timeout, so a remote that misbehaves costs the gateway
+//! a failed task, never its memory or a stuck forwarder.
+
+use super::card::{card_url, refresh_after, CachedCard, CardError, RemoteCard, MAX_CARD_BYTES};
+use super::sse::{SseDecoder, SseError};
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// The largest JSON-RPC response body, or SSE event, read from a remote: the
+/// broker's own frame bound (32 MiB), since what is read is then sent to it.
+pub const MAX_BODY_BYTES: usize = 32 << 20;
+
+/// The A2A protocol version the gateway speaks to remotes.
+pub const A2A_VERSION: &str = "1.0";
+
+/// What went wrong talking to a remote agent.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// No connection could be made (nothing was sent).
+    #[error("remote agent unreachable: {0}")]
+    Connect(String),
+    /// Sending or reading failed after connecting (includes timeouts).
+    #[error("remote agent connection failed: {0}")]
+    Http(String),
+    /// The remote answered with an HTTP error status.
+    #[error("remote agent answered HTTP {0}")]
+    Status(u16),
+    /// The remote's body was not what the binding promises.
+    #[error("remote agent sent a bad response: {0}")]
+    BadResponse(String),
+    /// A body or event over [`MAX_BODY_BYTES`] (or a card over
+    /// [`MAX_CARD_BYTES`]).
+    #[error("remote agent sent more than {0} bytes")]
+    TooLarge(usize),
+    /// The remote answered with a JSON-RPC error.
+    #[error("remote agent error {code}: {message}")]
+    Rpc {
+        code: i64,
+        message: String,
+        data: Option<Value>,
+    },
+    /// The card is unusable.
+    #[error(transparent)]
+    Card(#[from] CardError),
+    /// The event stream could not be decoded.
+    #[error(transparent)]
+    Sse(#[from] SseError),
+}
+
+impl RemoteError {
+    /// Is the remote (or its address) possibly gone, so that its card is
+    /// worth fetching again before the next call? Transport failures and
+    /// "not here" statuses say so; a JSON-RPC error from a live agent
+    /// does not.
+    pub fn suggests_card_refresh(&self) -> bool {
+        match self {
+            RemoteError::Connect(_) | RemoteError::Http(_) => true,
+            RemoteError::Status(s) => matches!(s, 404 | 405 | 410 | 421 | 502 | 503 | 504),
+            _ => false,
+        }
+    }
+
+    /// Did the remote certainly not act on the request, so that sending it
+    /// again cannot do the work twice? (No connection; or a status saying
+    /// the request was not taken there. A timeout, or 504, may hide work
+    /// under way.)
+    pub fn nothing_was_done(&self) -> bool {
+        match self {
+            RemoteError::Connect(_) => true,
+            RemoteError::Status(s) => matches!(s, 404 | 405 | 410 | 421 | 502 | 503),
+            _ => false,
+        }
+    }
+}
+
+impl From<reqwest::Error> for RemoteError {
+    fn from(e: reqwest::Error) -> Self {
+        // Without the URL: it may carry credentials in its query.
+        let connect = e.is_connect();
+        let text = e.without_url().to_string();
+        if connect {
+            RemoteError::Connect(text)
+        } else {
+            RemoteError::Http(text)
+        }
+    }
+}
+
+/// How the gateway talks to remotes.
+#[derive(Debug, Clone)]
+pub struct RpcOptions {
+    /// Bound of a unary call (a blocking `SendMessage` waits for the
+    /// remote task to settle, so it is long).
+    pub call_timeout: Duration,
+    /// Bound of connecting, and of a card fetch.
+    pub connect_timeout: Duration,
+    /// Longest silence on an open event stream before it is given up
+    /// (then the bridge polls the task instead).
+    pub stream_idle: Duration,
+    /// Bounds of the card refresh period (see [`refresh_after`]).
+    pub refresh_min: Duration,
+    pub refresh_max: Duration,
+}
+
+impl Default for RpcOptions {
+    fn default() -> Self {
+        RpcOptions {
+            call_timeout: Duration::from_secs(300),
+            connect_timeout: Duration::from_secs(10),
+            stream_idle: Duration::from_secs(300),
+            refresh_min: Duration::from_secs(30),
+            refresh_max: Duration::from_secs(600),
+        }
+    }
+}
+
+/// A connection pool and request counter shared by the calls to one remote.
+#[derive(Debug)]
+pub struct RemoteRpc {
+    http: reqwest::Client,
+    /// Sent as `Authorization: Bearer ...` when the remote wants one.
+    bearer: Option<String>,
+    opts: RpcOptions,
+    next_id: AtomicU64,
+}
+
+/// The outcome of a card fetch.
+#[derive(Debug)]
+pub enum CardFetch {
+    /// A new (or first) card.
+    Fresh(CachedCard),
+    /// The cached one is still valid (HTTP 304); fresh for this long.
+    NotModified(Duration),
+}
+
+impl RemoteRpc {
+    /// A client for remotes, with an optional bearer token.
+    pub fn new(bearer: Option<String>, opts: RpcOptions) -> Result<RemoteRpc, RemoteError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(opts.connect_timeout)
+            // A redirect could take a call (and its bearer token) to another
+            // host than the one the operator added.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        Ok(RemoteRpc {
+            http,
+            bearer,
+            opts,
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    /// The options it was made with.
+    pub fn options(&self) -> &RpcOptions {
+        &self.opts
+    }
+
+    fn headers(&self, accept: &'static str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert("A2A-Version", HeaderValue::from_static(A2A_VERSION));
+        h.insert(ACCEPT, HeaderValue::from_static(accept));
+        if let Some(token) = &self.bearer {
+            if let Ok(v) = HeaderValue::from_str(&format!("Bearer {token}")) {
+                h.insert(reqwest::header::AUTHORIZATION, v);
+            }
+        }
+        h
+    }
+
+    /// Fetches the card of the remote at `base`, conditionally when
+    /// `cached` holds validators.
+    pub async fn fetch_card(
+        &self,
+        base: &str,
+        cached: Option<&CachedCard>,
+    ) -> Result<CardFetch, RemoteError> {
+        let mut req = self
+            .http
+            .get(card_url(base))
+            .headers(self.headers("application/json"))
+            .timeout(self.opts.connect_timeout * 2);
+        if let Some(c) = cached {
+            if let Some(e) = &c.etag {
+                req = req.header(reqwest::header::IF_NONE_MATCH, e);
+            }
+            if let Some(l) = &c.last_modified {
+                req = req.header(reqwest::header::IF_MODIFIED_SINCE, l);
+            }
+        }
+        let resp = req.send().await?;
+        let header = |name| {
+            resp.headers()
+                .get(name)
+                .and_then(|v: &HeaderValue| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let cache_control = header(reqwest::header::CACHE_CONTROL);
+        let after = refresh_after(
+            cache_control.as_deref(),
+            self.opts.refresh_min,
+            self.opts.refresh_max,
+        );
+        if resp.status() == StatusCode::NOT_MODIFIED && cached.is_some() {
+            return Ok(CardFetch::NotModified(after));
+        }
+        if !resp.status().is_success() {
+            return Err(RemoteError::Status(resp.status().as_u16()));
+        }
+        let etag = header(reqwest::header::ETAG);
+        let last_modified = header(reqwest::header::LAST_MODIFIED);
+        let body = read_bounded(resp, MAX_CARD_BYTES).await?;
+        let raw: Value = serde_json::from_slice(&body)
+            .map_err(|e| RemoteError::BadResponse(format!("agent card: {e}")))?;
+        Ok(CardFetch::Fresh(CachedCard {
+            card: RemoteCard::parse(raw)?,
+            etag,
+            last_modified,
+            refresh_after: after,
+        }))
+    }
+
+    fn envelope(&self, method: &str, params: Value) -> (u64, Value) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        (
+            id,
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        )
+    }
+
+    /// A unary call: the `result` of the response, or its error.
+    pub async fn call(
+        &self,
+        endpoint: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, RemoteError> {
+        let (_, body) = self.envelope(method, params);
+        let resp = self
+            .http
+            .post(endpoint)
+            .headers(self.headers("application/json"))
+            .json(&body)
+            .timeout(self.opts.call_timeout)
+            .send()
+            .await?;
+        if !resp.status().is_success() {
+            return Err(RemoteError::Status(resp.status().as_u16()));
+        }
+        let bytes = read_bounded(resp, MAX_BODY_BYTES).await?;
+        let v: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| RemoteError::BadResponse(format!("not JSON: {e}")))?;
+        unwrap_response(v)
+    }
+
+    /// A streaming call: the SSE stream of its responses. A remote that
+    /// answers with plain JSON (an error before the stream started, as
+    /// v1.0 allows) gets that error, or its single result as a one-event
+    /// stream.
+    pub async fn stream(
+        &self,
+        endpoint: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<EventStream, RemoteError> {
+        let (_, body) = self.envelope(method, params);
+        let resp = self
+            .http
+            .post(endpoint)
+            .headers(self.headers("text/event-stream"))
+            .header(CONTENT_TYPE, "application/json")
+            .json(&body)
+            .send()
+            .await?;
+        if !resp.status().is_success() {
+            return Err(RemoteError::Status(resp.status().as_u16()));
+        }
+        let is_sse = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.contains("text/event-stream"));
+        if !is_sse {
+            let bytes = read_bounded(resp, MAX_BODY_BYTES).await?;
+            let v: Value = serde_json::from_slice(&bytes)
+                .map_err(|e| RemoteError::BadResponse(format!("not JSON: {e}")))?;
+            let one = unwrap_response(v)?;
+            return Ok(EventStream {
+                resp: None,
+                decoder: SseDecoder::new(MAX_BODY_BYTES),
+                ready: VecDeque::from([one]),
+                failed: None,
+                idle: self.opts.stream_idle,
+            });
+        }
+        Ok(EventStream {
+            resp: Some(resp),
+            decoder: SseDecoder::new(MAX_BODY_BYTES),
+            ready: VecDeque::new(),
+            failed: None,
+            idle: self.opts.stream_idle,
+        })
+    }
+}
+
+/// The `result` of a JSON-RPC response, or its `error` as [`RemoteError::Rpc`].
+pub fn unwrap_response(mut v: Value) -> Result<Value, RemoteError> {
+    if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+        return Err(RemoteError::Rpc {
+            code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
+            message: err
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+            data: err.get("data").cloned(),
+        });
+    }
+    match v.get_mut("result") {
+        Some(r) => Ok(r.take()),
+        None => Err(RemoteError::BadResponse(
+            "neither result nor error in the response".into(),
+        )),
+    }
+}
+
+async fn read_bounded(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>, RemoteError> {
+    if resp.content_length().is_some_and(|n| n > max as u64) {
+        return Err(RemoteError::TooLarge(max));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        if body.len() + chunk.len() > max {
+            return Err(RemoteError::TooLarge(max));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// The responses of a streaming call, one `StreamResponse` at a time.
+#[derive(Debug)]
+pub struct EventStream {
+    /// `None` once the body ended (or for a plain JSON answer).
+    resp: Option<reqwest::Response>,
+    decoder: SseDecoder,
+    /// Results decoded but not yet taken.
+    ready: VecDeque<Value>,
+    /// An error event that came after results still in `ready`: reported
+    /// once they are taken.
+    failed: Option<RemoteError>,
+    idle: Duration,
+}
+
+impl EventStream {
+    /// The next `StreamResponse`; `None` when the stream ended; an error
+    /// for a JSON-RPC error event, a broken stream, or a silence longer
+    /// than the idle bound.
+    pub async fn next(&mut self) -> Option<Result<Value, RemoteError>> {
+        loop {
+            if let Some(v) = self.ready.pop_front() {
+                return Some(Ok(v));
+            }
+            if let Some(e) = self.failed.take() {
+                return Some(Err(e));
+            }
+            let resp = self.resp.as_mut()?;
+            let chunk = match tokio::time::timeout(self.idle, resp.chunk()).await {
+                Err(_) => {
+                    self.resp = None;
+                    return Some(Err(RemoteError::Http(format!(
+                        "event stream silent for {} s",
+                        self.idle.as_secs()
+                    ))));
+                }
+                Ok(Err(e)) => {
+                    self.resp = None;
+                    return Some(Err(e.into()));
+                }
+                Ok(Ok(None)) => {
+                    self.resp = None;
+                    return None;
+                }
+                Ok(Ok(Some(c))) => c,
+            };
+            let mut datas = Vec::new();
+            if let Err(e) = self.decoder.feed(&chunk, &mut datas) {
+                self.resp = None;
+                return Some(Err(e.into()));
+            }
+            for d in datas {
+                let v: Value = match serde_json::from_str(&d) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        self.resp = None;
+                        return Some(Err(RemoteError::BadResponse(format!(
+                            "stream event is not JSON: {e}"
+                        ))));
+                    }
+                };
+                match unwrap_response(v) {
+                    Ok(r) => self.ready.push_back(r),
+                    Err(e) => {
+                        // An error event ends the stream, after the results
+                        // before it.
+                        self.resp = None;
+                        self.failed = Some(e);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn responses_unwrap_to_their_result_or_error() {
+        assert_eq!(
+            unwrap_response(json!({"jsonrpc": "2.0", "id": 1, "result": {"task": {}}})).unwrap(),
+            json!({"task": {}})
+        );
+        let e = unwrap_response(
+            json!({"id": 1, "error": {"code": -32001, "message": "Task not found", "data": [1]}}),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, RemoteError::Rpc { code: -32001, message, data: Some(_) } if message == "Task not found")
+        );
+        assert!(!e.suggests_card_refresh());
+        assert!(matches!(
+            unwrap_response(json!({"id": 1})),
+            Err(RemoteError::BadResponse(_))
+        ));
+        assert!(RemoteError::Status(404).suggests_card_refresh());
+        assert!(!RemoteError::Status(400).suggests_card_refresh());
+        // A timeout may hide work under way: refresh, but never resend.
+        let timeout = RemoteError::Http("timed out".into());
+        assert!(timeout.suggests_card_refresh() && !timeout.nothing_was_done());
+        assert!(RemoteError::Connect("refused".into()).nothing_was_done());
+        assert!(!RemoteError::Status(504).nothing_was_done());
+    }
+}

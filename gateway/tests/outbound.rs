@@ -1,0 +1,756 @@
+//! The outbound path end to end, without any SDK: a real `a2a-broker`
+//! (spawned on a socket), the gateway's outbound bridge in this process,
+//! and a scripted A2A v1.0 remote agent served here over HTTP (JSON-RPC +
+//! SSE). A local delegate calls the remote by its card's name with plain
+//! `a2a.message.send` and must see the remote's work as broker events.
+//! (gateway/sdk-tests/ runs the same path against the official Python
+//! SDK's server.)
+//!
+//! The remote behaves by the first word of the text: `complete`, `input`
+//! (a follow-up completes it), `slow` (works until canceled), `message` (a
+//! direct Message answer), `error` (a JSON-RPC error).
+
+use a2a_client::proto::types::StreamEvent;
+use a2a_client::{
+    agent_card, message_to, task_message, Agent, Client, Delivery, Event, Part, State, Task,
+};
+use a2a_gateway::outbound::{add_remote, OutboundOptions, Remote, RemoteSpec};
+use a2a_testkit::{BrokerProcess, Spawn};
+use axum::body::Body;
+use axum::extract::State as AxState;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures_util::StreamExt;
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, Notify};
+
+/// Bounds every wait; only stops a hang, never measures speed.
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+// ------------------------------------------------------------ the remote
+
+#[derive(Default)]
+struct Fake {
+    /// Every JSON-RPC request: (method, params, A2A-Version header).
+    calls: Mutex<Vec<(String, Value, Option<String>)>>,
+    card_fetches: AtomicUsize,
+    /// Declare streaming in the card.
+    streaming: AtomicBool,
+    /// The card points at `/rpc-b` instead of `/rpc-a`, and `/rpc-a`
+    /// answers 404 (the remote moved).
+    moved: AtomicBool,
+    port: AtomicUsize,
+    tasks: Mutex<HashMap<String, Value>>,
+    /// Wakes the stream of a `slow` task when it is canceled.
+    cancels: Mutex<HashMap<String, Arc<Notify>>>,
+    next: AtomicUsize,
+}
+
+impl Fake {
+    fn id(&self, p: &str) -> String {
+        format!("{p}-{}", self.next.fetch_add(1, Ordering::Relaxed))
+    }
+    fn calls_of(&self, method: &str) -> Vec<Value> {
+        self.calls
+            .lock()
+            .iter()
+            .filter(|(m, _, _)| m == method)
+            .map(|(_, p, _)| p.clone())
+            .collect()
+    }
+}
+
+async fn card(AxState(f): AxState<Arc<Fake>>) -> Response {
+    f.card_fetches.fetch_add(1, Ordering::Relaxed);
+    let port = f.port.load(Ordering::Relaxed);
+    let path = if f.moved.load(Ordering::Relaxed) {
+        "rpc-b"
+    } else {
+        "rpc-a"
+    };
+    let card = json!({
+        "name": "fake-remote", "description": "scripted", "version": "1",
+        "supportedInterfaces": [{"url": format!("http://127.0.0.1:{port}/{path}"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+        "capabilities": {"streaming": f.streaming.load(Ordering::Relaxed)},
+        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "echo", "name": "Echo", "description": "echo", "tags": ["echo"]}]
+    });
+    ([("cache-control", "max-age=3600")], Json(card)).into_response()
+}
+
+fn status(task: &str, ctx: &str, state: &str, text: Option<&str>) -> Value {
+    let mut st = json!({"state": state, "timestamp": "2026-01-01T00:00:00Z"});
+    if let Some(t) = text {
+        st["message"] = json!({"messageId": format!("{task}-{state}"), "role": "ROLE_AGENT", "parts": [{"text": t}]});
+    }
+    json!({"taskId": task, "contextId": ctx, "status": st})
+}
+
+/// The scripted behaviour: the events of one send, as StreamResponses.
+/// `hold` is set for a `slow` task (the stream waits for its cancel).
+fn script(f: &Fake, params: &Value) -> Result<(Vec<Value>, Option<Arc<Notify>>), Value> {
+    let msg = &params["message"];
+    let text = msg["parts"][0]["text"].as_str().unwrap_or("").to_owned();
+    let verb = text.split(' ').next().unwrap_or("");
+    if verb == "error" {
+        return Err(json!({"code": -32603, "message": "scripted failure"}));
+    }
+    if verb == "message" {
+        let m = json!({"messageId": f.id("m"), "role": "ROLE_AGENT", "parts": [{"text": format!("reply: {text}")}]});
+        return Ok((vec![json!({ "message": m })], None));
+    }
+    if let Some(task_id) = msg["taskId"].as_str() {
+        let Some(task) = f.tasks.lock().get(task_id).cloned() else {
+            return Err(json!({"code": -32001, "message": "Task not found"}));
+        };
+        let ctx = task["contextId"].as_str().unwrap_or("").to_owned();
+        let done = status(
+            task_id,
+            &ctx,
+            "TASK_STATE_COMPLETED",
+            Some(&format!("got: {text}")),
+        );
+        return Ok((vec![json!({ "statusUpdate": done })], None));
+    }
+    let (id, ctx) = (
+        f.id("t"),
+        msg["contextId"]
+            .as_str()
+            .map_or_else(|| f.id("c"), str::to_owned),
+    );
+    let task = json!({"id": id, "contextId": ctx, "status": {"state": "TASK_STATE_SUBMITTED"}, "history": [msg]});
+    f.tasks.lock().insert(id.clone(), task.clone());
+    let mut evs = vec![json!({ "task": task })];
+    let mut hold = None;
+    match verb {
+        "input" => evs.push(json!({"statusUpdate": status(&id, &ctx, "TASK_STATE_INPUT_REQUIRED", Some("which one?"))})),
+        "slow" => {
+            evs.push(json!({"statusUpdate": status(&id, &ctx, "TASK_STATE_WORKING", Some("working"))}));
+            let n = Arc::new(Notify::new());
+            f.cancels.lock().insert(id.clone(), n.clone());
+            hold = Some(n);
+        }
+        _ => {
+            evs.push(json!({"statusUpdate": status(&id, &ctx, "TASK_STATE_WORKING", None)}));
+            evs.push(json!({"artifactUpdate": {"taskId": id, "contextId": ctx,
+                "artifact": {"artifactId": "a1", "name": "echo", "parts": [{"text": format!("echo: {text}")}]}}}));
+            evs.push(json!({"statusUpdate": status(&id, &ctx, "TASK_STATE_COMPLETED", Some(&format!("done: {text}")))}));
+        }
+    }
+    Ok((evs, hold))
+}
+
+/// A task snapshot after the events of a unary send (SendMessage returns
+/// the task as it ends).
+fn fold(evs: &[Value]) -> Value {
+    let mut task = Value::Null;
+    for e in evs {
+        if let Some(t) = e.get("task") {
+            task = t.clone();
+        } else if let Some(s) = e.get("statusUpdate") {
+            task["status"] = s["status"].clone();
+        } else if let Some(a) = e.get("artifactUpdate") {
+            let arts = task["artifacts"].as_array().cloned().unwrap_or_default();
+            task["artifacts"] = Value::Array([arts, vec![a["artifact"].clone()]].concat());
+        } else if e.get("message").is_some() {
+            return e.clone();
+        }
+    }
+    json!({ "task": task })
+}
+
+async fn rpc(
+    AxState(f): AxState<Arc<Fake>>,
+    path: &'static str,
+    headers: HeaderMap,
+    body: Json<Value>,
+) -> Response {
+    if path == "rpc-a" && f.moved.load(Ordering::Relaxed) {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    let Json(req) = body;
+    let id = req["id"].clone();
+    let method = req["method"].as_str().unwrap_or("").to_owned();
+    let params = req["params"].clone();
+    let version = headers
+        .get("a2a-version")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    f.calls
+        .lock()
+        .push((method.clone(), params.clone(), version));
+    let reply = |r: Result<Value, Value>| match r {
+        Ok(result) => Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response(),
+        Err(error) => Json(json!({"jsonrpc": "2.0", "id": id, "error": error})).into_response(),
+    };
+    match method.as_str() {
+        "SendMessage" => reply(script(&f, &params).map(|(evs, _)| fold(&evs))),
+        "SendStreamingMessage" => match script(&f, &params) {
+            Err(e) => reply(Err(e)),
+            Ok((evs, hold)) => {
+                let (tx, rx) = mpsc::unbounded_channel::<String>();
+                let frame = move |r: Value| {
+                    format!(
+                        "data: {}\n\n",
+                        json!({"jsonrpc": "2.0", "id": id, "result": r})
+                    )
+                };
+                for e in evs {
+                    let _ = tx.send(frame(e));
+                }
+                if let Some(n) = hold {
+                    tokio::spawn(async move {
+                        // Hold the stream open until the task is canceled.
+                        n.notified().await;
+                        drop(tx);
+                    });
+                }
+                let body = futures_util::stream::unfold(rx, |mut rx| async move {
+                    rx.recv().await.map(|s| (Ok::<_, Infallible>(s), rx))
+                });
+                (
+                    [("content-type", "text/event-stream")],
+                    Body::from_stream(body),
+                )
+                    .into_response()
+            }
+        },
+        "CancelTask" => {
+            let tid = params["id"].as_str().unwrap_or("").to_owned();
+            if let Some(n) = f.cancels.lock().remove(&tid) {
+                n.notify_one();
+            }
+            let task = f.tasks.lock().get(&tid).cloned();
+            reply(
+                task.map(|mut t| {
+                    t["status"] = json!({"state": "TASK_STATE_CANCELED"});
+                    t
+                })
+                .ok_or(json!({"code": -32001, "message": "Task not found"})),
+            )
+        }
+        "GetTask" => {
+            let tid = params["id"].as_str().unwrap_or("");
+            let task = f.tasks.lock().get(tid).cloned();
+            reply(task.ok_or(json!({"code": -32001, "message": "Task not found"})))
+        }
+        _ => reply(Err(json!({"code": -32601, "message": "Method not found"}))),
+    }
+}
+
+async fn serve_fake(streaming: bool) -> (Arc<Fake>, String) {
+    let f = Arc::new(Fake::default());
+    f.streaming.store(streaming, Ordering::Relaxed);
+    let app = Router::new()
+        .route("/.well-known/agent-card.json", get(card))
+        .route("/rpc-a", post(|s, h, b| rpc(s, "rpc-a", h, b)))
+        .route("/rpc-b", post(|s, h, b| rpc(s, "rpc-b", h, b)))
+        .with_state(f.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    f.port.store(port as usize, Ordering::Relaxed);
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (f, format!("http://127.0.0.1:{port}"))
+}
+
+// ------------------------------------------------------------ the broker side
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    _broker: BrokerProcess,
+    _remote: Remote,
+    delegate: Agent,
+    peer: String,
+}
+
+async fn setup(url: &str) -> Setup {
+    setup_with(url, OutboundOptions::default()).await
+}
+
+async fn setup_with(url: &str, opts: OutboundOptions) -> Setup {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join("run").join("sock");
+    let broker = Spawn::new(dir.path().join("db"))
+        .socket(&socket)
+        .no_stdio()
+        .start(TIMEOUT)
+        .expect("broker starts");
+    let secret = broker.secret().expect("secret file");
+    let gateway = Client::connect(&socket, &secret).expect("gateway connects");
+    let remote = add_remote(&gateway, RemoteSpec::new(url), &opts)
+        .await
+        .expect("remote added");
+    let client = Client::connect(&socket, &secret).expect("delegate connects");
+    let delegate = client
+        .register_async("session-1", agent_card("delegate"), Delivery::Push)
+        .expect("submit")
+        .await
+        .expect("delegate registers");
+    Setup {
+        peer: remote.peer_id.clone(),
+        _dir: dir,
+        _broker: broker,
+        _remote: remote,
+        delegate,
+    }
+}
+
+async fn send(a: &Agent, m: a2a_client::Message) -> Task {
+    tokio::time::timeout(TIMEOUT, a.send_async(m, None).expect("submit"))
+        .await
+        .expect("send answered in time")
+        .expect("send ok")
+}
+
+/// The delegate's status events for `task` until one in a state of
+/// `until` (each with its message's first text).
+async fn statuses_until(a: &Agent, task: &str, until: &[State]) -> Vec<(State, Option<String>)> {
+    let mut events = a.events();
+    let mut seen = Vec::new();
+    loop {
+        let ev = tokio::time::timeout(TIMEOUT, events.next())
+            .await
+            .unwrap_or_else(|_| panic!("no status in {until:?} for {task}; saw {seen:?}"))
+            .expect("event stream open");
+        let Event::TaskEvent(p) = ev else { continue };
+        let StreamEvent::Status(su) = p.event else {
+            continue;
+        };
+        if su.task_id != task {
+            continue;
+        }
+        let text = su
+            .status
+            .message
+            .as_ref()
+            .and_then(|m| match m.parts.first() {
+                Some(Part::Text { text, .. }) => Some(text.clone()),
+                _ => None,
+            });
+        let st = su.status.state;
+        seen.push((st, text));
+        if until.contains(&st) {
+            return seen;
+        }
+    }
+}
+
+async fn get_task(a: &Agent, id: &str) -> Task {
+    tokio::time::timeout(TIMEOUT, a.get_task_async(id, None).expect("submit"))
+        .await
+        .expect("in time")
+        .expect("get ok")
+}
+
+fn first_text(parts: &[Part]) -> &str {
+    match parts.first() {
+        Some(Part::Text { text, .. }) => text,
+        other => panic!("not a text part: {other:?}"),
+    }
+}
+
+// ------------------------------------------------------------ tests
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streaming_remote_completes_a_delegated_task_with_its_artifact() {
+    let (fake, url) = serve_fake(true).await;
+    let s = setup(&url).await;
+    assert_eq!(s.peer, "fake-remote");
+    let task = send(&s.delegate, message_to(&s.peer, "complete hello")).await;
+    let seen = statuses_until(&s.delegate, &task.id, &[State::Completed, State::Failed]).await;
+    assert_eq!(
+        seen.last(),
+        Some(&(State::Completed, Some("done: complete hello".into()))),
+        "{seen:?}"
+    );
+    assert!(seen.iter().any(|(s, _)| *s == State::Working), "{seen:?}");
+    let t = get_task(&s.delegate, &task.id).await;
+    assert_eq!(t.artifacts.len(), 1);
+    assert_eq!(t.artifacts[0].artifact_id, "a1");
+    assert_eq!(first_text(&t.artifacts[0].parts), "echo: complete hello");
+    let sent = fake.calls_of("SendStreamingMessage");
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["message"]["role"], "ROLE_USER");
+    assert_eq!(
+        sent[0]["message"]["parts"],
+        json!([{"text": "complete hello"}])
+    );
+    assert!(fake
+        .calls
+        .lock()
+        .iter()
+        .all(|(_, _, v)| v.as_deref() == Some("1.0")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_required_then_a_follow_up_continues_the_same_remote_task() {
+    let (fake, url) = serve_fake(true).await;
+    let s = setup(&url).await;
+    let task = send(&s.delegate, message_to(&s.peer, "input please")).await;
+    let seen = statuses_until(
+        &s.delegate,
+        &task.id,
+        &[State::InputRequired, State::Failed],
+    )
+    .await;
+    assert_eq!(
+        seen.last(),
+        Some(&(State::InputRequired, Some("which one?".into()))),
+        "{seen:?}"
+    );
+    send(&s.delegate, task_message(&task.id, "the blue one")).await;
+    let seen = statuses_until(&s.delegate, &task.id, &[State::Completed, State::Failed]).await;
+    assert_eq!(
+        seen.last(),
+        Some(&(State::Completed, Some("got: the blue one".into()))),
+        "{seen:?}"
+    );
+    let sent = fake.calls_of("SendStreamingMessage");
+    assert_eq!(sent.len(), 2);
+    let remote_task = fake
+        .tasks
+        .lock()
+        .keys()
+        .next()
+        .cloned()
+        .expect("one remote task");
+    assert_eq!(sent[1]["message"]["taskId"], json!(remote_task));
+    assert_eq!(
+        sent[1]["message"]["contextId"],
+        fake.tasks.lock()[&remote_task]["contextId"]
+    );
+    assert_ne!(
+        sent[0]["message"]["messageId"],
+        sent[1]["message"]["messageId"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delegate_cancel_cancels_the_remote_task() {
+    let (fake, url) = serve_fake(true).await;
+    let s = setup(&url).await;
+    let task = send(&s.delegate, message_to(&s.peer, "slow work")).await;
+    let seen = statuses_until(&s.delegate, &task.id, &[State::Working]).await;
+    assert_eq!(seen.last(), Some(&(State::Working, Some("working".into()))));
+    tokio::time::timeout(
+        TIMEOUT,
+        s.delegate.cancel_async(&task.id, None).expect("submit"),
+    )
+    .await
+    .expect("in time")
+    .expect("cancel ok");
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    while fake.calls_of("CancelTask").is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the remote never got CancelTask"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let remote_task = fake
+        .tasks
+        .lock()
+        .keys()
+        .next()
+        .cloned()
+        .expect("one remote task");
+    assert_eq!(fake.calls_of("CancelTask")[0]["id"], json!(remote_task));
+    assert_eq!(
+        get_task(&s.delegate, &task.id).await.status.state,
+        State::Canceled
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unary_remote_answers_tasks_and_direct_messages() {
+    let (fake, url) = serve_fake(false).await;
+    let s = setup(&url).await;
+    let task = send(&s.delegate, message_to(&s.peer, "message hi")).await;
+    let seen = statuses_until(&s.delegate, &task.id, &[State::Completed, State::Failed]).await;
+    assert_eq!(
+        seen.last(),
+        Some(&(State::Completed, Some("reply: message hi".into())))
+    );
+    let task = send(&s.delegate, message_to(&s.peer, "complete again")).await;
+    let seen = statuses_until(&s.delegate, &task.id, &[State::Completed, State::Failed]).await;
+    assert_eq!(
+        seen.last(),
+        Some(&(State::Completed, Some("done: complete again".into())))
+    );
+    assert_eq!(
+        first_text(&get_task(&s.delegate, &task.id).await.artifacts[0].parts),
+        "echo: complete again"
+    );
+    assert_eq!(fake.calls_of("SendMessage").len(), 2);
+    assert!(fake.calls_of("SendStreamingMessage").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_error_fails_the_task_with_the_reason() {
+    let (_fake, url) = serve_fake(true).await;
+    let s = setup(&url).await;
+    let task = send(&s.delegate, message_to(&s.peer, "error now")).await;
+    let seen = statuses_until(&s.delegate, &task.id, &[State::Completed, State::Failed]).await;
+    let (state, text) = seen.last().cloned().expect("a status");
+    assert_eq!(state, State::Failed);
+    let text = text.expect("a reason");
+    assert!(
+        text.contains("fake-remote") && text.contains("scripted failure"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_that_moved_is_found_again_through_its_card() {
+    let (fake, url) = serve_fake(true).await;
+    let s = setup(&url).await;
+    let fetches = fake.card_fetches.load(Ordering::Relaxed);
+    fake.moved.store(true, Ordering::Relaxed);
+    let task = send(&s.delegate, message_to(&s.peer, "complete after the move")).await;
+    let seen = statuses_until(&s.delegate, &task.id, &[State::Completed, State::Failed]).await;
+    assert_eq!(seen.last().map(|s| s.0), Some(State::Completed), "{seen:?}");
+    assert!(
+        fake.card_fetches.load(Ordering::Relaxed) > fetches,
+        "the card was not fetched again"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_remote_cannot_be_added() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join("run").join("sock");
+    let broker = Spawn::new(dir.path().join("db"))
+        .socket(&socket)
+        .no_stdio()
+        .start(TIMEOUT)
+        .expect("broker");
+    let client = Client::connect(&socket, &broker.secret().expect("secret")).expect("connect");
+    // A port nothing listens on: bind one, then free it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let err = add_remote(
+        &client,
+        RemoteSpec::new(format!("http://127.0.0.1:{port}")),
+        &OutboundOptions::default(),
+    )
+    .await
+    .expect_err("no card, no peer");
+    assert!(err.to_string().contains("unreachable"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_that_comes_back_fails_the_tasks_it_lost() {
+    let (_fake, url) = serve_fake(true).await;
+    let s = setup(&url).await;
+    let task = send(&s.delegate, message_to(&s.peer, "slow work")).await;
+    statuses_until(&s.delegate, &task.id, &[State::Working]).await;
+    // The gateway dies (its bridge, actors and broker connection go).
+    let Setup {
+        _dir: dir,
+        _broker: broker,
+        _remote: remote,
+        delegate,
+        peer,
+    } = s;
+    drop(remote);
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    loop {
+        let cards =
+            tokio::time::timeout(TIMEOUT, delegate.list_agents_async(None).expect("submit"))
+                .await
+                .expect("in time")
+                .expect("list ok");
+        if !cards.iter().any(|c| c.name == peer) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the dead gateway's peer stays listed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // It comes back under the same name and context: the same party.
+    let socket = dir.path().join("run").join("sock");
+    let gateway = Client::connect(&socket, &broker.secret().expect("secret")).expect("connect");
+    let again = add_remote(&gateway, RemoteSpec::new(&url), &OutboundOptions::default())
+        .await
+        .expect("re-added");
+    assert_eq!(again.peer_id, peer);
+    let seen = statuses_until(&delegate, &task.id, &[State::Failed, State::Completed]).await;
+    let (state, text) = seen.last().cloned().expect("a status");
+    assert_eq!(state, State::Failed);
+    assert!(text.unwrap_or_default().contains("restarted"), "{seen:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_a_remote_cancels_its_remote_tasks_and_leaves_the_broker() {
+    let (fake, url) = serve_fake(true).await;
+    let s = setup(&url).await;
+    let task = send(&s.delegate, message_to(&s.peer, "slow work")).await;
+    statuses_until(&s.delegate, &task.id, &[State::Working]).await;
+    let Setup {
+        _dir,
+        _broker,
+        _remote: remote,
+        delegate,
+        peer,
+    } = s;
+    tokio::time::timeout(TIMEOUT, remote.stop())
+        .await
+        .expect("stops in time");
+    // Leaving fails the tasks the peer served (PROTOCOL.md §5 deregister).
+    let seen = statuses_until(
+        &delegate,
+        &task.id,
+        &[State::Failed, State::Canceled, State::Completed],
+    )
+    .await;
+    assert_eq!(seen.last().map(|s| s.0), Some(State::Failed), "{seen:?}");
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    while fake.calls_of("CancelTask").is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the remote never got CancelTask"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let cards = delegate
+        .list_agents_async(None)
+        .expect("submit")
+        .await
+        .expect("list");
+    assert!(!cards.iter().any(|c| c.name == peer), "the peer left");
+}
+
+// ------------------------------------------------------------ the HTTP client alone
+
+/// A server for the client's own rules: a redirecting card, an oversized
+/// card, a card that records the Authorization header, and an SSE answer
+/// whose error event follows a result.
+async fn serve_odd() -> (String, Arc<Mutex<Vec<String>>>) {
+    let auth = Arc::new(Mutex::new(Vec::new()));
+    let seen = auth.clone();
+    let app = Router::new()
+        .route(
+            "/redirect/.well-known/agent-card.json",
+            get(|| async { (StatusCode::FOUND, [("location", "http://127.0.0.1:9/elsewhere")]).into_response() }),
+        )
+        .route(
+            "/big/.well-known/agent-card.json",
+            get(|| async { format!("{{\"name\":\"{}\"}}", "x".repeat(2 << 20)) }),
+        )
+        .route(
+            "/auth/.well-known/agent-card.json",
+            get(move |h: HeaderMap| async move {
+                let a = h.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+                seen.lock().push(a);
+                Json(json!({"name": "auth", "url": "http://127.0.0.1:9/rpc"}))
+            }),
+        )
+        .route(
+            "/sse",
+            post(|| async {
+                let body = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"statusUpdate\":{\"taskId\":\"t\"}}}\n\n\
+                            data: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32603,\"message\":\"boom\"}}\n\n";
+                ([("content-type", "text/event-stream")], body).into_response()
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (format!("http://127.0.0.1:{port}"), auth)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_remote_client_follows_no_redirect_reads_bounded_and_sends_its_token() {
+    use a2a_gateway::outbound::card::MAX_CARD_BYTES;
+    use a2a_gateway::outbound::rpc::RemoteRpc;
+    use a2a_gateway::outbound::{RemoteError, RpcOptions};
+    let (base, auth) = serve_odd().await;
+    let rpc = RemoteRpc::new(Some("s3cret".into()), RpcOptions::default()).expect("client");
+    // A redirect could carry the token to another host: it is an error.
+    let e = rpc
+        .fetch_card(&format!("{base}/redirect"), None)
+        .await
+        .expect_err("redirect refused");
+    assert!(matches!(e, RemoteError::Status(302)), "{e}");
+    let e = rpc
+        .fetch_card(&format!("{base}/big"), None)
+        .await
+        .expect_err("big card refused");
+    assert!(
+        matches!(e, RemoteError::TooLarge(n) if n == MAX_CARD_BYTES),
+        "{e}"
+    );
+    rpc.fetch_card(&format!("{base}/auth"), None)
+        .await
+        .expect("card");
+    assert_eq!(auth.lock().as_slice(), ["Bearer s3cret"]);
+    // An error event after a result: the result first, then the error.
+    let mut s = rpc
+        .stream(&format!("{base}/sse"), "SendStreamingMessage", json!({}))
+        .await
+        .expect("stream");
+    let first = tokio::time::timeout(TIMEOUT, s.next())
+        .await
+        .expect("in time");
+    assert!(
+        matches!(first, Some(Ok(ref v)) if v["statusUpdate"]["taskId"] == "t"),
+        "{first:?}"
+    );
+    let second = tokio::time::timeout(TIMEOUT, s.next())
+        .await
+        .expect("in time");
+    assert!(
+        matches!(second, Some(Err(RemoteError::Rpc { code: -32603, .. }))),
+        "{second:?}"
+    );
+    assert!(tokio::time::timeout(TIMEOUT, s.next())
+        .await
+        .expect("in time")
+        .is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_card_is_refreshed_periodically_even_while_tasks_flow() {
+    let (fake, url) = serve_fake(true).await;
+    let mut opts = OutboundOptions::default();
+    // The card says max-age=3600; the clamp makes it 100 ms here.
+    opts.rpc.refresh_min = Duration::from_millis(100);
+    opts.rpc.refresh_max = Duration::from_millis(100);
+    let s = setup_with(&url, opts).await;
+    let initial = fake.card_fetches.load(Ordering::Relaxed);
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    // Events keep reaching the bridge meanwhile: they must not postpone
+    // the refresh.
+    // (Bounded below the broker's 200 sends per registration.)
+    let mut sends = 0;
+    while fake.card_fetches.load(Ordering::Relaxed) < initial + 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline && sends < 150,
+            "the card was not refreshed ({sends} tasks sent)"
+        );
+        sends += 1;
+        let task = send(&s.delegate, message_to(&s.peer, "complete tick")).await;
+        statuses_until(&s.delegate, &task.id, &[State::Completed, State::Failed]).await;
+    }
+}
