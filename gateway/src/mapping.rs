@@ -649,7 +649,10 @@ pub fn list_page(
         }
     };
     let offset = page_token_in(req.page_token.as_deref())?;
-    if let Some(st) = &req.status {
+    // `@a2a-js/sdk` sends `"UNRECOGNIZED"` (ts-proto's name for an unset
+    // enum) when its caller gives no status: no filter, like UNSPECIFIED.
+    let unset = |v: &serde_json::Value| v.is_null() || v.as_str() == Some("UNRECOGNIZED");
+    if let Some(st) = req.status.as_ref().filter(|v| !unset(v)) {
         let st = v1::TaskState::from_json(st)
             .ok_or_else(|| GatewayError::InvalidParams("unknown status".into()))?;
         if let Some(st) = state_in(st) {
@@ -906,16 +909,22 @@ mod tests {
         assert_eq!(p3.next_page_token, "");
         req.page_token = Some("garbage".into());
         assert!(list_page(all.clone(), &req).is_err());
-        let filtered = list_page(
-            all,
-            &v1::ListTasksRequest {
-                status: Some(json!("TASK_STATE_COMPLETED")),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let with_status = |v| v1::ListTasksRequest {
+            status: Some(v),
+            ..Default::default()
+        };
+        let filtered = list_page(all.clone(), &with_status(json!("TASK_STATE_COMPLETED"))).unwrap();
         assert_eq!(filtered.total_size, 0);
         assert_eq!(filtered.next_page_token, "");
+        // An unset enum as the JS SDK writes it filters nothing; a name
+        // that is no state is refused.
+        assert_eq!(
+            list_page(all.clone(), &with_status(json!("UNRECOGNIZED")))
+                .unwrap()
+                .total_size,
+            5
+        );
+        assert!(list_page(all, &with_status(json!("TASK_STATE_NONE"))).is_err());
     }
 
     #[test]

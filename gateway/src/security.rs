@@ -96,12 +96,27 @@ impl Tokens {
         let presented = authorization?.strip_prefix("Bearer ")?.trim().as_bytes();
         let mut found: Option<&str> = None;
         for (name, secret) in &self.entries {
-            if bool::from(secret.as_slice().ct_eq(presented)) && found.is_none() {
+            if same_secret(secret, presented) && found.is_none() {
                 found = Some(name);
             }
         }
         found.map(str::to_owned)
     }
+}
+
+/// Whether `presented` is `secret`, in time that depends on the presented
+/// token's length only: a slice comparison would return at once on a
+/// length mismatch and so tell the secret's length. Every presented byte
+/// is compared with a secret byte (cycling through the secret), and the
+/// lengths' difference is folded into the same result.
+fn same_secret(secret: &[u8], presented: &[u8]) -> bool {
+    if secret.is_empty() {
+        return false;
+    }
+    let mut padded = Vec::with_capacity(presented.len());
+    padded.extend(secret.iter().cycle().take(presented.len()));
+    let lengths_equal = (secret.len() as u64).ct_eq(&(presented.len() as u64));
+    bool::from(padded.as_slice().ct_eq(presented) & lengths_equal)
 }
 
 /// A token spec without its secret, for error messages.
@@ -304,6 +319,20 @@ pub fn audit(
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn secrets_match_only_whole() {
+        let s = b"0123456789abcdef0123";
+        assert!(same_secret(s, s));
+        // A prefix, a repetition (what the cycling pads with) and an
+        // extension are all refused.
+        assert!(!same_secret(s, &s[..10]));
+        assert!(!same_secret(s, b"0123456789abcdef01230123456789abcdef0123"));
+        assert!(!same_secret(s, b"0123456789abcdef0123x"));
+        assert!(!same_secret(s, b"0123456789abcdef0124"));
+        assert!(!same_secret(s, b""));
+        assert!(!same_secret(b"", b""));
+    }
 
     #[test]
     fn non_loopback_binds_need_a_token() {
