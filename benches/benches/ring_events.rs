@@ -364,6 +364,8 @@ struct Figures {
     sparse: (Duration, Duration),
     /// Ring: futex wake-ups per event; socket: write calls per event.
     syscalls: f64,
+    /// Events per ring publish (ring) or per write call (socket).
+    per_batch: f64,
 }
 
 fn measure(sb: &SocketBroker, ring: bool, k: usize, size: usize, cpus: (usize, usize)) -> Figures {
@@ -374,10 +376,18 @@ fn measure(sb: &SocketBroker, ring: bool, k: usize, size: usize, cpus: (usize, u
     let (w0, f0) = (ring_wake_stats(), socket_write_stats());
     let rate = rx.stream(DELIVERY_STREAM);
     let (w1, f1) = (ring_wake_stats(), socket_write_stats());
-    let syscalls = if ring {
-        (w1.1 - w0.1) as f64 / (w1.0 - w0.0).max(1) as f64
+    let (syscalls, per_batch) = if ring {
+        let staged = (w1.0 - w0.0).max(1) as f64;
+        (
+            (w1.1 - w0.1) as f64 / staged,
+            staged / (w1.2 - w0.2).max(1) as f64,
+        )
     } else {
-        (f1.1 - f0.1) as f64 / DELIVERY_STREAM as f64
+        let writes = (f1.1 - f0.1).max(1) as f64;
+        (
+            writes / DELIVERY_STREAM as f64,
+            DELIVERY_STREAM as f64 / writes,
+        )
     };
     // An active consumer spins on its own core: cross-core only.
     let active = (cpus.0 != cpus.1).then(|| rx.latency(ACTIVE_EVENTS, ACTIVE_GAP));
@@ -388,6 +398,7 @@ fn measure(sb: &SocketBroker, ring: bool, k: usize, size: usize, cpus: (usize, u
         active,
         sparse,
         syscalls,
+        per_batch,
     }
 }
 
@@ -409,8 +420,8 @@ fn delivery(sb: &SocketBroker) {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
     }
     println!("\nPart 1, delivery (routing -> client handler), pinned; {ROUNDS} alternating rounds, median\n");
-    println!("| placement | event text | events/s ring | events/s socket | ring/socket | p50 active ring | p50 active socket | socket/ring | p99 active ring | p99 active socket | p50 sparse ring | p50 sparse socket | socket/ring | p99 sparse ring | p99 sparse socket | ring wakes/event | socket writes/event |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| placement | event text | events/s ring | events/s socket | ring/socket | p50 active ring | p50 active socket | socket/ring | p99 active ring | p99 active socket | p50 sparse ring | p50 sparse socket | socket/ring | p99 sparse ring | p99 sparse socket | ring wakes/event | socket writes/event | events per ring publish | events per socket write |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut k = 0;
     for &(placement, bcpu, ccpu) in pin::placements() {
         for size in [64usize, 512, 4096] {
@@ -446,7 +457,7 @@ fn delivery(sb: &SocketBroker) {
                 "-".into()
             };
             println!(
-                "| {placement} | {size} B | {:.0} | {:.0} | {:.2}x | {} | {} | {act_ratio} | {} | {} | {} | {} | {:.1}x | {} | {} | {:.4} | {:.4} |",
+                "| {placement} | {size} B | {:.0} | {:.0} | {:.2}x | {} | {} | {act_ratio} | {} | {} | {} | {} | {:.1}x | {} | {} | {:.4} | {:.4} | {:.1} | {:.1} |",
                 median_by(&ring, |f| f.rate),
                 median_by(&sock, |f| f.rate),
                 ratio(&|i| ring[i].rate / sock[i].rate),
@@ -461,6 +472,8 @@ fn delivery(sb: &SocketBroker) {
                 us(sp(&sock, true)),
                 median_by(&ring, |f| f.syscalls),
                 median_by(&sock, |f| f.syscalls),
+                median_by(&ring, |f| f.per_batch),
+                median_by(&sock, |f| f.per_batch),
             );
         }
     }

@@ -60,9 +60,9 @@ pub fn socket_write_stats() -> (u64, u64) {
     crate::transport::socket::write_stats()
 }
 
-/// `(events staged, futex wake-ups issued)` over all event rings so far:
-/// their ratio is the ring's wake-up system calls per event.
-pub fn ring_wake_stats() -> (u64, u64) {
+/// `(events staged, futex wake-ups issued, publishes)` over all event
+/// rings so far: wake-up system calls per event, events per publish.
+pub fn ring_wake_stats() -> (u64, u64, u64) {
     crate::transport::ring::wake_stats()
 }
 

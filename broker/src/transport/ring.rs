@@ -25,17 +25,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Names of the segments this process has created and not yet removed.
 static LIVE: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
-/// Events staged into rings, and the futex wake-ups the producers issued
-/// for them, over all connections so far (for the benchmarks: wake-up
-/// system calls per event).
+/// Events staged into rings, the futex wake-ups the producers issued for
+/// them, and the publishes, over all connections so far (for the
+/// benchmarks: wake-up system calls per event, events per publish).
 static STAGED: AtomicU64 = AtomicU64::new(0);
 static WAKES: AtomicU64 = AtomicU64::new(0);
+static PUBLISHES: AtomicU64 = AtomicU64::new(0);
 
-/// `(events staged, wake-ups)` over all rings so far.
-pub(crate) fn wake_stats() -> (u64, u64) {
+/// `(events staged, wake-ups, publishes)` over all rings so far.
+pub(crate) fn wake_stats() -> (u64, u64, u64) {
     (
         STAGED.load(Ordering::Relaxed),
         WAKES.load(Ordering::Relaxed),
+        PUBLISHES.load(Ordering::Relaxed),
     )
 }
 
@@ -82,6 +84,7 @@ impl EventRing {
         // through them.
         STAGED.fetch_add(std::mem::take(&mut self.staged), Ordering::Relaxed);
         WAKES.fetch_add(wakes, Ordering::Relaxed);
+        PUBLISHES.fetch_add(1, Ordering::Relaxed);
     }
 }
 
