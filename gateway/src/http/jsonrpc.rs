@@ -41,105 +41,10 @@ pub async fn handle(
     body: &[u8],
 ) -> Response {
     let started = Instant::now();
-    // Content-Type first: a body that is not JSON is -32005, not -32700.
-    let ct = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(|s| {
-            s.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase()
-        });
-    if let Some(ct) = &ct {
-        if ct != "application/json" && !ct.ends_with("+json") {
-            return finish(
-                &identity,
-                &agent,
-                "-",
-                None,
-                started,
-                Err(E::ContentType(ct.clone())),
-                Value::Null,
-            );
-        }
-    }
-    let version = headers
-        .get("a2a-version")
-        .map(|v| v.to_str().unwrap_or("?"));
-    if !version_supported(version) {
-        let v = version.unwrap_or("").to_owned();
-        return finish(
-            &identity,
-            &agent,
-            "-",
-            None,
-            started,
-            Err(E::Version(v)),
-            Value::Null,
-        );
-    }
-    let req: Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
-        Err(e) => {
-            return finish(
-                &identity,
-                &agent,
-                "-",
-                None,
-                started,
-                Err(E::Parse(e.to_string())),
-                Value::Null,
-            )
-        }
+    let Envelope { id, method, params } = match envelope(headers, body) {
+        Ok(env) => env,
+        Err((e, id)) => return fail(&identity, &agent, "-", None, started, e, id),
     };
-    let Value::Object(obj) = req else {
-        return finish(
-            &identity,
-            &agent,
-            "-",
-            None,
-            started,
-            Err(E::InvalidRequest("not a request object".into())),
-            Value::Null,
-        );
-    };
-    let id = obj.get("id").cloned().unwrap_or(Value::Null);
-    if !matches!(id, Value::Null | Value::String(_) | Value::Number(_)) {
-        return finish(
-            &identity,
-            &agent,
-            "-",
-            None,
-            started,
-            Err(E::InvalidRequest("bad id".into())),
-            Value::Null,
-        );
-    }
-    if obj.get("jsonrpc") != Some(&json!("2.0")) {
-        return finish(
-            &identity,
-            &agent,
-            "-",
-            None,
-            started,
-            Err(E::InvalidRequest("jsonrpc must be \"2.0\"".into())),
-            id,
-        );
-    }
-    let Some(method) = obj.get("method").and_then(Value::as_str).map(str::to_owned) else {
-        return finish(
-            &identity,
-            &agent,
-            "-",
-            None,
-            started,
-            Err(E::InvalidRequest("method must be a string".into())),
-            id,
-        );
-    };
-    let params = obj.get("params").cloned().unwrap_or(Value::Null);
     // Capabilities are checked before extensions (a streaming call to an
     // agent without streaming is -32004 whatever its headers).
     let streaming_call = matches!(method.as_str(), "SendStreamingMessage" | "SubscribeToTask");
@@ -158,13 +63,13 @@ pub async fn handle(
             .iter()
             .find(|uri| !listed.contains(&uri.as_str()))
         {
-            return finish(
+            return fail(
                 &identity,
                 &agent,
                 &method,
                 None,
                 started,
-                Err(E::ExtensionRequired(missing.clone())),
+                E::ExtensionRequired(missing.clone()),
                 id,
             );
         }
@@ -214,11 +119,11 @@ pub async fn handle(
         "SendStreamingMessage" => {
             let req = match parse::<v1::SendMessageRequest>(&params) {
                 Ok(r) => r,
-                Err(e) => return finish(&identity, &agent, &method, None, started, Err(e), id),
+                Err(e) => return fail(&identity, &agent, &method, None, started, e, id),
             };
             let conf = req.configuration.clone().unwrap_or_default();
             return match core.send(&identity, &agent, &req, false, true).await {
-                Err(e) => finish(&identity, &agent, &method, None, started, Err(e), id),
+                Err(e) => fail(&identity, &agent, &method, None, started, e, id),
                 Ok((_, task, rx)) => {
                     let tid = task.id.clone();
                     audit(
@@ -238,13 +143,13 @@ pub async fn handle(
                             true,
                             app.config.max_stream,
                         ),
-                        None => finish(
+                        None => fail(
                             &identity,
                             &agent,
                             &method,
                             None,
                             started,
-                            Err(E::Internal("no subscription".into())),
+                            E::Internal("no subscription".into()),
                             Value::Null,
                         ),
                     }
@@ -254,18 +159,10 @@ pub async fn handle(
         "SubscribeToTask" => {
             let req = match parse::<v1::TaskIdRequest>(&params) {
                 Ok(r) => r,
-                Err(e) => return finish(&identity, &agent, &method, None, started, Err(e), id),
+                Err(e) => return fail(&identity, &agent, &method, None, started, e, id),
             };
             return match core.subscribe(&identity, &agent, &req.id).await {
-                Err(e) => finish(
-                    &identity,
-                    &agent,
-                    &method,
-                    Some(&req.id),
-                    started,
-                    Err(e),
-                    id,
-                ),
+                Err(e) => fail(&identity, &agent, &method, Some(&req.id), started, e, id),
                 Ok(sub) => {
                     audit(
                         &identity,
@@ -362,8 +259,63 @@ pub async fn handle(
             )
                 .into_response()
         }
-        Err(e) => finish(&identity, &agent, &method, None, started, Err(e), id),
+        Err(e) => fail(&identity, &agent, &method, None, started, e, id),
     }
+}
+
+/// A request's envelope, checked.
+struct Envelope {
+    id: Value,
+    method: String,
+    params: Value,
+}
+
+/// Checks the headers and the JSON-RPC envelope of a POST: Content-Type
+/// first (a body that is not JSON is -32005, not -32700), then the
+/// `A2A-Version`, then the request object. The error comes with the
+/// request's id once it is known.
+fn envelope(headers: &HeaderMap, body: &[u8]) -> Result<Envelope, (E, Value)> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|s| {
+            s.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        });
+    if let Some(ct) = ct {
+        if ct != "application/json" && !ct.ends_with("+json") {
+            return Err((E::ContentType(ct), Value::Null));
+        }
+    }
+    let version = headers
+        .get("a2a-version")
+        .map(|v| v.to_str().unwrap_or("?"));
+    if !version_supported(version) {
+        return Err((E::Version(version.unwrap_or("").to_owned()), Value::Null));
+    }
+    let req: Value =
+        serde_json::from_slice(body).map_err(|e| (E::Parse(e.to_string()), Value::Null))?;
+    let Value::Object(mut obj) = req else {
+        return Err((
+            E::InvalidRequest("not a request object".into()),
+            Value::Null,
+        ));
+    };
+    let id = obj.remove("id").unwrap_or(Value::Null);
+    if !matches!(id, Value::Null | Value::String(_) | Value::Number(_)) {
+        return Err((E::InvalidRequest("bad id".into()), Value::Null));
+    }
+    if obj.get("jsonrpc") != Some(&json!("2.0")) {
+        return Err((E::InvalidRequest("jsonrpc must be \"2.0\"".into()), id));
+    }
+    let Some(Value::String(method)) = obj.remove("method") else {
+        return Err((E::InvalidRequest("method must be a string".into()), id));
+    };
+    let params = obj.remove("params").unwrap_or(Value::Null);
+    Ok(Envelope { id, method, params })
 }
 
 /// Checks push is on and the task is the caller's.
@@ -417,19 +369,15 @@ fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, E> {
 
 /// An error answer (HTTP 200: the binding carries errors in the body),
 /// with its audit line.
-fn finish(
+fn fail(
     identity: &str,
     agent: &str,
     method: &str,
     task: Option<&str>,
     started: Instant,
-    r: Result<(), E>,
+    e: E,
     id: Value,
 ) -> Response {
-    let e = match r {
-        Ok(()) => E::Internal("no result".into()),
-        Err(e) => e,
-    };
     audit(
         identity,
         agent,
