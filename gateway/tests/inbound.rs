@@ -79,12 +79,7 @@ async fn the_card_is_v1_with_caching_headers_and_a_reachable_interface() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn send_message_blocks_until_the_task_settles_and_keeps_the_client_message_id() {
     let h = Harness::start(|_| {}).await;
-    let r = h
-        .ok(
-            "SendMessage",
-            json!({"message": message("tck-complete-task-a", "hi")}),
-        )
-        .await;
+    let r = h.send("tck-complete-task-a", "hi").await;
     let task = &r["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
     assert!(task["status"]["timestamp"].as_str().unwrap().ends_with('Z'));
@@ -102,12 +97,7 @@ async fn send_message_blocks_until_the_task_settles_and_keeps_the_client_message
     );
     // The same messageId again is a new request, never merged by the
     // broker's idempotency: a second task.
-    let again = h
-        .ok(
-            "SendMessage",
-            json!({"message": message("tck-complete-task-a", "hi")}),
-        )
-        .await;
+    let again = h.send("tck-complete-task-a", "hi").await;
     assert_ne!(again["task"]["id"], task["id"]);
     assert_eq!(again["task"]["status"]["state"], "TASK_STATE_COMPLETED");
     // Same id, same client context: still two tasks, one context.
@@ -123,10 +113,7 @@ async fn send_message_blocks_until_the_task_settles_and_keeps_the_client_message
 async fn input_required_then_a_follow_up_completes_and_history_length_trims() {
     let h = Harness::start(|_| {}).await;
     let r = h
-        .ok(
-            "SendMessage",
-            json!({"message": message("tck-input-required-1", "TCK history message 1")}),
-        )
+        .send("tck-input-required-1", "TCK history message 1")
         .await;
     let t = &r["task"];
     assert_eq!(t["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
@@ -174,12 +161,7 @@ async fn input_required_then_a_follow_up_completes_and_history_length_trims() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn message_responses_artifacts_and_return_immediately() {
     let h = Harness::start(|_| {}).await;
-    let r = h
-        .ok(
-            "SendMessage",
-            json!({"message": message("tck-message-response-1", "hi")}),
-        )
-        .await;
+    let r = h.send("tck-message-response-1", "hi").await;
     assert_eq!(r["message"]["parts"][0]["text"], "Direct message response");
     assert_eq!(r["message"]["role"], "ROLE_AGENT");
     assert!(r.get("task").is_none());
@@ -197,24 +179,14 @@ async fn message_responses_artifacts_and_return_immediately() {
             json!({"url": "https://example.com/output.txt", "filename": "output.txt", "mediaType": "text/plain"}),
         ),
     ] {
-        let r = h
-            .ok(
-                "SendMessage",
-                json!({"message": message(&format!("{prefix}-1"), "x")}),
-            )
-            .await;
+        let r = h.send(&format!("{prefix}-1"), "x").await;
         assert_eq!(r["task"]["artifacts"][0]["parts"][0], want, "{prefix}");
         assert!(!r["task"]["artifacts"][0]["artifactId"]
             .as_str()
             .unwrap()
             .is_empty());
     }
-    let raw = h
-        .ok(
-            "SendMessage",
-            json!({"message": message("tck-artifact-file-1", "x")}),
-        )
-        .await;
+    let raw = h.send("tck-artifact-file-1", "x").await;
     assert!(raw["task"]["artifacts"][0]["parts"][0]["raw"]
         .as_str()
         .is_some_and(|s| !s.is_empty()));
@@ -277,12 +249,7 @@ async fn streams_carry_task_then_updates_and_close_after_the_terminal_state() {
 
     // Subscribe to an input-required task from two clients; a follow-up
     // completes it and both streams see the same events, then close.
-    let r = h
-        .ok(
-            "SendMessage",
-            json!({"message": message("tck-input-required-s", "wait")}),
-        )
-        .await;
+    let r = h.send("tck-input-required-s", "wait").await;
     let id = r["task"]["id"].as_str().unwrap().to_owned();
     // Both streams have delivered their first event (so both are
     // subscribed) before the follow-up is sent.
@@ -321,12 +288,7 @@ async fn streams_carry_task_then_updates_and_close_after_the_terminal_state() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_list_and_errors_with_error_info() {
     let h = Harness::start(|_| {}).await;
-    let r = h
-        .ok(
-            "SendMessage",
-            json!({"message": message("tck-input-required-c", "x")}),
-        )
-        .await;
+    let r = h.send("tck-input-required-c", "x").await;
     let id = r["task"]["id"].as_str().unwrap().to_owned();
     let ctx = r["task"]["contextId"].as_str().unwrap().to_owned();
     let c = h.ok("CancelTask", json!({"id": id})).await;

@@ -63,12 +63,7 @@ async fn configs_are_created_read_listed_and_deleted_idempotently() {
         .await
         .unwrap();
     assert_eq!(card["capabilities"]["pushNotifications"], true);
-    let r = h
-        .ok(
-            "SendMessage",
-            json!({"message": message("tck-complete-task-1", "x")}),
-        )
-        .await;
+    let r = h.send("tck-complete-task-1", "x").await;
     let id = r["task"]["id"].as_str().unwrap().to_owned();
     let created = h
         .ok(

@@ -214,12 +214,7 @@ async fn bodies_over_the_bound_are_refused_with_json() {
 async fn webhooks_are_refused_to_private_and_loopback_targets_and_off_by_default() {
     // Default: no webhook host allowed, push is off.
     let h = Harness::start(|_| {}).await;
-    let r = h
-        .ok(
-            "SendMessage",
-            json!({"message": message("tck-input-required-p", "x")}),
-        )
-        .await;
+    let r = h.send("tck-input-required-p", "x").await;
     let id = r["task"]["id"].as_str().unwrap().to_owned();
     let e = h
         .rpc(
@@ -238,12 +233,7 @@ async fn webhooks_are_refused_to_private_and_loopback_targets_and_off_by_default
         }
     })
     .await;
-    let r = h
-        .ok(
-            "SendMessage",
-            json!({"message": message("tck-input-required-p", "x")}),
-        )
-        .await;
+    let r = h.send("tck-input-required-p", "x").await;
     let id = r["task"]["id"].as_str().unwrap().to_owned();
     for url in [
         "http://127.0.0.1:9/webhook",

@@ -91,6 +91,13 @@ impl Harness {
         r["result"].clone()
     }
 
+    /// `SendMessage` of a text message with this id (its prefix picks
+    /// the SUT's behaviour): the call's `result`.
+    pub async fn send(&self, message_id: &str, text: &str) -> Value {
+        self.ok("SendMessage", json!({"message": message(message_id, text)}))
+            .await
+    }
+
     /// A streaming call's events (`result`s, or errors), read until the
     /// server closes the stream (which must happen within TIMEOUT).
     pub async fn stream(&self, method: &str, params: Value) -> Vec<Value> {
