@@ -447,15 +447,7 @@ async fn capabilities_not_declared_are_not_offered() {
         o.extended_card = false;
     })
     .await;
-    let card: Value = h
-        .http
-        .get(format!("{}/.well-known/agent-card.json", h.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = h.card().await;
     assert_eq!(
         card["capabilities"],
         json!({"streaming": false, "pushNotifications": false, "extendedAgentCard": false})
@@ -485,15 +477,7 @@ async fn capabilities_not_declared_are_not_offered() {
 async fn a_required_extension_must_be_listed_by_message_requests() {
     const EXT: &str = "urn:example:required";
     let h = Harness::start(|o| o.required_extensions = vec![EXT.into()]).await;
-    let card: Value = h
-        .http
-        .get(format!("{}/.well-known/agent-card.json", h.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = h.card().await;
     assert_eq!(
         card["capabilities"]["extensions"],
         json!([{"uri": EXT, "required": true}])

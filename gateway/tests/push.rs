@@ -53,15 +53,7 @@ fn loopback(o: &mut a2a_gateway::server::ServeOptions) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn configs_are_created_read_listed_and_deleted_idempotently() {
     let h = Harness::start(loopback).await;
-    let card: Value = h
-        .http
-        .get(format!("{}/.well-known/agent-card.json", h.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = h.card().await;
     assert_eq!(card["capabilities"]["pushNotifications"], true);
     let r = h.send("tck-complete-task-1", "x").await;
     let id = r["task"]["id"].as_str().unwrap().to_owned();

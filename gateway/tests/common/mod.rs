@@ -91,6 +91,18 @@ impl Harness {
         r["result"].clone()
     }
 
+    /// The served agent card (`GET /.well-known/agent-card.json`).
+    pub async fn card(&self) -> Value {
+        self.http
+            .get(format!("{}/.well-known/agent-card.json", self.base))
+            .send()
+            .await
+            .expect("the card")
+            .json()
+            .await
+            .expect("the card is JSON")
+    }
+
     /// `SendMessage` of a text message with this id (its prefix picks
     /// the SUT's behaviour): the call's `result`.
     pub async fn send(&self, message_id: &str, text: &str) -> Value {
