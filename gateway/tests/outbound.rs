@@ -307,6 +307,18 @@ async fn setup_with(url: &str, opts: OutboundOptions) -> Setup {
     }
 }
 
+/// Waits (within TIMEOUT) until the remote has received a `method` call.
+async fn until_called(fake: &Fake, method: &str) {
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    while fake.calls_of(method).is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the remote never got {method}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn send(a: &Agent, m: a2a_client::Message) -> Task {
     tokio::time::timeout(TIMEOUT, a.send_async(m, None).expect("submit"))
         .await
@@ -451,14 +463,7 @@ async fn a_delegate_cancel_cancels_the_remote_task() {
     .await
     .expect("in time")
     .expect("cancel ok");
-    let deadline = tokio::time::Instant::now() + TIMEOUT;
-    while fake.calls_of("CancelTask").is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the remote never got CancelTask"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_called(&fake, "CancelTask").await;
     let remote_task = fake
         .tasks
         .lock()
@@ -621,14 +626,7 @@ async fn stopping_a_remote_cancels_its_remote_tasks_and_leaves_the_broker() {
     )
     .await;
     assert_eq!(seen.last().map(|s| s.0), Some(State::Failed), "{seen:?}");
-    let deadline = tokio::time::Instant::now() + TIMEOUT;
-    while fake.calls_of("CancelTask").is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the remote never got CancelTask"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_called(&fake, "CancelTask").await;
     let cards = delegate
         .list_agents_async(None)
         .expect("submit")
