@@ -47,16 +47,8 @@ async fn only_loopback_is_served_without_a_token() {
     ));
     // Loopback needs none (the harness binds 127.0.0.1:0 without tokens).
     let h = Harness::start(|_| {}).await;
-    let ok = h
-        .rpc(
-            "SendMessage",
-            json!({"message": message("tck-complete-task-1", "x")}),
-        )
-        .await;
-    assert_eq!(
-        ok["result"]["task"]["status"]["state"],
-        "TASK_STATE_COMPLETED"
-    );
+    let ok = h.send("tck-complete-task-1", "x").await;
+    assert_eq!(ok["task"]["status"]["state"], "TASK_STATE_COMPLETED");
     h.gateway.stop().await;
 }
 
@@ -197,16 +189,8 @@ async fn bodies_over_the_bound_are_refused_with_json() {
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], -32600);
     // Under the bound is served.
-    let small = h
-        .rpc(
-            "SendMessage",
-            json!({"message": message("tck-complete-task-s", "x")}),
-        )
-        .await;
-    assert_eq!(
-        small["result"]["task"]["status"]["state"],
-        "TASK_STATE_COMPLETED"
-    );
+    let small = h.send("tck-complete-task-s", "x").await;
+    assert_eq!(small["task"]["status"]["state"], "TASK_STATE_COMPLETED");
     h.gateway.stop().await;
 }
 
