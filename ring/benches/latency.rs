@@ -18,8 +18,6 @@
 //!
 //! Run: `cargo bench -p a2a-ring --bench latency` (about 15 s).
 
-#![allow(unsafe_code)] // the affinity calls (common)
-
 #[cfg(not(loom))]
 mod common;
 

@@ -24,7 +24,7 @@
 //! Run: `cargo bench -p a2a-ring` (about 30 s). Under `cargo test
 //! --benches` it prints `skipped` and exits.
 
-#![allow(unsafe_code)] // the raw baseline's mapping and the affinity calls
+#![allow(unsafe_code)] // the raw baseline's mapping
 
 #[cfg(not(loom))]
 mod common;
