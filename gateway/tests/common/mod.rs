@@ -110,9 +110,9 @@ impl Harness {
             .await
     }
 
-    /// A streaming call's events (`result`s, or errors), read until the
-    /// server closes the stream (which must happen within TIMEOUT).
-    pub async fn stream(&self, method: &str, params: Value) -> Vec<Value> {
+    /// Posts a streaming call asking for SSE: the response and its
+    /// Content-Type.
+    async fn post_stream(&self, method: &str, params: Value) -> (reqwest::Response, String) {
         let resp = self
             .post(method, params)
             .header("accept", "text/event-stream")
@@ -125,6 +125,13 @@ impl Harness {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_owned();
+        (resp, ct)
+    }
+
+    /// A streaming call's events (`result`s, or errors), read until the
+    /// server closes the stream (which must happen within TIMEOUT).
+    pub async fn stream(&self, method: &str, params: Value) -> Vec<Value> {
+        let (resp, ct) = self.post_stream(method, params).await;
         let body = tokio::time::timeout(TIMEOUT, resp.text())
             .await
             .expect("the stream closes")
@@ -172,17 +179,7 @@ pub struct Sse {
 impl Sse {
     /// Opens a streaming call (panics unless the answer is SSE).
     pub async fn open(h: &Harness, method: &str, params: Value) -> Sse {
-        let resp = h
-            .post(method, params)
-            .header("accept", "text/event-stream")
-            .send()
-            .await
-            .expect("send");
-        let ct = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
+        let (resp, ct) = h.post_stream(method, params).await;
         assert!(ct.contains("text/event-stream"), "not a stream: {ct}");
         Sse {
             resp,
