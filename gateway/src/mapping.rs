@@ -649,10 +649,8 @@ pub fn list_page(
         }
     };
     let offset = page_token_in(req.page_token.as_deref())?;
-    // `@a2a-js/sdk` sends `"UNRECOGNIZED"` (ts-proto's name for an unset
-    // enum) when its caller gives no status: no filter, like UNSPECIFIED.
-    let unset = |v: &serde_json::Value| v.is_null() || v.as_str() == Some("UNRECOGNIZED");
-    if let Some(st) = req.status.as_ref().filter(|v| !unset(v)) {
+    // UNSPECIFIED (and the JS SDK's UNRECOGNIZED, read as it) filters nothing.
+    if let Some(st) = &req.status {
         let st = v1::TaskState::from_json(st)
             .ok_or_else(|| GatewayError::InvalidParams("unknown status".into()))?;
         if let Some(st) = state_in(st) {

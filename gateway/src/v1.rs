@@ -66,8 +66,11 @@ impl TaskState {
     }
 
     /// Reads a state as ProtoJSON allows: its name or its number.
+    /// `UNRECOGNIZED` (what ts-proto, under `@a2a-js/sdk`, writes for an
+    /// unset enum) reads as `TASK_STATE_UNSPECIFIED`.
     pub fn from_json(v: &Value) -> Option<TaskState> {
         match v {
+            Value::String(s) if s == "UNRECOGNIZED" => Some(TaskState::Unspecified),
             Value::String(s) => TaskState::ALL.into_iter().find(|st| st.as_str() == s),
             Value::Number(n) => n
                 .as_u64()
@@ -473,6 +476,10 @@ mod tests {
             assert_eq!(TaskState::from_json(&json!(i)), Some(st));
         }
         assert_eq!(TaskState::from_json(&json!("completed")), None);
+        assert_eq!(
+            TaskState::from_json(&json!("UNRECOGNIZED")),
+            Some(TaskState::Unspecified)
+        );
         assert_eq!(TaskState::from_json(&json!(9)), None);
         let r: Role = serde_json::from_value(json!("ROLE_AGENT")).unwrap();
         assert_eq!(r, Role::Agent);
