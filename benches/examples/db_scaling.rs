@@ -400,28 +400,31 @@ fn through_broker(db: &Path, n: u64, messages: u64) -> f64 {
 /// database, and the target.
 type Panel = (&'static str, fn(&Figures, &Figures) -> f64, f64);
 
+/// What the charts show: each figure against the empty database's, and
+/// the target for it.
+const PANELS: [Panel; 4] = [
+    (
+        "start-up / empty db",
+        |b, f| ms(f.startup) / ms(b.startup),
+        2.0,
+    ),
+    ("creations/s / empty db", |_, f| f.creation_ratio, 0.9),
+    (
+        "tasks.get old / fresh",
+        |_, f| f.get_old_us / f.get_fresh_us,
+        2.0,
+    ),
+    (
+        "RSS after start - empty db (MB)",
+        |b, f| mb(f.rss_start_kb) - mb(b.rss_start_kb),
+        10.0,
+    ),
+];
+
 /// Four small text charts, one line per size.
 fn text_chart(rows: &[(Figures, Figures)]) -> String {
     let mut out = String::new();
-    let panels: [Panel; 4] = [
-        (
-            "start-up / empty",
-            |b, f| ms(f.startup) / ms(b.startup),
-            2.0,
-        ),
-        ("creations/s / empty", |_, f| f.creation_ratio, 0.9),
-        (
-            "get old / get fresh",
-            |_, f| f.get_old_us / f.get_fresh_us,
-            2.0,
-        ),
-        (
-            "RSS after start - empty (MB)",
-            |b, f| mb(f.rss_start_kb) - mb(b.rss_start_kb),
-            10.0,
-        ),
-    ];
-    for (title, value, target) in panels {
+    for (title, value, target) in PANELS {
         out.push_str(&format!("{title} (target {target}):\n"));
         let max = rows
             .iter()
@@ -449,25 +452,7 @@ fn svg_chart(rows: &[(Figures, Figures)]) -> String {
         pw * 2.0 + 40.0,
         ph * 2.0 + 40.0
     );
-    let panels: [Panel; 4] = [
-        (
-            "start-up / empty db",
-            |b, f| ms(f.startup) / ms(b.startup),
-            2.0,
-        ),
-        ("creations/s / empty db", |_, f| f.creation_ratio, 0.9),
-        (
-            "tasks.get old / fresh",
-            |_, f| f.get_old_us / f.get_fresh_us,
-            2.0,
-        ),
-        (
-            "RSS after start − empty db (MB)",
-            |b, f| mb(f.rss_start_kb) - mb(b.rss_start_kb),
-            10.0,
-        ),
-    ];
-    for (i, (title, value, target)) in panels.into_iter().enumerate() {
+    for (i, (title, value, target)) in PANELS.into_iter().enumerate() {
         let ox = 20.0 + (i % 2) as f64 * (pw + 10.0);
         let oy = 20.0 + (i / 2) as f64 * (ph + 10.0);
         let vals: Vec<(f64, f64)> = rows
