@@ -39,7 +39,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 5;
-const STREAM: usize = 2_000; // with SINGLES, at most 220 messages per task
+const STREAM: usize = 8_000; // with SINGLES, at most 205 messages per task
 const SINGLES: usize = 200;
 
 fn base() -> Instant {
@@ -73,7 +73,7 @@ fn sent_at(ev: &a2a_client::Event) -> Option<Duration> {
 
 /// Tasks per path: a task holds at most 256 messages (`A2A_MAX_TASK_HISTORY`),
 /// and each event here carries one; status changes go round the tasks.
-const TASKS: usize = 10;
+const TASKS: usize = 40;
 
 struct Path {
     _client: Client,
@@ -158,23 +158,42 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// `f` on the ring path and on the socket path, each going first in every
+/// other round (the writer's checkpoints and the disk drift within a
+/// round); `(ring, socket)`.
+fn in_turn<T>(k: usize, ring: &Path, sock: &Path, f: impl Fn(&Path) -> T) -> (T, T) {
+    if k % 2 == 0 {
+        let r = f(ring);
+        (r, f(sock))
+    } else {
+        let s = f(sock);
+        (f(ring), s)
+    }
+}
+
 /// Part 2: through the writer.
 fn through_writer(sb: &SocketBroker) {
     println!(
         "\nPart 2, through the writer (unpinned): status calls, 5 alternating rounds, median\n"
     );
-    println!("| event text | events/s ring | events/s socket | ratio | p50 ring | p50 socket | p50 ratio (socket/ring) | p99 ring | p99 socket |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| event text | events/s ring | events/s socket | ratio | p50 ring | p50 socket | p50 ratio (socket/ring) | p99 ring | p99 socket | ring wakes/event (stream) | events per ring publish (stream) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut k = 0;
     for size in [64usize, 512, 4096] {
         let (mut rates, mut p50s, mut rows) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut wakes, mut per_publish) = (Vec::new(), Vec::new());
         for _ in 0..ROUNDS {
             k += 1;
             // Fresh tasks each round: the task log bound is 10,000 changes.
             let ring = path(sb, true, k);
             let sock = path(sb, false, k);
-            let (rr, rs) = (stream(&ring, size, STREAM), stream(&sock, size, STREAM));
-            let (lr, ls) = (singles(&ring, size, SINGLES), singles(&sock, size, SINGLES));
+            let w0 = ring_wake_stats();
+            let (rr, rs) = in_turn(k, &ring, &sock, |p| stream(p, size, STREAM));
+            let w1 = ring_wake_stats();
+            let staged = (w1.0 - w0.0).max(1) as f64;
+            wakes.push((w1.1 - w0.1) as f64 / staged);
+            per_publish.push(staged / (w1.2 - w0.2).max(1) as f64);
+            let (lr, ls) = in_turn(k, &ring, &sock, |p| singles(p, size, SINGLES));
             rates.push(rr / rs);
             p50s.push(ls.0.as_secs_f64() / lr.0.as_secs_f64());
             rows.push((rr, rs, lr, ls));
@@ -182,13 +201,15 @@ fn through_writer(sb: &SocketBroker) {
         }
         let (rr, rs, lr, ls) = rows[rows.len() / 2];
         println!(
-            "| {size} B | {rr:.0} | {rs:.0} | {:.2}x | {:?} | {:?} | {:.2}x | {:?} | {:?} |",
+            "| {size} B | {rr:.0} | {rs:.0} | {:.2}x | {:?} | {:?} | {:.2}x | {:?} | {:?} | {:.4} | {:.1} |",
             median(rates),
             lr.0,
             ls.0,
             median(p50s),
             lr.1,
-            ls.1
+            ls.1,
+            median(wakes),
+            median(per_publish),
         );
     }
 }
@@ -298,7 +319,7 @@ fn receiver(sb: &SocketBroker, ring: bool, k: usize, size: usize) -> Receiver {
 impl Receiver {
     /// An event stamped with now (ns since `base`) in its text's first 20
     /// characters, the rest of the text as sized.
-    fn stamped(&self) -> Arc<Notification> {
+    fn stamped(&self) -> Notification {
         let mut p = self.template.clone();
         if let StreamEvent::Status(u) = &mut p.event {
             if let Some(m) = &mut u.status.message {
@@ -310,7 +331,7 @@ impl Receiver {
                 }
             }
         }
-        Arc::new(Notification::TaskEvent(p))
+        Notification::TaskEvent(p)
     }
 
     /// Waits until `n` events were received in all (or fails after 60 s).

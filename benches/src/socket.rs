@@ -462,9 +462,9 @@ impl Source for Requests<'_> {
     }
 }
 
-/// Events pushed straight into a connection's outbox, as the writer
-/// thread's routing does after a commit, without the writer: what is left
-/// is the transport (the connection's writer task encoding and writing).
+/// Events delivered straight to a connection, as the writer thread's
+/// routing does after a commit, without the writer: what is left is the
+/// transport (the connection's writer task encoding and writing).
 pub struct Inject {
     pub outbox: Arc<EventInjector>,
     pub event: Arc<Notification>,
@@ -473,7 +473,7 @@ pub struct Inject {
 impl Source for Inject {
     fn send(&mut self, k: usize) {
         for _ in 0..k {
-            self.outbox.push(self.event.clone());
+            self.outbox.push((*self.event).clone());
         }
     }
 

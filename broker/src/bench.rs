@@ -9,14 +9,13 @@
 //!   the scaling benchmark's raw builder.
 //! - [`socket_write_stats`]: frames per write call on the local socket;
 //!   [`ring_wake_stats`]: wake-ups per event on the event rings.
-//! - [`EventInjector`]: pushes events into an agent's outbox as the
-//!   writer's routing does, to measure the transport alone.
+//! - [`EventInjector`]: delivers events to an agent as the writer's
+//!   routing does, to measure the delivery path alone.
 
-use crate::delivery::{Endpoint, Outbox};
+use crate::delivery::{Endpoint, RingPublishes};
 use crate::Broker;
 use a2a_proto::types::Notification;
 use std::path::Path;
-use std::sync::Arc;
 
 pub use crate::store::OpenError;
 
@@ -63,23 +62,27 @@ pub fn socket_write_stats() -> (u64, u64) {
 /// `(events staged, futex wake-ups issued, publishes)` over all event
 /// rings so far: wake-up system calls per event, events per publish.
 pub fn ring_wake_stats() -> (u64, u64, u64) {
-    crate::transport::ring::wake_stats()
+    crate::delivery::ring::wake_stats()
 }
 
-/// The outbox of a live push agent, to push events into.
-pub struct EventInjector(Arc<Outbox>);
+/// A live push agent's endpoint, to deliver events to.
+pub struct EventInjector(Endpoint);
 
 impl EventInjector {
-    /// The outbox of the push agent `peer_id`, if one is registered.
+    /// The endpoint of the push agent `peer_id`, if one is registered.
     pub fn for_agent(broker: &Broker, peer_id: &str) -> Option<EventInjector> {
         match &broker.shared.registry.read().by_peer(peer_id)?.endpoint {
-            Endpoint::Push(o) => Some(EventInjector(o.clone())),
+            e @ Endpoint::Push(_) => Some(EventInjector(e.clone())),
             Endpoint::Pull(_) => None,
         }
     }
 
-    /// Queues one event, as routing after a commit does.
-    pub fn push(&self, event: Arc<Notification>) {
-        self.0.push_event(event);
+    /// Delivers one event as routing after a commit does (into the
+    /// connection's ring, published at once, or its outbox): a commit
+    /// group of one event.
+    pub fn push(&self, event: Notification) {
+        let mut rings = RingPublishes::default();
+        self.0.deliver(event, &mut rings);
+        rings.publish();
     }
 }

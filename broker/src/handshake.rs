@@ -54,7 +54,9 @@ pub(crate) fn handshake(s: &mut Session, p: HandshakeParams) -> Result<Reply, Rp
         features: FEATURES.iter().map(|f| f.to_string()).collect(),
         capabilities: vec!["a2a".into()],
         // Granted once; a repeated handshake answers the same ring.
-        event_ring: match (&p.event_ring, &s.ring) {
+        // Only a local socket's outbox has a ring slot (stdio is the
+        // host's own pipe and gets no ring).
+        event_ring: match (&p.event_ring, s.outbox.ring()) {
             (Some(req), Some(slot)) => slot.grant(req.bytes),
             _ => None,
         },

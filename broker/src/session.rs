@@ -23,9 +23,6 @@ pub struct Session {
     pub closing: bool,
     /// Unanswered waits and blocking sends (`A2A_MAX_PARKED_WAITS`).
     parked: Arc<AtomicUsize>,
-    /// Where a granted event ring goes (local-socket connections only;
-    /// stdio is the host's own pipe and gets no ring).
-    pub(crate) ring: Option<Arc<crate::transport::ring::RingSlot>>,
 }
 
 impl Session {
@@ -37,7 +34,6 @@ impl Session {
             secret,
             closing: false,
             parked: Default::default(),
-            ring: None,
         }
     }
 

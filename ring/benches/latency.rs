@@ -1,13 +1,15 @@
 //! Hand-off latency of one event: from the producer's publish to the
 //! consumer's `wait` returning with it, over the ring (default spin policy,
 //! and with spinning off) and over a Unix socket pair (a blocking `read` of
-//! the same 64-byte record), threads pinned same-core and cross-core.
+//! the same record), for 64 B, 512 B and 4 KiB records, threads pinned
+//! same-core and cross-core.
 //!
 //! Two paces:
-//! - **active**: an event every 10 µs, paced by busy-waiting (cross-core
+//! - **active**: an event every 30 µs, paced by busy-waiting (cross-core
 //!   only: a busy-waiting producer would starve a consumer on its core).
-//!   Within the consumer's 20 µs spin window: the ring consumer is still
-//!   spinning when the event lands.
+//!   Within the consumer's 60 µs spin window: the ring consumer is still
+//!   spinning when the event lands. (The broker's `ring_events` bench uses
+//!   the same pace.)
 //! - **sparse**: an event every 200 µs, paced by `sleep`: the consumer
 //!   parks between events and every event pays a wake-up.
 //!
@@ -16,7 +18,7 @@
 //! `read`) returns. Reported: p50 and p99 over all events, and the socket's
 //! p50 over the ring's.
 //!
-//! Run: `cargo bench -p a2a-ring --bench latency` (about 15 s).
+//! Run: `cargo bench -p a2a-ring --bench latency` (about 45 s).
 
 #[cfg(not(loom))]
 mod common;
@@ -38,8 +40,6 @@ mod bench {
     use std::os::unix::net::UnixStream;
     use std::time::{Duration, Instant};
 
-    const RECORD: usize = 64;
-
     pub fn main() {
         if !bench_mode() {
             eprintln!("latency: skipped (runs under `cargo bench` only)");
@@ -47,8 +47,9 @@ mod bench {
         }
         println!("latency bench: load average {}", load_average());
         println!(
-            "{:<11} {:<7} {:>7} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>12}",
+            "{:<11} {:>6} {:<7} {:>7} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>12}",
             "placement",
+            "record",
             "pace",
             "events",
             "ring p50",
@@ -60,30 +61,28 @@ mod bench {
             "sock/ring p50"
         );
         for &(placement, pcpu, ccpu) in placements() {
-            for (pace, interval, events) in [
-                ("active", Duration::from_micros(10), 50_000usize),
-                ("sparse", Duration::from_micros(200), 3_000),
-            ] {
+            for (size, pace, interval, events) in
+                [64usize, 512, 4096].into_iter().flat_map(|size| {
+                    [
+                        (size, "active", Duration::from_micros(30), 20_000usize),
+                        (size, "sparse", Duration::from_micros(200), 3_000),
+                    ]
+                })
+            {
                 if pace == "active" && pcpu == ccpu {
                     continue;
                 }
-                let ring = percentiles(ring_latency(
-                    interval,
-                    events,
-                    pcpu,
-                    ccpu,
-                    SpinPolicy::default(),
-                ));
-                let nospin =
-                    percentiles(ring_latency(interval, events, pcpu, ccpu, SpinPolicy::OFF));
-                let sock = percentiles(socket_latency(interval, events, pcpu, ccpu));
+                let run = (size, interval, events, pcpu, ccpu);
+                let ring = percentiles(ring_latency(run, SpinPolicy::default()));
+                let nospin = percentiles(ring_latency(run, SpinPolicy::OFF));
+                let sock = percentiles(socket_latency(run));
                 let ratio = sock.0 as f64 / ring.0.max(1) as f64;
                 println!(
-                    "{placement:<11} {pace:<7} {events:>7} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {ratio:>11.1}x",
+                    "{placement:<11} {size:>6} {pace:<7} {events:>7} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {ratio:>11.1}x",
                     us(ring.0), us(ring.1), us(nospin.0), us(nospin.1), us(sock.0), us(sock.1)
                 );
                 println!(
-                    "SUMMARY latency placement={placement} pace={pace} ring_p50_ns={} ring_p99_ns={} nospin_p50_ns={} nospin_p99_ns={} socket_p50_ns={} socket_p99_ns={} socket_over_ring_p50={ratio:.2}",
+                    "SUMMARY latency placement={placement} record={size} pace={pace} ring_p50_ns={} ring_p99_ns={} nospin_p50_ns={} nospin_p99_ns={} socket_p50_ns={} socket_p99_ns={} socket_over_ring_p50={ratio:.2}",
                     ring.0, ring.1, nospin.0, nospin.1, sock.0, sock.1
                 );
             }
@@ -117,10 +116,9 @@ mod bench {
         }
     }
 
-    fn stamped(base: Instant) -> [u8; RECORD] {
-        let mut rec = [0u8; RECORD];
+    /// Writes the sending time into a record's first 8 bytes.
+    fn stamp(base: Instant, rec: &mut [u8]) {
         rec[..8].copy_from_slice(&(base.elapsed().as_nanos() as u64).to_le_bytes());
-        rec
     }
 
     fn age(base: Instant, rec: &[u8]) -> u64 {
@@ -128,13 +126,10 @@ mod bench {
         (base.elapsed().as_nanos() as u64).saturating_sub(sent)
     }
 
-    fn ring_latency(
-        interval: Duration,
-        events: usize,
-        pcpu: usize,
-        ccpu: usize,
-        policy: SpinPolicy,
-    ) -> Vec<u64> {
+    /// Record size, pace, events, producer CPU, consumer CPU.
+    type Run = (usize, Duration, usize, usize, usize);
+
+    fn ring_latency((size, interval, events, pcpu, ccpu): Run, policy: SpinPolicy) -> Vec<u64> {
         let (mut producer, name) = Segment::create_with_prefix("a2a-ring-bench-", 1 << 16).unwrap();
         let mut consumer = Segment::open(&name, producer.capacity()).unwrap();
         consumer.set_spin_policy(policy);
@@ -157,35 +152,39 @@ mod bench {
             ages
         });
         pin(pcpu);
+        let mut rec = vec![0u8; size];
         let mut next = Instant::now() + interval;
         for _ in 0..events {
             pace(next, interval);
             next += interval;
-            while producer.try_push(&stamped(base)).is_err() {
+            stamp(base, &mut rec);
+            while producer.try_push(&rec).is_err() {
                 std::thread::yield_now();
             }
         }
         reader.join().unwrap()
     }
 
-    fn socket_latency(interval: Duration, events: usize, pcpu: usize, ccpu: usize) -> Vec<u64> {
+    fn socket_latency((size, interval, events, pcpu, ccpu): Run) -> Vec<u64> {
         let (mut tx, mut rx) = UnixStream::pair().unwrap();
         let base = Instant::now();
         let reader = std::thread::spawn(move || {
             pin(ccpu);
             let mut ages = Vec::with_capacity(events);
-            let mut rec = [0u8; RECORD];
+            let mut rec = vec![0u8; size];
             while ages.len() < events && rx.read_exact(&mut rec).is_ok() {
                 ages.push(age(base, &rec));
             }
             ages
         });
         pin(pcpu);
+        let mut rec = vec![0u8; size];
         let mut next = Instant::now() + interval;
         for _ in 0..events {
             pace(next, interval);
             next += interval;
-            tx.write_all(&stamped(base)).unwrap();
+            stamp(base, &mut rec);
+            tx.write_all(&rec).unwrap();
         }
         reader.join().unwrap()
     }

@@ -4,7 +4,7 @@
 //! - **raw**: fixed-size slots in a `memfd` mapping, head and tail on their
 //!   own cache lines, both indices cached on the other side, no length
 //!   prefix, no validation, no eventcount: the producer busy-polls while
-//!   full, the consumer while empty, each yielding the core after 20 µs of
+//!   full, the consumer while empty, each yielding the core after 60 µs of
 //!   polling (the ring consumer's spin window; without it the same-core
 //!   pair would only progress at timeslice ends). The consumer
 //!   copies each record out, as the ring's consumer does.
@@ -160,7 +160,7 @@ mod bench {
     }
 
     /// How long a waiting side busy-polls before yielding.
-    const SPIN: Duration = Duration::from_micros(20);
+    const SPIN: Duration = Duration::from_micros(60);
 
     impl Backoff {
         fn new() -> Backoff {

@@ -43,18 +43,20 @@ pub enum Record<'a> {
 }
 
 /// The consumer's spin-before-park policy. The window adapts to the gaps
-/// between records, judged by how long each park lasted: a park shorter
-/// than `active_gap` (the record came soon after the spin gave up) doubles
-/// the window, up to `max`; a longer one (records further apart than any
-/// spin we allow) halves it; one of `idle_after` or more turns spinning off,
+/// between records, judged by how long each wait that ended in a park
+/// lasted (spin plus park): under `active_gap` (the record came soon after
+/// the spin gave up) doubles the window, up to `max`; a longer one
+/// (records further apart than any spin we allow: spinning would only burn
+/// the core) halves it; a park of `idle_after` or more turns spinning off,
 /// so an idle consumer costs no CPU. A spin that catches a record keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SpinPolicy {
     /// The longest spin before parking; `Duration::ZERO` never spins.
     pub max: Duration,
-    /// A park shorter than this means the stream is active: the window
-    /// doubles. It includes the wake-up's own latency (25-60 µs cross-core
-    /// on the VMs we measure on), so it sits well above `max`.
+    /// A spin and park shorter than this together mean the stream is
+    /// active: the window doubles. It includes the wake-up's own latency
+    /// (25-60 µs cross-core on the VMs we measure on), so it sits above
+    /// `max` by about one wake-up.
     pub active_gap: Duration,
     /// A park at least this long means the stream went idle.
     pub idle_after: Duration,
@@ -74,13 +76,15 @@ impl SpinPolicy {
 }
 
 impl Default for SpinPolicy {
-    /// A 20 µs window (a cross-core futex wake-up costs 25-60 µs on the
-    /// 2-vCPU machines we measure on), parks under 100 µs for an active
-    /// stream, 1 ms of silence to call a stream idle, and a yield after a
-    /// park shorter than 50 µs.
+    /// A 60 µs window (about what a cross-core futex wake-up costs on the
+    /// 2-vCPU machines we measure on, 25-60 µs: spinning longer than a
+    /// wake-up would cost saves nothing), records under 100 µs apart for an
+    /// active stream (so spinning stops when they come further apart than
+    /// the window can catch), 1 ms of silence to call a stream idle, and a
+    /// yield after a park shorter than 50 µs.
     fn default() -> Self {
         SpinPolicy {
-            max: Duration::from_micros(20),
+            max: Duration::from_micros(60),
             active_gap: Duration::from_micros(100),
             idle_after: Duration::from_millis(1),
             yield_after_wake: Duration::from_micros(50),
@@ -410,19 +414,20 @@ impl<M: RingMemory> Consumer<M> {
     }
 }
 
-/// The spin window after a park that lasted `parked` (see [`SpinPolicy`]).
+/// The spin window after a spin of `window` that missed and a park that
+/// lasted `parked` (see [`SpinPolicy`]).
 pub(crate) fn next_window(policy: &SpinPolicy, window: Duration, parked: Duration) -> Duration {
     if policy.max.is_zero() {
         return Duration::ZERO;
     }
-    if parked < policy.active_gap {
+    if parked >= policy.idle_after {
+        // Idle: spinning costs CPU and catches nothing.
+        Duration::ZERO
+    } else if window + parked < policy.active_gap {
         // The record came soon after we gave up (the park includes the
         // wake-up's own latency): a longer spin would likely have caught
         // it without a system call on either side.
         (window * 2).max(Duration::from_micros(1)).min(policy.max)
-    } else if parked >= policy.idle_after {
-        // Idle: spinning costs CPU and catches nothing.
-        Duration::ZERO
     } else {
         // Events come, but further apart than any spin we allow: the
         // spin only burns CPU (and, on a shared core, delays the

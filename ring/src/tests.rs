@@ -506,10 +506,14 @@ fn the_spin_window_follows_the_gaps_between_records() {
     use crate::consumer::next_window;
     let p = SpinPolicy::default();
     let us = Duration::from_micros;
-    // Active: parks shorter than `active_gap` grow it, up to `max`.
+    // Active: a spin and park shorter than `active_gap` grow it, up to `max`.
     assert_eq!(next_window(&p, Duration::ZERO, us(30)), us(1));
     assert_eq!(next_window(&p, us(8), us(30)), us(16));
-    assert_eq!(next_window(&p, us(16), us(30)), p.max);
+    assert_eq!(next_window(&p, us(32), us(30)), p.max);
+    // Records further apart than the longest spin catches: a full window
+    // that missed by more than a wake-up shrinks, instead of burning the
+    // core for nothing at every record.
+    assert_eq!(next_window(&p, p.max, us(50)), p.max / 2);
     // Sparse: longer parks halve it, down to off.
     assert_eq!(next_window(&p, us(20), us(300)), us(10));
     assert_eq!(next_window(&p, us(1), us(300)), Duration::ZERO);

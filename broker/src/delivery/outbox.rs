@@ -59,6 +59,9 @@ pub struct Outbox {
     /// Past this many unread responses the connection is closed (`None`:
     /// never; stdio's reader is the host itself).
     response_bound: Option<usize>,
+    /// Where the connection's events go once its handshake was granted an
+    /// event ring (`None`: a transport without rings).
+    ring: Option<super::ring::RingSlot>,
 }
 
 impl std::fmt::Debug for Outbox {
@@ -78,7 +81,20 @@ impl Outbox {
             notify: tokio::sync::Notify::new(),
             event_bound: event_bound.max(1),
             response_bound: None,
+            ring: None,
         }
+    }
+
+    /// This connection may be granted an event ring in its handshake (a
+    /// local socket's).
+    pub fn with_ring_slot(mut self) -> Self {
+        self.ring = Some(super::ring::RingSlot::default());
+        self
+    }
+
+    /// The connection's ring slot, if its transport has rings.
+    pub fn ring(&self) -> Option<&super::ring::RingSlot> {
+        self.ring.as_ref()
     }
 
     /// An outbox that closes its connection when more than `response_bound`

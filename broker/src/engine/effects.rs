@@ -3,7 +3,7 @@
 
 use super::{Command, Engine};
 use crate::core::task::Party;
-use crate::delivery::Responder;
+use crate::delivery::{Responder, RingPublishes};
 use crate::reply::{Reply, TaskView};
 use a2a_proto::limits::A2A_DEFAULT_STREAM_WAIT_SECONDS;
 use a2a_proto::types::{Notification, PushParams, StreamEvent, TaskEventParams, TaskStatus};
@@ -64,9 +64,9 @@ impl Effects {
 }
 
 impl Engine {
-    /// Routes a committed call's events, then answers it (or parks it).
+    /// Answers a committed call whose events were routed (or parks it).
     pub(super) fn release(&mut self, effects: Effects, reply: Responder) {
-        self.route(effects.events);
+        debug_assert!(effects.events.is_empty(), "routed before release");
         match effects.blocking {
             Some(spec) if !self.settled(&spec) => {
                 self.next_waiter += 1;
@@ -118,8 +118,9 @@ impl Engine {
 
     /// Delivers notifications to the live agents that are their recipients;
     /// a recipient that is not live misses them (and can replay them with
-    /// `resubscribe` + `afterVersion`).
-    pub(super) fn route(&self, events: Vec<Routed>) {
+    /// `resubscribe` + `afterVersion`). Events staged into event rings are
+    /// published by `rings` (once per ring for the whole commit group).
+    pub(super) fn route(&self, events: Vec<Routed>, rings: &mut RingPublishes) {
         if events.is_empty() {
             return;
         }
@@ -162,7 +163,7 @@ impl Engine {
                     status,
                 }),
             };
-            agent.endpoint.deliver(n);
+            agent.endpoint.deliver(n, rings);
         }
     }
 

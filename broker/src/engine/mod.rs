@@ -31,7 +31,7 @@ use crate::core::registry::{ConnId, Registry};
 use crate::core::task::Party;
 use crate::core::task::TaskRecord;
 use crate::core::CoreError;
-use crate::delivery::{Outbox, Responder, Timer};
+use crate::delivery::{Outbox, Responder, RingPublishes, Timer};
 use crate::rpc_errors::to_rpc;
 use crate::store::checkpoint::Checkpointer;
 use crate::store::read;
@@ -380,6 +380,17 @@ impl Engine {
         self.publish(&undo);
         self.commit_registry(&undo);
         self.settled.extend(undo.settled.iter().cloned());
+        // Every call's events first, each event ring published once, then
+        // the answers: a client finds a call's events in its ring before
+        // the call's response reaches it (as on the socket, where they are
+        // written ahead of it).
+        let mut rings = RingPublishes::default();
+        for d in &mut done {
+            if let Ok(effects) = &mut d.result {
+                self.route(std::mem::take(&mut effects.events), &mut rings);
+            }
+        }
+        rings.publish();
         for d in done {
             match d.result {
                 Ok(effects) => self.release(effects, d.reply),

@@ -7,12 +7,13 @@
 //! - [`binary`]: writing binary frames.
 //! - [`frame_limit`]: what stands in for a frame over the outgoing bound.
 //! - [`memory`]: an in-process connection pair (tests, transcripts, benchmarks).
-//! - [`ring`]: the shared-memory event ring a socket connection may ask for.
+//!
+//! The shared-memory event ring a socket connection may ask for is written
+//! by routing itself (`crate::delivery::ring`), not by a transport.
 
 pub(crate) mod binary;
 pub(crate) mod frame_limit;
 pub mod memory;
 pub(crate) mod ndjson;
-pub(crate) mod ring;
 pub mod socket;
 pub(crate) mod stdio;

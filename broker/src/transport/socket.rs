@@ -13,8 +13,8 @@
 
 use super::binary;
 use super::ndjson::{self, AsyncLineReader, Line};
-use super::ring::{EventRing, RingSlot};
 use crate::broker::Broker;
+use crate::delivery::ring;
 use crate::delivery::{Outbox, Outgoing, Responder};
 use crate::secret::Secret;
 use crate::session::Session;
@@ -102,7 +102,7 @@ impl Drop for SocketServer {
         }
         // Connection tasks can outlive the runtime's shutdown; their
         // event-ring segments must not outlive the broker.
-        super::ring::remove_live();
+        ring::remove_live();
         let _ = std::fs::remove_file(&self.path);
         if let Some(f) = &self.secret_file {
             let _ = std::fs::remove_file(f);
@@ -311,7 +311,7 @@ pub fn listen(
         return Err(SocketError::RuntimeGone);
     };
     // Event rings a crashed broker left in shared memory.
-    super::ring::cleanup_stale();
+    ring::cleanup_stale();
     let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     runtime.spawn(async move {
         loop {
@@ -393,13 +393,10 @@ async fn serve_connection(
     conn: Stream,
     _slot: ConnectionSlot,
 ) {
-    let outbox = Arc::new(Outbox::with_response_bound(
-        OUTBOX_EVENT_BOUND,
-        OUTBOX_RESPONSE_BOUND,
-    ));
+    let outbox = Arc::new(
+        Outbox::with_response_bound(OUTBOX_EVENT_BOUND, OUTBOX_RESPONSE_BOUND).with_ring_slot(),
+    );
     let mut session = broker.session_with_secret(outbox.clone(), secret);
-    let ring = Arc::new(RingSlot::default());
-    session.ring = Some(ring.clone());
     let mut rd = BufReader::with_capacity(64 * 1024, &conn);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(HANDSHAKE_TIMEOUT_SECONDS);
     let codec = match tokio::time::timeout_at(deadline, sniff(&mut rd)).await {
@@ -423,7 +420,7 @@ async fn serve_connection(
         }
         outbox.close();
     };
-    let writer = write_loop(&outbox, &conn, codec, &ring);
+    let writer = write_loop(&outbox, &conn, codec);
     tokio::pin!(writer);
     tokio::select! {
         _ = &mut writer => {
@@ -643,20 +640,6 @@ fn fatal(session: &Session, e: FrameError) {
         .push_fatal(RpcError::invalid_request(&e.to_string()));
 }
 
-/// Stages a notification in the connection's event ring (its binary
-/// frame's payload: the ring has its own length prefix). `false` for what
-/// goes on the socket: responses, and an event larger than the ring.
-fn to_ring(ring: &mut EventRing, item: &Outgoing, record: &mut Vec<u8>) -> bool {
-    let Outgoing::Event(_) = item else {
-        return false;
-    };
-    record.clear();
-    if binary::write_outgoing(record, item).is_err() || record.len() < 4 {
-        return false;
-    }
-    ring.stage(&record[4..])
-}
-
 /// Stored bytes past which rendering a task is worth moving off the
 /// runtime's worker (a few milliseconds of encoding).
 const HEAVY_TASK_BYTES: u64 = 256 * 1024;
@@ -683,25 +666,29 @@ fn is_heavy(item: &Outgoing) -> bool {
 /// How soon events queued behind a full ring are retried.
 const RING_RETRY: Duration = Duration::from_millis(2);
 
-async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec, ring: &RingSlot) {
+/// Writes the outbox to the socket. A connection's ring events are staged
+/// and published by routing itself (`crate::delivery::ring`); this loop
+/// only moves the ones queued behind a full ring in as the client frees
+/// room, since nothing else would.
+async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec) {
     let mut w = conn;
     let mut items: Vec<Outgoing> = Vec::new();
     let mut bytes: Vec<u8> = Vec::with_capacity(64 * 1024);
-    let mut record: Vec<u8> = Vec::new();
+    let ring = outbox.ring();
     loop {
-        // Events waiting behind a full ring move in as the client frees
-        // room; nothing else would wake this loop for them.
-        let backlog = ring.with(|r| r.publisher.queued() > 0).unwrap_or(false);
-        let more = if backlog {
-            tokio::select! {
+        let more = match ring {
+            Some(r) if r.has_backlog() => tokio::select! {
                 more = outbox.drain_async(&mut items) => more,
                 _ = tokio::time::sleep(RING_RETRY) => {
-                    ring.with(|r| r.flush());
+                    r.flush();
                     continue;
                 }
-            }
-        } else {
-            outbox.drain_async(&mut items).await
+            },
+            Some(r) => tokio::select! {
+                more = outbox.drain_async(&mut items) => more,
+                _ = r.backlog() => continue,
+            },
+            None => outbox.drain_async(&mut items).await,
         };
         if !more {
             break;
@@ -711,24 +698,13 @@ async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec, ring: &RingSlo
         loop {
             let heavy = items.iter().any(is_heavy);
             let mut encode = || {
-                // One lock of the ring per drained batch, not per event.
-                let mut slot = ring.lock();
                 for item in items.drain(..) {
-                    if let Some(r) = slot.as_mut() {
-                        if to_ring(r, &item, &mut record) {
-                            continue;
-                        }
-                    }
                     frames += 1;
                     let ok = match codec {
                         Codec::Json => ndjson::write_outgoing(&mut bytes, &item).is_ok(),
                         Codec::Binary => binary::write_outgoing(&mut bytes, &item).is_ok(),
                     };
                     debug_assert!(ok, "encoding into memory cannot fail");
-                }
-                // One publish (one fence, at most one wake-up) per batch.
-                if let Some(r) = slot.as_mut() {
-                    r.commit();
                 }
             };
             // Rendering a task that holds megabytes of files takes long
@@ -749,7 +725,7 @@ async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec, ring: &RingSlo
             }
         }
         if bytes.is_empty() {
-            continue; // everything went to the ring
+            continue;
         }
         if w.write_all(&bytes).await.is_err() {
             return;
