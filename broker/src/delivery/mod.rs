@@ -36,7 +36,7 @@ impl Endpoint {
             Endpoint::Push(outbox) => match outbox.ring().map(|r| r.stage(&n)) {
                 Some(ring::Staged::First) => rings.0.push(outbox.clone()),
                 Some(ring::Staged::More) => {}
-                Some(ring::Staged::NotStaged) | None => outbox.push_event(Arc::new(n)),
+                Some(ring::Staged::Socket) | None => outbox.push_event(Arc::new(n)),
             },
             Endpoint::Pull(queue) => queue.push(Arc::new(n)),
         }

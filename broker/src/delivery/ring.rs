@@ -82,9 +82,9 @@ pub enum Staged {
     First,
     /// Into the ring, behind others not yet published.
     More,
-    /// Nowhere: no ring, or the event must go over the socket (larger than
-    /// the ring, or the ring is unusable).
-    NotStaged,
+    /// Not staged: no ring, or the event must go over the socket (larger
+    /// than the ring, or the ring is unusable).
+    Socket,
 }
 
 impl EventRing {
@@ -138,13 +138,13 @@ impl RingSlot {
     pub fn stage(&self, n: &Notification) -> Staged {
         let mut slot = self.ring.lock();
         let Some(r) = slot.as_mut() else {
-            return Staged::NotStaged;
+            return Staged::Socket;
         };
         r.frame.clear();
         // Encoding into memory fails only past bincode's own limits; such
         // an event takes the socket's path, which bounds it (§1.1).
         if encode_frame(&(index::NOTIFICATION, n), &mut r.frame).is_err() || r.frame.len() < 4 {
-            return Staged::NotStaged;
+            return Staged::Socket;
         }
         let staged = r.publisher.stage(&r.frame[4..]);
         if r.frame.capacity() > FRAME_KEPT {
@@ -159,7 +159,7 @@ impl RingSlot {
                     Staged::More
                 }
             }
-            Err(_) => Staged::NotStaged,
+            Err(_) => Staged::Socket,
         }
     }
 
