@@ -158,6 +158,9 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// One round of part 2: events/s ring, socket; (p50, p99) ring, socket.
+type Row = (f64, f64, (Duration, Duration), (Duration, Duration));
+
 /// `f` on the ring path and on the socket path, each going first in every
 /// other round (the writer's checkpoints and the disk drift within a
 /// round); `(ring, socket)`.
@@ -199,15 +202,22 @@ fn through_writer(sb: &SocketBroker) {
             rows.push((rr, rs, lr, ls));
             drop((ring.req, sock.req));
         }
-        let (rr, rs, lr, ls) = rows[rows.len() / 2];
+        // Each column its own median over the rounds; the ratios are the
+        // medians of the per-round ratios.
+        let col = |f: &dyn Fn(&Row) -> f64| median(rows.iter().map(f).collect());
+        let at = |f: &dyn Fn(&Row) -> Duration| {
+            us(Duration::from_secs_f64(col(&|r| f(r).as_secs_f64())))
+        };
         println!(
-            "| {size} B | {rr:.0} | {rs:.0} | {:.2}x | {:?} | {:?} | {:.2}x | {:?} | {:?} | {:.4} | {:.1} |",
+            "| {size} B | {:.0} | {:.0} | {:.2}x | {} | {} | {:.2}x | {} | {} | {:.4} | {:.1} |",
+            col(&|r| r.0),
+            col(&|r| r.1),
             median(rates),
-            lr.0,
-            ls.0,
+            at(&|r| r.2 .0),
+            at(&|r| r.3 .0),
             median(p50s),
-            lr.1,
-            ls.1,
+            at(&|r| r.2 .1),
+            at(&|r| r.3 .1),
             median(wakes),
             median(per_publish),
         );
