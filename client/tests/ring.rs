@@ -287,3 +287,43 @@ fn a_consumer_process_killed_mid_stream_stalls_nothing() {
         !shm_path(&name).exists()
     });
 }
+
+/// A connection that leaves with a blocking send still parked in the
+/// broker (it waits up to 30 s for its task to settle): its segment goes
+/// with the connection at once, not when that wait ends.
+#[test]
+fn a_parked_blocking_send_does_not_keep_a_closed_connections_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = broker(dir.path());
+    let (socket, secret) = (p.socket().unwrap(), p.secret().unwrap());
+    let other = Client::connect(&socket, &secret).unwrap();
+    let wrk = other
+        .register("c2", agent_card("wrk"), Delivery::Push)
+        .unwrap();
+    let mut conn = RawConn::socket_with(&socket, &secret, json!({"bytes": 65536})).unwrap();
+    let name = conn.handshake_result()["eventRing"]["name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, token) = conn.register("c1", "req");
+    let m = json!({"role": "user", "messageId": "m-parked", "to": "wrk",
+        "parts": [{"kind": "text", "text": "go"}]});
+    conn.request(
+        "a2a.message.send",
+        json!({"token": token, "message": m, "configuration": {"blocking": true}}),
+    );
+    // The send is parked once the worker has its task.
+    let evs = wrk.wait(TIMEOUT).unwrap();
+    assert_eq!(evs.len(), 1, "{evs:?}");
+    assert!(shm_path(&name).exists());
+    let left = Instant::now();
+    conn.close();
+    eventually("the segment removed with its connection", || {
+        !shm_path(&name).exists()
+    });
+    assert!(
+        left.elapsed() < Duration::from_secs(10),
+        "the segment outlived its connection by {:?}",
+        left.elapsed()
+    );
+}

@@ -23,6 +23,9 @@ pub struct RawConn {
     next_id: u64,
     /// The handshake's result, once a constructor made it.
     handshake: Value,
+    /// A socket connection's stream, to close it (the reader thread holds
+    /// a clone, so dropping the writer alone leaves it open).
+    sock: Option<UnixStream>,
 }
 
 impl RawConn {
@@ -43,6 +46,7 @@ impl RawConn {
             stash: Vec::new(),
             next_id: 0,
             handshake: Value::Null,
+            sock: None,
         }
     }
 
@@ -55,13 +59,23 @@ impl RawConn {
     pub fn socket_with(path: &Path, secret: &str, event_ring: Value) -> std::io::Result<RawConn> {
         let s = UnixStream::connect(path)?;
         let r = s.try_clone()?;
+        let closer = s.try_clone()?;
         let mut c = RawConn::over(s, r);
+        c.sock = Some(closer);
         let mut params = json!({"protocolVersion": 10, "secret": secret});
         if !event_ring.is_null() {
             params["eventRing"] = event_ring;
         }
         c.handshake = c.ok("app.handshake", params);
         Ok(c)
+    }
+
+    /// Closes a socket connection (both directions) as a client that
+    /// leaves does; a no-op on other streams.
+    pub fn close(self) {
+        if let Some(s) = &self.sock {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
     }
 
     /// The handshake's result (`null` if this connection made none).

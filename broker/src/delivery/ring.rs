@@ -19,8 +19,8 @@
 //! backlog in as the client frees room ([`RingSlot::backlog`]). An event
 //! larger than the ring goes over the socket instead.
 //!
-//! Segments go with their connection (dropping the publisher removes the
-//! name), with the broker ([`remove_live`] at exit), and after a crash at
+//! Segments go with their connection ([`RingSlot::close`]; dropping the
+//! publisher removes the name), with the broker ([`remove_live`] at exit), and after a crash at
 //! the next start ([`cleanup_stale`]).
 
 use a2a_proto::binary::{encode_frame, index};
@@ -192,6 +192,15 @@ impl RingSlot {
                 let _ = p.flush();
             });
         }
+    }
+
+    /// Removes the ring with its connection: whatever still holds the
+    /// outbox (a parked blocking send's responder, an agent not yet
+    /// deregistered) must not keep the segment. Later events go to the
+    /// (closed) outbox.
+    pub fn close(&self) {
+        let ring = self.ring.lock().take();
+        drop(ring);
     }
 
     /// Resolves when a publish left a backlog (see [`RingSlot::flush`]).

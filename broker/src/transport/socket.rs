@@ -448,6 +448,9 @@ async fn serve_connection(
     if session.is_handshaken() {
         tokio::task::block_in_place(|| broker.close(session));
     }
+    if let Some(r) = outbox.ring() {
+        r.close();
+    }
     tracing::info!(conn = conn_id, ?codec, "socket connection closed");
 }
 
