@@ -342,6 +342,7 @@ impl<M: RingMemory> Consumer<M> {
     }
 
     /// Reads the next record without releasing it.
+    #[inline]
     fn read_one(&mut self, buf: &mut Vec<u8>) -> Result<Option<Popped>, RingError> {
         if let Some(e) = &self.poisoned {
             return Err(e.clone());
@@ -392,6 +393,7 @@ impl<M: RingMemory> Consumer<M> {
 
     /// Copies a payload that starts after the record header at `at`,
     /// continuing at offset 0 if it reaches the end of the data area.
+    #[inline]
     fn read_payload(&self, at: usize, dst: &mut [u8]) {
         let body = (at + RECORD_HEADER_BYTES) & (self.capacity as usize - 1);
         let first = dst.len().min(self.capacity as usize - body);

@@ -101,6 +101,7 @@ impl<M: RingMemory> Producer<M> {
     /// fence and the wake-up check once. On `Full`, whatever was written
     /// before is published first (the consumer can only free space it can
     /// see), so a writer that retries on `Full` always makes progress.
+    #[inline]
     pub fn try_write(&mut self, record: &[u8]) -> Result<(), PushError> {
         self.write_kind(KIND_EVENT, record)
     }
@@ -126,6 +127,7 @@ impl<M: RingMemory> Producer<M> {
         self.mem.header().dropped.0.store(total, Ordering::Relaxed);
     }
 
+    #[inline]
     pub(crate) fn write_kind(&mut self, kind: u8, payload: &[u8]) -> Result<(), PushError> {
         let too_large = PushError::TooLarge {
             len: payload.len(),
