@@ -2,9 +2,10 @@
 # Every test of the project, as the README says: the Rust workspace (unit
 # tests, integration tests that spawn the real broker, the C ABI's C test
 # program, plainly and under Valgrind when it is installed) and the Node
-# addon's `node --test` suite (built from source by `npm install`), and the
-# gateway driven by the official A2A SDKs (gateway/sdk-tests/run.sh: Python
-# `a2a-sdk` in a venv from PyPI, `@a2a-js/sdk` from npm).
+# addon's `node --test` suite (built from source by `npm install`), the
+# event ring's producer/consumer protocol under the loom model checker, and
+# the gateway driven by the official A2A SDKs (gateway/sdk-tests/run.sh:
+# Python `a2a-sdk` in a venv from PyPI, `@a2a-js/sdk` from npm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,11 @@ cargo test --workspace
 
 echo "== node addon (node-binding/ci.sh)"
 node-binding/ci.sh
+
+# Its own target directory: `--cfg loom` rebuilds everything it touches,
+# which must not invalidate the workspace's build.
+echo "== event ring under loom (a2a-ring, tests/loom.rs)"
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p a2a-ring --release --test loom
 
 echo "== A2A SDK tests (gateway/sdk-tests/run.sh)"
 gateway/sdk-tests/run.sh
