@@ -11,7 +11,7 @@
 use crate::workload::{Client, RESPONSE_PREFIX};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -24,9 +24,9 @@ pub struct Proc {
 }
 
 impl Proc {
-    /// Spawns `cmd` with piped stdin/stdout. Its stderr is forwarded,
-    /// except the broker's `{"ready":...}` line.
-    pub fn spawn(mut cmd: Command) -> Proc {
+    /// Spawns `cmd` with its three standard streams piped; the process,
+    /// and its stderr for the caller to forward.
+    fn piped(mut cmd: Command) -> (Proc, BufReader<ChildStderr>) {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -36,38 +36,43 @@ impl Proc {
         let stdin = BufWriter::with_capacity(64 * 1024, child.stdin.take().expect("piped stdin"));
         let stdout =
             BufReader::with_capacity(256 * 1024, child.stdout.take().expect("piped stdout"));
-        let stderr = child.stderr.take().expect("piped stderr");
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if !line.starts_with("{\"ready\"") {
-                    eprintln!("child: {line}");
-                }
-            }
-        });
-        Proc {
+        let stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
+        let proc = Proc {
             child,
             stdin: Some(stdin),
             stdout,
             // Seven-digit ids everywhere, so every line of a run has the same length.
             next_id: 1_000_000,
-        }
+        };
+        (proc, stderr)
+    }
+
+    /// Forwards the child's stderr on a thread, except the broker's
+    /// `{"ready":...}` line.
+    fn forward(stderr: BufReader<ChildStderr>) {
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                if !line.starts_with("{\"ready\"") {
+                    eprintln!("child: {line}");
+                }
+            }
+        });
+    }
+
+    /// Spawns `cmd` with piped stdin/stdout. Its stderr is forwarded,
+    /// except the broker's `{"ready":...}` line.
+    pub fn spawn(cmd: Command) -> Proc {
+        let (proc, stderr) = Self::piped(cmd);
+        Self::forward(stderr);
+        proc
     }
 
     /// Spawns `cmd` as [`Proc::spawn`] does, and waits for the broker's
     /// ready line on stderr: the process and the time from spawning it to
     /// that line (start-up to ready). Panics if stderr closes first.
-    pub fn spawn_until_ready(mut cmd: Command) -> (Proc, Duration) {
+    pub fn spawn_until_ready(cmd: Command) -> (Proc, Duration) {
         let start = Instant::now();
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
-        let stdin = BufWriter::with_capacity(64 * 1024, child.stdin.take().expect("piped stdin"));
-        let stdout =
-            BufReader::with_capacity(256 * 1024, child.stdout.take().expect("piped stdout"));
-        let mut stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
+        let (proc, mut stderr) = Self::piped(cmd);
         let mut line = String::new();
         loop {
             line.clear();
@@ -79,17 +84,7 @@ impl Proc {
             eprint!("child: {line}");
         }
         let ready = start.elapsed();
-        std::thread::spawn(move || {
-            for line in stderr.lines().map_while(Result::ok) {
-                eprintln!("child: {line}");
-            }
-        });
-        let proc = Proc {
-            child,
-            stdin: Some(stdin),
-            stdout,
-            next_id: 1_000_000,
-        };
+        Self::forward(stderr);
         (proc, ready)
     }
 

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{message, Harness};
+use common::{json_body, message, string, Harness};
 use serde_json::json;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -37,19 +37,15 @@ async fn every_call_leaves_one_audit_line_without_its_body() {
     })
     .await;
     let secret_text = "the body text that must never be logged";
-    let r: serde_json::Value = h
-        .post(
+    let r = json_body(
+        h.post(
             "SendMessage",
             json!({"message": message("tck-complete-task-1", secret_text)}),
         )
-        .bearer_auth("carol-secret-0123456789")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = r["result"]["task"]["id"].as_str().unwrap().to_owned();
+        .bearer_auth("carol-secret-0123456789"),
+    )
+    .await;
+    let id = string(&r["result"]["task"]["id"]);
     let _ = h
         .post("GetTask", json!({"id": "missing"}))
         .bearer_auth("carol-secret-0123456789")

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{keys, message, Harness};
+use common::{json_body, keys, message, string, Harness};
 use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -86,7 +86,7 @@ async fn send_message_blocks_until_the_task_settles_and_keeps_the_client_message
     assert_eq!(task["history"][0]["messageId"], "tck-complete-task-a");
     assert_eq!(task["history"][0]["role"], "ROLE_USER");
     assert_eq!(task["history"][1]["role"], "ROLE_AGENT");
-    let ctx = task["contextId"].as_str().unwrap().to_owned();
+    let ctx = string(&task["contextId"]);
     assert!(!ctx.is_empty());
     // No snake_case key and no `kind` anywhere.
     let mut all = Vec::new();
@@ -117,7 +117,7 @@ async fn input_required_then_a_follow_up_completes_and_history_length_trims() {
         .await;
     let t = &r["task"];
     assert_eq!(t["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
-    let id = t["id"].as_str().unwrap().to_owned();
+    let id = string(&t["id"]);
     let ctx = t["contextId"].clone();
     // A follow-up by task id alone infers the context.
     let mut m = message("tck-complete-task-2", "TCK history message 2");
@@ -198,7 +198,7 @@ async fn message_responses_artifacts_and_return_immediately() {
             json!({"message": message("tck-complete-task-q", "x"), "configuration": {"returnImmediately": true}}),
         )
         .await;
-    let id = quick["task"]["id"].as_str().unwrap().to_owned();
+    let id = string(&quick["task"]["id"]);
     let mut state = Value::Null;
     for _ in 0..400 {
         state = h.ok("GetTask", json!({"id": id})).await["status"]["state"].clone();
@@ -250,7 +250,7 @@ async fn streams_carry_task_then_updates_and_close_after_the_terminal_state() {
     // Subscribe to an input-required task from two clients; a follow-up
     // completes it and both streams see the same events, then close.
     let r = h.send("tck-input-required-s", "wait").await;
-    let id = r["task"]["id"].as_str().unwrap().to_owned();
+    let id = string(&r["task"]["id"]);
     // Both streams have delivered their first event (so both are
     // subscribed) before the follow-up is sent.
     let mut sa = common::Sse::open(&h, "SubscribeToTask", json!({"id": id})).await;
@@ -289,8 +289,8 @@ async fn streams_carry_task_then_updates_and_close_after_the_terminal_state() {
 async fn cancel_list_and_errors_with_error_info() {
     let h = Harness::start(|_| {}).await;
     let r = h.send("tck-input-required-c", "x").await;
-    let id = r["task"]["id"].as_str().unwrap().to_owned();
-    let ctx = r["task"]["contextId"].as_str().unwrap().to_owned();
+    let id = string(&r["task"]["id"]);
+    let ctx = string(&r["task"]["contextId"]);
     let c = h.ok("CancelTask", json!({"id": id})).await;
     assert_eq!(c["status"]["state"], "TASK_STATE_CANCELED");
     let again = h.rpc("CancelTask", json!({"id": id})).await;
@@ -319,7 +319,7 @@ async fn cancel_list_and_errors_with_error_info() {
     assert_eq!(p1["pageSize"], 3);
     assert_eq!(p1["tasks"].as_array().unwrap().len(), 3);
     assert!(p1["tasks"][0].get("artifacts").is_none());
-    let token = p1["nextPageToken"].as_str().unwrap().to_owned();
+    let token = string(&p1["nextPageToken"]);
     assert!(!token.is_empty());
     let p2 = h
         .ok(
@@ -334,7 +334,7 @@ async fn cancel_list_and_errors_with_error_info() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|t| t["status"]["timestamp"].as_str().unwrap().to_owned())
+            .map(|t| string(&t["status"]["timestamp"]))
             .collect()
     };
     let all: Vec<String> = ts(&p1).into_iter().chain(ts(&p2)).collect();
@@ -370,63 +370,34 @@ async fn headers_and_envelopes_are_checked_before_dispatch() {
         }
         r
     };
-    let e: Value = send("text/plain", Some("1.0"), "not json")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let e = json_body(send("text/plain", Some("1.0"), "not json")).await;
     assert_eq!(e["error"]["code"], -32005);
-    let e: Value = send(
+    let e = json_body(send(
         "application/json",
         Some("99.0"),
         r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}"#,
-    )
-    .send()
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    ))
+    .await;
     assert_eq!(e["error"]["code"], -32009);
     assert_eq!(e["error"]["data"][0]["reason"], "VERSION_NOT_SUPPORTED");
-    let e: Value = send("application/json", Some("1.0"), "{oops")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let e = json_body(send("application/json", Some("1.0"), "{oops")).await;
     assert_eq!(e["error"]["code"], -32700);
-    let e: Value = send("application/json", Some("1.0"), "[1,2]")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let e = json_body(send("application/json", Some("1.0"), "[1,2]")).await;
     assert_eq!(e["error"]["code"], -32600);
-    let e: Value = send(
+    let e = json_body(send(
         "application/json",
         Some("1.0"),
         r#"{"jsonrpc":"1.0","id":7,"method":"GetTask"}"#,
-    )
-    .send()
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    ))
+    .await;
     assert_eq!(e["error"]["code"], -32600);
     assert_eq!(e["id"], 7);
     // The trailing-slash URL is the same endpoint; patch versions are 1.0.
-    let ok: Value = send(
+    let ok = json_body(send(
         "application/json",
         Some("1.0.2"),
         r#"{"jsonrpc":"2.0","id":"s","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"x"}],"tckUnknownField":1},"tckExtraParam":true}}"#,
-    )
-    .send().await.unwrap().json().await.unwrap();
+    )).await;
     assert_eq!(ok["id"], "s");
     assert_eq!(
         ok["result"]["task"]["status"]["state"],
@@ -489,15 +460,11 @@ async fn a_required_extension_must_be_listed_by_message_requests() {
         e["error"]["data"][0]["reason"],
         "EXTENSION_SUPPORT_REQUIRED"
     );
-    let ok: Value = h
-        .post("SendMessage", params)
-        .header("a2a-extensions", format!("urn:example:other, {EXT}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let ok = json_body(
+        h.post("SendMessage", params)
+            .header("a2a-extensions", format!("urn:example:other, {EXT}")),
+    )
+    .await;
     assert_eq!(
         ok["result"]["task"]["status"]["state"],
         "TASK_STATE_COMPLETED"

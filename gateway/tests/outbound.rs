@@ -307,6 +307,25 @@ async fn setup_with(url: &str, opts: OutboundOptions) -> Setup {
     }
 }
 
+/// A streaming remote, bridged, with a slow task the delegate sent it,
+/// once the task is working.
+async fn a_working_remote_task() -> (Arc<Fake>, String, Setup, Task) {
+    let (fake, url) = serve_fake(true).await;
+    let s = setup(&url).await;
+    let task = send(&s.delegate, message_to(&s.peer, "slow work")).await;
+    statuses_until(&s.delegate, &task.id, &[State::Working]).await;
+    (fake, url, s, task)
+}
+
+/// Whether the broker lists an agent named `name` to `a`.
+async fn listed(a: &Agent, name: &str) -> bool {
+    let cards = tokio::time::timeout(TIMEOUT, a.list_agents_async(None).expect("submit"))
+        .await
+        .expect("in time")
+        .expect("list ok");
+    cards.iter().any(|c| c.name == name)
+}
+
 /// Waits (within TIMEOUT) until the remote has received a `method` call.
 async fn until_called(fake: &Fake, method: &str) {
     let deadline = tokio::time::Instant::now() + TIMEOUT;
@@ -560,10 +579,7 @@ async fn an_unreachable_remote_cannot_be_added() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_that_comes_back_fails_the_tasks_it_lost() {
-    let (_fake, url) = serve_fake(true).await;
-    let s = setup(&url).await;
-    let task = send(&s.delegate, message_to(&s.peer, "slow work")).await;
-    statuses_until(&s.delegate, &task.id, &[State::Working]).await;
+    let (_fake, url, s, task) = a_working_remote_task().await;
     // The gateway dies (its bridge, actors and broker connection go).
     let Setup {
         _dir: dir,
@@ -575,12 +591,7 @@ async fn a_gateway_that_comes_back_fails_the_tasks_it_lost() {
     drop(remote);
     let deadline = tokio::time::Instant::now() + TIMEOUT;
     loop {
-        let cards =
-            tokio::time::timeout(TIMEOUT, delegate.list_agents_async(None).expect("submit"))
-                .await
-                .expect("in time")
-                .expect("list ok");
-        if !cards.iter().any(|c| c.name == peer) {
+        if !listed(&delegate, &peer).await {
             break;
         }
         assert!(
@@ -604,10 +615,7 @@ async fn a_gateway_that_comes_back_fails_the_tasks_it_lost() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopping_a_remote_cancels_its_remote_tasks_and_leaves_the_broker() {
-    let (fake, url) = serve_fake(true).await;
-    let s = setup(&url).await;
-    let task = send(&s.delegate, message_to(&s.peer, "slow work")).await;
-    statuses_until(&s.delegate, &task.id, &[State::Working]).await;
+    let (fake, _url, s, task) = a_working_remote_task().await;
     let Setup {
         _dir,
         _broker,
@@ -627,12 +635,7 @@ async fn stopping_a_remote_cancels_its_remote_tasks_and_leaves_the_broker() {
     .await;
     assert_eq!(seen.last().map(|s| s.0), Some(State::Failed), "{seen:?}");
     until_called(&fake, "CancelTask").await;
-    let cards = delegate
-        .list_agents_async(None)
-        .expect("submit")
-        .await
-        .expect("list");
-    assert!(!cards.iter().any(|c| c.name == peer), "the peer left");
+    assert!(!listed(&delegate, &peer).await, "the peer left");
 }
 
 // ------------------------------------------------------------ the HTTP client alone

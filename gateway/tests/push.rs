@@ -7,7 +7,7 @@ mod common;
 
 use a2a_gateway::security::WebhookPolicy;
 use axum::http::HeaderMap;
-use common::{message, Harness, TIMEOUT};
+use common::{message, string, Harness, TIMEOUT};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
@@ -56,7 +56,7 @@ async fn configs_are_created_read_listed_and_deleted_idempotently() {
     let card = h.card().await;
     assert_eq!(card["capabilities"]["pushNotifications"], true);
     let r = h.send("tck-complete-task-1", "x").await;
-    let id = r["task"]["id"].as_str().unwrap().to_owned();
+    let id = string(&r["task"]["id"]);
     let created = h
         .ok(
             "CreateTaskPushNotificationConfig",
@@ -117,7 +117,7 @@ async fn updates_are_posted_to_the_webhook_with_its_authentication() {
                        "authentication": {"scheme": "Bearer", "credentials": "webhook-cred"}}}}),
         )
         .await;
-    let id = r["task"]["id"].as_str().unwrap().to_owned();
+    let id = string(&r["task"]["id"]);
     let mut m = message("tck-complete-task-2", "go");
     m["taskId"] = json!(id);
     let done = h.ok("SendMessage", json!({"message": m})).await;
@@ -134,7 +134,7 @@ async fn updates_are_posted_to_the_webhook_with_its_authentication() {
         let su = &body["statusUpdate"];
         assert_eq!(su["taskId"], id.as_str(), "{body}");
         assert_eq!(body.as_object().unwrap().len(), 1);
-        let st = su["status"]["state"].as_str().unwrap().to_owned();
+        let st = string(&su["status"]["state"]);
         states.push(st.clone());
         if st == "TASK_STATE_COMPLETED" {
             break;

@@ -7,7 +7,7 @@ mod common;
 
 use a2a_gateway::security::{StartError, Tokens, WebhookPolicy};
 use a2a_gateway::server::{self, ServeError, ServeOptions};
-use common::{message, Harness};
+use common::{json_body, message, string, Harness};
 use serde_json::{json, Value};
 
 const ALICE: &str = "alice-secret-0123456789";
@@ -27,6 +27,11 @@ async fn call(h: &Harness, token: Option<&str>, method: &str, params: Value) -> 
         r = r.bearer_auth(t);
     }
     r.send().await.unwrap()
+}
+
+/// [`call`]'s JSON answer.
+async fn call_json(h: &Harness, token: Option<&str>, method: &str, params: Value) -> Value {
+    call(h, token, method, params).await.json().await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -70,32 +75,17 @@ async fn bearer_tokens_are_required_and_identities_never_see_each_others_tasks()
     .await;
     assert_eq!(wrong.status(), 401);
     // The card says how to authenticate.
-    let card: Value = h
-        .http
-        .get(format!("{}/.well-known/agent-card.json", h.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = json_body(
+        h.http
+            .get(format!("{}/.well-known/agent-card.json", h.base)),
+    )
+    .await;
     assert!(card["securitySchemes"]["bearer"].is_object());
 
-    let r: Value = call(&h, Some(ALICE), "SendMessage", params)
-        .await
-        .json()
-        .await
-        .unwrap();
-    let id = r["result"]["task"]["id"].as_str().unwrap().to_owned();
-    let ctx = r["result"]["task"]["contextId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let get: Value = call(&h, Some(ALICE), "GetTask", json!({"id": id}))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let r: Value = call_json(&h, Some(ALICE), "SendMessage", params).await;
+    let id = string(&r["result"]["task"]["id"]);
+    let ctx = string(&r["result"]["task"]["contextId"]);
+    let get: Value = call_json(&h, Some(ALICE), "GetTask", json!({"id": id})).await;
     assert_eq!(get["result"]["id"], id.as_str());
     // Bob knows the ids and still finds nothing.
     for (method, params) in [
@@ -103,40 +93,20 @@ async fn bearer_tokens_are_required_and_identities_never_see_each_others_tasks()
         ("CancelTask", json!({"id": id})),
         ("SubscribeToTask", json!({"id": id})),
     ] {
-        let r: Value = call(&h, Some(BOB), method, params)
-            .await
-            .json()
-            .await
-            .unwrap();
+        let r: Value = call_json(&h, Some(BOB), method, params).await;
         assert_eq!(r["error"]["code"], -32001, "{method}: {r}");
     }
     let mut follow = message("tck-complete-task-b", "hijack");
     follow["taskId"] = json!(id);
-    let r: Value = call(&h, Some(BOB), "SendMessage", json!({"message": follow}))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let r: Value = call_json(&h, Some(BOB), "SendMessage", json!({"message": follow})).await;
     assert_eq!(r["error"]["code"], -32001);
     // Bob's context of the same name is his own, empty.
-    let list: Value = call(&h, Some(BOB), "ListTasks", json!({"contextId": ctx}))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let list: Value = call_json(&h, Some(BOB), "ListTasks", json!({"contextId": ctx})).await;
     assert_eq!(list["result"]["tasks"], json!([]));
-    let list: Value = call(&h, Some(ALICE), "ListTasks", json!({"contextId": ctx}))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let list: Value = call_json(&h, Some(ALICE), "ListTasks", json!({"contextId": ctx})).await;
     assert_eq!(list["result"]["totalSize"], 1);
     // Alice's task is untouched by Bob's attempts.
-    let get: Value = call(&h, Some(ALICE), "GetTask", json!({"id": id}))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let get: Value = call_json(&h, Some(ALICE), "GetTask", json!({"id": id})).await;
     assert_eq!(
         get["result"]["status"]["state"],
         "TASK_STATE_INPUT_REQUIRED"
@@ -199,7 +169,7 @@ async fn webhooks_are_refused_to_private_and_loopback_targets_and_off_by_default
     // Default: no webhook host allowed, push is off.
     let h = Harness::start(|_| {}).await;
     let r = h.send("tck-input-required-p", "x").await;
-    let id = r["task"]["id"].as_str().unwrap().to_owned();
+    let id = string(&r["task"]["id"]);
     let e = h
         .rpc(
             "CreateTaskPushNotificationConfig",
@@ -218,7 +188,7 @@ async fn webhooks_are_refused_to_private_and_loopback_targets_and_off_by_default
     })
     .await;
     let r = h.send("tck-input-required-p", "x").await;
-    let id = r["task"]["id"].as_str().unwrap().to_owned();
+    let id = string(&r["task"]["id"]);
     for url in [
         "http://127.0.0.1:9/webhook",
         "http://localhost:9/webhook",

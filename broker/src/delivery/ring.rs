@@ -143,9 +143,10 @@ impl RingSlot {
         r.frame.clear();
         // Encoding into memory fails only past bincode's own limits; such
         // an event takes the socket's path, which bounds it (§1.1).
-        if encode_frame(&(index::NOTIFICATION, n), &mut r.frame).is_err() || r.frame.len() < 4 {
+        if encode_frame(&(index::NOTIFICATION, n), &mut r.frame).is_err() {
             return Staged::Socket;
         }
+        // Past the frame's 4-byte length: the ring has its own.
         let staged = r.publisher.stage(&r.frame[4..]);
         if r.frame.capacity() > FRAME_KEPT {
             r.frame = Vec::new();

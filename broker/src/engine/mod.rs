@@ -309,15 +309,7 @@ impl Engine {
                             let others = RpcError::internal(
                                 "database: another call of the same commit failed halfway; this call was not applied",
                             );
-                            for d in done {
-                                d.reply.send(Err(others.clone()));
-                            }
-                            for id in expired {
-                                self.finish_waiter(id);
-                            }
-                            for c in closed {
-                                let _ = c.send(());
-                            }
+                            self.refuse_batch(done, &others, expired, closed);
                             let rest: Vec<Command> = cmds.collect();
                             let later = if rest.is_empty() {
                                 None
@@ -358,17 +350,7 @@ impl Engine {
                 } else {
                     tracing::warn!(calls = done.len(), error = %e, "commit failed; the batch's calls are refused");
                 }
-                for d in done {
-                    d.reply.send(Err(err.clone()));
-                }
-                // Expiries are not writes: a failed commit must not leave
-                // those blocking sends hanging until the client gives up.
-                for id in expired {
-                    self.finish_waiter(id);
-                }
-                for c in closed {
-                    let _ = c.send(());
-                }
+                self.refuse_batch(done, &err, expired, closed);
                 return shutdown;
             }
         }
@@ -406,6 +388,28 @@ impl Engine {
         }
         self.evict(&undo);
         shutdown
+    }
+
+    /// Answers the calls of a batch that was rolled back with `err`, then
+    /// finishes its expiries and signals its closed connections. Expiries
+    /// are not writes: a failed commit must not leave those blocking sends
+    /// hanging until the client gives up.
+    fn refuse_batch(
+        &mut self,
+        done: Vec<Done>,
+        err: &RpcError,
+        expired: Vec<u64>,
+        closed: Vec<Sender<()>>,
+    ) {
+        for d in done {
+            d.reply.send(Err(err.clone()));
+        }
+        for id in expired {
+            self.finish_waiter(id);
+        }
+        for c in closed {
+            let _ = c.send(());
+        }
     }
 
     /// One call behind a panic boundary, without a savepoint. A call that

@@ -75,13 +75,7 @@ impl Harness {
 
     /// A unary call's whole JSON answer.
     pub async fn rpc(&self, method: &str, params: Value) -> Value {
-        self.post(method, params)
-            .send()
-            .await
-            .expect("send")
-            .json()
-            .await
-            .expect("json body")
+        json_body(self.post(method, params)).await
     }
 
     /// A unary call's `result` (panics on an error answer).
@@ -141,6 +135,23 @@ impl Harness {
         }
         sse_events(&body)
     }
+}
+
+/// The JSON body of the answer to a request.
+pub async fn json_body(r: reqwest::RequestBuilder) -> Value {
+    r.send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json body")
+}
+
+/// A JSON string value, owned (an id read from an answer).
+pub fn string(v: &Value) -> String {
+    v.as_str()
+        .unwrap_or_else(|| panic!("not a string: {v}"))
+        .to_owned()
 }
 
 /// The JSON of each `data:` line of an SSE body.
