@@ -279,15 +279,21 @@ async fn setup(url: &str) -> Setup {
     setup_with(url, OutboundOptions::default()).await
 }
 
-async fn setup_with(url: &str, opts: OutboundOptions) -> Setup {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let socket = dir.path().join("run").join("sock");
-    let broker = Spawn::new(dir.path().join("db"))
+/// A broker on a socket in `dir`: the process, its socket and secret.
+fn broker_in(dir: &std::path::Path) -> (BrokerProcess, std::path::PathBuf, String) {
+    let socket = dir.join("run").join("sock");
+    let broker = Spawn::new(dir.join("db"))
         .socket(&socket)
         .no_stdio()
         .start(TIMEOUT)
         .expect("broker starts");
     let secret = broker.secret().expect("secret file");
+    (broker, socket, secret)
+}
+
+async fn setup_with(url: &str, opts: OutboundOptions) -> Setup {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (broker, socket, secret) = broker_in(dir.path());
     let gateway = Client::connect(&socket, &secret).expect("gateway connects");
     let remote = add_remote(&gateway, RemoteSpec::new(url), &opts)
         .await
@@ -554,13 +560,8 @@ async fn a_remote_that_moved_is_found_again_through_its_card() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_remote_cannot_be_added() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let socket = dir.path().join("run").join("sock");
-    let broker = Spawn::new(dir.path().join("db"))
-        .socket(&socket)
-        .no_stdio()
-        .start(TIMEOUT)
-        .expect("broker");
-    let client = Client::connect(&socket, &broker.secret().expect("secret")).expect("connect");
+    let (_broker, socket, secret) = broker_in(dir.path());
+    let client = Client::connect(&socket, &secret).expect("connect");
     // A port nothing listens on: bind one, then free it.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .expect("bind")
