@@ -66,6 +66,15 @@ impl Fake {
             .map(|(_, p, _)| p.clone())
             .collect()
     }
+    /// The id of the one task the remote holds.
+    fn only_task(&self) -> String {
+        self.tasks
+            .lock()
+            .keys()
+            .next()
+            .cloned()
+            .expect("one remote task")
+    }
 }
 
 async fn card(AxState(f): AxState<Arc<Fake>>) -> Response {
@@ -456,13 +465,7 @@ async fn input_required_then_a_follow_up_continues_the_same_remote_task() {
     );
     let sent = fake.calls_of("SendStreamingMessage");
     assert_eq!(sent.len(), 2);
-    let remote_task = fake
-        .tasks
-        .lock()
-        .keys()
-        .next()
-        .cloned()
-        .expect("one remote task");
+    let remote_task = fake.only_task();
     assert_eq!(sent[1]["message"]["taskId"], json!(remote_task));
     assert_eq!(
         sent[1]["message"]["contextId"],
@@ -489,13 +492,7 @@ async fn a_delegate_cancel_cancels_the_remote_task() {
     .expect("in time")
     .expect("cancel ok");
     until_called(&fake, "CancelTask").await;
-    let remote_task = fake
-        .tasks
-        .lock()
-        .keys()
-        .next()
-        .cloned()
-        .expect("one remote task");
+    let remote_task = fake.only_task();
     assert_eq!(fake.calls_of("CancelTask")[0]["id"], json!(remote_task));
     assert_eq!(
         get_task(&s.delegate, &task.id).await.status.state,
