@@ -474,8 +474,13 @@ impl Drop for Conn {
         if on_reader_thread(self.shared.id) {
             return;
         }
+        // Likewise a handler fed from the event ring runs on the ring's
+        // thread, which then must not join itself (it ends on its own).
+        let me = std::thread::current().id();
         for t in self.threads.lock().drain(..) {
-            let _ = t.join();
+            if t.thread().id() != me {
+                let _ = t.join();
+            }
         }
     }
 }

@@ -56,7 +56,7 @@ const WINDOW_BLOCK: u64 = 2_000;
 const T: Duration = Duration::from_secs(60);
 
 fn ok(st: a2a_status, what: &str) {
-    assert_eq!(st, a2a_status::Ok, "{what}");
+    assert_eq!(st, a2a_status::OK, "{what}");
 }
 
 fn rust_rtt(agent: &Agent, task: &str, n: u64) -> Duration {
@@ -119,7 +119,7 @@ unsafe extern "C" fn on_window(ud: *mut c_void, st: a2a_status, _t: *const a2a_t
     // before ffi_window returns); it is only read through `&`, with `Cell`s.
     let w = unsafe { &*ud.cast::<Window>() };
     w.done.set(w.done.get() + 1);
-    if st != a2a_status::Ok {
+    if st != a2a_status::OK {
         w.failed.set(w.failed.get() + 1);
     }
     if w.sent.get() < w.n {
@@ -260,7 +260,7 @@ fn main() {
                 ctx.as_ptr(),
                 c"req".as_ptr(),
                 ptr::null(),
-                a2a_delivery::Push,
+                a2a_delivery::PUSH,
                 &mut r,
             ),
             "register",
@@ -271,7 +271,7 @@ fn main() {
                 ctx.as_ptr(),
                 c"wrk".as_ptr(),
                 ptr::null(),
-                a2a_delivery::Push,
+                a2a_delivery::PUSH,
                 &mut w,
             ),
             "register",
@@ -297,8 +297,8 @@ fn main() {
         a2a_agent_free(w);
         (c, r, CString::new(id).expect("no NUL"))
     };
-    let (tc, ta, ttask) = mk(a2a_dispatch::Thread, "bench-c-thread");
-    let (pc, pa, ptask) = mk(a2a_dispatch::Poll, "bench-c-poll");
+    let (tc, ta, ttask) = mk(a2a_dispatch::THREAD, "bench-c-thread");
+    let (pc, pa, ptask) = mk(a2a_dispatch::POLL, "bench-c-poll");
 
     // Warm-up: every path once.
     rust_rtt(&req, &task, 200);

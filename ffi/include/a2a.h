@@ -20,6 +20,12 @@
  *   that receives a status other than OK, the last error is that failure's.
  * - Every pointer argument is checked: NULL where a value is required gives
  *   A2A_STATUS_INVALID_ARGUMENT. Input strings are NUL-terminated UTF-8.
+ * - The types C passes in (a2a_status, a2a_state, a2a_list_role,
+ *   a2a_dispatch, a2a_delivery) are int32_t with named constants
+ *   (A2A_STATE_COMPLETED, ...), not C enums, so that any value is defined:
+ *   a value that is not one of the constants gives
+ *   A2A_STATUS_INVALID_ARGUMENT, and the last error names the parameter and
+ *   the values allowed. The types only the library produces are C enums.
  * - Output strings are `a2a_str` (pointer + length, UTF-8, NOT
  *   NUL-terminated): print them with `%.*s`. An absent optional string has
  *   `ptr == NULL`. They borrow from the value that holds them (a task, a
@@ -50,38 +56,6 @@
 #define A2A_FFI_VERSION "0.1.0"
 
 
-// What a call returns: `A2A_STATUS_OK` (0), or why it failed.
-typedef enum {
-  // Success; the outputs were written.
-  A2A_STATUS_OK = 0,
-  // The broker answered with an error: see a2a_last_error_rpc_code()
-  // (JSON-RPC code; 1400 for A2A errors) and a2a_last_error_a2a_code().
-  A2A_STATUS_RPC = 1,
-  // Connecting to the socket, or the socket itself, failed.
-  A2A_STATUS_IO = 2,
-  // The connection is gone (closed by this side or the broker).
-  A2A_STATUS_CLOSED = 3,
-  // No answer within the call timeout.
-  A2A_STATUS_TIMEOUT = 4,
-  // The request exceeds the broker's frame limit; it was not sent.
-  A2A_STATUS_FRAME_TOO_LARGE = 5,
-  // The broker's answer, or a value, could not be used.
-  A2A_STATUS_PROTOCOL = 6,
-  // The agent was deregistered; its token is dead.
-  A2A_STATUS_DEREGISTERED = 7,
-  // A blocking call was made on the connection's reader thread (inside
-  // a callback of an A2A_DISPATCH_THREAD client); use the _async form.
-  A2A_STATUS_WOULD_DEADLOCK = 8,
-  // A NULL where a value is required, a string that is not UTF-8, JSON
-  // that does not parse or has the wrong shape, or a call this client's
-  // dispatch mode does not offer.
-  A2A_STATUS_INVALID_ARGUMENT = 9,
-  // Nothing to take right now (a2a_agent_next_event, a2a_agent_wait_event).
-  A2A_STATUS_EMPTY = 10,
-  // A bug: the library panicked; the message says where.
-  A2A_STATUS_PANIC = 11,
-} a2a_status;
-
 // What an a2a_event reports.
 typedef enum {
   // A task's status changed (`a2a.task.event`, status-update): `task_id`,
@@ -96,20 +70,6 @@ typedef enum {
   // The broker dropped `dropped` events for this agent (`a2a.lagged`).
   A2A_EVENT_KIND_LAGGED,
 } a2a_event_kind;
-
-// A task's lifecycle state (PROTOCOL.md §6).
-typedef enum {
-  A2A_STATE_SUBMITTED = 0,
-  A2A_STATE_WORKING,
-  A2A_STATE_INPUT_REQUIRED,
-  A2A_STATE_AUTH_REQUIRED,
-  A2A_STATE_COMPLETED,
-  A2A_STATE_CANCELED,
-  A2A_STATE_FAILED,
-  A2A_STATE_REJECTED,
-  // As an input: no state given (no filter, no change).
-  A2A_STATE_UNSET,
-} a2a_state;
 
 // Who spoke a message: the requester (USER) or the worker (AGENT).
 typedef enum {
@@ -139,34 +99,6 @@ typedef enum {
   // `json` (a2a_client_call_json).
   A2A_REPLY_KIND_JSON,
 } a2a_reply_kind;
-
-// Which of its tasks a2a_agent_list_tasks returns.
-typedef enum {
-  // Tasks it serves or requested.
-  A2A_LIST_ROLE_ANY = 0,
-  // Tasks it serves.
-  A2A_LIST_ROLE_WORKER,
-  // Tasks it requested.
-  A2A_LIST_ROLE_REQUESTER,
-} a2a_list_role;
-
-// Where a client's callbacks run.
-typedef enum {
-  // On the connection's reader thread, as answers and events arrive.
-  A2A_DISPATCH_THREAD = 0,
-  // Queued; run by a2a_client_poll on the host's thread, announced by
-  // the readiness descriptor (a2a_client_fd).
-  A2A_DISPATCH_POLL,
-} a2a_dispatch;
-
-// How a registered agent receives its events.
-typedef enum {
-  // On this connection, as they happen.
-  A2A_DELIVERY_PUSH = 0,
-  // Fetched with `a2a.events.wait` (by a2a_agent_wait_event, or while an
-  // event callback is set).
-  A2A_DELIVERY_PULL,
-} a2a_delivery;
 
 // The A2A domain error of a failure with status A2A_STATUS_RPC (the
 // broker's `data.errorCode`); A2A_ERROR_CODE_NONE for anything else.
@@ -199,6 +131,41 @@ typedef struct a2a_client a2a_client;
 // a2a_parts_new, freed with a2a_parts_free.
 typedef struct a2a_parts a2a_parts;
 
+// What a call returns: `A2A_STATUS_OK` (0), or why it failed; one of the
+// A2A_STATUS_ constants. An integer, not an enum, since C also passes it
+// in (a2a_status_name), where any value must be defined.
+typedef int32_t a2a_status;
+// Success; the outputs were written.
+#define A2A_STATUS_OK 0
+// The broker answered with an error: see a2a_last_error_rpc_code()
+// (JSON-RPC code; 1400 for A2A errors) and a2a_last_error_a2a_code().
+#define A2A_STATUS_RPC 1
+// Connecting to the socket, or the socket itself, failed.
+#define A2A_STATUS_IO 2
+// The connection is gone (closed by this side or the broker).
+#define A2A_STATUS_CLOSED 3
+// No answer within the call timeout.
+#define A2A_STATUS_TIMEOUT 4
+// The request exceeds the broker's frame limit; it was not sent.
+#define A2A_STATUS_FRAME_TOO_LARGE 5
+// The broker's answer, or a value, could not be used.
+#define A2A_STATUS_PROTOCOL 6
+// The agent was deregistered; its token is dead.
+#define A2A_STATUS_DEREGISTERED 7
+// A blocking call was made inside a callback of an
+// A2A_DISPATCH_THREAD client (of the same client); use the _async
+// form.
+#define A2A_STATUS_WOULD_DEADLOCK 8
+// A NULL where a value is required, a string that is not UTF-8, JSON
+// that does not parse or has the wrong shape, an integer that is not
+// one of its type's constants, or a call this client's dispatch mode
+// does not offer.
+#define A2A_STATUS_INVALID_ARGUMENT 9
+// Nothing to take right now (a2a_agent_next_event, a2a_agent_wait_event).
+#define A2A_STATUS_EMPTY 10
+// A bug: the library panicked; the message says where.
+#define A2A_STATUS_PANIC 11
+
 // A borrowed UTF-8 string: `len` bytes at `ptr`, NOT NUL-terminated.
 // Absent: `ptr == NULL`, `len == 0`. Present but empty: `len == 0` and a
 // `ptr` that must not be dereferenced.
@@ -206,6 +173,21 @@ typedef struct {
   const char *ptr;
   size_t len;
 } a2a_str;
+
+// A task's lifecycle state (PROTOCOL.md §6): one of the A2A_STATE_
+// constants. An integer, not an enum, so that any value C passes is
+// defined; as an argument it is checked (A2A_STATUS_INVALID_ARGUMENT).
+typedef int32_t a2a_state;
+#define A2A_STATE_SUBMITTED 0
+#define A2A_STATE_WORKING 1
+#define A2A_STATE_INPUT_REQUIRED 2
+#define A2A_STATE_AUTH_REQUIRED 3
+#define A2A_STATE_COMPLETED 4
+#define A2A_STATE_CANCELED 5
+#define A2A_STATE_FAILED 6
+#define A2A_STATE_REJECTED 7
+// As an input: no state given (no filter, no change).
+#define A2A_STATE_UNSET 8
 
 // One part of a message or artifact.
 typedef struct {
@@ -281,17 +263,20 @@ typedef struct {
 // An event callback: `userdata` as registered, and the event, borrowed
 // for the duration of the call (copy what you keep).
 //
-// Thread: the connection's reader thread (A2A_DISPATCH_THREAD), or the
-// thread calling a2a_client_poll (A2A_DISPATCH_POLL); on registration,
-// events queued before it are handed to it on the registering thread
-// (thread mode) before a2a_agent_set_event_cb returns. One call at a
-// time per agent, in arrival order.
+// Thread: the connection's reader thread, or its event ring's thread
+// when the ring was granted (A2A_DISPATCH_THREAD), or the thread calling
+// a2a_client_poll (A2A_DISPATCH_POLL); on registration, events queued
+// before it are handed to it on the registering thread (thread mode)
+// before a2a_agent_set_event_cb returns. One call at a time per agent, in
+// arrival order.
 //
 // Reentrancy: it may call any _async function, a2a_agent_set_event_cb
 // (the change takes effect when it returns), a2a_agent_free and
-// a2a_client_poll. In thread mode a blocking call of the same client
-// fails there with A2A_STATUS_WOULD_DEADLOCK; it must not block for long,
-// since the reader thread delivers every answer of the connection.
+// a2a_client_poll, and a2a_client_free of its client. In thread mode a
+// blocking call of the same client fails there with
+// A2A_STATUS_WOULD_DEADLOCK, whichever of the threads above runs it; it
+// must not block for long, since the reader thread delivers every answer
+// of the connection.
 typedef void (*a2a_event_cb)(void *userdata, const a2a_event *event);
 
 // A task. Owned by whoever received it from an out parameter (free it
@@ -363,6 +348,16 @@ typedef struct {
 // a2a_task_cb.
 typedef void (*a2a_reply_cb)(void *userdata, a2a_status status, const a2a_reply *reply);
 
+// Which of its tasks a2a_agent_list_tasks returns: one of the
+// A2A_LIST_ROLE_ constants (an integer, checked on entry).
+typedef int32_t a2a_list_role;
+// Tasks it serves or requested.
+#define A2A_LIST_ROLE_ANY 0
+// Tasks it serves.
+#define A2A_LIST_ROLE_WORKER 1
+// Tasks it requested.
+#define A2A_LIST_ROLE_REQUESTER 2
+
 // Options of a send; a NULL pointer means the defaults.
 typedef struct {
   // Answer only once the task is terminal or interrupted (or after the
@@ -384,11 +379,22 @@ typedef struct {
 // closes (then with A2A_STATUS_CLOSED), and before a2a_client_free
 // returns.
 //
-// Reentrancy: it may submit calls (_async), free handles, and in poll
-// mode call a2a_client_poll. In thread mode a blocking call of the same
-// client fails there with A2A_STATUS_WOULD_DEADLOCK; it must not block for
-// long, since the reader thread delivers every answer of the connection.
+// Reentrancy: it may submit calls (_async), free handles (its agent's,
+// its client's) and owned values, and in poll mode call a2a_client_poll.
+// In thread mode a blocking call of the same client fails there with
+// A2A_STATUS_WOULD_DEADLOCK, whichever thread runs it; it must not block
+// for long, since the reader thread delivers every answer of the
+// connection.
 typedef void (*a2a_task_cb)(void *userdata, a2a_status status, const a2a_task *task);
+
+// Where a client's callbacks run: one of the A2A_DISPATCH_ constants (an
+// integer, checked by a2a_client_new).
+typedef int32_t a2a_dispatch;
+// On the connection's reader thread, as answers and events arrive.
+#define A2A_DISPATCH_THREAD 0
+// Queued; run by a2a_client_poll on the host's thread, announced by
+// the readiness descriptor (a2a_client_fd).
+#define A2A_DISPATCH_POLL 1
 
 // How a client behaves; a zeroed struct (or a NULL pointer) means the
 // defaults.
@@ -406,11 +412,22 @@ typedef struct {
   // The broker may decline: see a2a_client_uses_event_ring. Events reach
   // callbacks and a2a_agent_next_event the same way on either path.
   size_t event_ring_bytes;
-  // Where completion and event callbacks run.
+  // Where completion and event callbacks run (another value than the
+  // A2A_DISPATCH_ constants fails a2a_client_new with
+  // A2A_STATUS_INVALID_ARGUMENT).
   a2a_dispatch dispatch;
   // Sent as `client` in the handshake (NULL: "a2a-ffi").
   const char *client_name;
 } a2a_client_options;
+
+// How a registered agent receives its events: one of the A2A_DELIVERY_
+// constants (an integer, checked on entry).
+typedef int32_t a2a_delivery;
+// On this connection, as they happen.
+#define A2A_DELIVERY_PUSH 0
+// Fetched with `a2a.events.wait` (by a2a_agent_wait_event, or while an
+// event callback is set).
+#define A2A_DELIVERY_PULL 1
 
 #ifdef __cplusplus
 extern "C" {
@@ -476,8 +493,8 @@ a2a_status a2a_agent_next_event(const a2a_agent *agent, a2a_event **out);
 // the connection is gone and nothing is queued, A2A_STATUS_DEREGISTERED
 // after deregistration.
 //
-// Threads: any but the reader thread of an A2A_DISPATCH_THREAD client
-// (inside its callbacks it fails with A2A_STATUS_WOULD_DEADLOCK).
+// Threads: any; inside a callback of a thread-mode client it fails with
+// A2A_STATUS_WOULD_DEADLOCK (use a2a_agent_next_event there).
 a2a_status a2a_agent_wait_event(const a2a_agent *agent, uint32_t timeout_ms, a2a_event **out);
 
 // The cards of the agents this one may address (itself excluded, sorted
@@ -932,6 +949,12 @@ void a2a_reply_free(a2a_reply *reply);
 // bytes copied (without the NUL) to `*out_n`. The message is empty if no
 // call failed on this thread yet.
 //
+// Asking for the size first: with `len == 0` (`buf` may then be NULL)
+// nothing is copied, `*out_n` receives the size of the buffer the whole
+// message needs, its NUL included (the message's length + 1), and the
+// status is A2A_STATUS_OK. A NULL `out_n`, or a NULL `buf` with `len > 0`,
+// gives A2A_STATUS_INVALID_ARGUMENT (without touching the last error).
+//
 // Threads: any; reads the calling thread's own last error.
 a2a_status a2a_last_error_message(char *buf, size_t len, size_t *out_n);
 
@@ -953,7 +976,8 @@ int64_t a2a_last_error_rpc_code(void);
 // Threads: any; reads the calling thread's own last error.
 a2a_error_code a2a_last_error_a2a_code(void);
 
-// A static, NUL-terminated, lower-case name of `status` (e.g. "closed").
+// A static, NUL-terminated, lower-case name of `status` (e.g. "closed");
+// "unknown" for a value that is not one of the A2A_STATUS_ constants.
 //
 // Threads: any.
 const char *a2a_status_name(a2a_status status);

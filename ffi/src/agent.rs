@@ -27,17 +27,20 @@ use std::time::Duration;
 /// An event callback: `userdata` as registered, and the event, borrowed
 /// for the duration of the call (copy what you keep).
 ///
-/// Thread: the connection's reader thread (A2A_DISPATCH_THREAD), or the
-/// thread calling a2a_client_poll (A2A_DISPATCH_POLL); on registration,
-/// events queued before it are handed to it on the registering thread
-/// (thread mode) before a2a_agent_set_event_cb returns. One call at a
-/// time per agent, in arrival order.
+/// Thread: the connection's reader thread, or its event ring's thread
+/// when the ring was granted (A2A_DISPATCH_THREAD), or the thread calling
+/// a2a_client_poll (A2A_DISPATCH_POLL); on registration, events queued
+/// before it are handed to it on the registering thread (thread mode)
+/// before a2a_agent_set_event_cb returns. One call at a time per agent, in
+/// arrival order.
 ///
 /// Reentrancy: it may call any _async function, a2a_agent_set_event_cb
 /// (the change takes effect when it returns), a2a_agent_free and
-/// a2a_client_poll. In thread mode a blocking call of the same client
-/// fails there with A2A_STATUS_WOULD_DEADLOCK; it must not block for long,
-/// since the reader thread delivers every answer of the connection.
+/// a2a_client_poll, and a2a_client_free of its client. In thread mode a
+/// blocking call of the same client fails there with
+/// A2A_STATUS_WOULD_DEADLOCK, whichever of the threads above runs it; it
+/// must not block for long, since the reader thread delivers every answer
+/// of the connection.
 #[allow(non_camel_case_types)]
 pub type a2a_event_cb =
     Option<unsafe extern "C" fn(userdata: *mut c_void, event: *const a2a_event)>;
@@ -286,7 +289,15 @@ pub extern "C" fn a2a_agent_set_event_cb(
     guard(|| {
         // SAFETY: `agent` is NULL or a live handle (header rule).
         let a = unsafe { handle(agent, "agent") }?;
-        a.set_callback(cb, userdata);
+        // In thread mode the events already queued run the new callback
+        // here, before this returns, and it may free `agent` (the header
+        // allows it): install through a handle of our own, so that what
+        // this call runs on outlives the callback. If the caller's was the
+        // last handle, dropping ours removes the callback, as its free
+        // would have.
+        let keep = a.clone();
+        keep.set_callback(cb, userdata);
+        drop(keep);
         Ok(())
     })
 }
@@ -326,8 +337,8 @@ pub extern "C" fn a2a_agent_next_event(
 /// the connection is gone and nothing is queued, A2A_STATUS_DEREGISTERED
 /// after deregistration.
 ///
-/// Threads: any but the reader thread of an A2A_DISPATCH_THREAD client
-/// (inside its callbacks it fails with A2A_STATUS_WOULD_DEADLOCK).
+/// Threads: any; inside a callback of a thread-mode client it fails with
+/// A2A_STATUS_WOULD_DEADLOCK (use a2a_agent_next_event there).
 #[no_mangle]
 pub extern "C" fn a2a_agent_wait_event(
     agent: *const a2a_agent,
@@ -338,6 +349,7 @@ pub extern "C" fn a2a_agent_wait_event(
         // SAFETY: `agent` is NULL or a live handle (header rule).
         let a = unsafe { handle(agent, "agent") }?;
         out_arg(out, "out")?;
+        a.dispatcher().may_block()?;
         let queued = a.shared.buffered.lock().pop_front();
         let ev = match queued {
             Some(ev) => ev,

@@ -84,6 +84,53 @@ pub(crate) unsafe fn write_out<T>(p: *mut T, v: T) {
     unsafe { p.write(v) }
 }
 
+/// A C enumeration the caller passes in: a fixed-width integer (a
+/// `#[repr(transparent)]` newtype here, a typedef of `int32_t` in the
+/// header) whose known values are its named constants. A Rust enum there
+/// would make any other value from C undefined behaviour (a wild jump
+/// through a match table); as an integer it is defined, and checked.
+pub(crate) trait CEnum: Copy + Eq + 'static {
+    /// Every known value, with its name in the header.
+    const KNOWN: &'static [(Self, &'static str)];
+    /// The integer C passed.
+    fn raw(self) -> i32;
+}
+
+/// The error for an enumeration argument `name` whose value `v` is not one
+/// of those `allowed` keeps: it names the parameter, the value, and the
+/// allowed constants with their values.
+pub(crate) fn bad_enum<T: CEnum>(v: T, name: &str, allowed: impl Fn(T) -> bool) -> FfiError {
+    let list: Vec<String> = T::KNOWN
+        .iter()
+        .filter(|(k, _)| allowed(*k))
+        .map(|(k, n)| format!("{n} ({})", k.raw()))
+        .collect();
+    FfiError::invalid(format!(
+        "`{name}` is {}; allowed: {}",
+        v.raw(),
+        list.join(", ")
+    ))
+}
+
+/// Implements `Debug` for a [`CEnum`] as its constant's name (or the raw
+/// integer when it is not a known value).
+macro_rules! c_enum_debug {
+    ($t:ty) => {
+        impl std::fmt::Debug for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match <$t as $crate::args::CEnum>::KNOWN
+                    .iter()
+                    .find(|(k, _)| k == self)
+                {
+                    Some((_, n)) => f.write_str(n),
+                    None => write!(f, "{}({})", stringify!($t), self.0),
+                }
+            }
+        }
+    };
+}
+pub(crate) use c_enum_debug;
+
 /// A history length or version argument: negative means "not given".
 pub(crate) fn opt_u64(v: i64) -> Option<u64> {
     u64::try_from(v).ok()
@@ -120,5 +167,46 @@ mod tests {
         }
         assert_eq!(opt_u64(-1), None);
         assert_eq!(opt_u64(3), Some(3));
+    }
+
+    /// Every constant of every enumeration argument, as `(name, value)`.
+    fn every_known() -> Vec<(&'static str, i32)> {
+        fn of<T: CEnum>() -> impl Iterator<Item = (&'static str, i32)> {
+            T::KNOWN.iter().map(|(k, n)| (*n, k.raw()))
+        }
+        of::<crate::a2a_state>()
+            .chain(of::<crate::a2a_list_role>())
+            .chain(of::<crate::a2a_dispatch>())
+            .chain(of::<crate::a2a_delivery>())
+            .collect()
+    }
+
+    #[test]
+    fn every_enum_constant_named_in_messages_is_the_headers() {
+        // The names in error messages are written by hand beside the
+        // constants; the header (drift-tested against the sources by
+        // tests/header.rs) is where C reads them.
+        let header = include_str!("../include/a2a.h");
+        for (name, value) in every_known() {
+            let line = format!("#define {name} {value}\n");
+            assert!(header.contains(&line), "a2a.h lacks `{}`", line.trim());
+        }
+    }
+
+    #[test]
+    fn an_unknown_enum_value_is_named_with_the_allowed_ones() {
+        let e = bad_enum(crate::a2a_delivery(9), "delivery_mode", |_| true).to_string();
+        assert_eq!(
+            e,
+            "invalid argument: `delivery_mode` is 9; allowed: A2A_DELIVERY_PUSH (0), A2A_DELIVERY_PULL (1)"
+        );
+        assert_eq!(
+            format!(
+                "{:?} {:?}",
+                crate::a2a_delivery::PULL,
+                crate::a2a_delivery(-1)
+            ),
+            "A2A_DELIVERY_PULL a2a_delivery(-1)"
+        );
     }
 }

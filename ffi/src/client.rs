@@ -3,7 +3,9 @@
 //! descriptor, a2a_client_poll, registration, and the JSON escape hatch.
 
 use crate::agent::a2a_agent;
-use crate::args::{handle, millis_or, opt_str_arg, out_arg, str_arg, write_out};
+use crate::args::{
+    bad_enum, c_enum_debug, handle, millis_or, opt_str_arg, out_arg, str_arg, write_out, CEnum,
+};
 use crate::calls::{a2a_reply_cb, reply_async, reply_blocking};
 use crate::dispatch::{a2a_dispatch, Dispatcher};
 use crate::reply::{a2a_reply, ReplyData};
@@ -40,23 +42,40 @@ pub struct a2a_client_options {
     /// The broker may decline: see a2a_client_uses_event_ring. Events reach
     /// callbacks and a2a_agent_next_event the same way on either path.
     pub event_ring_bytes: usize,
-    /// Where completion and event callbacks run.
+    /// Where completion and event callbacks run (another value than the
+    /// A2A_DISPATCH_ constants fails a2a_client_new with
+    /// A2A_STATUS_INVALID_ARGUMENT).
     pub dispatch: a2a_dispatch,
     /// Sent as `client` in the handshake (NULL: "a2a-ffi").
     pub client_name: *const c_char,
 }
 
-/// How a registered agent receives its events.
+/// How a registered agent receives its events: one of the A2A_DELIVERY_
+/// constants (an integer, checked on entry).
 #[allow(non_camel_case_types)]
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum a2a_delivery {
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct a2a_delivery(pub i32);
+
+impl a2a_delivery {
     /// On this connection, as they happen.
-    Push = 0,
+    pub const PUSH: a2a_delivery = a2a_delivery(0);
     /// Fetched with `a2a.events.wait` (by a2a_agent_wait_event, or while an
     /// event callback is set).
-    Pull,
+    pub const PULL: a2a_delivery = a2a_delivery(1);
 }
+
+impl CEnum for a2a_delivery {
+    const KNOWN: &'static [(a2a_delivery, &'static str)] = &[
+        (a2a_delivery::PUSH, "A2A_DELIVERY_PUSH"),
+        (a2a_delivery::PULL, "A2A_DELIVERY_PULL"),
+    ];
+    fn raw(self) -> i32 {
+        self.0
+    }
+}
+
+c_enum_debug!(a2a_delivery);
 
 /// Connects to the broker's socket at `socket` and shakes hands with
 /// `secret` (NULL: the A2A_BROKER_SECRET environment variable, else the
@@ -86,7 +105,7 @@ pub extern "C" fn a2a_client_new(
             client_name: "a2a-ffi".into(),
             ..ClientOptions::default()
         };
-        let mut dispatch = a2a_dispatch::Thread;
+        let mut dispatch = a2a_dispatch::THREAD;
         if let Some(x) = opts {
             o.call_timeout = millis_or(x.call_timeout_ms, o.call_timeout);
             o.io_timeout = millis_or(x.io_timeout_ms, o.io_timeout);
@@ -102,7 +121,7 @@ pub extern "C" fn a2a_client_new(
             Some(s) => s.to_owned(),
             None => read_secret(Path::new(socket)).map_err(::a2a_client::ClientError::Io)?,
         };
-        let dispatcher = Dispatcher::new(dispatch).map_err(::a2a_client::ClientError::Io)?;
+        let dispatcher = Dispatcher::new(dispatch)?;
         let client = Client::connect_with(socket, &secret, o)?;
         let c = a2a_client {
             client,
@@ -207,10 +226,14 @@ pub extern "C" fn a2a_client_poll(
         // SAFETY: NULL or a live client (header rule).
         let c = unsafe { handle(client, "client") }?;
         out_arg(out_n, "out_n")?;
-        if c.dispatcher.mode() != a2a_dispatch::Poll {
+        if c.dispatcher.mode() != a2a_dispatch::POLL {
             return Err(FfiError::invalid("not an A2A_DISPATCH_POLL client"));
         }
-        let n = c.dispatcher.poll(max);
+        // The callbacks run here may free the client (the header allows
+        // it): hold the dispatcher for the whole loop, not through `c`,
+        // or the loop would read it freed once no agent handle holds it.
+        let dispatcher = Arc::clone(&c.dispatcher);
+        let n = dispatcher.poll(max);
         // SAFETY: checked non-NULL above.
         unsafe { write_out(out_n, n) };
         Ok(())
@@ -242,10 +265,11 @@ unsafe fn card_arg(name: *const c_char, card_json: *const c_char) -> Result<Agen
     Ok(card)
 }
 
-fn delivery(d: a2a_delivery) -> Delivery {
+fn delivery(d: a2a_delivery) -> Result<Delivery, FfiError> {
     match d {
-        a2a_delivery::Push => Delivery::Push,
-        a2a_delivery::Pull => Delivery::Pull,
+        a2a_delivery::PUSH => Ok(Delivery::Push),
+        a2a_delivery::PULL => Ok(Delivery::Pull),
+        _ => Err(bad_enum(d, "delivery_mode", |_| true)),
     }
 }
 
@@ -274,8 +298,10 @@ pub extern "C" fn a2a_client_register(
                 card_arg(name, card_json)?,
             )
         };
+        let delivery = delivery(delivery_mode)?;
         out_arg(out, "out")?;
-        let agent = c.client.register(ctx, card, delivery(delivery_mode))?;
+        c.dispatcher.may_block()?;
+        let agent = c.client.register(ctx, card, delivery)?;
         let a = a2a_agent::new(agent, c.dispatcher.clone());
         // SAFETY: checked non-NULL above.
         unsafe { write_out(out, Box::into_raw(Box::new(a))) };
@@ -307,15 +333,14 @@ pub extern "C" fn a2a_client_register_async(
                 card_arg(name, card_json)?,
             )
         };
+        let delivery = delivery(delivery_mode)?;
         let d = c.dispatcher.clone();
         reply_async(&c.dispatcher, cb, userdata, move || {
-            c.client
-                .register_async(ctx, card, delivery(delivery_mode))
-                .map(|p| {
-                    (p, move |agent| {
-                        ReplyData::Agent(Box::new(a2a_agent::new(agent, d)))
-                    })
+            c.client.register_async(ctx, card, delivery).map(|p| {
+                (p, move |agent| {
+                    ReplyData::Agent(Box::new(a2a_agent::new(agent, d)))
                 })
+            })
         })
     })
 }
@@ -344,7 +369,7 @@ pub extern "C" fn a2a_client_call_json(
                 json_params(params_json)?,
             )
         };
-        reply_blocking(out, || {
+        reply_blocking(&c.dispatcher, out, || {
             c.client
                 .call_json(method, params)
                 .map(|v| ReplyData::Json(v.to_string()))

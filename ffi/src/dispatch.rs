@@ -21,24 +21,40 @@
 //! under the mutex, so a wake-up is never lost and a burst of answers costs
 //! one write.
 
-use crate::status::contain;
+use crate::args::{bad_enum, c_enum_debug, CEnum};
+use crate::status::{contain, FfiError};
 use parking_lot::{Condvar, Mutex};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-/// Where a client's callbacks run.
+/// Where a client's callbacks run: one of the A2A_DISPATCH_ constants (an
+/// integer, checked by a2a_client_new).
 #[allow(non_camel_case_types)]
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum a2a_dispatch {
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct a2a_dispatch(pub i32);
+
+impl a2a_dispatch {
     /// On the connection's reader thread, as answers and events arrive.
-    Thread = 0,
+    pub const THREAD: a2a_dispatch = a2a_dispatch(0);
     /// Queued; run by a2a_client_poll on the host's thread, announced by
     /// the readiness descriptor (a2a_client_fd).
-    Poll,
+    pub const POLL: a2a_dispatch = a2a_dispatch(1);
 }
+
+impl CEnum for a2a_dispatch {
+    const KNOWN: &'static [(a2a_dispatch, &'static str)] = &[
+        (a2a_dispatch::THREAD, "A2A_DISPATCH_THREAD"),
+        (a2a_dispatch::POLL, "A2A_DISPATCH_POLL"),
+    ];
+    fn raw(self) -> i32 {
+        self.0
+    }
+}
+
+c_enum_debug!(a2a_dispatch);
 
 /// A caller's `void *userdata`, carried to the thread that runs its
 /// callback.
@@ -96,10 +112,15 @@ thread_local! {
 }
 
 impl Dispatcher {
-    pub(crate) fn new(mode: a2a_dispatch) -> std::io::Result<Dispatcher> {
+    /// A dispatcher for `mode` (the caller's `options->dispatch`, checked
+    /// here).
+    pub(crate) fn new(mode: a2a_dispatch) -> Result<Dispatcher, FfiError> {
         let ready = match mode {
-            a2a_dispatch::Thread => None,
-            a2a_dispatch::Poll => Some(Readiness::new()?),
+            a2a_dispatch::THREAD => None,
+            a2a_dispatch::POLL => Some(
+                Readiness::new().map_err(|e| FfiError::Client(a2a_client::ClientError::Io(e)))?,
+            ),
+            _ => return Err(bad_enum(mode, "options->dispatch", |_| true)),
         };
         Ok(Dispatcher {
             mode,
@@ -120,6 +141,28 @@ impl Dispatcher {
 
     fn key(&self) -> usize {
         self as *const Dispatcher as usize
+    }
+
+    /// Is one of this dispatcher's callbacks running on this thread?
+    fn running_here(&self) -> bool {
+        let key = self.key();
+        RUNNING_HERE.with(|r| r.borrow().contains(&key))
+    }
+
+    /// A blocking call of this client is about to wait: refused with
+    /// WOULD_DEADLOCK inside one of its callbacks in thread mode, as the
+    /// header promises. The client itself refuses only on its socket
+    /// reader thread, but a thread-mode callback also runs on the event
+    /// ring's thread, on a registering thread (events queued before the
+    /// callback was set) and on a submitting thread (an answer already
+    /// there); whether a wait there returns would depend on which thread
+    /// happened to run the callback. One rule for every callback is what C
+    /// can rely on.
+    pub(crate) fn may_block(&self) -> Result<(), FfiError> {
+        if self.ready.is_none() && self.running_here() {
+            return Err(FfiError::Client(a2a_client::ClientError::WouldDeadlock));
+        }
+        Ok(())
     }
 
     /// A call is about to be submitted: its completion is owed.
@@ -365,7 +408,7 @@ mod tests {
 
     #[test]
     fn poll_mode_queues_signals_once_and_runs_each_job_once() {
-        let d = Dispatcher::new(a2a_dispatch::Poll).unwrap();
+        let d = Dispatcher::new(a2a_dispatch::POLL).unwrap();
         let fd = d.fd().unwrap();
         assert!(!readable(fd));
         let ran = Arc::new(AtomicUsize::new(0));
@@ -387,7 +430,7 @@ mod tests {
 
     #[test]
     fn shut_down_runs_owed_completions_and_drops_events() {
-        let d = Dispatcher::new(a2a_dispatch::Poll).unwrap();
+        let d = Dispatcher::new(a2a_dispatch::POLL).unwrap();
         let ran = Arc::new(AtomicUsize::new(0));
         d.begin_call();
         let r = ran.clone();
@@ -409,7 +452,7 @@ mod tests {
 
     #[test]
     fn thread_mode_free_waits_for_a_completion_owed_by_another_thread() {
-        let d = Arc::new(Dispatcher::new(a2a_dispatch::Thread).unwrap());
+        let d = Arc::new(Dispatcher::new(a2a_dispatch::THREAD).unwrap());
         d.begin_call();
         let done = Arc::new(AtomicUsize::new(0));
         let (d2, done2) = (d.clone(), done.clone());

@@ -90,7 +90,7 @@ impl EventBox {
                 seq: 0,
                 task_id: a2a_str::NONE,
                 task_version: 0,
-                state: a2a_state::Unset,
+                state: a2a_state::UNSET,
                 is_final: false,
                 message: ptr::null(),
                 artifact: ptr::null(),

@@ -18,39 +18,51 @@ use std::cell::RefCell;
 use std::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// What a call returns: `A2A_STATUS_OK` (0), or why it failed.
+/// What a call returns: `A2A_STATUS_OK` (0), or why it failed; one of the
+/// A2A_STATUS_ constants. An integer, not an enum, since C also passes it
+/// in (a2a_status_name), where any value must be defined.
 #[allow(non_camel_case_types)]
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum a2a_status {
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct a2a_status(pub i32);
+
+impl a2a_status {
     /// Success; the outputs were written.
-    Ok = 0,
+    pub const OK: a2a_status = a2a_status(0);
     /// The broker answered with an error: see a2a_last_error_rpc_code()
     /// (JSON-RPC code; 1400 for A2A errors) and a2a_last_error_a2a_code().
-    Rpc = 1,
+    pub const RPC: a2a_status = a2a_status(1);
     /// Connecting to the socket, or the socket itself, failed.
-    Io = 2,
+    pub const IO: a2a_status = a2a_status(2);
     /// The connection is gone (closed by this side or the broker).
-    Closed = 3,
+    pub const CLOSED: a2a_status = a2a_status(3);
     /// No answer within the call timeout.
-    Timeout = 4,
+    pub const TIMEOUT: a2a_status = a2a_status(4);
     /// The request exceeds the broker's frame limit; it was not sent.
-    FrameTooLarge = 5,
+    pub const FRAME_TOO_LARGE: a2a_status = a2a_status(5);
     /// The broker's answer, or a value, could not be used.
-    Protocol = 6,
+    pub const PROTOCOL: a2a_status = a2a_status(6);
     /// The agent was deregistered; its token is dead.
-    Deregistered = 7,
-    /// A blocking call was made on the connection's reader thread (inside
-    /// a callback of an A2A_DISPATCH_THREAD client); use the _async form.
-    WouldDeadlock = 8,
+    pub const DEREGISTERED: a2a_status = a2a_status(7);
+    /// A blocking call was made inside a callback of an
+    /// A2A_DISPATCH_THREAD client (of the same client); use the _async
+    /// form.
+    pub const WOULD_DEADLOCK: a2a_status = a2a_status(8);
     /// A NULL where a value is required, a string that is not UTF-8, JSON
-    /// that does not parse or has the wrong shape, or a call this client's
-    /// dispatch mode does not offer.
-    InvalidArgument = 9,
+    /// that does not parse or has the wrong shape, an integer that is not
+    /// one of its type's constants, or a call this client's dispatch mode
+    /// does not offer.
+    pub const INVALID_ARGUMENT: a2a_status = a2a_status(9);
     /// Nothing to take right now (a2a_agent_next_event, a2a_agent_wait_event).
-    Empty = 10,
+    pub const EMPTY: a2a_status = a2a_status(10);
     /// A bug: the library panicked; the message says where.
-    Panic = 11,
+    pub const PANIC: a2a_status = a2a_status(11);
+}
+
+impl std::fmt::Debug for a2a_status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}({})", self.name(), self.0)
+    }
 }
 
 /// The A2A domain error of a failure with status A2A_STATUS_RPC (the
@@ -78,34 +90,47 @@ impl a2a_status {
     /// kind does not compile until it has a status.
     pub const fn from_kind(kind: ErrorKind) -> a2a_status {
         match kind {
-            ErrorKind::Rpc => a2a_status::Rpc,
-            ErrorKind::Io => a2a_status::Io,
-            ErrorKind::Closed => a2a_status::Closed,
-            ErrorKind::Timeout => a2a_status::Timeout,
-            ErrorKind::FrameTooLarge => a2a_status::FrameTooLarge,
-            ErrorKind::Protocol => a2a_status::Protocol,
-            ErrorKind::Deregistered => a2a_status::Deregistered,
-            ErrorKind::WouldDeadlock => a2a_status::WouldDeadlock,
+            ErrorKind::Rpc => a2a_status::RPC,
+            ErrorKind::Io => a2a_status::IO,
+            ErrorKind::Closed => a2a_status::CLOSED,
+            ErrorKind::Timeout => a2a_status::TIMEOUT,
+            ErrorKind::FrameTooLarge => a2a_status::FRAME_TOO_LARGE,
+            ErrorKind::Protocol => a2a_status::PROTOCOL,
+            ErrorKind::Deregistered => a2a_status::DEREGISTERED,
+            ErrorKind::WouldDeadlock => a2a_status::WOULD_DEADLOCK,
         }
     }
 
+    /// Every status with its stable lower-case name (the client's
+    /// `ErrorKind::as_str` for the kinds it shares), NUL-terminated for
+    /// a2a_status_name.
+    const NAMES: [(a2a_status, &'static str); 12] = [
+        (a2a_status::OK, "ok\0"),
+        (a2a_status::RPC, "rpc\0"),
+        (a2a_status::IO, "io\0"),
+        (a2a_status::CLOSED, "closed\0"),
+        (a2a_status::TIMEOUT, "timeout\0"),
+        (a2a_status::FRAME_TOO_LARGE, "frame_too_large\0"),
+        (a2a_status::PROTOCOL, "protocol\0"),
+        (a2a_status::DEREGISTERED, "deregistered\0"),
+        (a2a_status::WOULD_DEADLOCK, "would_deadlock\0"),
+        (a2a_status::INVALID_ARGUMENT, "invalid_argument\0"),
+        (a2a_status::EMPTY, "empty\0"),
+        (a2a_status::PANIC, "panic\0"),
+    ];
+
+    /// The name with its NUL; "unknown" for a value that is not a status.
+    fn name_nul(self) -> &'static str {
+        a2a_status::NAMES
+            .iter()
+            .find(|(s, _)| *s == self)
+            .map_or("unknown\0", |(_, n)| n)
+    }
+
     /// A stable lower-case name (the client's `ErrorKind::as_str` for the
-    /// kinds it shares).
+    /// kinds it shares); "unknown" for a value that is not a status.
     pub fn name(self) -> &'static str {
-        match self {
-            a2a_status::Ok => "ok",
-            a2a_status::Rpc => "rpc",
-            a2a_status::Io => "io",
-            a2a_status::Closed => "closed",
-            a2a_status::Timeout => "timeout",
-            a2a_status::FrameTooLarge => "frame_too_large",
-            a2a_status::Protocol => "protocol",
-            a2a_status::Deregistered => "deregistered",
-            a2a_status::WouldDeadlock => "would_deadlock",
-            a2a_status::InvalidArgument => "invalid_argument",
-            a2a_status::Empty => "empty",
-            a2a_status::Panic => "panic",
-        }
+        self.name_nul().trim_end_matches('\0')
     }
 }
 
@@ -156,7 +181,7 @@ struct LastError {
 
 thread_local! {
     static LAST: RefCell<LastError> = const { RefCell::new(LastError {
-        status: a2a_status::Ok,
+        status: a2a_status::OK,
         message: String::new(),
         rpc_code: 0,
         a2a_code: a2a_error_code::None,
@@ -188,8 +213,8 @@ pub(crate) fn record(e: &FfiError) -> a2a_status {
             };
             (a2a_status::from_kind(c.kind()), rpc, a2a)
         }
-        FfiError::InvalidArgument(_) => (a2a_status::InvalidArgument, 0, a2a_error_code::None),
-        FfiError::Empty => (a2a_status::Empty, 0, a2a_error_code::None),
+        FfiError::InvalidArgument(_) => (a2a_status::INVALID_ARGUMENT, 0, a2a_error_code::None),
+        FfiError::Empty => (a2a_status::EMPTY, 0, a2a_error_code::None),
     };
     store(status, e.to_string(), rpc, a2a);
     status
@@ -202,21 +227,21 @@ fn record_panic(payload: Box<dyn Any + Send>) -> a2a_status {
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into());
     store(
-        a2a_status::Panic,
+        a2a_status::PANIC,
         format!("a2a-ffi panicked: {what}"),
         0,
         a2a_error_code::None,
     );
     // The payload may itself panic when dropped; contain that too.
     let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
-    a2a_status::Panic
+    a2a_status::PANIC
 }
 
 /// The panic boundary of a function returning a status: runs `f`, records
 /// its error (or panic) as the last error.
 pub(crate) fn guard(f: impl FnOnce() -> Result<(), FfiError>) -> a2a_status {
     match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(())) => a2a_status::Ok,
+        Ok(Ok(())) => a2a_status::OK,
         Ok(Err(e)) => record(&e),
         Err(p) => record_panic(p),
     }
@@ -246,6 +271,12 @@ pub(crate) fn contain(f: impl FnOnce()) {
 /// bytes copied (without the NUL) to `*out_n`. The message is empty if no
 /// call failed on this thread yet.
 ///
+/// Asking for the size first: with `len == 0` (`buf` may then be NULL)
+/// nothing is copied, `*out_n` receives the size of the buffer the whole
+/// message needs, its NUL included (the message's length + 1), and the
+/// status is A2A_STATUS_OK. A NULL `out_n`, or a NULL `buf` with `len > 0`,
+/// gives A2A_STATUS_INVALID_ARGUMENT (without touching the last error).
+///
 /// Threads: any; reads the calling thread's own last error.
 #[no_mangle]
 pub extern "C" fn a2a_last_error_message(
@@ -255,12 +286,15 @@ pub extern "C" fn a2a_last_error_message(
 ) -> a2a_status {
     // Not through `guard`: a failure here must not overwrite the message
     // being read.
-    if buf.is_null() || out_n.is_null() || len == 0 {
-        return a2a_status::InvalidArgument;
+    if out_n.is_null() || (buf.is_null() && len > 0) {
+        return a2a_status::INVALID_ARGUMENT;
     }
-    let copied = catch_unwind(|| {
+    let written = catch_unwind(|| {
         LAST.with(|l| {
             let l = l.borrow();
+            if len == 0 {
+                return l.message.len() + 1;
+            }
             let mut n = l.message.len().min(len - 1);
             while !l.message.is_char_boundary(n) {
                 n -= 1;
@@ -275,13 +309,13 @@ pub extern "C" fn a2a_last_error_message(
             n
         })
     });
-    match copied {
+    match written {
         Ok(n) => {
             // SAFETY: `out_n` was checked non-NULL; the caller owns it.
             unsafe { *out_n = n };
-            a2a_status::Ok
+            a2a_status::OK
         }
-        Err(_) => a2a_status::Panic,
+        Err(_) => a2a_status::PANIC,
     }
 }
 
@@ -290,7 +324,7 @@ pub extern "C" fn a2a_last_error_message(
 /// Threads: any; reads the calling thread's own last error.
 #[no_mangle]
 pub extern "C" fn a2a_last_error_status() -> a2a_status {
-    LAST.with(|l| l.try_borrow().map_or(a2a_status::Panic, |l| l.status))
+    LAST.with(|l| l.try_borrow().map_or(a2a_status::PANIC, |l| l.status))
 }
 
 /// The JSON-RPC error code of this thread's last failure, if the broker
@@ -312,24 +346,13 @@ pub extern "C" fn a2a_last_error_a2a_code() -> a2a_error_code {
     LAST.with(|l| l.try_borrow().map_or(a2a_error_code::None, |l| l.a2a_code))
 }
 
-/// A static, NUL-terminated, lower-case name of `status` (e.g. "closed").
+/// A static, NUL-terminated, lower-case name of `status` (e.g. "closed");
+/// "unknown" for a value that is not one of the A2A_STATUS_ constants.
 ///
 /// Threads: any.
 #[no_mangle]
 pub extern "C" fn a2a_status_name(status: a2a_status) -> *const c_char {
-    // Built from the same names, NUL-terminated at compile time.
-    macro_rules! z {
-        ($($s:ident => $n:literal),* $(,)?) => {
-            match status { $(a2a_status::$s => concat!($n, "\0"),)* }
-        };
-    }
-    let s: &'static str = z!(
-        Ok => "ok", Rpc => "rpc", Io => "io", Closed => "closed", Timeout => "timeout",
-        FrameTooLarge => "frame_too_large", Protocol => "protocol",
-        Deregistered => "deregistered", WouldDeadlock => "would_deadlock",
-        InvalidArgument => "invalid_argument", Empty => "empty", Panic => "panic",
-    );
-    s.as_ptr().cast()
+    status.name_nul().as_ptr().cast()
 }
 
 #[cfg(test)]
@@ -344,7 +367,7 @@ mod tests {
         for kind in ErrorKind::ALL {
             let s = a2a_status::from_kind(kind);
             assert!(seen.insert(s), "{kind:?} shares a status");
-            assert_ne!(s, a2a_status::Ok);
+            assert_ne!(s, a2a_status::OK);
             assert_eq!(s.name(), kind.as_str());
             // SAFETY: a2a_status_name returns a static NUL-terminated string.
             let c = unsafe { CStr::from_ptr(a2a_status_name(s)) };
@@ -354,27 +377,67 @@ mod tests {
 
     #[test]
     fn last_error_is_copied_out_cut_at_a_char_boundary() {
-        store(a2a_status::Io, "ééé".into(), 0, a2a_error_code::None);
+        store(a2a_status::IO, "ééé".into(), 0, a2a_error_code::None);
         let mut buf = [0x55 as c_char; 4];
         let mut n = 99usize;
         assert_eq!(
             a2a_last_error_message(buf.as_mut_ptr(), buf.len(), &mut n),
-            a2a_status::Ok
+            a2a_status::OK
         );
         // 3 bytes of room: one 2-byte char fits, the next does not.
         assert_eq!(n, 2);
         assert_eq!(buf[2], 0);
-        assert_eq!(a2a_last_error_status(), a2a_status::Io);
+        assert_eq!(a2a_last_error_status(), a2a_status::IO);
         assert_eq!(
             a2a_last_error_message(std::ptr::null_mut(), 4, &mut n),
-            a2a_status::InvalidArgument
+            a2a_status::INVALID_ARGUMENT
         );
+        assert_eq!(
+            a2a_last_error_message(buf.as_mut_ptr(), 4, std::ptr::null_mut()),
+            a2a_status::INVALID_ARGUMENT
+        );
+    }
+
+    #[test]
+    fn the_size_of_the_last_error_can_be_asked_first() {
+        store(a2a_status::IO, "ééé".into(), 0, a2a_error_code::None);
+        let mut n = 99usize;
+        assert_eq!(
+            a2a_last_error_message(std::ptr::null_mut(), 0, &mut n),
+            a2a_status::OK
+        );
+        assert_eq!(n, 7, "6 bytes of message and the NUL");
+        // A buffer of that size takes the whole message.
+        let mut buf = vec![0x55 as c_char; n];
+        let mut m = 0usize;
+        assert_eq!(
+            a2a_last_error_message(buf.as_mut_ptr(), buf.len(), &mut m),
+            a2a_status::OK
+        );
+        assert_eq!(m, 6);
+        // SAFETY: NUL-terminated by a2a_last_error_message.
+        let got = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap();
+        assert_eq!(got, "ééé");
+        // The query does not disturb the error it reports.
+        assert_eq!(a2a_last_error_status(), a2a_status::IO);
+    }
+
+    #[test]
+    fn a_status_that_is_not_one_is_named_unknown() {
+        for bad in [-1, 12, 99, i32::MIN] {
+            // SAFETY: a2a_status_name returns a static NUL-terminated string.
+            let c = unsafe { CStr::from_ptr(a2a_status_name(a2a_status(bad))) };
+            assert_eq!(c.to_str().unwrap(), "unknown");
+        }
+        // SAFETY: as above.
+        let c = unsafe { CStr::from_ptr(a2a_status_name(a2a_status::EMPTY)) };
+        assert_eq!(c.to_str().unwrap(), "empty");
     }
 
     #[test]
     fn a_panic_becomes_a_status_with_its_message() {
         let st = guard(|| panic!("boom"));
-        assert_eq!(st, a2a_status::Panic);
+        assert_eq!(st, a2a_status::PANIC);
         let mut buf = [0 as c_char; 64];
         let mut n = 0;
         a2a_last_error_message(buf.as_mut_ptr(), buf.len(), &mut n);

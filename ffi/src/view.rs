@@ -10,6 +10,8 @@
 //! view as their first field, so the pointer handed to C is also the
 //! owner's and `_free` can give it back.
 
+use crate::args::{bad_enum, c_enum_debug, CEnum};
+use crate::status::FfiError;
 use a2a_client::proto::types::{Role, TaskStatus};
 use a2a_client::{AgentCard, Artifact, Message, Part, PushConfig, State, Task};
 use serde::Serialize;
@@ -63,50 +65,90 @@ impl a2a_str {
     }
 }
 
-/// A task's lifecycle state (PROTOCOL.md §6).
+/// A task's lifecycle state (PROTOCOL.md §6): one of the A2A_STATE_
+/// constants. An integer, not an enum, so that any value C passes is
+/// defined; as an argument it is checked (A2A_STATUS_INVALID_ARGUMENT).
 #[allow(non_camel_case_types)]
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum a2a_state {
-    Submitted = 0,
-    Working,
-    InputRequired,
-    AuthRequired,
-    Completed,
-    Canceled,
-    Failed,
-    Rejected,
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct a2a_state(pub i32);
+
+impl a2a_state {
+    pub const SUBMITTED: a2a_state = a2a_state(0);
+    pub const WORKING: a2a_state = a2a_state(1);
+    pub const INPUT_REQUIRED: a2a_state = a2a_state(2);
+    pub const AUTH_REQUIRED: a2a_state = a2a_state(3);
+    pub const COMPLETED: a2a_state = a2a_state(4);
+    pub const CANCELED: a2a_state = a2a_state(5);
+    pub const FAILED: a2a_state = a2a_state(6);
+    pub const REJECTED: a2a_state = a2a_state(7);
     /// As an input: no state given (no filter, no change).
-    Unset,
+    pub const UNSET: a2a_state = a2a_state(8);
 }
+
+impl CEnum for a2a_state {
+    const KNOWN: &'static [(a2a_state, &'static str)] = &[
+        (a2a_state::SUBMITTED, "A2A_STATE_SUBMITTED"),
+        (a2a_state::WORKING, "A2A_STATE_WORKING"),
+        (a2a_state::INPUT_REQUIRED, "A2A_STATE_INPUT_REQUIRED"),
+        (a2a_state::AUTH_REQUIRED, "A2A_STATE_AUTH_REQUIRED"),
+        (a2a_state::COMPLETED, "A2A_STATE_COMPLETED"),
+        (a2a_state::CANCELED, "A2A_STATE_CANCELED"),
+        (a2a_state::FAILED, "A2A_STATE_FAILED"),
+        (a2a_state::REJECTED, "A2A_STATE_REJECTED"),
+        (a2a_state::UNSET, "A2A_STATE_UNSET"),
+    ];
+    fn raw(self) -> i32 {
+        self.0
+    }
+}
+
+c_enum_debug!(a2a_state);
 
 impl a2a_state {
     pub fn from_state(s: State) -> a2a_state {
         match s {
-            State::Submitted => a2a_state::Submitted,
-            State::Working => a2a_state::Working,
-            State::InputRequired => a2a_state::InputRequired,
-            State::AuthRequired => a2a_state::AuthRequired,
-            State::Completed => a2a_state::Completed,
-            State::Canceled => a2a_state::Canceled,
-            State::Failed => a2a_state::Failed,
-            State::Rejected => a2a_state::Rejected,
+            State::Submitted => a2a_state::SUBMITTED,
+            State::Working => a2a_state::WORKING,
+            State::InputRequired => a2a_state::INPUT_REQUIRED,
+            State::AuthRequired => a2a_state::AUTH_REQUIRED,
+            State::Completed => a2a_state::COMPLETED,
+            State::Canceled => a2a_state::CANCELED,
+            State::Failed => a2a_state::FAILED,
+            State::Rejected => a2a_state::REJECTED,
         }
     }
 
-    /// The client's state; `None` for `Unset`.
+    /// The client's state; `None` for `UNSET` and for a value that is not
+    /// a state.
     pub fn to_state(self) -> Option<State> {
         Some(match self {
-            a2a_state::Submitted => State::Submitted,
-            a2a_state::Working => State::Working,
-            a2a_state::InputRequired => State::InputRequired,
-            a2a_state::AuthRequired => State::AuthRequired,
-            a2a_state::Completed => State::Completed,
-            a2a_state::Canceled => State::Canceled,
-            a2a_state::Failed => State::Failed,
-            a2a_state::Rejected => State::Rejected,
-            a2a_state::Unset => return None,
+            a2a_state::SUBMITTED => State::Submitted,
+            a2a_state::WORKING => State::Working,
+            a2a_state::INPUT_REQUIRED => State::InputRequired,
+            a2a_state::AUTH_REQUIRED => State::AuthRequired,
+            a2a_state::COMPLETED => State::Completed,
+            a2a_state::CANCELED => State::Canceled,
+            a2a_state::FAILED => State::Failed,
+            a2a_state::REJECTED => State::Rejected,
+            _ => return None,
         })
+    }
+
+    /// The argument `name` as a filter: a state, or `None` for UNSET;
+    /// anything else is refused.
+    pub(crate) fn filter_arg(self, name: &str) -> Result<Option<State>, FfiError> {
+        match self.to_state() {
+            Some(s) => Ok(Some(s)),
+            None if self == a2a_state::UNSET => Ok(None),
+            None => Err(bad_enum(self, name, |_| true)),
+        }
+    }
+
+    /// The argument `name` as a state to move to: UNSET is refused too.
+    pub(crate) fn state_arg(self, name: &str) -> Result<State, FfiError> {
+        self.to_state()
+            .ok_or_else(|| bad_enum(self, name, |k| k != a2a_state::UNSET))
     }
 }
 
@@ -467,7 +509,7 @@ impl TaskBox {
 pub(crate) const EMPTY_TASK: a2a_task = a2a_task {
     id: a2a_str::NONE,
     context_id: a2a_str::NONE,
-    state: a2a_state::Unset,
+    state: a2a_state::UNSET,
     version: 0,
     timestamp: a2a_str::NONE,
     agent_name: a2a_str::NONE,
@@ -547,7 +589,7 @@ mod tests {
         // SAFETY: the box (the owner of every view) is alive throughout.
         unsafe {
             assert_eq!(v.id.as_str(), Some("t1"));
-            assert_eq!(v.state, a2a_state::InputRequired);
+            assert_eq!(v.state, a2a_state::INPUT_REQUIRED);
             assert_eq!(v.version, 4);
             let sm = &*v.status_message;
             assert_eq!((*sm.parts).text.as_str(), Some("why?"));
@@ -576,6 +618,17 @@ mod tests {
         for s in State::ALL {
             assert_eq!(a2a_state::from_state(s).to_state(), Some(s));
         }
-        assert_eq!(a2a_state::Unset.to_state(), None);
+        assert_eq!(a2a_state::UNSET.to_state(), None);
+        assert_eq!(a2a_state::UNSET.filter_arg("state").unwrap(), None);
+        assert!(a2a_state::UNSET.state_arg("state").is_err());
+        for bad in [-1, 9, 99, 1000, i32::MIN, i32::MAX] {
+            assert_eq!(a2a_state(bad).to_state(), None);
+            let e = a2a_state(bad).filter_arg("state").unwrap_err().to_string();
+            assert!(e.contains(&format!("`state` is {bad};")), "{e}");
+            assert!(e.contains("A2A_STATE_UNSET (8)"), "{e}");
+            let e = a2a_state(bad).state_arg("state").unwrap_err().to_string();
+            assert!(e.contains("A2A_STATE_REJECTED (7)"), "{e}");
+            assert!(!e.contains("UNSET"), "{e}");
+        }
     }
 }

@@ -1,10 +1,12 @@
-//! The C ABI tested from C: compiles `tests/c/a2a_test.c` with `cc`
-//! against the checked-in header and links it to this crate's static
+//! The C ABI tested from C: compiles the programs of `tests/c/` with `cc`
+//! against the checked-in header and links them to this crate's static
 //! library (which `cargo test` has just built), spawns a real broker
 //! (`a2a-broker serve --socket ... --no-stdio`, through the test kit), and
-//! runs the program with the socket and secret; it must exit 0. The second
-//! test runs the same program under Valgrind (no leak, no invalid access),
-//! or says why it skipped. Every child has a deadline.
+//! runs each with the socket and secret; it must exit 0. Two programs:
+//! `a2a_test.c` (the ABI used as documented) and `a2a_misuse.c` (NULLs,
+//! out-of-range enumeration values, frees from inside callbacks). Each is
+//! run plainly and under Valgrind (no leak, no invalid access; or the test
+//! says why it skipped). Every child has a deadline.
 
 use a2a_testkit::bin::{profile_dir, Profile};
 use a2a_testkit::process::wait_exit;
@@ -30,49 +32,64 @@ fn crate_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The static library, brought up to date first: `cargo test` links the
+/// tests against the rlib and need not have rebuilt the staticlib (a clean
+/// `cargo test --workspace` does not make it at all), and a stale one
+/// would test old code. A no-op when it is fresh.
+fn static_lib() -> &'static Path {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-p", "a2a-ffi", "--lib"]);
+        if Profile::current() == Profile::Release {
+            cmd.arg("--release");
+        }
+        let status = cmd
+            .current_dir(crate_dir())
+            .status()
+            .expect("run cargo build -p a2a-ffi");
+        assert!(status.success(), "cargo build -p a2a-ffi failed");
+        let lib = profile_dir(Profile::current()).join("liba2a_ffi.a");
+        assert!(lib.exists(), "{} missing after the build", lib.display());
+        lib
+    })
+}
+
+/// Compiles `tests/c/<name>.c` (with the shared `check.h`) into
+/// `<profile>/a2a-ffi-c/<name>`.
+fn compile(name: &str) -> PathBuf {
+    let lib = static_lib();
+    let out_dir = profile_dir(Profile::current()).join("a2a-ffi-c");
+    std::fs::create_dir_all(&out_dir).expect("create the C output directory");
+    let exe = out_dir.join(name);
+    let src = crate_dir().join(format!("tests/c/{name}.c"));
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(&cc)
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-O1"])
+        .arg("-I")
+        .arg(crate_dir().join("include"))
+        .arg(&src)
+        .arg(lib)
+        .args(NATIVE_LIBS)
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {cc}: {e}"));
+    assert!(status.success(), "{cc} failed to compile {}", src.display());
+    exe
+}
+
 /// The C test program, compiled once per test binary.
 fn c_program() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let lib = profile_dir(Profile::current()).join("liba2a_ffi.a");
-        if !lib.exists() {
-            // `cargo test` links tests against the rlib and need not have
-            // produced the staticlib (a clean `cargo test --workspace`
-            // does not): build it, as a C host's build would.
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let mut cmd = Command::new(cargo);
-            cmd.args(["build", "-p", "a2a-ffi", "--lib"]);
-            if Profile::current() == Profile::Release {
-                cmd.arg("--release");
-            }
-            let status = cmd
-                .current_dir(crate_dir())
-                .status()
-                .expect("run cargo build -p a2a-ffi");
-            assert!(status.success(), "cargo build -p a2a-ffi failed");
-        }
-        assert!(lib.exists(), "{} missing after the build", lib.display());
-        let out_dir = profile_dir(Profile::current()).join("a2a-ffi-c");
-        std::fs::create_dir_all(&out_dir).expect("create the C output directory");
-        let exe = out_dir.join("a2a_test");
-        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-        let status = Command::new(&cc)
-            .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-O1"])
-            .arg("-I")
-            .arg(crate_dir().join("include"))
-            .arg(crate_dir().join("tests/c/a2a_test.c"))
-            .arg(&lib)
-            .args(NATIVE_LIBS)
-            .arg("-o")
-            .arg(&exe)
-            .status()
-            .unwrap_or_else(|e| panic!("cannot run {cc}: {e}"));
-        assert!(
-            status.success(),
-            "{cc} failed to compile tests/c/a2a_test.c"
-        );
-        exe
-    })
+    BIN.get_or_init(|| compile("a2a_test"))
+}
+
+/// The misuse program, compiled once per test binary.
+fn misuse_program() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| compile("a2a_misuse"))
 }
 
 /// Runs `cmd` to completion within `timeout` (killed after it), with its
@@ -123,7 +140,9 @@ fn broker(db: &TestDb) -> (a2a_testkit::BrokerProcess, String, String) {
     )
 }
 
-fn check(out: &Output, what: &str) {
+/// The program exited 0 after printing `<program>: all passed`, and no
+/// thread panicked.
+fn check(out: &Output, program: &str, what: &str) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -131,23 +150,31 @@ fn check(out: &Output, what: &str) {
         "{what} failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
         out.status
     );
-    assert!(stdout.contains("a2a_test: all passed"), "{what}: {stdout}");
+    assert!(
+        stdout.contains(&format!("{program}: all passed")),
+        "{what}: {stdout}"
+    );
+    // A panic on one of the library's own threads (reader, writer, event
+    // ring) never reaches C and would go unseen but for its message.
+    assert!(
+        !stderr.contains("panicked"),
+        "{what}: a thread of the library panicked:\n{stderr}"
+    );
     eprintln!("{what}:\n{stdout}");
 }
 
-#[test]
-fn the_c_program_passes_against_a_real_broker() {
-    let exe = c_program();
+/// Runs `exe` against a fresh broker, plainly.
+fn run_plain(exe: &Path, program: &str) {
     let db = TestDb::new();
     let (_broker, socket, secret) = broker(&db);
     let mut cmd = Command::new(exe);
     cmd.arg(&socket).arg(&secret);
     let out = run(cmd, Duration::from_secs(300));
-    check(&out, "a2a_test");
+    check(&out, program, program);
 }
 
-#[test]
-fn the_c_program_is_clean_under_valgrind() {
+/// Is Valgrind there? (Says so when it is not.)
+fn valgrind_found() -> bool {
     let found = Command::new("valgrind")
         .arg("--version")
         .stdout(Stdio::null())
@@ -158,9 +185,13 @@ fn the_c_program_is_clean_under_valgrind() {
         eprintln!(
             "SKIPPED: valgrind is not on PATH (CI installs it: `apt-get install -y valgrind`)"
         );
-        return;
     }
-    let exe = c_program();
+    found
+}
+
+/// Runs `exe` against a fresh broker under Valgrind: any invalid access
+/// or definite/possible leak makes it exit 1.
+fn run_valgrind(exe: &Path, program: &str) {
     let db = TestDb::new();
     let (_broker, socket, secret) = broker(&db);
     let mut cmd = Command::new("valgrind");
@@ -179,5 +210,29 @@ fn the_c_program_is_clean_under_valgrind() {
     .arg(&socket)
     .arg(&secret);
     let out = run(cmd, Duration::from_secs(900));
-    check(&out, "a2a_test under valgrind");
+    check(&out, program, &format!("{program} under valgrind"));
+}
+
+#[test]
+fn the_c_program_passes_against_a_real_broker() {
+    run_plain(c_program(), "a2a_test");
+}
+
+#[test]
+fn the_c_program_is_clean_under_valgrind() {
+    if valgrind_found() {
+        run_valgrind(c_program(), "a2a_test");
+    }
+}
+
+#[test]
+fn the_misuse_program_passes_against_a_real_broker() {
+    run_plain(misuse_program(), "a2a_misuse");
+}
+
+#[test]
+fn the_misuse_program_is_clean_under_valgrind() {
+    if valgrind_found() {
+        run_valgrind(misuse_program(), "a2a_misuse");
+    }
 }

@@ -3,25 +3,41 @@
 
 use super::{a2a_reply_cb, agent_arg, reply_async, reply_blocking};
 use crate::agent::a2a_agent;
-use crate::args::{opt_str_arg, str_arg};
+use crate::args::{bad_enum, c_enum_debug, opt_str_arg, str_arg, CEnum};
 use crate::reply::{a2a_reply, ReplyData};
 use crate::status::{a2a_status, guard};
 use crate::view::a2a_state;
 use a2a_client::{ListRole, PushConfig, TaskListResult, TaskQuery};
 use std::ffi::{c_char, c_void};
 
-/// Which of its tasks a2a_agent_list_tasks returns.
+/// Which of its tasks a2a_agent_list_tasks returns: one of the
+/// A2A_LIST_ROLE_ constants (an integer, checked on entry).
 #[allow(non_camel_case_types)]
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum a2a_list_role {
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct a2a_list_role(pub i32);
+
+impl a2a_list_role {
     /// Tasks it serves or requested.
-    Any = 0,
+    pub const ANY: a2a_list_role = a2a_list_role(0);
     /// Tasks it serves.
-    Worker,
+    pub const WORKER: a2a_list_role = a2a_list_role(1);
     /// Tasks it requested.
-    Requester,
+    pub const REQUESTER: a2a_list_role = a2a_list_role(2);
 }
+
+impl CEnum for a2a_list_role {
+    const KNOWN: &'static [(a2a_list_role, &'static str)] = &[
+        (a2a_list_role::ANY, "A2A_LIST_ROLE_ANY"),
+        (a2a_list_role::WORKER, "A2A_LIST_ROLE_WORKER"),
+        (a2a_list_role::REQUESTER, "A2A_LIST_ROLE_REQUESTER"),
+    ];
+    fn raw(self) -> i32 {
+        self.0
+    }
+}
+
+c_enum_debug!(a2a_list_role);
 
 fn tasks_reply(r: TaskListResult) -> ReplyData {
     ReplyData::Tasks(r.tasks, r.next_cursor)
@@ -37,11 +53,12 @@ unsafe fn query(
 ) -> Result<TaskQuery, crate::status::FfiError> {
     Ok(TaskQuery {
         role: match role {
-            a2a_list_role::Any => ListRole::Any,
-            a2a_list_role::Worker => ListRole::Worker,
-            a2a_list_role::Requester => ListRole::Requester,
+            a2a_list_role::ANY => ListRole::Any,
+            a2a_list_role::WORKER => ListRole::Worker,
+            a2a_list_role::REQUESTER => ListRole::Requester,
+            _ => return Err(bad_enum(role, "role", |_| true)),
         },
-        state: state.to_state(),
+        state: state.filter_arg("state")?,
         limit: (limit > 0).then_some(u64::from(limit)),
         // SAFETY: forwarded from the caller.
         cursor: unsafe { opt_str_arg(cursor, "cursor") }?.map(str::to_owned),
@@ -63,7 +80,9 @@ pub extern "C" fn a2a_agent_list_agents(
     guard(|| {
         // SAFETY: NULL or live handles and strings (header rule).
         let (a, skill) = unsafe { (agent_arg(agent)?, opt_str_arg(skill, "skill")?) };
-        reply_blocking(out, || a.agent.list_agents(skill).map(ReplyData::Agents))
+        reply_blocking(a.dispatcher(), out, || {
+            a.agent.list_agents(skill).map(ReplyData::Agents)
+        })
     })
 }
 
@@ -108,7 +127,9 @@ pub extern "C" fn a2a_agent_list_tasks(
     guard(|| {
         // SAFETY: NULL or live handles and strings (header rule).
         let (a, q) = unsafe { (agent_arg(agent)?, query(role, state, limit, cursor)?) };
-        reply_blocking(out, || a.agent.list_tasks(q).map(tasks_reply))
+        reply_blocking(a.dispatcher(), out, || {
+            a.agent.list_tasks(q).map(tasks_reply)
+        })
     })
 }
 
@@ -177,7 +198,7 @@ pub extern "C" fn a2a_agent_set_push_config(
                 config(config_id, url, token)?,
             )
         };
-        reply_blocking(out, || {
+        reply_blocking(a.dispatcher(), out, || {
             a.agent.set_push_config(id, c).map(ReplyData::PushConfig)
         })
     })
@@ -228,7 +249,9 @@ pub extern "C" fn a2a_agent_get_push_config(
     guard(|| {
         // SAFETY: NULL or live handles and strings (header rule).
         let (a, id) = unsafe { (agent_arg(agent)?, str_arg(task_id, "task_id")?) };
-        reply_blocking(out, || a.agent.push_config(id).map(ReplyData::PushConfig))
+        reply_blocking(a.dispatcher(), out, || {
+            a.agent.push_config(id).map(ReplyData::PushConfig)
+        })
     })
 }
 
@@ -266,6 +289,7 @@ pub extern "C" fn a2a_agent_deregister(agent: *const a2a_agent) -> a2a_status {
     guard(|| {
         // SAFETY: NULL or a live handle (header rule).
         let a = unsafe { agent_arg(agent) }?;
+        a.dispatcher().may_block()?;
         a.agent.deregister()?;
         Ok(())
     })

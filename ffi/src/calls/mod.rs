@@ -34,10 +34,12 @@ use std::sync::Arc;
 /// closes (then with A2A_STATUS_CLOSED), and before a2a_client_free
 /// returns.
 ///
-/// Reentrancy: it may submit calls (_async), free handles, and in poll
-/// mode call a2a_client_poll. In thread mode a blocking call of the same
-/// client fails there with A2A_STATUS_WOULD_DEADLOCK; it must not block for
-/// long, since the reader thread delivers every answer of the connection.
+/// Reentrancy: it may submit calls (_async), free handles (its agent's,
+/// its client's) and owned values, and in poll mode call a2a_client_poll.
+/// In thread mode a blocking call of the same client fails there with
+/// A2A_STATUS_WOULD_DEADLOCK, whichever thread runs it; it must not block
+/// for long, since the reader thread delivers every answer of the
+/// connection.
 #[allow(non_camel_case_types)]
 pub type a2a_task_cb =
     Option<unsafe extern "C" fn(userdata: *mut c_void, status: a2a_status, task: *const a2a_task)>;
@@ -60,24 +62,31 @@ pub(crate) unsafe fn agent_arg<'a>(agent: *const a2a_agent) -> Result<&'a a2a_ag
     unsafe { handle(agent, "agent") }
 }
 
-/// A blocking call answered by a task: the task goes to `*out`.
+/// A blocking call answered by a task: the task goes to `*out`. Refused
+/// inside a thread-mode callback of the same client (see
+/// `Dispatcher::may_block`).
 pub(crate) fn task_blocking(
+    dispatcher: &Dispatcher,
     out: *mut *mut a2a_task,
     call: impl FnOnce() -> Result<Task, ClientError>,
 ) -> Result<(), FfiError> {
     out_arg(out, "out")?;
+    dispatcher.may_block()?;
     let task = call()?;
     // SAFETY: checked non-NULL above; the caller frees it with a2a_task_free.
     unsafe { write_out(out, TaskBox::into_raw(TaskBox::new(task))) };
     Ok(())
 }
 
-/// A blocking call answered by a reply: the reply goes to `*out`.
+/// A blocking call answered by a reply: the reply goes to `*out`. Refused
+/// as [`task_blocking`] is.
 pub(crate) fn reply_blocking(
+    dispatcher: &Dispatcher,
     out: *mut *mut a2a_reply,
     call: impl FnOnce() -> Result<ReplyData, ClientError>,
 ) -> Result<(), FfiError> {
     out_arg(out, "out")?;
+    dispatcher.may_block()?;
     let data = call()?;
     // SAFETY: checked non-NULL above; the caller frees it with a2a_reply_free.
     unsafe { write_out(out, ReplyBox::into_raw(ReplyBox::new(data))) };
@@ -110,7 +119,7 @@ pub(crate) fn task_async(
                 let b = TaskBox::new(task);
                 // SAFETY: the caller's callback with its userdata; the task
                 // view lives in `b` until after the call.
-                unsafe { cb(ud.ptr(), a2a_status::Ok, b.view()) };
+                unsafe { cb(ud.ptr(), a2a_status::OK, b.view()) };
             }
             Err(e) => {
                 let status = record(&FfiError::Client(e));
@@ -152,7 +161,7 @@ where
                 let b = ReplyBox::new(convert(v));
                 // SAFETY: the caller's callback with its userdata; the reply
                 // view lives in `b` until after the call.
-                unsafe { cb(ud.ptr(), a2a_status::Ok, b.view()) };
+                unsafe { cb(ud.ptr(), a2a_status::OK, b.view()) };
             }
             Err(e) => {
                 let status = record(&FfiError::Client(e));

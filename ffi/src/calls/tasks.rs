@@ -67,7 +67,7 @@ pub extern "C" fn a2a_agent_send(
             )
         };
         let m = p.message(to, None);
-        task_blocking(out, || a.agent.send(m, cfg))
+        task_blocking(a.dispatcher(), out, || a.agent.send(m, cfg))
     })
 }
 
@@ -123,7 +123,7 @@ pub extern "C" fn a2a_agent_send_followup(
             )
         };
         let m = p.message(None, Some(id));
-        task_blocking(out, || a.agent.send(m, cfg))
+        task_blocking(a.dispatcher(), out, || a.agent.send(m, cfg))
     })
 }
 
@@ -171,7 +171,7 @@ pub extern "C" fn a2a_agent_broadcast(
         // SAFETY: NULL or live handles and structs (header rule).
         let (a, p, cfg) = unsafe { (agent_arg(agent)?, parts_arg(parts, "parts")?, options(opts)) };
         let m = p.message(None, None);
-        reply_blocking(out, || {
+        reply_blocking(a.dispatcher(), out, || {
             a.agent.broadcast(m, cfg).map(|t| ReplyData::Tasks(t, None))
         })
     })
@@ -210,9 +210,7 @@ unsafe fn status_args<'a>(
 ) -> Result<(&'a str, a2a_client::State, Option<Message>), FfiError> {
     // SAFETY: forwarded from the caller.
     let id = unsafe { str_arg(task_id, "task_id") }?;
-    let st = state
-        .to_state()
-        .ok_or_else(|| FfiError::invalid("`state` is A2A_STATE_UNSET"))?;
+    let st = state.state_arg("state")?;
     // SAFETY: forwarded from the caller.
     Ok((id, st, unsafe { opt_message(parts, id) }))
 }
@@ -233,7 +231,7 @@ pub extern "C" fn a2a_agent_set_status(
     guard(|| {
         // SAFETY: NULL or live handles and strings (header rule).
         let (a, (id, st, m)) = unsafe { (agent_arg(agent)?, status_args(task_id, state, parts)?) };
-        task_blocking(out, || a.agent.set_status(id, st, m))
+        task_blocking(a.dispatcher(), out, || a.agent.set_status(id, st, m))
     })
 }
 
@@ -286,7 +284,9 @@ pub extern "C" fn a2a_agent_add_artifact(
             );
             (agent_arg(agent)?, str_arg(task_id, "task_id")?, art)
         };
-        task_blocking(out, || a.agent.add_artifact(id, art, append, last_chunk))
+        task_blocking(a.dispatcher(), out, || {
+            a.agent.add_artifact(id, art, append, last_chunk)
+        })
     })
 }
 
@@ -339,7 +339,7 @@ pub extern "C" fn a2a_agent_cancel(
         let (a, id) = unsafe { (agent_arg(agent)?, str_arg(task_id, "task_id")?) };
         // SAFETY: NULL or a live builder (header rule).
         let m = unsafe { opt_message(parts, id) };
-        task_blocking(out, || a.agent.cancel(id, m))
+        task_blocking(a.dispatcher(), out, || a.agent.cancel(id, m))
     })
 }
 
@@ -378,7 +378,9 @@ pub extern "C" fn a2a_agent_get_task(
     guard(|| {
         // SAFETY: NULL or live handles and strings (header rule).
         let (a, id) = unsafe { (agent_arg(agent)?, str_arg(task_id, "task_id")?) };
-        task_blocking(out, || a.agent.get_task(id, opt_u64(history_length)))
+        task_blocking(a.dispatcher(), out, || {
+            a.agent.get_task(id, opt_u64(history_length))
+        })
     })
 }
 
@@ -419,7 +421,9 @@ pub extern "C" fn a2a_agent_resubscribe(
     guard(|| {
         // SAFETY: NULL or live handles and strings (header rule).
         let (a, id) = unsafe { (agent_arg(agent)?, str_arg(task_id, "task_id")?) };
-        task_blocking(out, || a.agent.resubscribe(id, opt_u64(after_version)))
+        task_blocking(a.dispatcher(), out, || {
+            a.agent.resubscribe(id, opt_u64(after_version))
+        })
     })
 }
 
