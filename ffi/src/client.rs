@@ -212,7 +212,9 @@ pub extern "C" fn a2a_client_fd(client: *const a2a_client, out_fd: *mut c_int) -
 /// A2A_DISPATCH_POLL client on this thread, without blocking, and writes
 /// how many ran to `*out_n` (0 when nothing was queued). The descriptor
 /// stays readable while callbacks remain queued. Callbacks may call this
-/// again (it nests).
+/// again (it nests), and may free the client: this then returns once that
+/// callback has, having run nothing more (the free ran what was owed), and
+/// the caller must not use the client again.
 ///
 /// Threads: any (usually the host's event-loop thread); several threads
 /// may poll one client, each callback then runs on one of them.

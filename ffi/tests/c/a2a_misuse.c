@@ -726,6 +726,28 @@ static void check_freed(freer *fr, int runs, const char *what) {
   printf("frees: %s\n", what);
 }
 
+/* A completion callback that polls again; the callback that inner poll
+ * runs frees the client. */
+typedef struct {
+  a2a_client *client;
+  int outer, inner;
+  size_t inner_ran;
+  a2a_status inner_status;
+} nest;
+
+static void on_reply_nest(void *ud, a2a_status st, const a2a_reply *r) {
+  nest *n = ud;
+  (void)st, (void)r;
+  if (n->outer == 0) {
+    n->outer++;
+    n->inner_status = a2a_client_poll(n->client, 16, &n->inner_ran);
+    /* the client is gone now: not used again */
+  } else {
+    n->inner++;
+    a2a_client_free(n->client);
+  }
+}
+
 static void frees(void) {
   a2a_client *rc = connect_mode(A2A_DISPATCH_THREAD, 0);
   a2a_agent *req = reg(rc, "misuse-free", "fr-req");
@@ -744,6 +766,26 @@ static void frees(void) {
     poll_until(pc, &fr.runs, 1);
     /* the second ran inside the free, before a2a_client_poll returned */
     check_freed(&fr, 2, "poll mode, completion callback frees the client (no agent alive)");
+  }
+
+  /* Poll mode, nested: the callback run by a poll inside a callback frees
+   * the client; both polls return normally. */
+  {
+    a2a_client *pc = connect_mode(A2A_DISPATCH_POLL, 0);
+    nest n;
+    memset(&n, 0, sizeof n);
+    n.client = pc;
+    OK(a2a_client_call_json_async(pc, "a2a.agents.list", NULL, on_reply_nest, &n));
+    OK(a2a_client_call_json_async(pc, "a2a.agents.list", NULL, on_reply_nest, &n));
+    /* answered after those two on the same socket: both are queued now */
+    a2a_reply *r = NULL;
+    EXPECT(a2a_client_call_json(pc, "a2a.agents.list", NULL, &r), A2A_STATUS_RPC);
+    size_t ran = 0;
+    OK(a2a_client_poll(pc, 16, &ran));
+    CHECK(ran == 1 && n.outer == 1 && n.inner == 1);
+    EXPECT(n.inner_status, A2A_STATUS_OK);
+    CHECK(n.inner_ran == 1);
+    printf("frees: poll mode, a nested poll's callback frees the client\n");
   }
 
   /* Poll mode, completion callback frees its agent, owned values, then
