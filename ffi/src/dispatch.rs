@@ -451,6 +451,38 @@ mod tests {
     }
 
     #[test]
+    fn blocking_is_refused_inside_a_thread_mode_callback_of_the_same_client_only() {
+        let d = Arc::new(Dispatcher::new(a2a_dispatch::THREAD).unwrap());
+        let other = Arc::new(Dispatcher::new(a2a_dispatch::THREAD).unwrap());
+        let poll = Arc::new(Dispatcher::new(a2a_dispatch::POLL).unwrap());
+        assert!(d.may_block().is_ok(), "outside any callback");
+        let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let (d2, o2, p2, s2) = (d.clone(), other.clone(), poll.clone(), seen.clone());
+        // An event delivered on this (any) thread runs its job here, as a
+        // callback of `d`.
+        d.event(Box::new(move || {
+            s2.lock().extend([
+                d2.may_block().is_err(),
+                o2.may_block().is_ok(),
+                p2.may_block().is_ok(),
+            ]);
+        }));
+        assert_eq!(*seen.lock(), [true, true, true]);
+        assert!(d.may_block().is_ok(), "after the callback");
+        // Poll mode: the host's own thread runs callbacks and may block.
+        let (p3, s3) = (poll.clone(), seen.clone());
+        poll.event(Box::new(move || s3.lock().push(p3.may_block().is_ok())));
+        assert_eq!(poll.poll(8), 1);
+        assert_eq!(seen.lock().last(), Some(&true));
+    }
+
+    #[test]
+    fn an_unknown_dispatch_mode_is_refused() {
+        let e = Dispatcher::new(a2a_dispatch(7)).err().unwrap().to_string();
+        assert!(e.contains("`options->dispatch` is 7;"), "{e}");
+    }
+
+    #[test]
     fn thread_mode_free_waits_for_a_completion_owed_by_another_thread() {
         let d = Arc::new(Dispatcher::new(a2a_dispatch::THREAD).unwrap());
         d.begin_call();
