@@ -906,6 +906,26 @@ static void frees(void) {
     free(task2);
   }
 
+  /* A pull agent (its events fetched by a chain of a2a.events.wait calls),
+   * in both modes: the event callback frees its agent and the client. */
+  for (int mode = 0; mode < 2; mode++) {
+    a2a_client *c = connect_mode(mode ? A2A_DISPATCH_POLL : A2A_DISPATCH_THREAD, 0);
+    const char *name = mode ? "fr-pull-p" : "fr-pull-t";
+    a2a_agent *w = NULL;
+    OK(a2a_client_register(c, "misuse-free", name, NULL, A2A_DELIVERY_PULL, &w));
+    freer_init(&fr);
+    fr.agent = w, fr.client = c;
+    OK(a2a_agent_set_event_cb(w, on_event_free, &fr));
+    char *task = send_text(req, name, "pull");
+    if (mode)
+      poll_until(c, &fr.runs, 1);
+    else
+      flag_wait(&fr.f, 1);
+    check_freed(&fr, 1, mode ? "poll mode, a pull agent's event callback frees agent, client"
+                             : "thread mode, a pull agent's event callback frees agent, client");
+    free(task);
+  }
+
   a2a_agent_free(req);
   a2a_client_free(rc);
 }
