@@ -112,16 +112,23 @@ pub(crate) fn bad_enum<T: CEnum>(v: T, name: &str, allowed: impl Fn(T) -> bool) 
     ))
 }
 
-/// Implements `Debug` for a [`CEnum`] as its constant's name (or the raw
-/// integer when it is not a known value).
-macro_rules! c_enum_debug {
-    ($t:ty) => {
+/// Makes the `#[repr(transparent)]` newtype `$t` (whose constants the
+/// header shows) a [`CEnum`] of the constants listed with their C names,
+/// and gives it a `Debug` that prints the name (or the raw integer when it
+/// is not a known value). A macro is invisible to cbindgen, which sees the
+/// newtype and its constants only.
+macro_rules! c_enum {
+    ($t:ident { $($c:ident => $n:literal),* $(,)? }) => {
+        impl $crate::args::CEnum for $t {
+            const KNOWN: &'static [($t, &'static str)] = &[$(($t::$c, $n)),*];
+            fn raw(self) -> i32 {
+                self.0
+            }
+        }
+
         impl std::fmt::Debug for $t {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                match <$t as $crate::args::CEnum>::KNOWN
-                    .iter()
-                    .find(|(k, _)| k == self)
-                {
+                match <$t as $crate::args::CEnum>::KNOWN.iter().find(|(k, _)| k == self) {
                     Some((_, n)) => f.write_str(n),
                     None => write!(f, "{}({})", stringify!($t), self.0),
                 }
@@ -129,7 +136,7 @@ macro_rules! c_enum_debug {
         }
     };
 }
-pub(crate) use c_enum_debug;
+pub(crate) use c_enum;
 
 /// A history length or version argument: negative means "not given".
 pub(crate) fn opt_u64(v: i64) -> Option<u64> {

@@ -3,9 +3,7 @@
 //! descriptor, a2a_client_poll, registration, and the JSON escape hatch.
 
 use crate::agent::a2a_agent;
-use crate::args::{
-    bad_enum, c_enum_debug, handle, millis_or, opt_str_arg, out_arg, str_arg, write_out, CEnum,
-};
+use crate::args::{bad_enum, c_enum, handle, millis_or, opt_str_arg, out_arg, str_arg, write_out};
 use crate::calls::{a2a_reply_cb, reply_async, reply_blocking};
 use crate::dispatch::{a2a_dispatch, Dispatcher};
 use crate::reply::{a2a_reply, ReplyData};
@@ -65,17 +63,10 @@ impl a2a_delivery {
     pub const PULL: a2a_delivery = a2a_delivery(1);
 }
 
-impl CEnum for a2a_delivery {
-    const KNOWN: &'static [(a2a_delivery, &'static str)] = &[
-        (a2a_delivery::PUSH, "A2A_DELIVERY_PUSH"),
-        (a2a_delivery::PULL, "A2A_DELIVERY_PULL"),
-    ];
-    fn raw(self) -> i32 {
-        self.0
-    }
-}
-
-c_enum_debug!(a2a_delivery);
+c_enum!(a2a_delivery {
+    PUSH => "A2A_DELIVERY_PUSH",
+    PULL => "A2A_DELIVERY_PULL",
+});
 
 /// Connects to the broker's socket at `socket` and shakes hands with
 /// `secret` (NULL: the A2A_BROKER_SECRET environment variable, else the

@@ -21,7 +21,7 @@
 //! under the mutex, so a wake-up is never lost and a burst of answers costs
 //! one write.
 
-use crate::args::{bad_enum, c_enum_debug, CEnum};
+use crate::args::{bad_enum, c_enum};
 use crate::status::{contain, FfiError};
 use parking_lot::{Condvar, Mutex};
 use std::cell::RefCell;
@@ -44,17 +44,10 @@ impl a2a_dispatch {
     pub const POLL: a2a_dispatch = a2a_dispatch(1);
 }
 
-impl CEnum for a2a_dispatch {
-    const KNOWN: &'static [(a2a_dispatch, &'static str)] = &[
-        (a2a_dispatch::THREAD, "A2A_DISPATCH_THREAD"),
-        (a2a_dispatch::POLL, "A2A_DISPATCH_POLL"),
-    ];
-    fn raw(self) -> i32 {
-        self.0
-    }
-}
-
-c_enum_debug!(a2a_dispatch);
+c_enum!(a2a_dispatch {
+    THREAD => "A2A_DISPATCH_THREAD",
+    POLL => "A2A_DISPATCH_POLL",
+});
 
 /// A caller's `void *userdata`, carried to the thread that runs its
 /// callback.

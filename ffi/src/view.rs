@@ -10,7 +10,7 @@
 //! view as their first field, so the pointer handed to C is also the
 //! owner's and `_free` can give it back.
 
-use crate::args::{bad_enum, c_enum_debug, CEnum};
+use crate::args::{bad_enum, c_enum};
 use crate::status::FfiError;
 use a2a_client::proto::types::{Role, TaskStatus};
 use a2a_client::{AgentCard, Artifact, Message, Part, PushConfig, State, Task};
@@ -86,24 +86,17 @@ impl a2a_state {
     pub const UNSET: a2a_state = a2a_state(8);
 }
 
-impl CEnum for a2a_state {
-    const KNOWN: &'static [(a2a_state, &'static str)] = &[
-        (a2a_state::SUBMITTED, "A2A_STATE_SUBMITTED"),
-        (a2a_state::WORKING, "A2A_STATE_WORKING"),
-        (a2a_state::INPUT_REQUIRED, "A2A_STATE_INPUT_REQUIRED"),
-        (a2a_state::AUTH_REQUIRED, "A2A_STATE_AUTH_REQUIRED"),
-        (a2a_state::COMPLETED, "A2A_STATE_COMPLETED"),
-        (a2a_state::CANCELED, "A2A_STATE_CANCELED"),
-        (a2a_state::FAILED, "A2A_STATE_FAILED"),
-        (a2a_state::REJECTED, "A2A_STATE_REJECTED"),
-        (a2a_state::UNSET, "A2A_STATE_UNSET"),
-    ];
-    fn raw(self) -> i32 {
-        self.0
-    }
-}
-
-c_enum_debug!(a2a_state);
+c_enum!(a2a_state {
+    SUBMITTED => "A2A_STATE_SUBMITTED",
+    WORKING => "A2A_STATE_WORKING",
+    INPUT_REQUIRED => "A2A_STATE_INPUT_REQUIRED",
+    AUTH_REQUIRED => "A2A_STATE_AUTH_REQUIRED",
+    COMPLETED => "A2A_STATE_COMPLETED",
+    CANCELED => "A2A_STATE_CANCELED",
+    FAILED => "A2A_STATE_FAILED",
+    REJECTED => "A2A_STATE_REJECTED",
+    UNSET => "A2A_STATE_UNSET",
+});
 
 impl a2a_state {
     pub fn from_state(s: State) -> a2a_state {

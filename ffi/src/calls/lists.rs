@@ -3,7 +3,7 @@
 
 use super::{a2a_reply_cb, agent_arg, reply_async, reply_blocking};
 use crate::agent::a2a_agent;
-use crate::args::{bad_enum, c_enum_debug, opt_str_arg, str_arg, CEnum};
+use crate::args::{bad_enum, c_enum, opt_str_arg, str_arg};
 use crate::reply::{a2a_reply, ReplyData};
 use crate::status::{a2a_status, guard};
 use crate::view::a2a_state;
@@ -26,18 +26,11 @@ impl a2a_list_role {
     pub const REQUESTER: a2a_list_role = a2a_list_role(2);
 }
 
-impl CEnum for a2a_list_role {
-    const KNOWN: &'static [(a2a_list_role, &'static str)] = &[
-        (a2a_list_role::ANY, "A2A_LIST_ROLE_ANY"),
-        (a2a_list_role::WORKER, "A2A_LIST_ROLE_WORKER"),
-        (a2a_list_role::REQUESTER, "A2A_LIST_ROLE_REQUESTER"),
-    ];
-    fn raw(self) -> i32 {
-        self.0
-    }
-}
-
-c_enum_debug!(a2a_list_role);
+c_enum!(a2a_list_role {
+    ANY => "A2A_LIST_ROLE_ANY",
+    WORKER => "A2A_LIST_ROLE_WORKER",
+    REQUESTER => "A2A_LIST_ROLE_REQUESTER",
+});
 
 fn tasks_reply(r: TaskListResult) -> ReplyData {
     ReplyData::Tasks(r.tasks, r.next_cursor)
