@@ -17,7 +17,9 @@
  *             A2A_STATUS_WOULD_DEADLOCK; in poll mode, and on another
  *             client, it works;
  * - frees:    the client, an agent, and owned values freed from inside
- *             completion and event callbacks, in poll mode and thread mode.
+ *             completion and event callbacks, in poll mode (also from a
+ *             nested poll) and thread mode (reader, event ring and
+ *             registering threads), for push and pull agents.
  *
  * Exits 0 when everything holds; on the first wrong status prints where,
  * what came and what was expected, and exits 1. Memory errors are
