@@ -7,6 +7,7 @@
 //!   `a2a-broker watch --event-ring` says so on stderr);
 //! - full after the ring was granted: events keep arriving through it (its
 //!   pages were allocated at creation);
+//!
 //! and the total-ring budget (half of `/dev/shm` at most) declines a ring
 //! that would pass it while `/dev/shm` still has room.
 //!

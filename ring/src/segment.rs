@@ -339,7 +339,10 @@ pub fn shm_total_bytes() -> Option<u64> {
     if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
         return None;
     }
-    Some((st.f_blocks as u64).saturating_mul(st.f_frsize as u64))
+    // The fields' widths differ between targets (u32 on some 32-bit ones).
+    #[allow(clippy::unnecessary_cast)]
+    let (blocks, frsize) = (st.f_blocks as u64, st.f_frsize as u64);
+    Some(blocks.saturating_mul(frsize))
 }
 
 fn check_prefix(prefix: &str) -> Result<(), SegmentError> {
