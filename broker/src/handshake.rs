@@ -55,9 +55,20 @@ pub(crate) fn handshake(s: &mut Session, p: HandshakeParams) -> Result<Reply, Rp
         capabilities: vec!["a2a".into()],
         // Granted once; a repeated handshake answers the same ring.
         // Only a local socket's outbox has a ring slot (stdio is the
-        // host's own pipe and gets no ring).
+        // host's own pipe and gets no ring). A ring the broker cannot back
+        // is declined (§1.3): no `eventRing`, events over the socket.
         event_ring: match (&p.event_ring, s.outbox.ring()) {
-            (Some(req), Some(slot)) => slot.grant(req.bytes),
+            (Some(req), Some(slot)) => match slot.grant(req.bytes) {
+                Ok(info) => Some(info),
+                Err(why) => {
+                    tracing::info!(
+                        conn = s.conn,
+                        requested = req.bytes,
+                        "event ring declined, events go over the socket: {why}"
+                    );
+                    None
+                }
+            },
             _ => None,
         },
     }))

@@ -201,7 +201,7 @@ impl Shared {
     /// Starts closing: records the reason (the first wins), stops the
     /// writer and shuts the socket down, which wakes the reader; the reader
     /// fails the waiting calls. Safe from any thread, idempotent.
-    fn close(&self, reason: CloseReason) {
+    pub(crate) fn close(&self, reason: CloseReason) {
         {
             let mut t = self.table.lock();
             if t.closed.is_none() {

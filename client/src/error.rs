@@ -26,6 +26,11 @@ pub enum CloseReason {
     BadFrame(String),
     /// Reading or writing the socket failed.
     Io(String),
+    /// The shared-memory event ring became unusable (another process wrote
+    /// something no broker writes into it): its events cannot be
+    /// delivered, and the protocol has no way to move them back to the
+    /// socket, so this client closed the connection (PROTOCOL.md §1.3).
+    EventRing(String),
     /// This side closed it ([`crate::Client::close`], or the last handle
     /// was dropped).
     Shutdown,
@@ -38,6 +43,10 @@ impl fmt::Display for CloseReason {
             CloseReason::Fatal(e) => write!(f, "closed by the broker after a fatal error: {e}"),
             CloseReason::BadFrame(e) => write!(f, "the broker sent a bad frame: {e}"),
             CloseReason::Io(e) => write!(f, "socket error: {e}"),
+            CloseReason::EventRing(e) => write!(
+                f,
+                "the event ring is unusable ({e}); its events cannot be delivered, so the connection was closed"
+            ),
             CloseReason::Shutdown => write!(f, "closed by this client"),
         }
     }

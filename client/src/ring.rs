@@ -16,9 +16,20 @@
 //! An idle ring costs no CPU: the thread parks on the ring's futex and
 //! wakes only for a record, or every `CLOSE_CHECK` to see whether the
 //! connection ended (a wake-up a few times a second, nothing else).
+//!
+//! Corruption is never silent (PROTOCOL.md §1.3). A ring the consumer finds
+//! corrupt (an impossible index, a malformed record header: `RingError`),
+//! or a record that is not a notification frame, ends the ring: its later
+//! events could never arrive, and the protocol has no call to move a
+//! connection's events back to the socket. So the thread closes the
+//! connection with [`CloseReason::EventRing`] saying why: every waiting
+//! and later call fails with `ClientError::Closed` carrying it, every
+//! agent's `wait`, `try_events` stream and `events()` stream ends with it,
+//! and [`crate::Client::close_reason`] reports it. (Only a process of the
+//! same user can write the segment; see SECURITY.md.)
 
 use crate::conn::Shared;
-use crate::error::ClientError;
+use crate::error::{ClientError, CloseReason};
 use a2a_proto::binary::{decode_server_payload, ServerFrame};
 use a2a_ring::{Record, Segment};
 use std::sync::Arc;
@@ -31,38 +42,56 @@ const CLOSE_CHECK: Duration = Duration::from_millis(200);
 /// Records handed over per drain, so a flood cannot keep the close check away.
 const DRAIN_BATCH: usize = 4096;
 
-/// Opens the ring `name` of `bytes` and starts its reader thread.
+/// Opens the ring `name` of `bytes` and starts its reader thread. A ring
+/// that cannot be opened (not private, wrong size, bad header) fails the
+/// connect with an error naming it.
 pub(crate) fn start(
     shared: Arc<Shared>,
     name: &str,
     bytes: usize,
 ) -> Result<JoinHandle<()>, ClientError> {
-    let mut consumer = Segment::open(name, bytes)
-        .map_err(|e| ClientError::Io(std::io::Error::other(format!("event ring {name}: {e}"))))?;
+    let mut consumer = Segment::open(name, bytes).map_err(|e| {
+        ClientError::Io(std::io::Error::other(format!(
+            "the event ring {name} the broker granted is unusable: {e}"
+        )))
+    })?;
+    let name = name.to_owned();
     let t = std::thread::Builder::new()
         .name("a2a-client-ring".into())
         .stack_size(256 * 1024)
-        .spawn(move || loop {
-            if shared.closed().is_some() {
-                return;
-            }
-            if consumer.wait(Some(CLOSE_CHECK)).is_err() {
-                // A corrupt ring: the socket still works; events stop.
-                return;
-            }
-            let drained = consumer.drain(DRAIN_BATCH, |rec| match rec {
-                Record::Event(payload) => {
-                    if let Ok(ServerFrame::Notification(n)) =
-                        decode_server_payload::<ServerFrame>(payload)
-                    {
-                        shared.demux.deliver(n);
-                    }
+        .spawn(move || {
+            let failure = loop {
+                if shared.closed().is_some() {
+                    return;
                 }
-                Record::Lagged(dropped) => shared.demux.lagged_all(dropped),
-            });
-            if drained.is_err() {
-                return;
-            }
+                if let Err(e) = consumer.wait(Some(CLOSE_CHECK)) {
+                    break e.to_string();
+                }
+                let mut bad_record = None;
+                let drained = consumer.drain(DRAIN_BATCH, |rec| match rec {
+                    Record::Event(payload) => match decode_server_payload::<ServerFrame>(payload) {
+                        Ok(ServerFrame::Notification(n)) => shared.demux.deliver(n),
+                        Ok(_) => {
+                            bad_record.get_or_insert_with(|| {
+                                "a ring record that is not a notification".to_owned()
+                            });
+                        }
+                        Err(e) => {
+                            bad_record.get_or_insert_with(|| {
+                                format!("a ring record that is not a frame: {e}")
+                            });
+                        }
+                    },
+                    Record::Lagged(dropped) => shared.demux.lagged_all(dropped),
+                });
+                if let Err(e) = drained {
+                    break e.to_string();
+                }
+                if let Some(why) = bad_record {
+                    break why;
+                }
+            };
+            shared.close(CloseReason::EventRing(format!("{name}: {failure}")));
         })?;
     Ok(t)
 }

@@ -4,7 +4,8 @@
 //! after a crash, at the next start), and a client that stops reading its
 //! ring loses events only past the bound, with exact lag accounting, while
 //! the broker serves on; a consumer process killed mid-stream stalls
-//! nothing.
+//! nothing; a ring another process corrupts is reported to the
+//! application, never a silent stall.
 
 use a2a_client::{agent_card, message_to, Client, ClientOptions, Delivery, Notification, State};
 use a2a_ring::{Record, Segment};
@@ -326,4 +327,75 @@ fn a_parked_blocking_send_does_not_keep_a_closed_connections_segment() {
         "the segment outlived its connection by {:?}",
         left.elapsed()
     );
+}
+
+/// A process of the same user writes a malformed record into a live ring
+/// (as a rogue producer: a record of an unknown kind, and `head` moved past
+/// it). The client never stalls silently (PROTOCOL.md §1.3): its ring
+/// thread finds the record, and the connection closes with
+/// `CloseReason::EventRing` naming the ring and the fault, which the
+/// agent's `wait` returns at once, every later call returns, and
+/// `close_reason` reports. The broker serves the others on.
+#[test]
+fn a_corrupt_ring_is_reported_to_the_application_never_a_silent_stall() {
+    use a2a_client::{ClientError, CloseReason};
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().unwrap();
+    let p = broker(dir.path());
+    let client = ring_client(&p, 64 * 1024);
+    let info = client.handshake_result().event_ring.clone().unwrap();
+    let wrk = client
+        .register("c2", agent_card("wrk"), Delivery::Push)
+        .unwrap();
+    let other = Client::connect(p.socket().unwrap(), &p.secret().unwrap()).unwrap();
+    let req = other
+        .register("c1", agent_card("req"), Delivery::Push)
+        .unwrap();
+    req.send(message_to("wrk", "first"), None).unwrap();
+    assert_eq!(wrk.wait(TIMEOUT).unwrap().len(), 1, "the ring works");
+
+    let seg = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(shm_path(&info.name))
+        .unwrap();
+    // The layout (a2a-ring's layout.rs): `head` at offset 64, the data
+    // area from offset 512.
+    let mut head = [0u8; 8];
+    seg.read_exact_at(&mut head, 64).unwrap();
+    let head = u64::from_le_bytes(head);
+    let at = 512 + head % info.bytes;
+    let mut record = [0u8; 16];
+    record[0] = 8; // len 8
+    record[4] = 9; // kind 9: no such kind
+    seg.write_all_at(&record, at).unwrap();
+    seg.write_all_at(&(head + 16).to_le_bytes(), 64).unwrap();
+
+    let started = Instant::now();
+    let err = wrk
+        .wait(TIMEOUT)
+        .expect_err("the agent's wait ends with the ring's error, not an empty timeout");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "reported after {:?}",
+        started.elapsed()
+    );
+    match &err {
+        ClientError::Closed(CloseReason::EventRing(why)) => {
+            assert!(why.contains(&info.name), "{why}");
+            assert!(why.contains("corrupt"), "{why}");
+        }
+        other => panic!("expected the event ring's error, got {other:?}"),
+    }
+    assert!(err.to_string().contains("event ring"), "{err}");
+    assert!(matches!(
+        client.close_reason(),
+        Some(CloseReason::EventRing(_))
+    ));
+    assert!(matches!(
+        wrk.list_agents(None),
+        Err(ClientError::Closed(CloseReason::EventRing(_)))
+    ));
+    // The broker serves the others on.
+    req.list_agents(None).expect("the broker serves on");
 }

@@ -60,6 +60,11 @@ pub const A2A_MAX_OUT_FRAME_BYTES: usize = 64 * 1024 * 1024;
 /// Largest shared-memory event ring a connection may ask for (§1.3); a
 /// larger request is granted this size.
 pub const MAX_EVENT_RING_BYTES: usize = 16 * 1024 * 1024;
+/// The shared memory all of a broker's event rings may take together
+/// (§1.3), at most: this, and never more than half of `/dev/shm`'s size
+/// (`RingBudget` in the broker's `delivery/ring.rs`). A ring that would go
+/// past it is not granted (the connection's events go over the socket).
+pub const MAX_EVENT_RINGS_TOTAL_BYTES: u64 = 1024 * 1024 * 1024;
 
 // ---- Before the handshake, on the local socket (§2) ----
 

@@ -113,6 +113,11 @@ pub struct Consumer<M: RingMemory> {
     scratch: Vec<u8>,
     /// The last park ticket published in `sleeping`.
     ticket: u64,
+    /// The producer's wait-for-room ticket we last signalled: each wait
+    /// is signalled once, however many releases follow.
+    last_signalled: u64,
+    /// Signals sent to a producer waiting for room (futex wake-ups).
+    space_wakes: u64,
 }
 
 impl<M: RingMemory> Consumer<M> {
@@ -141,6 +146,8 @@ impl<M: RingMemory> Consumer<M> {
             window: policy.max,
             scratch: Vec::new(),
             ticket: 0,
+            last_signalled: 0,
+            space_wakes: 0,
         }
     }
 
@@ -160,6 +167,11 @@ impl<M: RingMemory> Consumer<M> {
     pub fn producer_dropped(&self) -> u64 {
         // SYNC POINT (none): diagnostics, Relaxed on both sides.
         self.mem.header().dropped.0.load(Ordering::Relaxed)
+    }
+
+    /// Futex wake-ups sent to a producer waiting for room so far.
+    pub fn space_wake_count(&self) -> u64 {
+        self.space_wakes
     }
 
     /// The memory the ring lives in.
@@ -404,14 +416,36 @@ impl<M: RingMemory> Consumer<M> {
         }
     }
 
-    /// Hands the bytes read so far back to the producer.
+    /// Hands the bytes read so far back to the producer, and tells it so
+    /// if it is waiting for room (the reverse eventcount).
     fn release(&mut self) {
         if self.read != self.tail {
             self.tail = self.read;
+            let header = self.mem.header();
             // SYNC POINT: Release pairs with the producer's Acquire load of
-            // `tail` (producer.rs, `write_kind`): our copies out of the
-            // released bytes happen before it overwrites them.
-            self.mem.header().tail.0.store(self.tail, Ordering::Release);
+            // `tail` (producer.rs, `write_kind` and `arm_space_signal`): our
+            // copies out of the released bytes happen before it overwrites
+            // them.
+            header.tail.0.store(self.tail, Ordering::Release);
+            // SYNC POINT: the store-fence-load half of the Dekker pair with
+            // the producer's `store waiting; fence(SeqCst); load tail`
+            // (producer.rs, `arm_space_signal`): either we see its ticket
+            // here, or it sees the tail stored above and does not wait.
+            // One fence per release, and a release covers a whole drain, not
+            // a record; the signal itself (a read-modify-write and a system
+            // call) only when a producer waits.
+            fence(Ordering::SeqCst);
+            let ticket = header.waiting.0.load(Ordering::Relaxed);
+            if ticket != 0 && ticket != self.last_signalled {
+                self.last_signalled = ticket;
+                // SYNC POINT: Release pairs with the producer's Acquire load
+                // of `space` in `arm_space_signal`, made before its ticket
+                // was published, so this bump changes the value its futex
+                // wait compares with.
+                header.space.0.fetch_add(1, Ordering::Release);
+                self.mem.wake_space();
+                self.space_wakes += 1;
+            }
         }
     }
 }

@@ -9,6 +9,8 @@
 //! offset 192  epoch u32     the eventcount word the consumer futex-waits on  (producer bumps)
 //! offset 256  sleeping u64  the consumer's park ticket while it parks, else 0 (consumer writes, producer reads)
 //! offset 320  dropped u64   events dropped by the producer's overflow queue   (diagnostics only)
+//! offset 384  space u32     the reverse eventcount word the producer waits on (consumer bumps)
+//! offset 448  waiting u64   the producer's wait ticket while it waits for room, else 0 (producer writes, consumer reads)
 //! offset 512  data area, `capacity` bytes (a power of two)
 //! ```
 //!
@@ -27,8 +29,10 @@ use crate::sync::{AtomicU32, AtomicU64, Line, Ordering};
 
 /// `b"A2ARING\0"` read as a little-endian `u64`.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"A2ARING\0");
-/// The layout version; a consumer refuses any other.
-pub const VERSION: u32 = 1;
+/// The layout version; a consumer refuses any other. Version 2 added the
+/// reverse eventcount (`space`, `waiting`): a consumer that did not signal
+/// freed space would leave a waiting producer's backlog stuck.
+pub const VERSION: u32 = 2;
 /// Bytes reserved for the header; the data area starts here.
 pub const HEADER_BYTES: usize = 512;
 /// Bytes of the per-record header (`len`, `kind`, reserved).
@@ -106,6 +110,8 @@ pub struct Header {
     pub(crate) epoch: Line<AtomicU32>,
     pub(crate) sleeping: Line<AtomicU64>,
     pub(crate) dropped: Line<AtomicU64>,
+    pub(crate) space: Line<AtomicU32>,
+    pub(crate) waiting: Line<AtomicU64>,
 }
 
 #[cfg(not(loom))]
@@ -117,6 +123,8 @@ const _: () = {
     assert!(core::mem::offset_of!(Header, epoch) == 192);
     assert!(core::mem::offset_of!(Header, sleeping) == 256);
     assert!(core::mem::offset_of!(Header, dropped) == 320);
+    assert!(core::mem::offset_of!(Header, space) == 384);
+    assert!(core::mem::offset_of!(Header, waiting) == 448);
 };
 
 impl Header {
@@ -135,6 +143,8 @@ impl Header {
             epoch: Line(AtomicU32::new(0)),
             sleeping: Line(AtomicU64::new(0)),
             dropped: Line(AtomicU64::new(0)),
+            space: Line(AtomicU32::new(0)),
+            waiting: Line(AtomicU64::new(0)),
         };
         header.init(capacity);
         header

@@ -16,6 +16,9 @@
 //! - `publisher`: [`Publisher`], the bounded overflow queue and lag records;
 //! - `segment`: [`Segment`], the ring in POSIX shared memory, and
 //!   [`cleanup_stale`];
+//! - `watch`: [`SpaceWatcher`], the producer's side of the reverse
+//!   eventcount for many rings at once (the consumer signals when it frees
+//!   room for a producer that waits; no timer);
 //! - `futex`, `sync`: the raw futex calls and the atomics (loom's under
 //!   `--cfg loom`).
 //!
@@ -31,6 +34,8 @@ mod publisher;
 #[cfg(not(loom))]
 mod segment;
 mod sync;
+#[cfg(not(loom))]
+mod watch;
 
 pub use consumer::{Consumer, Popped, Record, RingError, SpinPolicy};
 pub use layout::{
@@ -41,7 +46,11 @@ pub use memory::{LocalMemory, RingMemory};
 pub use producer::{Producer, PushError};
 pub use publisher::{OverflowBound, PublishError, Published, Publisher};
 #[cfg(not(loom))]
-pub use segment::{cleanup_stale, remove, Segment, SegmentError, NAME_PREFIX};
+pub use segment::{
+    cleanup_stale, footprint, remove, shm_total_bytes, Segment, SegmentError, NAME_PREFIX,
+};
+#[cfg(not(loom))]
+pub use watch::{SpaceWatch, SpaceWatcher, POLL_WITHOUT_WAITV};
 
 use std::sync::Arc;
 

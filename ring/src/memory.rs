@@ -34,6 +34,11 @@ pub trait RingMemory {
     fn wait(&self, expected: u32, timeout: Option<Duration>);
     /// Wakes the consumer blocked in `wait`, if any.
     fn wake(&self);
+    /// Blocks while the `space` word equals `expected` (at most
+    /// `timeout`): the producer waiting for the consumer to free room.
+    fn wait_space(&self, expected: u32, timeout: Option<Duration>);
+    /// Wakes the producer blocked in `wait_space`, if any.
+    fn wake_space(&self);
 }
 
 impl<M: RingMemory + ?Sized> RingMemory for Arc<M> {
@@ -54,6 +59,12 @@ impl<M: RingMemory + ?Sized> RingMemory for Arc<M> {
     }
     fn wake(&self) {
         (**self).wake()
+    }
+    fn wait_space(&self, expected: u32, timeout: Option<Duration>) {
+        (**self).wait_space(expected, timeout)
+    }
+    fn wake_space(&self) {
+        (**self).wake_space()
     }
 }
 
@@ -173,6 +184,16 @@ impl RingMemory for LocalMemory {
         crate::futex::wake(&self.header.epoch.0)
     }
 
+    #[cfg(not(loom))]
+    fn wait_space(&self, expected: u32, timeout: Option<Duration>) {
+        crate::futex::wait(&self.header.space.0, expected, timeout)
+    }
+
+    #[cfg(not(loom))]
+    fn wake_space(&self) {
+        crate::futex::wake(&self.header.space.0)
+    }
+
     /// The futex as loom can model it: the value check and the sleep happen
     /// under one lock, and the waker takes the same lock, which is the
     /// guarantee the kernel gives (it compares the word under the hash-bucket
@@ -188,6 +209,24 @@ impl RingMemory for LocalMemory {
 
     #[cfg(loom)]
     fn wake(&self) {
+        let _guard = self.futex.0.lock().unwrap();
+        self.futex.1.notify_all();
+    }
+
+    /// The producer's futex, modelled as the consumer's is (one mutex and
+    /// condition variable serve both words: `notify_all` wakes whichever
+    /// side waits, and each re-checks its own word).
+    #[cfg(loom)]
+    fn wait_space(&self, expected: u32, _timeout: Option<Duration>) {
+        let guard = self.futex.0.lock().unwrap();
+        if self.header.space.0.load(crate::sync::Ordering::SeqCst) != expected {
+            return;
+        }
+        drop(self.futex.1.wait(guard).unwrap());
+    }
+
+    #[cfg(loom)]
+    fn wake_space(&self) {
         let _guard = self.futex.0.lock().unwrap();
         self.futex.1.notify_all();
     }

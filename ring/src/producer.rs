@@ -41,6 +41,9 @@ pub struct Producer<M: RingMemory> {
     /// The consumer's park ticket we last woke: a park is woken once, however
     /// many records are published before the consumer runs again.
     last_woken: u64,
+    /// The last wait-for-room ticket stored in `waiting` (fresh per wait,
+    /// so the consumer signals each wait once).
+    space_ticket: u64,
 }
 
 impl<M: RingMemory> Producer<M> {
@@ -55,6 +58,7 @@ impl<M: RingMemory> Producer<M> {
             tail_cache: 0,
             wakes: 0,
             last_woken: 0,
+            space_ticket: 0,
         }
     }
 
@@ -112,6 +116,60 @@ impl<M: RingMemory> Producer<M> {
         if self.published != self.head {
             self.published = self.head;
             self.store_head_and_wake();
+        }
+    }
+
+    /// The producer half of the reverse eventcount: asks the consumer to
+    /// signal (bump the `space` word and wake it) the next time it frees
+    /// room, so that a producer with a backlog can sleep instead of
+    /// retrying on a timer. Returns the `space` value to wait on (with
+    /// [`Producer::wait_for_space`], or a [`crate::SpaceWatcher`]), or
+    /// `None` when the consumer has freed room since this producer last
+    /// looked: write again now.
+    ///
+    /// Call it after a write failed with `Full` (which refreshed the
+    /// producer's view of the consumer's `tail`). A consumer that never
+    /// reads is never signalled for, and costs nothing meanwhile.
+    pub fn arm_space_signal(&mut self) -> Option<u32> {
+        let header = self.mem.header();
+        // SYNC POINT: Acquire pairs with the consumer's Release `fetch_add`
+        // of `space` (consumer.rs, `release`). Read *before* the ticket is
+        // published: the consumer bumps only after seeing the ticket, so a
+        // bump that answers this wait changes `space` from the value read
+        // here, and the futex wait returns at once or is woken.
+        let epoch = header.space.0.load(Ordering::Acquire);
+        self.space_ticket += 1;
+        // SYNC POINT: the store-fence-load half of a Dekker pair with the
+        // consumer's `store tail; fence(SeqCst); load waiting` (consumer.rs,
+        // `release`): either the consumer sees this ticket and signals, or
+        // our load of `tail` below sees the room it freed.
+        header.waiting.0.store(self.space_ticket, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        // SYNC POINT: Acquire pairs with the consumer's Release store of
+        // `tail`, as in `write_kind` (the next write re-reads and validates
+        // it; here only a change matters).
+        let tail = header.tail.0.load(Ordering::Acquire);
+        if tail != self.tail_cache {
+            // SYNC POINT (none): withdrawing needs no order; a consumer that
+            // still sees the ticket signals once for nothing.
+            header.waiting.0.store(0, Ordering::Relaxed);
+            return None;
+        }
+        Some(epoch)
+    }
+
+    /// Blocks this thread until the consumer frees room (or `timeout`
+    /// passes): [`Producer::arm_space_signal`], then a futex wait on the
+    /// `space` word. Spurious returns are possible; the caller writes
+    /// again either way. For a producer with a thread to spare (tests, the
+    /// model checker); the broker waits for many rings at once with a
+    /// [`crate::SpaceWatcher`].
+    pub fn wait_for_space(&mut self, timeout: Option<std::time::Duration>) {
+        if let Some(epoch) = self.arm_space_signal() {
+            self.mem.wait_space(epoch, timeout);
+            // SYNC POINT (none): as in the consumer's `park`, the next wait
+            // publishes a fresh ticket, fenced.
+            self.mem.header().waiting.0.store(0, Ordering::Relaxed);
         }
     }
 

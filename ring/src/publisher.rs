@@ -194,6 +194,17 @@ impl<M: RingMemory> Publisher<M> {
     pub fn producer(&self) -> &Producer<M> {
         &self.producer
     }
+
+    /// The underlying producer, to arm its wait for room
+    /// ([`Producer::arm_space_signal`]) once a flush left a backlog.
+    pub fn producer_mut(&mut self) -> &mut Producer<M> {
+        &mut self.producer
+    }
+
+    /// Events or a lag record wait behind a full ring.
+    pub fn has_backlog(&self) -> bool {
+        !self.queue.is_empty() || self.pending_lag > 0
+    }
 }
 
 fn map(e: PushError) -> PublishError {

@@ -4,6 +4,12 @@
 //! nothing), and [`cleanup_stale`] (the broker at start-up: removes what a
 //! crashed broker left behind).
 //!
+//! Every page of a new segment is allocated when it is created
+//! (`posix_fallocate`), never on first touch: a sparse segment on a full
+//! `/dev/shm` would kill the broker with SIGBUS on its first write to an
+//! unbacked page. A full `/dev/shm` is [`SegmentError::NoSpace`] at
+//! creation instead, which the broker answers by granting no ring.
+//!
 //! Names are `/<prefix><pid>-<32 hex digits>`: the creator's pid lets the
 //! cleanup tell a dead creator's segment from a live one, and 128 random bits
 //! make the name unguessable (together with `O_EXCL`, another user cannot
@@ -20,8 +26,9 @@ use crate::producer::Producer;
 use memmap2::{MmapOptions, MmapRaw};
 use std::ffi::CString;
 use std::fs::File;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The name prefix the broker uses (without the leading `/`).
@@ -51,6 +58,11 @@ pub enum SegmentError {
     /// ours to trust.
     #[error("segment is not private to this user (uid {uid}, mode {mode:o})")]
     NotPrivate { uid: u32, mode: u32 },
+    /// Shared memory is short: the segment's pages could not all be
+    /// allocated (`/dev/shm` full: `ENOSPC`, or over a size or memory
+    /// limit: `EFBIG`, `ENOMEM`). Nothing is left behind.
+    #[error("shared memory is short: cannot allocate {bytes} bytes ({source})")]
+    NoSpace { bytes: u64, source: std::io::Error },
     /// The object's size is not the header plus the announced capacity.
     #[error("segment size {found} differs from the expected {expected}")]
     SizeMismatch { expected: u64, found: u64 },
@@ -66,7 +78,9 @@ fn os(op: &'static str) -> impl FnOnce(std::io::Error) -> SegmentError {
 /// A mapped ring segment. The creator's copy removes the name on drop; the
 /// mapping itself stays valid until this value is dropped in each process.
 pub struct Segment {
-    map: MmapRaw,
+    /// Shared with the [`SpaceWord`]s a [`crate::SpaceWatcher`] waits on,
+    /// so that a watched word stays mapped until its watch is gone.
+    map: Arc<MmapRaw>,
     /// The POSIX name, with its leading `/`.
     name: String,
     capacity: usize,
@@ -109,7 +123,9 @@ impl Segment {
         // From here on, a failure must not leave the name behind.
         let segment = (|| {
             let total = (HEADER_BYTES + capacity) as u64;
-            file.set_len(total).map_err(os("ftruncate"))?;
+            // Sets the size and backs every page now: no write to this
+            // mapping can fault for want of memory later.
+            allocate(&file, total)?;
             let map = MmapOptions::new()
                 .len(total as usize)
                 .map_raw(&file)
@@ -124,12 +140,12 @@ impl Segment {
             }
         };
         let segment = Segment {
-            map,
+            map: Arc::new(map),
             name: name.clone(),
             capacity,
             owner: true,
         };
-        // The object was just created (ftruncate zero-fills it), so every
+        // The object was just created (its pages are zero-filled), so every
         // header word is 0 until `init` writes the identity.
         segment.header().init(capacity);
         Ok((Producer::new(segment), name))
@@ -167,7 +183,7 @@ impl Segment {
             .map_raw(&file)
             .map_err(os("mmap"))?;
         let segment = Segment {
-            map,
+            map: Arc::new(map),
             name: name.to_owned(),
             capacity: bytes,
             owner: false,
@@ -179,6 +195,14 @@ impl Segment {
     /// The POSIX name (with its leading `/`).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The `space` word of this segment's header, for a
+    /// [`crate::SpaceWatcher`] (it keeps the mapping alive).
+    pub(crate) fn space_word(&self) -> SpaceWord {
+        SpaceWord {
+            map: self.map.clone(),
+        }
     }
 
     #[inline]
@@ -241,6 +265,84 @@ impl RingMemory for Segment {
     fn wake(&self) {
         crate::futex::wake(&self.header().epoch.0)
     }
+
+    fn wait_space(&self, expected: u32, timeout: Option<Duration>) {
+        crate::futex::wait(&self.header().space.0, expected, timeout)
+    }
+
+    fn wake_space(&self) {
+        crate::futex::wake(&self.header().space.0)
+    }
+}
+
+/// A segment's `space` word (the reverse eventcount the producer waits
+/// on), holding the mapping so that the word outlives any wait on it.
+#[derive(Clone)]
+pub(crate) struct SpaceWord {
+    map: Arc<MmapRaw>,
+}
+
+impl SpaceWord {
+    pub(crate) fn word(&self) -> &crate::sync::AtomicU32 {
+        // SAFETY: as in `Segment::header`: the mapping is page-aligned, at
+        // least HEADER_BYTES long, and lives as long as `self.map`.
+        let header = unsafe { &*(self.map.as_ptr() as *const Header) };
+        &header.space.0
+    }
+}
+
+/// Allocates `len` bytes of `file` (its size becomes `len`), retrying when
+/// a signal interrupts; shortage is [`SegmentError::NoSpace`].
+fn allocate(file: &File, len: u64) -> Result<(), SegmentError> {
+    let Ok(off_len) = libc::off_t::try_from(len) else {
+        return Err(SegmentError::BadCapacity(len as usize));
+    };
+    loop {
+        // SAFETY: `file` is an open descriptor for the call's duration.
+        // posix_fallocate returns the error number (it does not set errno).
+        let r = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, off_len) };
+        match r {
+            0 => return Ok(()),
+            libc::EINTR => continue,
+            libc::ENOSPC | libc::EFBIG | libc::ENOMEM => {
+                return Err(SegmentError::NoSpace {
+                    bytes: len,
+                    source: std::io::Error::from_raw_os_error(r),
+                })
+            }
+            e => {
+                return Err(SegmentError::Os {
+                    op: "posix_fallocate",
+                    source: std::io::Error::from_raw_os_error(e),
+                })
+            }
+        }
+    }
+}
+
+/// The bytes of shared memory a segment of `capacity` data bytes takes:
+/// its header and data area, in whole pages.
+pub fn footprint(capacity: usize) -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    let page = if page > 0 { page as u64 } else { 4096 };
+    ((HEADER_BYTES + capacity) as u64).div_ceil(page) * page
+}
+
+/// The total size of the file system behind `/dev/shm` (a tmpfs: its
+/// `size=`), or `None` if it cannot be read.
+pub fn shm_total_bytes() -> Option<u64> {
+    let path = CString::new(SHM_DIR).ok()?;
+    // SAFETY: an all-zero statvfs is a valid out-parameter.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is a valid C string and `st` a writable statvfs.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    // The fields' widths differ between targets (u32 on some 32-bit ones).
+    #[allow(clippy::unnecessary_cast)]
+    let (blocks, frsize) = (st.f_blocks as u64, st.f_frsize as u64);
+    Some(blocks.saturating_mul(frsize))
 }
 
 fn check_prefix(prefix: &str) -> Result<(), SegmentError> {

@@ -272,8 +272,8 @@ fn opening_checks_the_header() {
         .ident
         .0
         .version
-        .store(2, Ordering::SeqCst);
-    assert_eq!(mem.header().validate(64), Err(HeaderError::BadVersion(2)));
+        .store(1, Ordering::SeqCst);
+    assert_eq!(mem.header().validate(64), Err(HeaderError::BadVersion(1)));
     mem.header_for_test()
         .ident
         .0
@@ -527,4 +527,122 @@ fn the_spin_window_follows_the_gaps_between_records() {
         next_window(&SpinPolicy::OFF, us(20), us(30)),
         Duration::ZERO
     );
+}
+
+/// The reverse eventcount between two threads: a producer facing a full
+/// ring sleeps on the `space` word and the consumer's release wakes it;
+/// the consumer signals once per wait, and never when no producer waits
+/// (its fast path: a fence and a load, no system call).
+#[test]
+fn a_producer_waiting_for_room_sleeps_until_the_consumer_frees_it() {
+    let (mut p, mut c) = local(64);
+    // Without a waiting producer, releases signal nothing.
+    p.try_push(&[1; 8]).unwrap();
+    assert_eq!(pop_all(&mut c).len(), 1);
+    assert_eq!(c.space_wake_count(), 0);
+    while p.try_push(&[2; 8]).is_ok() {}
+    let producer = std::thread::spawn(move || {
+        let start = Instant::now();
+        p.wait_for_space(Some(Duration::from_secs(10)));
+        let waited = start.elapsed();
+        p.try_push(&[3; 8]).expect("room after the signal");
+        waited
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(c.space_wake_count(), 0, "the consumer has not read yet");
+    let mut buf = Vec::new();
+    c.try_pop(&mut buf).unwrap();
+    let waited = producer.join().unwrap();
+    assert!(
+        waited >= Duration::from_millis(150) && waited < Duration::from_secs(5),
+        "the producer slept {waited:?}: it must sleep until the release, and wake on it"
+    );
+    assert_eq!(c.space_wake_count(), 1);
+    // Further releases signal nothing: that wait was signalled once.
+    pop_all(&mut c);
+    assert_eq!(c.space_wake_count(), 1);
+}
+
+/// Arming finds room freed since the producer last looked and does not
+/// wait for it.
+#[test]
+fn arming_after_the_consumer_already_freed_room_does_not_wait() {
+    let (mut p, mut c) = local(64);
+    while p.try_push(&[2; 8]).is_ok() {}
+    let mut buf = Vec::new();
+    c.try_pop(&mut buf).unwrap();
+    assert_eq!(p.arm_space_signal(), None);
+    p.try_push(&[3; 8]).unwrap();
+    assert_eq!(p.try_push(&[4; 8]), Err(PushError::Full));
+    assert!(
+        p.arm_space_signal().is_some(),
+        "no room freed since the last look"
+    );
+}
+
+/// Shared-memory segments are backed at creation: the whole file is
+/// allocated (its blocks cover its size), not sparse.
+#[test]
+fn a_new_segment_is_backed_not_sparse() {
+    use std::os::unix::fs::MetadataExt;
+    let (producer, name) = Segment::create_with_prefix("a2a-ring-test-backed-", 1 << 20).unwrap();
+    let meta = std::fs::metadata(format!("/dev/shm{name}")).unwrap();
+    assert_eq!(meta.len(), (HEADER_BYTES + (1 << 20)) as u64);
+    assert!(
+        meta.blocks() * 512 >= meta.len(),
+        "{} of {} bytes allocated",
+        meta.blocks() * 512,
+        meta.len()
+    );
+    assert_eq!(footprint(1 << 20), (1 << 20) + 4096);
+    drop(producer);
+}
+
+/// The broker's way of waiting: a [`SpaceWatcher`] thread sleeps on the
+/// ring's `space` word; nothing happens while the consumer does not read,
+/// and the consumer's first release runs `ready`. A cancelled watch never
+/// runs it.
+#[test]
+fn a_space_watcher_runs_ready_when_the_consumer_frees_room_and_not_before() {
+    use std::sync::atomic::AtomicUsize;
+    let watcher = SpaceWatcher::new();
+    let (producer, name) = Segment::create_with_prefix("a2a-ring-test-watch-", 4096).unwrap();
+    let mut consumer = Segment::open(&name, 4096).unwrap();
+    let mut publisher = Publisher::new(producer, OverflowBound::default());
+    for _ in 0..100 {
+        publisher.publish(&[7; 100]).unwrap();
+    }
+    assert!(publisher.has_backlog());
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
+    let watch = publisher
+        .watch_space(&watcher, move || {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        })
+        .expect("the consumer has read nothing yet");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!watch.fired());
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+    consumer.drain(1, |_| {}).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !watch.fired() {
+        assert!(Instant::now() < deadline, "the watch never fired");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(publisher.flush().unwrap() > 0);
+    // A watch dropped before the consumer reads never fires.
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    let counter = cancelled.clone();
+    let watch = publisher
+        .watch_space(&watcher, move || {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        })
+        .expect("full again");
+    drop(watch);
+    consumer.drain(usize::MAX, |_| {}).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(cancelled.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(watcher.threads(), 1);
 }

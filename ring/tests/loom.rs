@@ -56,6 +56,42 @@ fn every_record_arrives_in_order_and_no_wake_up_is_lost() {
     });
 }
 
+/// The reverse eventcount: a producer that finds the ring full sleeps
+/// until the consumer frees room (an untimed futex wait on the `space`
+/// word) instead of retrying on a timer, and the consumer's release
+/// signals it. Three 8-byte records through a 16-byte ring (one fits), so
+/// each side sleeps in turn: a lost signal leaves the producer asleep while
+/// the consumer waits for the next record, and every thread blocked is a
+/// deadlock loom reports.
+#[test]
+fn a_producer_waiting_for_room_is_always_woken() {
+    model(|| {
+        let (mut p, mut c) = local(16);
+        let producer = thread::spawn(move || {
+            for i in 0..3u8 {
+                loop {
+                    match p.try_push(&[i; 8]) {
+                        Ok(()) => break,
+                        Err(PushError::Full) => p.wait_for_space(None),
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            }
+        });
+        let mut buf = Vec::new();
+        let mut got = 0u8;
+        while got < 3 {
+            assert_eq!(c.wait(None), Ok(true));
+            while let Some(popped) = c.try_pop(&mut buf).unwrap() {
+                assert_eq!(popped, Popped::Event);
+                assert_eq!(buf, [got; 8]);
+                got += 1;
+            }
+        }
+        producer.join().unwrap();
+    });
+}
+
 /// A payload split across the end of the data area (12 bytes starting 8
 /// bytes before the end of a 32-byte ring) is read back whole.
 #[test]

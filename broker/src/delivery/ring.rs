@@ -4,6 +4,13 @@
 //! notifications of its push agents go there instead of on the socket;
 //! requests and responses stay on the socket.
 //!
+//! A ring is granted only when the broker can back it (§1.3): every page of
+//! the segment is allocated at creation (`posix_fallocate`: a full
+//! `/dev/shm` then refuses the ring instead of killing the broker with
+//! SIGBUS on a later write), and all rings together stay within
+//! [`RingBudget`]. A declined ring leaves `eventRing` out of the handshake
+//! result and the connection's events go over the socket.
+//!
 //! Routing stages events into the ring itself, on the writer thread right
 //! after the commit, and publishes each ring once per commit group (one
 //! memory fence and at most one futex wake-up per group, not per event):
@@ -16,21 +23,31 @@
 //! connection's publisher up to a bound, past which the oldest are dropped,
 //! counted, and reported to the client by a lag record before the next
 //! event (`a2a_ring::Publisher`). The connection's writer task moves that
-//! backlog in as the client frees room ([`RingSlot::backlog`]). An event
-//! larger than the ring goes over the socket instead.
+//! backlog in as the client frees room ([`RingSlot::service`]), woken by
+//! the client itself: the ring's reverse eventcount, watched for every
+//! ring by a few `a2a_ring::SpaceWatcher` threads. A client that never
+//! reads therefore costs nothing while it does not read (no timer, no
+//! retry). An event larger than the ring goes over the socket instead.
 //!
 //! Segments go with their connection ([`RingSlot::close`]; dropping the
 //! publisher removes the name), with the broker ([`remove_live`] at exit), and after a crash at
 //! the next start ([`cleanup_stale`]).
 
 use a2a_proto::binary::{encode_frame, index};
-use a2a_proto::limits::MAX_EVENT_RING_BYTES;
+use a2a_proto::limits::{MAX_EVENT_RINGS_TOTAL_BYTES, MAX_EVENT_RING_BYTES};
 use a2a_proto::params::EventRingInfo;
 use a2a_proto::types::Notification;
-use a2a_ring::{OverflowBound, Published, Publisher, Segment};
+use a2a_ring::{
+    OverflowBound, PublishError, Published, Publisher, Segment, SegmentError, SpaceWatch,
+    SpaceWatcher,
+};
 use parking_lot::Mutex;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
+
+/// Waits for the consumers of every backlogged ring of this process.
+static WATCHER: LazyLock<SpaceWatcher> = LazyLock::new(SpaceWatcher::new);
 
 /// Names of the segments this process has created and not yet removed.
 static LIVE: Mutex<Option<HashSet<String>>> = Mutex::new(None);
@@ -55,9 +72,72 @@ pub(crate) fn wake_stats() -> (u64, u64, u64) {
 #[derive(Default)]
 pub struct RingSlot {
     ring: Mutex<Option<EventRing>>,
-    /// Signalled when a publish leaves events queued behind a full ring:
-    /// the connection's writer task then retries until they are in.
-    backlog: tokio::sync::Notify,
+    /// Signalled when a publish first leaves events queued behind a full
+    /// ring, and when the client frees room in a ring that has a backlog
+    /// (its watch fires): the connection's writer task then moves the
+    /// backlog in ([`RingSlot::service`]).
+    backlog: Arc<tokio::sync::Notify>,
+    /// Set when the client corrupted the ring's indices and the ring was
+    /// dropped: the writer task closes the connection with an error.
+    failed: AtomicBool,
+}
+
+/// The shared memory all rings of this broker may take together: at most
+/// [`MAX_EVENT_RINGS_TOTAL_BYTES`], and never more than half of
+/// `/dev/shm`'s size (read at each grant), so that the broker's clients
+/// can never take all of it from the machine's other users. Each ring
+/// counts its whole footprint (header and data area, in pages) while it
+/// lives.
+pub struct RingBudget;
+
+/// Bytes of shared memory held by this process's live rings.
+static RING_BYTES: AtomicU64 = AtomicU64::new(0);
+
+impl RingBudget {
+    /// The budget for a `/dev/shm` of `shm_total` bytes (`None`: unknown).
+    pub fn limit_for(shm_total: Option<u64>) -> u64 {
+        MAX_EVENT_RINGS_TOTAL_BYTES.min(shm_total.map_or(u64::MAX, |t| t / 2))
+    }
+
+    /// The budget now.
+    pub fn limit() -> u64 {
+        Self::limit_for(a2a_ring::shm_total_bytes())
+    }
+
+    /// Takes `cost` bytes of the budget, or `None` if that would pass it.
+    fn reserve(cost: u64) -> Result<Reservation, Declined> {
+        let limit = Self::limit();
+        RING_BYTES
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(cost).filter(|&total| total <= limit)
+            })
+            .map(|_| Reservation(cost))
+            .map_err(|used| Declined::Budget { cost, used, limit })
+    }
+}
+
+/// A ring's share of the [`RingBudget`], given back when the ring goes.
+struct Reservation(u64);
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        RING_BYTES.fetch_sub(self.0, Ordering::AcqRel);
+    }
+}
+
+/// Why a ring was not granted (the connection's events then go over the
+/// socket).
+#[derive(Debug, thiserror::Error)]
+pub enum Declined {
+    /// The ring would take the broker's rings past [`RingBudget`].
+    #[error("the rings' budget is spent ({used} of {limit} bytes in use, {cost} more asked)")]
+    Budget { cost: u64, used: u64, limit: u64 },
+    /// Shared memory is short (`/dev/shm` full, or another limit).
+    #[error("{0}")]
+    NoSpace(SegmentError),
+    /// The segment could not be made for another reason.
+    #[error("cannot create the segment: {0}")]
+    Segment(SegmentError),
 }
 
 /// A granted ring and its publisher.
@@ -68,6 +148,11 @@ struct EventRing {
     staged: u64,
     /// The frame being encoded (kept: one allocation per connection).
     frame: Vec<u8>,
+    /// Set while a backlog waits for the client to free room.
+    watch: Option<SpaceWatch>,
+    /// Its share of the budget (after the publisher in drop order: the
+    /// segment is gone before the bytes are counted free).
+    _reservation: Reservation,
 }
 
 /// Frame buffer capacity kept between events (a larger one, left by a
@@ -111,15 +196,20 @@ impl Drop for EventRing {
 impl RingSlot {
     /// Grants a ring of about `bytes` (clamped to the ring's limits and
     /// `MAX_EVENT_RING_BYTES`), or the one already granted (a repeated
-    /// handshake changes nothing). `None` when shared memory is not
-    /// available: the connection then gets its events on the socket.
-    pub fn grant(&self, bytes: u64) -> Option<EventRingInfo> {
+    /// handshake changes nothing). Declined when the ring would pass the
+    /// [`RingBudget`] or shared memory cannot back it: the connection then
+    /// gets its events on the socket.
+    pub fn grant(&self, bytes: u64) -> Result<EventRingInfo, Declined> {
         let mut slot = self.ring.lock();
         if let Some(r) = slot.as_ref() {
-            return Some(r.info.clone());
+            return Ok(r.info.clone());
         }
         let bytes = (bytes as usize).min(MAX_EVENT_RING_BYTES);
-        let (producer, name) = Segment::create(bytes).ok()?;
+        let reservation = RingBudget::reserve(a2a_ring::footprint(a2a_ring::ring_capacity(bytes)))?;
+        let (producer, name) = Segment::create(bytes).map_err(|e| match e {
+            SegmentError::NoSpace { .. } => Declined::NoSpace(e),
+            e => Declined::Segment(e),
+        })?;
         let info = EventRingInfo {
             name: name.clone(),
             bytes: producer.capacity() as u64,
@@ -130,8 +220,10 @@ impl RingSlot {
             info: info.clone(),
             staged: 0,
             frame: Vec::new(),
+            watch: None,
+            _reservation: reservation,
         });
-        Some(info)
+        Ok(info)
     }
 
     /// Stages one event (visible at the next [`RingSlot::publish`]).
@@ -160,39 +252,98 @@ impl RingSlot {
                     Staged::More
                 }
             }
-            Err(_) => Staged::Socket,
+            Err(PublishError::TooLarge { .. }) => Staged::Socket,
+            Err(PublishError::Corrupt) => {
+                // Publish what was staged before dropping it: nothing else
+                // will.
+                r.counted(|p| p.commit());
+                self.fail(&mut slot);
+                Staged::Socket
+            }
         }
     }
 
+    /// The client wrote impossible indices into its ring: the ring goes,
+    /// and the writer task closes the connection with an error (the events
+    /// still queued for the ring cannot be delivered; never silently).
+    fn fail(&self, slot: &mut Option<EventRing>) {
+        if let Some(r) = slot.take() {
+            tracing::warn!(ring = %r.info.name, "event ring dropped: the client corrupted its indices");
+        }
+        self.failed.store(true, Ordering::Release);
+        self.backlog.notify_one();
+    }
+
     /// Publishes what was staged: one fence, at most one wake-up; tells
-    /// the writer task when events wait behind a full ring.
+    /// the writer task when events newly wait behind a full ring (once a
+    /// watch is armed, the client's progress wakes it instead).
     pub fn publish(&self) {
         let mut slot = self.ring.lock();
         let Some(r) = slot.as_mut() else {
             return;
         };
         r.counted(|p| p.commit());
-        if r.publisher.queued() > 0 || r.publisher.pending_lag() > 0 {
+        if r.watch.is_none() && r.publisher.has_backlog() {
             // Stores a permit when the task is busy: never lost.
             self.backlog.notify_one();
         }
     }
 
     /// Events (or a lag record) wait behind a full ring?
-    pub fn has_backlog(&self) -> bool {
+    #[cfg(test)]
+    fn has_backlog(&self) -> bool {
         self.ring
             .lock()
             .as_ref()
-            .is_some_and(|r| r.publisher.queued() > 0 || r.publisher.pending_lag() > 0)
+            .is_some_and(|r| r.publisher.has_backlog())
     }
 
-    /// Moves events queued behind a full ring in, as room allows.
-    pub fn flush(&self) {
-        if let Some(r) = self.ring.lock().as_mut() {
-            r.counted(|p| {
-                let _ = p.flush();
-            });
+    /// The writer task's turn, when [`RingSlot::backlog`] fires: moves the
+    /// events queued behind a full ring in as far as it has room, and if
+    /// some remain, asks the client to signal when it frees more (the
+    /// watch then wakes the task again). Does nothing while such a watch
+    /// is pending. Returns [`Service::Failed`] once the ring was dropped
+    /// as corrupt: the connection must close.
+    pub fn service(&self) -> Service {
+        if self.failed.swap(false, Ordering::AcqRel) {
+            return Service::Failed;
         }
+        let mut slot = self.ring.lock();
+        let Some(r) = slot.as_mut() else {
+            return Service::Ok;
+        };
+        if r.watch.as_ref().is_some_and(|w| !w.fired()) {
+            return Service::Ok;
+        }
+        // A client that frees room as fast as it is filled keeps this loop
+        // going; past a few rounds, let the other connections run.
+        for _ in 0..SERVICE_ROUNDS {
+            r.watch = None;
+            let mut flushed = Ok(0);
+            r.counted(|p| flushed = p.flush());
+            if flushed.is_err() {
+                self.fail(&mut slot);
+                self.failed.store(false, Ordering::Release);
+                return Service::Failed;
+            }
+            if !r.publisher.has_backlog() {
+                return Service::Ok;
+            }
+            let notify = self.backlog.clone();
+            match r
+                .publisher
+                .watch_space(&WATCHER, move || notify.notify_one())
+            {
+                Some(w) => {
+                    r.watch = Some(w);
+                    return Service::Ok;
+                }
+                // The client freed room meanwhile: flush again.
+                None => continue,
+            }
+        }
+        self.backlog.notify_one();
+        Service::Ok
     }
 
     /// Removes the ring with its connection: whatever still holds the
@@ -204,10 +355,24 @@ impl RingSlot {
         drop(ring);
     }
 
-    /// Resolves when a publish left a backlog (see [`RingSlot::flush`]).
+    /// Resolves when the ring's backlog needs the writer task (see
+    /// [`RingSlot::service`]).
     pub async fn backlog(&self) {
         self.backlog.notified().await
     }
+}
+
+/// Rounds of flush-and-arm one [`RingSlot::service`] call makes at most.
+const SERVICE_ROUNDS: usize = 16;
+
+/// What [`RingSlot::service`] asks of the writer task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Service {
+    /// Nothing more (the backlog is in, or a watch waits for the client).
+    Ok,
+    /// The client corrupted the ring, which was dropped: close the
+    /// connection with an error.
+    Failed,
 }
 
 /// Removes every segment this process still holds (at exit: connection
@@ -224,4 +389,62 @@ pub fn remove_live() {
 /// gone); at start-up.
 pub fn cleanup_stale() {
     let _ = a2a_ring::cleanup_stale(a2a_ring::NAME_PREFIX);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use a2a_proto::types::LaggedParams;
+    use std::os::unix::fs::FileExt;
+
+    fn event(n: u64) -> Notification {
+        Notification::Lagged(LaggedParams {
+            recipient: "r".repeat(200),
+            recipient_context_id: "c".into(),
+            dropped: n,
+        })
+    }
+
+    #[test]
+    fn the_budget_is_half_of_dev_shm_and_at_most_the_constant() {
+        assert_eq!(RingBudget::limit_for(Some(64 << 20)), 32 << 20);
+        assert_eq!(
+            RingBudget::limit_for(Some(64 << 30)),
+            MAX_EVENT_RINGS_TOTAL_BYTES
+        );
+        assert_eq!(RingBudget::limit_for(None), MAX_EVENT_RINGS_TOTAL_BYTES);
+    }
+
+    /// A backlog arms a watch and then waits: further services do nothing
+    /// until the client frees room. A client that writes an impossible
+    /// `tail` loses its ring, and the writer task is told to close the
+    /// connection; later events take the socket.
+    #[test]
+    fn a_backlog_waits_for_the_client_and_a_corrupt_tail_drops_the_ring() {
+        let slot = RingSlot::default();
+        let info = slot.grant(4096).expect("a ring");
+        for n in 0..50 {
+            assert_ne!(slot.stage(&event(n)), Staged::Socket);
+        }
+        slot.publish();
+        assert!(slot.has_backlog());
+        assert_eq!(slot.service(), Service::Ok);
+        assert!(slot.has_backlog(), "nothing read, nothing moved");
+        assert!(slot
+            .ring
+            .lock()
+            .as_ref()
+            .is_some_and(|r| r.watch.as_ref().is_some_and(|w| !w.fired())));
+        let seg = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(format!("/dev/shm{}", info.name))
+            .unwrap();
+        seg.write_all_at(&3u64.to_le_bytes(), 128).unwrap();
+        assert_eq!(slot.stage(&event(99)), Staged::Socket);
+        assert_eq!(slot.service(), Service::Failed);
+        assert!(!slot.has_backlog());
+        assert_eq!(slot.stage(&event(100)), Staged::Socket);
+        assert_eq!(slot.service(), Service::Ok);
+    }
 }

@@ -666,13 +666,12 @@ fn is_heavy(item: &Outgoing) -> bool {
     }
 }
 
-/// How soon events queued behind a full ring are retried.
-const RING_RETRY: Duration = Duration::from_millis(2);
-
 /// Writes the outbox to the socket. A connection's ring events are staged
 /// and published by routing itself (`crate::delivery::ring`); this loop
-/// only moves the ones queued behind a full ring in as the client frees
-/// room, since nothing else would.
+/// only moves the ones queued behind a full ring in, when the ring's slot
+/// says so: after the publish that first left a backlog, and then each time
+/// the client frees room (its signal, never a timer: a client that stops
+/// reading costs nothing).
 async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec) {
     let mut w = conn;
     let mut items: Vec<Outgoing> = Vec::new();
@@ -680,16 +679,18 @@ async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec) {
     let ring = outbox.ring();
     loop {
         let more = match ring {
-            Some(r) if r.has_backlog() => tokio::select! {
-                more = outbox.drain_async(&mut items) => more,
-                _ = tokio::time::sleep(RING_RETRY) => {
-                    r.flush();
-                    continue;
-                }
-            },
             Some(r) => tokio::select! {
                 more = outbox.drain_async(&mut items) => more,
-                _ = r.backlog() => continue,
+                _ = r.backlog() => {
+                    if r.service() == ring::Service::Failed {
+                        outbox.push_fatal(RpcError::new(
+                            a2a_proto::error::INTERNAL_ERROR,
+                            "event ring corrupt: the client wrote impossible indices into its ring; the connection is closed",
+                            Some(serde_json::json!({"reason": "event ring corrupt"})),
+                        ));
+                    }
+                    continue;
+                }
             },
             None => outbox.drain_async(&mut items).await,
         };
