@@ -172,8 +172,9 @@ impl Engine {
     /// settled, and the answer then reports its error.)
     fn all_settled(&mut self, task_ids: &[String]) -> bool {
         task_ids.iter().all(|id| {
-            self.task(id)
-                .map_or(true, |r| r.state().is_terminal() || r.state().is_interrupted())
+            self.task(id).map_or(true, |r| {
+                r.state().is_terminal() || r.state().is_interrupted()
+            })
         })
     }
 

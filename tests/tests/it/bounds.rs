@@ -523,7 +523,11 @@ fn deregister_settles_a_task_whose_history_is_full(t: Transport) {
 fn assert_rpc_bound(resp: &Value, code: i64, limit: &str, max: u64, actual: Option<u64>) {
     let err = assert_rpc_error(resp, code);
     assert_eq!(err["data"]["limit"], limit, "wrong data.limit in {err}");
-    assert_eq!(err["data"]["max"].as_u64(), Some(max), "wrong data.max in {err}");
+    assert_eq!(
+        err["data"]["max"].as_u64(),
+        Some(max),
+        "wrong data.max in {err}"
+    );
     if let Some(actual) = actual {
         assert_eq!(
             err["data"]["actual"].as_u64(),
@@ -555,23 +559,53 @@ fn every_id_over_the_bound_is_refused_with_its_limit(t: Transport) {
     let mut on_task = text_msg_on("more", &id);
     on_task["messageId"] = json!(long);
     let calls = [
-        ("a2a.message.send", json!({"token": req.token, "message": msg("messageId")})),
-        ("a2a.message.send", json!({"token": req.token, "message": msg("taskId")})),
-        ("a2a.message.send", json!({"token": req.token, "message": msg("contextId")})),
-        ("a2a.message.send", json!({"token": req.token, "message": msg("to")})),
-        ("a2a.message.stream", json!({"token": req.token, "message": msg("messageId")})),
-        ("a2a.message.send", json!({"token": req.token, "message": on_task})),
+        (
+            "a2a.message.send",
+            json!({"token": req.token, "message": msg("messageId")}),
+        ),
+        (
+            "a2a.message.send",
+            json!({"token": req.token, "message": msg("taskId")}),
+        ),
+        (
+            "a2a.message.send",
+            json!({"token": req.token, "message": msg("contextId")}),
+        ),
+        (
+            "a2a.message.send",
+            json!({"token": req.token, "message": msg("to")}),
+        ),
+        (
+            "a2a.message.stream",
+            json!({"token": req.token, "message": msg("messageId")}),
+        ),
+        (
+            "a2a.message.send",
+            json!({"token": req.token, "message": on_task}),
+        ),
         (
             "a2a.message.send",
             json!({"token": req.token, "message": text_msg_to("hi", &wrk.id),
                    "configuration": {"pushNotificationConfig": {"id": long, "url": "http://x"}}}),
         ),
-        ("a2a.agents.register", json!({"contextId": long, "card": {"name": "n"}})),
-        ("a2a.agents.register", json!({"contextId": "c", "card": {"name": long}})),
+        (
+            "a2a.agents.register",
+            json!({"contextId": long, "card": {"name": "n"}}),
+        ),
+        (
+            "a2a.agents.register",
+            json!({"contextId": "c", "card": {"name": long}}),
+        ),
         ("a2a.tasks.get", json!({"token": req.token, "id": long})),
-        ("a2a.tasks.status", json!({"token": wrk.token, "id": long, "state": "working"})),
+        (
+            "a2a.tasks.status",
+            json!({"token": wrk.token, "id": long, "state": "working"}),
+        ),
         ("a2a.tasks.cancel", json!({"token": req.token, "id": long})),
-        ("a2a.tasks.resubscribe", json!({"token": req.token, "id": long})),
+        (
+            "a2a.tasks.resubscribe",
+            json!({"token": req.token, "id": long}),
+        ),
         (
             "a2a.tasks.artifact",
             json!({"token": wrk.token, "id": id, "artifact": {"artifactId": long, "parts": []}}),
@@ -588,7 +622,10 @@ fn every_id_over_the_bound_is_refused_with_its_limit(t: Transport) {
             "a2a.tasks.pushNotificationConfig.set",
             json!({"token": req.token, "taskId": long, "config": {"id": "p", "url": "http://x"}}),
         ),
-        ("a2a.tasks.pushNotificationConfig.get", json!({"token": req.token, "taskId": long})),
+        (
+            "a2a.tasks.pushNotificationConfig.get",
+            json!({"token": req.token, "taskId": long}),
+        ),
     ];
     for (method, params) in calls {
         let resp = b.call(method, params);
@@ -599,13 +636,19 @@ fn every_id_over_the_bound_is_refused_with_its_limit(t: Transport) {
     // Exactly at the bound is an id like any other.
     let mut m = text_msg_to("hi", &wrk.id);
     m["messageId"] = json!("y".repeat(MAX_ID));
-    b.ok("a2a.message.send", json!({"token": req.token, "message": m}));
+    b.ok(
+        "a2a.message.send",
+        json!({"token": req.token, "message": m}),
+    );
     b.expect_event(&wrk.id);
     // Nothing refused was written or routed: the task is as it was, and
     // the two tasks are the only ones.
     let now = b.ok("a2a.tasks.get", json!({"token": req.token, "id": id}))["task"].clone();
     assert_eq!(now["history"].as_array().map(Vec::len), Some(1), "{now}");
-    assert!(now["artifacts"].as_array().is_none_or(Vec::is_empty), "{now}");
+    assert!(
+        now["artifacts"].as_array().is_none_or(Vec::is_empty),
+        "{now}"
+    );
     assert_eq!(listed_task_ids(&mut b, &req).len(), 2);
     assert!(b.notifications_for(&wrk.id).is_empty());
 }
@@ -624,9 +667,17 @@ fn the_batch_wait_and_frame_bounds_name_their_limits(t: Transport) {
     assert_rpc_bound(&v, -32600, "A2A_MAX_BATCH", 256, None);
 
     let waits: Vec<u64> = (0..64)
-        .map(|_| b.request("a2a.events.wait", json!({"token": a.token, "timeoutSeconds": 1})))
+        .map(|_| {
+            b.request(
+                "a2a.events.wait",
+                json!({"token": a.token, "timeoutSeconds": 1}),
+            )
+        })
         .collect();
-    let resp = b.call("a2a.events.wait", json!({"token": a.token, "timeoutSeconds": 1}));
+    let resp = b.call(
+        "a2a.events.wait",
+        json!({"token": a.token, "timeoutSeconds": 1}),
+    );
     assert_rpc_bound(&resp, -32602, "A2A_MAX_PARKED_WAITS", 64, Some(65));
     assert_eq!(resp["error"]["data"]["reason"], "too many waits");
     for w in waits {
@@ -642,7 +693,9 @@ fn the_batch_wait_and_frame_bounds_name_their_limits(t: Transport) {
     line.resize(MAX_FRAME + 1, b'a');
     line.extend_from_slice(b"\"}}\n");
     b.write_bytes(line);
-    let v = b.next_other(SLOW_TIMEOUT).expect("an answer to the long line");
+    let v = b
+        .next_other(SLOW_TIMEOUT)
+        .expect("an answer to the long line");
     assert_rpc_bound(&v, -32600, "MAX_FRAME_BYTES", MAX_FRAME as u64, None);
     assert_eq!(v["error"]["data"]["reason"], "frame too large");
 }
