@@ -186,9 +186,11 @@ mod tests {
         c.insert(rec("d", 10));
         assert_eq!(c.evict(|_| false), vec!["b".to_string()]);
         assert!(c.peek("a").is_some() && c.peek("b").is_none());
-        // A pinned record is passed over.
+        // A pinned record is passed over (c, the oldest), and counts as used.
         c.insert(rec("e", 10));
-        assert_eq!(c.evict(|id| id == "c"), vec!["d".to_string()]);
+        assert_eq!(c.evict(|id| id == "c"), vec!["a".to_string()]);
+        c.insert(rec("f", 10));
+        assert_eq!(c.evict(|_| false), vec!["d".to_string()]);
         assert_eq!(c.len(), 3);
     }
 
