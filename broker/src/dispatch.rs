@@ -32,7 +32,11 @@ impl Broker {
         let err = RpcError::new(
             a2a_proto::error::INVALID_REQUEST,
             "invalid request",
-            Some(json!({"reason": "frame too large", "max": a2a_proto::limits::MAX_FRAME_BYTES})),
+            Some(json!({
+                "reason": "frame too large",
+                "limit": "MAX_FRAME_BYTES",
+                "max": a2a_proto::limits::MAX_FRAME_BYTES,
+            })),
         );
         Responder::direct(s.outbox.clone(), Id::Null).send(Err(err));
     }

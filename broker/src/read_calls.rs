@@ -13,6 +13,7 @@ use crate::reply::{Reply, TaskView};
 use crate::store::{self, read};
 use a2a_proto::limits::{DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT};
 use a2a_proto::params::{GetParams, ListAgentsParams, ListTasksParams, PushGetParams};
+use crossbeam_channel::RecvTimeoutError;
 use parking_lot::Mutex;
 use rusqlite::Connection;
 use std::path::PathBuf;
@@ -47,6 +48,14 @@ impl ReaderPool {
         Ok(store::open_reader(&self.path)?)
     }
 
+    /// Frees the idle connections' page caches (SQLite's
+    /// `shrink_memory`): a reader that went idle needs none of it.
+    fn shrink_idle(&self) {
+        for c in self.idle.lock().iter() {
+            let _ = c.execute_batch("PRAGMA shrink_memory;");
+        }
+    }
+
     fn give_back(&self, c: Connection) {
         let mut idle = self.idle.lock();
         if idle.len() < IDLE_READERS {
@@ -78,9 +87,30 @@ impl ReadWorkers {
             std::thread::Builder::new()
                 .name(format!("a2a-read-{i}"))
                 .spawn(move || {
-                    while let Ok(job) = rx.recv() {
-                        // The job's own panic boundary answers its caller.
-                        job(&pool);
+                    // A reader thread allocates the records it loads; the
+                    // connections' threads free them. Once idle, it gives
+                    // what they freed back to the OS (`engine::trim`),
+                    // and the idle connections their page caches.
+                    let mut dirty = false;
+                    loop {
+                        let job = if dirty {
+                            rx.recv_timeout(crate::engine::IDLE_RELEASE)
+                        } else {
+                            rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
+                        };
+                        match job {
+                            // The job's own panic boundary answers its caller.
+                            Ok(job) => {
+                                job(&pool);
+                                dirty = true;
+                            }
+                            Err(RecvTimeoutError::Timeout) => {
+                                pool.shrink_idle();
+                                crate::engine::trim::release_free_memory();
+                                dirty = false;
+                            }
+                            Err(RecvTimeoutError::Disconnected) => return,
+                        }
                     }
                 })
                 .expect("spawn reader thread");

@@ -52,6 +52,12 @@ pub fn to_rpc(e: CoreError) -> RpcError {
             Some(json!({ "limit": limit, "max": max, "actual": actual })),
         ),
         CoreError::InvalidParams(reason) => RpcError::invalid_params(reason),
+        CoreError::IdTooLong { actual, .. } => RpcError::invalid_params_bound(
+            msg,
+            "A2A_MAX_ID_BYTES",
+            a2a_proto::limits::A2A_MAX_ID_BYTES as u64,
+            actual,
+        ),
         CoreError::Internal(reason) => RpcError::internal(reason),
     }
 }

@@ -52,6 +52,7 @@ impl Session {
                     "reason": "too many waits",
                     "limit": "A2A_MAX_PARKED_WAITS",
                     "max": A2A_MAX_PARKED_WAITS,
+                    "actual": A2A_MAX_PARKED_WAITS + 1,
                 })),
             )
         })

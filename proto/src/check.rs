@@ -27,6 +27,13 @@ pub enum CheckError {
     /// The params are well-formed JSON of the wrong shape or meaning.
     #[error("{0}")]
     InvalidParams(String),
+    /// An id is longer than `A2A_MAX_ID_BYTES`: `-32602` (§7), with the
+    /// bound's `data.limit`, `data.max` and `data.actual` (§8).
+    #[error(
+        "{field} is {actual} bytes long; ids are at most {max} bytes (A2A_MAX_ID_BYTES)",
+        max = A2A_MAX_ID_BYTES
+    )]
+    IdTooLong { field: &'static str, actual: u64 },
     /// A size bound of §7 would be exceeded.
     #[error("payload exceeds {limit}")]
     PayloadTooLarge {
@@ -105,12 +112,12 @@ pub fn normalize_message(msg: &mut Message) {
 }
 
 /// Refuses an id over `A2A_MAX_ID_BYTES` (`-32602`, §7).
-pub fn check_id(field: &str, id: &str) -> Result<(), CheckError> {
+pub fn check_id(field: &'static str, id: &str) -> Result<(), CheckError> {
     if id.len() > A2A_MAX_ID_BYTES {
-        return Err(CheckError::InvalidParams(format!(
-            "{field} is {} bytes long; ids are at most {A2A_MAX_ID_BYTES} bytes (A2A_MAX_ID_BYTES)",
-            id.len()
-        )));
+        return Err(CheckError::IdTooLong {
+            field,
+            actual: id.len() as u64,
+        });
     }
     Ok(())
 }
@@ -384,15 +391,21 @@ mod tests {
         m.message_id = "x".repeat(A2A_MAX_ID_BYTES);
         assert!(check_message(&m).is_ok());
         m.message_id.push('x');
-        assert!(matches!(
+        assert_eq!(
             check_message(&m),
-            Err(CheckError::InvalidParams(_))
-        ));
+            Err(CheckError::IdTooLong {
+                field: "messageId",
+                actual: A2A_MAX_ID_BYTES as u64 + 1
+            })
+        );
         let mut m = msg(vec![]);
         m.task_id = Some("t".repeat(A2A_MAX_ID_BYTES + 1));
         assert!(matches!(
             check_message(&m),
-            Err(CheckError::InvalidParams(_))
+            Err(CheckError::IdTooLong {
+                field: "taskId",
+                ..
+            })
         ));
         let mut m = msg(vec![]);
         m.to = Some(String::new());

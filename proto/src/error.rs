@@ -120,6 +120,27 @@ impl RpcError {
         )
     }
 
+    /// `-32602` for a bound of §7 whose refusal is `-32602` (an id over
+    /// `A2A_MAX_ID_BYTES`): `data.reason` and, as every bound error (§8),
+    /// `data.limit` (the constant's name), `data.max` and `data.actual`.
+    pub fn invalid_params_bound(
+        reason: impl std::fmt::Display,
+        limit: &str,
+        max: u64,
+        actual: u64,
+    ) -> Self {
+        Self::new(
+            INVALID_PARAMS,
+            "invalid params",
+            Some(json!({
+                "reason": reason.to_string(),
+                "limit": limit,
+                "max": max,
+                "actual": actual,
+            })),
+        )
+    }
+
     /// `-32603`.
     pub fn internal(reason: impl std::fmt::Display) -> Self {
         Self::new(

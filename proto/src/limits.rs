@@ -32,6 +32,20 @@ pub const DEFAULT_BATCH_MAX: usize = 256;
 /// closes it (a client that sends but never reads).
 pub const OUTBOX_RESPONSE_BOUND: usize = 16_384;
 
+/// Task records the broker keeps in memory at most (the writer's cache,
+/// which the readers' cache mirrors), open and terminal alike; the rest
+/// are read from SQLite when used.
+pub const TASK_CACHE_TASKS: usize = 8192;
+/// Bytes of task records (content and kept renderings, as the broker
+/// estimates them) the broker keeps in memory at most, open and terminal
+/// alike: with [`TASK_CACHE_TASKS`], what bounds the broker's memory for
+/// tasks whatever the number of open tasks.
+pub const TASK_CACHE_BYTES: usize = 32 * 1024 * 1024;
+/// Task ids the broker remembers by creating `messageId` (idempotent
+/// retries answered from memory) over all requesters at most; past it the
+/// requesters remembered longest are looked up in SQLite instead.
+pub const CREATIONS_TRACKED: usize = 16_384;
+
 // ---- Bounds (ext) on everything else a client can make the broker store or hold (§7) ----
 
 /// `messageId`, `taskId`, `artifactId`, `contextId`, `card.name`, a push config's `id`.

@@ -51,6 +51,12 @@ pub enum CoreError {
     /// The params are well-formed JSON of the wrong shape or meaning.
     #[error("{0}")]
     InvalidParams(String),
+    /// An id over `A2A_MAX_ID_BYTES` (`-32602` with the bound's data, §7/§8).
+    #[error(
+        "{field} is {actual} bytes long; ids are at most {max} bytes (A2A_MAX_ID_BYTES)",
+        max = a2a_proto::limits::A2A_MAX_ID_BYTES
+    )]
+    IdTooLong { field: &'static str, actual: u64 },
     /// The database failed, or a bug.
     #[error("{0}")]
     Internal(String),
@@ -62,6 +68,7 @@ impl From<CheckError> for CoreError {
     fn from(e: CheckError) -> Self {
         match e {
             CheckError::InvalidParams(reason) => CoreError::InvalidParams(reason),
+            CheckError::IdTooLong { field, actual } => CoreError::IdTooLong { field, actual },
             CheckError::PayloadTooLarge { limit, max, actual } => {
                 CoreError::PayloadTooLarge { limit, max, actual }
             }

@@ -13,8 +13,9 @@
 
 use super::task::{Party, TaskRecord};
 use super::CoreError;
+use a2a_proto::limits::CREATIONS_TRACKED;
 use a2a_proto::types::{Message, Part, Role};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 /// The tasks an earlier creation made that a retry of it answers with, out
@@ -77,26 +78,36 @@ fn different_parts(message_id: &str) -> CoreError {
     ))
 }
 
-/// Most creations a party's [`Creations`] record holds before the party
-/// goes back to the database lookup (bounds the memory of a long run).
-pub const TRACKED_PER_PARTY: usize = 65_536;
-
 /// Which tasks each requester created with which `messageId`, answered
 /// from memory where that is exact: a party is tracked from the moment
 /// the database showed it had created no task at all (one indexed lookup,
 /// on its first creation in this run), and from then on every creation it
 /// makes is recorded here, so memory knows all of them. A party not
-/// tracked (it had tasks before, or its record grew past
-/// [`TRACKED_PER_PARTY`]) is looked up in SQLite as before. A party stops
-/// being tracked when it leaves (deregistration, closed connection): a
-/// later agent of the same name starts over with the lookup. Nothing here
-/// is durable, and nothing needs to be: after a restart every party starts
-/// untracked.
+/// tracked (it had tasks before, or was dropped to keep the bound below)
+/// is looked up in SQLite as before. A party stops being tracked when it
+/// leaves (deregistration, closed connection): a later agent of the same
+/// name starts over with the lookup. Nothing here is durable, and nothing
+/// needs to be: after a restart every party starts untracked.
+///
+/// Bounded: past [`CREATIONS_TRACKED`] task ids over all parties, the
+/// parties tracked longest are dropped to the database lookup first (a
+/// registration that spent its sends, which a client may keep alive while
+/// it registers anew, creates nothing more).
 #[derive(Default)]
 pub struct Creations {
-    /// `None`: checked, and the party had created tasks before (or grew
-    /// past the bound): ask the database. Absent: not checked yet.
+    /// `None`: checked, and the party had created tasks before (or was
+    /// dropped to keep the bound): ask the database. Absent: not checked yet.
     by_party: HashMap<Party, Option<HashMap<String, Vec<String>>>>,
+    /// Tracked parties, longest tracked first (entries of parties no
+    /// longer tracked are skipped, and compacted away).
+    order: VecDeque<Party>,
+    /// Task ids recorded over all tracked parties.
+    ids: usize,
+}
+
+/// Task ids a party's record holds.
+fn ids_of(tracked: &HashMap<String, Vec<String>>) -> usize {
+    tracked.values().map(Vec::len).sum()
 }
 
 /// What memory knows of a party's creations with one `messageId`.
@@ -124,24 +135,53 @@ impl Creations {
     /// Records the database's answer for an unchecked party: tracked from
     /// now on if it had created no task at all.
     pub fn checked(&mut self, party: Party, created_any: bool) {
+        if self.by_party.contains_key(&party) {
+            return;
+        }
+        if !created_any {
+            self.order.push_back(party.clone());
+            self.compact();
+        }
         self.by_party
-            .entry(party)
-            .or_insert_with(|| (!created_any).then(HashMap::new));
+            .insert(party, (!created_any).then(HashMap::new));
     }
 
     /// Records tasks `party` just created with `message_id`; the length the
     /// entry had before (to undo), or `None` if the party is not tracked.
     pub fn record(&mut self, party: &Party, message_id: &str, ids: &[String]) -> Option<usize> {
-        let slot = self.by_party.get_mut(party)?;
-        let tracked = slot.as_mut()?;
-        if tracked.len() >= TRACKED_PER_PARTY {
-            *slot = None;
-            return None;
-        }
+        let tracked = self.by_party.get_mut(party)?.as_mut()?;
         let entry = tracked.entry(message_id.to_owned()).or_default();
         let before = entry.len();
         entry.extend(ids.iter().cloned());
+        self.ids += ids.len();
+        self.keep_bound();
         Some(before)
+    }
+
+    /// Drops the parties tracked longest to the database lookup until the
+    /// records hold at most `CREATIONS_TRACKED` task ids.
+    fn keep_bound(&mut self) {
+        while self.ids > CREATIONS_TRACKED {
+            let Some(oldest) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(slot) = self.by_party.get_mut(&oldest) {
+                if let Some(tracked) = slot.take() {
+                    self.ids -= ids_of(&tracked);
+                }
+            }
+        }
+    }
+
+    /// Drops the order's entries of parties no longer tracked, once they
+    /// outnumber the parties known.
+    fn compact(&mut self) {
+        if self.order.len() <= 2 * self.by_party.len() + 64 {
+            return;
+        }
+        let by_party = &self.by_party;
+        self.order
+            .retain(|p| by_party.get(p).is_some_and(Option::is_some));
     }
 
     /// Undoes a [`Creations::record`] whose batch did not commit.
@@ -150,6 +190,7 @@ impl Creations {
             return;
         };
         if let Some(entry) = tracked.get_mut(message_id) {
+            self.ids -= entry.len().saturating_sub(before);
             entry.truncate(before);
             if entry.is_empty() {
                 tracked.remove(message_id);
@@ -159,7 +200,10 @@ impl Creations {
 
     /// The party left: forget it (a later agent of its name is checked anew).
     pub fn forget(&mut self, party: &Party) {
-        self.by_party.remove(party);
+        if let Some(Some(tracked)) = self.by_party.remove(party) {
+            self.ids -= ids_of(&tracked);
+        }
+        self.compact();
     }
 
     /// Parties known now (tracked or not).
@@ -280,5 +324,39 @@ mod tests {
         assert_eq!(c.lookup(&p, "m1"), Known::Untracked);
         assert_eq!(c.record(&p, "m1", &["t3".into()]), None);
         assert_eq!(c.known(), 1);
+    }
+
+    #[test]
+    fn the_parties_tracked_longest_go_to_the_database_past_the_bound() {
+        let party = |i: usize| Party {
+            context_id: format!("c{i}"),
+            peer_id: "a".into(),
+        };
+        let mut c = Creations::default();
+        let per = 100;
+        let parties = CREATIONS_TRACKED / per + 3;
+        for i in 0..parties {
+            c.checked(party(i), false);
+            for m in 0..per {
+                let ids = [format!("t{i}-{m}")];
+                assert!(c.record(&party(i), &format!("m{m}"), &ids).is_some());
+            }
+            assert!(c.ids <= CREATIONS_TRACKED, "{} ids tracked", c.ids);
+        }
+        // The first parties were dropped to the lookup, the last are exact.
+        assert_eq!(c.lookup(&party(0), "m0"), Known::Untracked);
+        assert_eq!(
+            c.lookup(&party(parties - 1), "m0"),
+            Known::Tracked(vec![format!("t{}-0", parties - 1)])
+        );
+        // Leaving gives its ids back; the order does not pile up.
+        let before = c.ids;
+        c.forget(&party(parties - 1));
+        assert_eq!(c.ids, before - per);
+        for i in 0..10 * parties {
+            c.checked(party(i + parties), false);
+            c.forget(&party(i + parties));
+        }
+        assert!(c.order.len() <= 2 * c.known() + 64 + 1, "{}", c.order.len());
     }
 }

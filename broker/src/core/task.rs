@@ -45,6 +45,14 @@ impl std::fmt::Debug for RenderSlot {
     }
 }
 
+/// The largest rendering a [`RenderSlot`] is given to keep (the JSON
+/// writer serializes larger tasks afresh each time instead).
+pub const KEPT_RENDERING_MAX: usize = 64 * 1024;
+
+/// What a record costs besides its content: its ids, parties, times,
+/// status, and the allocations that hold them.
+const RECORD_OVERHEAD_BYTES: usize = 1024;
+
 /// One side of a task: an agent identified by the context it registered
 /// under and its peer id. The same pair after a re-registration is the same party.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -95,6 +103,20 @@ impl TaskRecord {
         } else {
             None
         }
+    }
+
+    /// About the memory this record holds while cached, for the caches'
+    /// byte bound: its messages and artifacts (`stored_bytes`, their
+    /// serialized size, close to their decoded one), the rendering the
+    /// JSON writer may keep in `render` (the task's JSON: its content and
+    /// the status message again, kept only up to [`KEPT_RENDERING_MAX`]),
+    /// and a fixed part for the ids, parties, times and allocations.
+    pub fn resident_bytes(&self) -> usize {
+        let content = usize::try_from(self.stored_bytes).unwrap_or(usize::MAX);
+        let rendering = content.saturating_mul(2).min(KEPT_RENDERING_MAX);
+        content
+            .saturating_add(rendering)
+            .saturating_add(RECORD_OVERHEAD_BYTES)
     }
 
     /// The other party.

@@ -68,7 +68,7 @@ impl Engine {
     pub(super) fn release(&mut self, effects: Effects, reply: Responder) {
         debug_assert!(effects.events.is_empty(), "routed before release");
         match effects.blocking {
-            Some(spec) if !self.settled(&spec) => {
+            Some(spec) if !self.all_settled(&spec.task_ids) => {
                 self.next_waiter += 1;
                 let id = self.next_waiter;
                 for t in &spec.task_ids {
@@ -167,11 +167,14 @@ impl Engine {
         }
     }
 
-    fn settled(&self, spec: &BlockingSpec) -> bool {
-        spec.task_ids.iter().all(|id| {
-            self.tasks
-                .get(id)
-                .is_none_or(|r| r.state().is_terminal() || r.state().is_interrupted())
+    /// Have all of a blocking send's tasks settled? (A task the writer's
+    /// cache dropped is read back; one that cannot be read counts as
+    /// settled, and the answer then reports its error.)
+    fn all_settled(&mut self, task_ids: &[String]) -> bool {
+        task_ids.iter().all(|id| {
+            self.task(id).map_or(true, |r| {
+                r.state().is_terminal() || r.state().is_interrupted()
+            })
         })
     }
 
@@ -179,11 +182,15 @@ impl Engine {
     pub(super) fn wake_waiters<'a>(&mut self, touched: impl Iterator<Item = &'a String>) {
         let mut ready = Vec::new();
         for id in touched {
-            if let Some(ws) = self.waiters_by_task.get(id) {
-                for w in ws {
-                    if self.waiters.get(w).is_some_and(|b| self.settled(&b.spec)) {
-                        ready.push(*w);
-                    }
+            let Some(ws) = self.waiters_by_task.get(id).cloned() else {
+                continue;
+            };
+            for w in ws {
+                let Some(spec) = self.waiters.get(&w).map(|b| b.spec.task_ids.clone()) else {
+                    continue;
+                };
+                if self.all_settled(&spec) {
+                    ready.push(w);
                 }
             }
         }

@@ -22,9 +22,12 @@
 //! - [`calls`]: what each mutating method does (validation and writes).
 //! - [`effects`]: what a call leaves to do after the commit: events, replies,
 //!   blocking waits.
+//! - [`cache`]: the task records kept in memory, bounded by count and bytes.
 
+mod cache;
 mod calls;
 mod effects;
+pub(crate) mod trim;
 
 use crate::core::idempotency::Creations;
 use crate::core::registry::{ConnId, Registry};
@@ -38,23 +41,29 @@ use crate::store::read;
 use a2a_proto::call::Call;
 use a2a_proto::error::RpcError;
 use a2a_proto::params::RegisterParams;
-use crossbeam_channel::{Receiver, Sender};
+use cache::TaskCache;
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use effects::{Blocking, Effects};
 use parking_lot::RwLock;
 use rusqlite::Connection;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-/// How many tasks the writer and the read cache keep in memory before
-/// evicting terminal ones (they are reloaded from SQLite on demand).
-const TASK_CACHE_TARGET: usize = 8192;
+/// How long the writer's queue stays empty before the writer gives the
+/// memory freed meanwhile back to the OS (`trim`).
+pub(crate) const IDLE_RELEASE: Duration = Duration::from_millis(200);
+/// How often it does so at most under a load that never pauses.
+const BUSY_RELEASE: Duration = Duration::from_secs(5);
 
 /// State shared by the writer and the readers.
 pub struct Shared {
     /// Live agents. Changed only by the writer thread.
     pub registry: RwLock<Registry>,
-    /// Committed task records: readers look here before SQLite.
+    /// Committed task records: readers look here before SQLite. Holds
+    /// only records the writer's cache holds too (the writer drops a
+    /// record from both), so the writer's bounds bound it.
     pub tasks: RwLock<HashMap<String, Arc<TaskRecord>>>,
     pub timer: Timer,
     /// Commit counters (for benchmarks and tests).
@@ -159,8 +168,7 @@ pub fn start(
         checkpointer,
         conn,
         shared,
-        tasks: HashMap::new(),
-        settled: VecDeque::new(),
+        tasks: TaskCache::default(),
         open_counts,
         next_seq,
         creations: Creations::default(),
@@ -180,8 +188,9 @@ pub fn start(
 /// What a batch changed in the writer's memory, to restore if its commit fails.
 #[derive(Default)]
 struct Undo {
-    /// Each task touched, as it was before the batch (or call).
-    tasks: HashMap<String, Option<Arc<TaskRecord>>>,
+    /// Each task the batch (or call) changed in the writer's cache. To undo
+    /// them the cache drops them: SQLite, rolled back, has them as they were.
+    tasks: HashSet<String>,
     open_counts: HashMap<String, usize>,
     sends: Vec<(Arc<crate::core::registry::Agent>, u32)>,
     /// Agents registered: removed again if the commit fails, made visible if it succeeds.
@@ -189,8 +198,6 @@ struct Undo {
     /// Agents deregistered: kept if the commit fails, removed (and their
     /// pull queues closed) only once it succeeds.
     leaving: Vec<Arc<crate::core::registry::Agent>>,
-    /// Tasks that reached a terminal state: eviction candidates once committed.
-    settled: Vec<String>,
     next_seq: Option<i64>,
     /// Creations recorded in memory: `(party, messageId, length before)`.
     creations: Vec<(Party, String, usize)>,
@@ -199,9 +206,7 @@ struct Undo {
 impl Undo {
     /// Adds a later call's record to a batch's: what was there first wins.
     fn absorb(&mut self, later: Undo) {
-        for (k, v) in later.tasks {
-            self.tasks.entry(k).or_insert(v);
-        }
+        self.tasks.extend(later.tasks);
         for (k, v) in later.open_counts {
             self.open_counts.entry(k).or_insert(v);
         }
@@ -212,7 +217,6 @@ impl Undo {
         }
         self.registered.extend(later.registered);
         self.leaving.extend(later.leaving);
-        self.settled.extend(later.settled);
         if self.next_seq.is_none() {
             self.next_seq = later.next_seq;
         }
@@ -226,11 +230,11 @@ struct Engine {
     checkpointer: Option<Checkpointer>,
     conn: Connection,
     shared: Arc<Shared>,
-    /// The writer's view of tasks, including the open batch's changes.
-    tasks: HashMap<String, Arc<TaskRecord>>,
-    /// Ids of terminal tasks in `tasks`, oldest settled first: the eviction order.
-    settled: VecDeque<String>,
-    /// Non-terminal tasks per requester context (`A2A_MAX_TASKS_PER_CONTEXT`).
+    /// The writer's view of the tasks it holds in memory, including the
+    /// open batch's changes; bounded (`cache`), the rest is in SQLite.
+    tasks: TaskCache,
+    /// Non-terminal tasks per requester context (`A2A_MAX_TASKS_PER_CONTEXT`);
+    /// a context without any has no entry.
     open_counts: HashMap<String, usize>,
     /// The next task creation sequence number.
     next_seq: i64,
@@ -256,7 +260,31 @@ struct Done {
 
 impl Engine {
     fn run(mut self, rx: Receiver<Command>) {
-        while let Ok(first) = rx.recv() {
+        // Batches since free memory was last given back (`trim`): it is
+        // given back once the queue has been empty for `IDLE_RELEASE`,
+        // and under a load that never pauses every `BUSY_RELEASE`.
+        let mut dirty = false;
+        let mut released = Instant::now();
+        loop {
+            let next = if dirty {
+                rx.recv_timeout(IDLE_RELEASE)
+            } else {
+                rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
+            };
+            let first = match next {
+                Ok(c) => c,
+                Err(RecvTimeoutError::Timeout) => {
+                    trim::release_free_memory();
+                    (dirty, released) = (false, Instant::now());
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => return,
+            };
+            if dirty && released.elapsed() >= BUSY_RELEASE {
+                trim::release_free_memory();
+                released = Instant::now();
+            }
+            dirty = true;
             let mut batch = vec![first];
             while batch.len() < self.batch_max {
                 match rx.try_recv() {
@@ -361,7 +389,6 @@ impl Engine {
         }
         self.publish(&undo);
         self.commit_registry(&undo);
-        self.settled.extend(undo.settled.iter().cloned());
         // Every call's events first, each event ring published once, then
         // the answers: a client finds a call's events in its ring before
         // the call's response reaches it (as on the socket, where they are
@@ -379,14 +406,14 @@ impl Engine {
                 Err(e) => d.reply.send(Err(e)),
             }
         }
-        self.wake_waiters(undo.tasks.keys());
+        self.wake_waiters(undo.tasks.iter());
         for id in expired {
             self.finish_waiter(id);
         }
         for c in closed {
             let _ = c.send(());
         }
-        self.evict(&undo);
+        self.evict();
         shutdown
     }
 
@@ -483,16 +510,24 @@ impl Engine {
         }
     }
 
-    /// Restores the writer's memory after a failed call or commit.
+    /// Restores the writer's memory after a failed call or commit. The
+    /// tasks the call or batch changed are dropped from both caches: the
+    /// database holds them as they were (a refused call wrote nothing; a
+    /// failed batch was rolled back), and they are reloaded when next used.
     fn restore(&mut self, undo: Undo) {
-        for (id, before) in undo.tasks {
-            match before {
-                Some(rec) => self.tasks.insert(id, rec),
-                None => self.tasks.remove(&id),
-            };
+        if !undo.tasks.is_empty() {
+            let mut shared = self.shared.tasks.write();
+            for id in &undo.tasks {
+                self.tasks.remove(id);
+                shared.remove(id);
+            }
         }
         for (ctx, n) in undo.open_counts {
-            self.open_counts.insert(ctx, n);
+            if n == 0 {
+                self.open_counts.remove(&ctx);
+            } else {
+                self.open_counts.insert(ctx, n);
+            }
         }
         for (agent, n) in undo.sends {
             agent.sends.store(n, std::sync::atomic::Ordering::Relaxed);
@@ -539,47 +574,44 @@ impl Engine {
         }
     }
 
-    /// Makes the batch's committed task records visible to readers.
+    /// Makes the batch's committed task records visible to readers. A
+    /// record the writer dropped during the batch (its cache was over its
+    /// bounds) is dropped from theirs too: readers then load it from SQLite.
     fn publish(&self, undo: &Undo) {
         if undo.tasks.is_empty() {
             return;
         }
         let mut shared = self.shared.tasks.write();
-        for id in undo.tasks.keys() {
-            if let Some(rec) = self.tasks.get(id) {
-                shared.insert(id.clone(), rec.clone());
-            }
+        for id in &undo.tasks {
+            match self.tasks.peek(id) {
+                Some(rec) => shared.insert(id.clone(), rec.clone()),
+                None => shared.remove(id),
+            };
         }
     }
 
-    /// Drops terminal tasks from memory, oldest settled first, while the
-    /// caches hold more than their target. Costs one step per task evicted
-    /// (open tasks are never candidates, so nothing scans them).
-    fn evict(&mut self, undo: &Undo) {
-        let mut budget = self.settled.len();
-        let mut victims = Vec::new();
-        while self.tasks.len() - victims.len() > TASK_CACHE_TARGET && budget > 0 {
-            budget -= 1;
-            let Some(id) = self.settled.pop_front() else {
-                break;
-            };
-            let terminal = self.tasks.get(&id).is_some_and(|r| r.state().is_terminal());
-            if !terminal {
-                continue; // evicted already, or its terminal move was rolled back
-            }
-            if undo.tasks.contains_key(&id) || self.waiters_by_task.contains_key(&id) {
-                self.settled.push_back(id); // still in use: later
-                continue;
-            }
-            victims.push(id);
-        }
+    /// Drops the least recently used task records, open or terminal,
+    /// from both caches while the writer's is over its bounds (count and
+    /// bytes, `cache`). A task a blocking send waits on stays. Costs one
+    /// step per record dropped.
+    fn evict(&mut self) {
+        let waiting = &self.waiters_by_task;
+        let victims = self.tasks.evict(|id| waiting.contains_key(id));
         if victims.is_empty() {
             return;
         }
         let mut shared = self.shared.tasks.write();
-        for id in victims {
-            self.tasks.remove(&id);
-            shared.remove(&id);
+        for id in &victims {
+            shared.remove(id);
+        }
+    }
+
+    /// Within a batch, lets the cache grow to twice its bounds before
+    /// evicting (a deregistration may settle thousands of tasks in one
+    /// call); the batch's end brings it back within them.
+    fn evict_if_far_over(&mut self) {
+        if self.tasks.far_over() {
+            self.evict();
         }
     }
 
@@ -602,35 +634,41 @@ impl Engine {
 
     // ---- helpers shared by the calls ----
 
-    /// The writer's current record of a task, loading it if needed.
+    /// The writer's current record of a task, loading it if needed (from
+    /// its own connection, which sees the open batch's writes).
     fn task(&mut self, id: &str) -> Result<Arc<TaskRecord>, CoreError> {
         if let Some(rec) = self.tasks.get(id) {
-            return Ok(rec.clone());
+            return Ok(rec);
         }
         let rec = read::load_task(&self.conn, id)?
             .ok_or_else(|| CoreError::UnknownTask(id.to_owned()))?;
         let rec = Arc::new(rec);
-        if rec.state().is_terminal() {
-            self.settled.push_back(id.to_owned());
-        }
-        self.tasks.insert(id.to_owned(), rec.clone());
+        self.tasks.insert(rec.clone());
+        self.evict_if_far_over();
         Ok(rec)
     }
 
-    /// Replaces a task record, remembering the old one for a failed commit.
+    /// Replaces a task record, noting it as changed by the call (to publish
+    /// after the commit, or to drop if the call or batch fails).
     fn put_task(&mut self, rec: TaskRecord, undo: &mut Undo) -> Arc<TaskRecord> {
-        let before = self.tasks.get(&rec.id).cloned();
-        undo.tasks.entry(rec.id.clone()).or_insert(before);
+        undo.tasks.insert(rec.id.clone());
         let rec = Arc::new(rec);
-        self.tasks.insert(rec.id.clone(), rec.clone());
+        self.tasks.insert(rec.clone());
+        self.evict_if_far_over();
         rec
     }
 
     fn add_open(&mut self, ctx: &str, delta: isize, undo: &mut Undo) {
         let cur = self.open_counts.get(ctx).copied().unwrap_or(0);
         undo.open_counts.entry(ctx.to_owned()).or_insert(cur);
-        self.open_counts
-            .insert(ctx.to_owned(), cur.saturating_add_signed(delta));
+        let next = cur.saturating_add_signed(delta);
+        // A context without open tasks leaves no entry behind: contexts
+        // come and go without bound.
+        if next == 0 {
+            self.open_counts.remove(ctx);
+        } else {
+            self.open_counts.insert(ctx.to_owned(), next);
+        }
     }
 
     fn open_count(&self, ctx: &str) -> usize {

@@ -13,6 +13,8 @@ on_both_transports!(
     send_bound_counts_successful_sends_per_registration,
     a_broadcast_is_charged_one_send_per_task,
     deregister_settles_a_task_whose_history_is_full,
+    every_id_over_the_bound_is_refused_with_its_limit,
+    the_batch_wait_and_frame_bounds_name_their_limits,
 );
 
 const MAX_TEXT: usize = 16000;
@@ -513,4 +515,187 @@ fn deregister_settles_a_task_whose_history_is_full(t: Transport) {
     }
     let t = b.ok("a2a.tasks.cancel", json!({"token": req.token, "id": id}))["task"].clone();
     assert_eq!(t["status"]["state"], "canceled");
+}
+
+/// Asserts a `-32602`/`-32600` bound error (not an A2A one): the code,
+/// `data.limit`, `data.max`, and `data.actual` when given (§8: every bound
+/// error carries them).
+fn assert_rpc_bound(resp: &Value, code: i64, limit: &str, max: u64, actual: Option<u64>) {
+    let err = assert_rpc_error(resp, code);
+    assert_eq!(err["data"]["limit"], limit, "wrong data.limit in {err}");
+    assert_eq!(
+        err["data"]["max"].as_u64(),
+        Some(max),
+        "wrong data.max in {err}"
+    );
+    if let Some(actual) = actual {
+        assert_eq!(
+            err["data"]["actual"].as_u64(),
+            Some(actual),
+            "wrong data.actual in {err}"
+        );
+    }
+}
+
+const MAX_ID: usize = 256;
+
+/// Every id field of §7's `A2A_MAX_ID_BYTES` (messageId, taskId,
+/// artifactId, contextId, card.name, a push config's id, and the ids that
+/// name a task), 300 bytes long: `-32602` with `data.limit`, `max`,
+/// `actual`, and nothing written.
+fn every_id_over_the_bound_is_refused_with_its_limit(t: Transport) {
+    let db = TestDb::new();
+    let mut b = Broker::open_on(t, &db.path);
+    let (req, wrk) = pair(&mut b);
+    let task = b.create_task(&req, &wrk, "ok");
+    let id = tid(&task);
+    b.expect_event(&wrk.id);
+    let long = "x".repeat(300);
+    let msg = |field: &str| {
+        let mut m = text_msg_to("hi", &wrk.id);
+        m[field] = json!(long);
+        m
+    };
+    let mut on_task = text_msg_on("more", &id);
+    on_task["messageId"] = json!(long);
+    let calls = [
+        (
+            "a2a.message.send",
+            json!({"token": req.token, "message": msg("messageId")}),
+        ),
+        (
+            "a2a.message.send",
+            json!({"token": req.token, "message": msg("taskId")}),
+        ),
+        (
+            "a2a.message.send",
+            json!({"token": req.token, "message": msg("contextId")}),
+        ),
+        (
+            "a2a.message.send",
+            json!({"token": req.token, "message": msg("to")}),
+        ),
+        (
+            "a2a.message.stream",
+            json!({"token": req.token, "message": msg("messageId")}),
+        ),
+        (
+            "a2a.message.send",
+            json!({"token": req.token, "message": on_task}),
+        ),
+        (
+            "a2a.message.send",
+            json!({"token": req.token, "message": text_msg_to("hi", &wrk.id),
+                   "configuration": {"pushNotificationConfig": {"id": long, "url": "http://x"}}}),
+        ),
+        (
+            "a2a.agents.register",
+            json!({"contextId": long, "card": {"name": "n"}}),
+        ),
+        (
+            "a2a.agents.register",
+            json!({"contextId": "c", "card": {"name": long}}),
+        ),
+        ("a2a.tasks.get", json!({"token": req.token, "id": long})),
+        (
+            "a2a.tasks.status",
+            json!({"token": wrk.token, "id": long, "state": "working"}),
+        ),
+        ("a2a.tasks.cancel", json!({"token": req.token, "id": long})),
+        (
+            "a2a.tasks.resubscribe",
+            json!({"token": req.token, "id": long}),
+        ),
+        (
+            "a2a.tasks.artifact",
+            json!({"token": wrk.token, "id": id, "artifact": {"artifactId": long, "parts": []}}),
+        ),
+        (
+            "a2a.tasks.artifact",
+            json!({"token": wrk.token, "id": long, "artifact": {"artifactId": "a", "parts": []}}),
+        ),
+        (
+            "a2a.tasks.pushNotificationConfig.set",
+            json!({"token": req.token, "taskId": id, "config": {"id": long, "url": "http://x"}}),
+        ),
+        (
+            "a2a.tasks.pushNotificationConfig.set",
+            json!({"token": req.token, "taskId": long, "config": {"id": "p", "url": "http://x"}}),
+        ),
+        (
+            "a2a.tasks.pushNotificationConfig.get",
+            json!({"token": req.token, "taskId": long}),
+        ),
+    ];
+    for (method, params) in calls {
+        let resp = b.call(method, params);
+        assert_rpc_bound(&resp, -32602, "A2A_MAX_ID_BYTES", MAX_ID as u64, Some(300));
+        let reason = resp["error"]["data"]["reason"].as_str().unwrap_or_default();
+        assert!(reason.contains("A2A_MAX_ID_BYTES"), "{method}: {resp}");
+    }
+    // Exactly at the bound is an id like any other.
+    let mut m = text_msg_to("hi", &wrk.id);
+    m["messageId"] = json!("y".repeat(MAX_ID));
+    b.ok(
+        "a2a.message.send",
+        json!({"token": req.token, "message": m}),
+    );
+    b.expect_event(&wrk.id);
+    // Nothing refused was written or routed: the task is as it was, and
+    // the two tasks are the only ones.
+    let now = b.ok("a2a.tasks.get", json!({"token": req.token, "id": id}))["task"].clone();
+    assert_eq!(now["history"].as_array().map(Vec::len), Some(1), "{now}");
+    assert!(
+        now["artifacts"].as_array().is_none_or(Vec::is_empty),
+        "{now}"
+    );
+    assert_eq!(listed_task_ids(&mut b, &req).len(), 2);
+    assert!(b.notifications_for(&wrk.id).is_empty());
+}
+
+/// The other bounds answered with JSON-RPC codes rather than A2A ones name
+/// their constant too: a batch of 257 entries (`A2A_MAX_BATCH`, -32600),
+/// the 65th parked wait of a connection (`A2A_MAX_PARKED_WAITS`, -32602),
+/// a line over 32 MiB (`MAX_FRAME_BYTES`, -32600).
+fn the_batch_wait_and_frame_bounds_name_their_limits(t: Transport) {
+    let db = TestDb::new();
+    let mut b = Broker::open_on(t, &db.path);
+    let a = b.agent_with("c", "puller", "subagent", "pull");
+    let entry = json!({"jsonrpc": "2.0", "id": 1, "method": "a2a.agents.list", "params": {"token": a.token}});
+    b.send_raw(&serde_json::to_string(&vec![entry; 257]).unwrap());
+    let v = b.next_other(TIMEOUT).expect("an answer to the batch");
+    assert_rpc_bound(&v, -32600, "A2A_MAX_BATCH", 256, None);
+
+    let waits: Vec<u64> = (0..64)
+        .map(|_| {
+            b.request(
+                "a2a.events.wait",
+                json!({"token": a.token, "timeoutSeconds": 1}),
+            )
+        })
+        .collect();
+    let resp = b.call(
+        "a2a.events.wait",
+        json!({"token": a.token, "timeoutSeconds": 1}),
+    );
+    assert_rpc_bound(&resp, -32602, "A2A_MAX_PARKED_WAITS", 64, Some(65));
+    assert_eq!(resp["error"]["data"]["reason"], "too many waits");
+    for w in waits {
+        assert_eq!(b.response(w)["result"]["timedOut"], true);
+    }
+
+    const MAX_FRAME: usize = 32 * 1024 * 1024;
+    let head = format!(
+        r#"{{"jsonrpc":"2.0","id":9,"method":"a2a.agents.list","params":{{"token":"{}","pad":""#,
+        a.token
+    );
+    let mut line = head.into_bytes();
+    line.resize(MAX_FRAME + 1, b'a');
+    line.extend_from_slice(b"\"}}\n");
+    b.write_bytes(line);
+    let v = b
+        .next_other(SLOW_TIMEOUT)
+        .expect("an answer to the long line");
+    assert_rpc_bound(&v, -32600, "MAX_FRAME_BYTES", MAX_FRAME as u64, None);
+    assert_eq!(v["error"]["data"]["reason"], "frame too large");
 }

@@ -225,7 +225,6 @@ impl Engine {
             events,
         )?;
         if terminal && !rec.state().is_terminal() {
-            undo.settled.push(next.id.clone());
             self.add_open(&next.context_id, -1, undo);
             // One push config per task; its notification goes where the
             // task event goes: to the counterpart of the caller (§5).
