@@ -989,3 +989,93 @@ async fn the_token_goes_only_to_the_origin_that_was_added() {
         "{seen:?}"
     );
 }
+
+/// `a2a-gateway remote add` as a process: its stdout line, then its pid.
+fn remote_add_process(
+    socket: &std::path::Path,
+    state: &std::path::Path,
+    url: &str,
+) -> std::process::Child {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_a2a-gateway"))
+        .args(["remote", "add", "--socket"])
+        .arg(socket)
+        .arg("--state")
+        .arg(state)
+        .arg(url)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("remote add starts");
+    let out = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    std::io::BufReader::new(out)
+        .read_line(&mut line)
+        .expect("its line");
+    assert!(line.starts_with("remote "), "{line}");
+    child
+}
+
+fn sigterm_and_wait(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let ok = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(ok.success());
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            return s;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "remote add did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_add_stopped_by_sigterm_resumes_when_started_again() {
+    let (fake, url) = serve_fake(false).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_broker, socket, secret) = broker_in(dir.path());
+    let state = dir.path().join("remotes.db");
+    let mut first = remote_add_process(&socket, &state, &url);
+    let client = Client::connect(&socket, &secret).expect("delegate connects");
+    let delegate = client
+        .register_async("session-s", agent_card("delegate"), Delivery::Push)
+        .expect("submit")
+        .await
+        .expect("registers");
+    let task = send(&delegate, message_to("fake-remote", "slow work")).await;
+    statuses_until(&delegate, &task.id, &[State::Working]).await;
+    // SIGTERM: a clean exit that cancels nothing and fails nothing.
+    let status = sigterm_and_wait(&mut first);
+    assert!(status.success(), "{status}");
+    assert!(fake.calls_of("CancelTask").is_empty());
+    assert_eq!(
+        get_task(&delegate, &task.id).await.status.state,
+        State::Working
+    );
+    // Started again on the same state file: resumed, never sent again,
+    // and a cancel reaches the remote.
+    let mut second = remote_add_process(&socket, &state, &url);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        get_task(&delegate, &task.id).await.status.state,
+        State::Working
+    );
+    assert_eq!(fake.calls_of("SendMessage").len(), 1);
+    tokio::time::timeout(
+        TIMEOUT,
+        delegate.cancel_async(&task.id, None).expect("submit"),
+    )
+    .await
+    .expect("in time")
+    .expect("cancel ok");
+    until_called(&fake, "CancelTask").await;
+    let _ = second.kill();
+    let _ = second.wait();
+}

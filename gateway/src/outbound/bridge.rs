@@ -511,7 +511,7 @@ impl TaskActor {
                     None => return,
                 },
             };
-            let canceled = match cmd {
+            let outcome = match cmd {
                 Cmd::Cancel => {
                     self.cancel_remote().await;
                     self.finish();
@@ -549,10 +549,14 @@ impl TaskActor {
                     cancellable(fut, &mut rx, &mut queued).await
                 }
             };
-            if canceled {
-                self.cancel_remote().await;
-                self.finish();
-                return;
+            match outcome {
+                Outcome::Canceled => {
+                    self.cancel_remote().await;
+                    self.finish();
+                    return;
+                }
+                Outcome::Orphaned => return,
+                Outcome::Done => {}
             }
             if self.state.is_terminal() {
                 self.finish();
@@ -899,19 +903,31 @@ impl TaskActor {
     }
 }
 
-/// Runs `work` until it ends (`false`) or a cancel comes (`true`); other
-/// commands arriving meanwhile are queued for later.
+/// How a piece of an actor's work ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Done,
+    /// The requester canceled the task.
+    Canceled,
+    /// The bridge went away (stopping, suspending, or its connection
+    /// closed): the task is left as it is, for a bridge that comes back.
+    Orphaned,
+}
+
+/// Runs `work` until it ends or a cancel comes; other commands arriving
+/// meanwhile are queued for later.
 async fn cancellable(
     work: impl std::future::Future<Output = ()>,
     rx: &mut mpsc::UnboundedReceiver<Cmd>,
     queued: &mut VecDeque<Cmd>,
-) -> bool {
+) -> Outcome {
     tokio::pin!(work);
     loop {
         tokio::select! {
-            () = &mut work => return false,
+            () = &mut work => return Outcome::Done,
             c = rx.recv() => match c {
-                Some(Cmd::Cancel) | None => return true,
+                Some(Cmd::Cancel) => return Outcome::Canceled,
+                None => return Outcome::Orphaned,
                 Some(other) => queued.push_back(other),
             },
         }
