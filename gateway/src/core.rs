@@ -146,6 +146,46 @@ pub type Connector = Arc<dyn Fn() -> Result<Client, ClientError> + Send + Sync>;
 
 type Cell = Arc<OnceCell<Arc<Ctx>>>;
 
+/// Broker context -> its requester cell, with a count per identity (the
+/// per-identity bound is checked on every new context: no scan).
+#[derive(Default)]
+struct Contexts {
+    cells: HashMap<String, Cell>,
+    per_identity: HashMap<String, usize>,
+}
+
+impl Contexts {
+    fn get(&self, key: &str) -> Option<&Cell> {
+        self.cells.get(key)
+    }
+
+    fn identity_count(&self, identity: &str) -> usize {
+        self.per_identity.get(identity).copied().unwrap_or(0)
+    }
+
+    /// Inserts (or replaces) the cell of `key`.
+    fn insert(&mut self, key: String, cell: Cell) {
+        if self.cells.insert(key.clone(), cell).is_none() {
+            if let Some(id) = mapping::context_identity(&key) {
+                *self.per_identity.entry(id.to_owned()).or_default() += 1;
+            }
+        }
+    }
+
+    fn remove(&mut self, key: &str) {
+        if self.cells.remove(key).is_some() {
+            if let Some(id) = mapping::context_identity(key) {
+                if let Some(n) = self.per_identity.get_mut(id) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.per_identity.remove(id);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The gateway's state, shared by every HTTP request.
 pub struct Core {
     connect: Connector,
@@ -154,7 +194,7 @@ pub struct Core {
     /// Identity -> its broker connection, made once.
     clients: Mutex<HashMap<String, Arc<OnceCell<Client>>>>,
     /// Broker context -> its requester, registered once (until freed).
-    contexts: Mutex<HashMap<String, Cell>>,
+    contexts: Mutex<Contexts>,
     /// Identity -> blocking sends waiting now.
     blocking: Mutex<HashMap<String, usize>>,
     store: Store,
@@ -215,7 +255,7 @@ impl Core {
             config,
             exposed,
             clients: Mutex::new(HashMap::new()),
-            contexts: Mutex::new(HashMap::new()),
+            contexts: Mutex::new(Contexts::default()),
             blocking: Mutex::new(HashMap::new()),
             store,
             started: Instant::now(),
@@ -271,6 +311,7 @@ impl Core {
     pub fn registered_contexts(&self) -> usize {
         self.contexts
             .lock()
+            .cells
             .values()
             .filter(|c| c.initialized())
             .count()
@@ -286,22 +327,23 @@ impl Core {
         let broker_ctx = mapping::broker_context(identity, v1_context);
         let cell = {
             let mut map = self.contexts.lock();
-            if !map.contains_key(&broker_ctx) {
-                if map.len() >= self.config.max_contexts {
-                    return Err(GatewayError::Internal("too many contexts".into()));
-                }
-                let mine = map
-                    .keys()
-                    .filter(|k| mapping::context_identity(k) == Some(identity))
-                    .count();
-                if mine >= self.config.max_contexts_per_identity {
-                    return Err(GatewayError::Internal(format!(
-                        "too many contexts for identity {identity} (at most {})",
-                        self.config.max_contexts_per_identity
-                    )));
+            match map.get(&broker_ctx) {
+                Some(c) => c.clone(),
+                None => {
+                    if map.cells.len() >= self.config.max_contexts {
+                        return Err(GatewayError::Internal("too many contexts".into()));
+                    }
+                    if map.identity_count(identity) >= self.config.max_contexts_per_identity {
+                        return Err(GatewayError::Internal(format!(
+                            "too many contexts for identity {identity} (at most {})",
+                            self.config.max_contexts_per_identity
+                        )));
+                    }
+                    let cell = Cell::default();
+                    map.insert(broker_ctx.clone(), cell.clone());
+                    cell
                 }
             }
-            map.entry(broker_ctx.clone()).or_default().clone()
         };
         let ctx = cell
             .get_or_try_init(|| self.register(identity, v1_context, &broker_ctx, None))
@@ -418,6 +460,7 @@ impl Core {
         let candidates: Vec<(String, Arc<Ctx>)> = self
             .contexts
             .lock()
+            .cells
             .iter()
             .filter_map(|(k, c)| c.get().map(|ctx| (k.clone(), ctx.clone())))
             .filter(|(_, c)| {
@@ -596,6 +639,9 @@ impl Core {
         };
         let msg = mapping::message_in(m, a2a_client::new_id(), to)?;
         let rx = subscribe.then(|| ctx.subscribe());
+        // Events of the new task that come before its config is stored are
+        // held, and delivered once it is.
+        let _hold = push.as_ref().map(|_| self.pusher.hold());
         let started = Instant::now();
         let (ctx, task) = self
             .send_on(ctx, msg, broker_blocks, follow_up.is_some())
@@ -623,6 +669,7 @@ impl Core {
         }
         if let Some(p) = push {
             self.pusher.store(identity, &task.id, p)?;
+            self.pusher.replay(&task.id);
             // What happened before the config was stored is delivered now.
             publish(
                 &ctx.hub,

@@ -24,6 +24,7 @@ use crate::v1;
 use a2a_proto::types::StreamEvent;
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -55,6 +56,30 @@ struct Inner {
     configs: Mutex<HashMap<String, (Vec<Stored>, u64)>>,
     queue: Option<mpsc::Sender<Delivery>>,
     store: Store,
+    /// Sends whose push config is stored only once their task exists (a
+    /// config given in `SendMessage`): while any is under way, events of
+    /// tasks without a config are held here, and delivered once the
+    /// config is stored ([`Pusher::replay`]).
+    holding: AtomicUsize,
+    held: Mutex<HashMap<String, Vec<(u64, Arc<StreamEvent>)>>>,
+}
+
+/// Events held per task at most, and tasks held at most.
+const HELD_PER_TASK: usize = 64;
+const HELD_TASKS: usize = 1024;
+
+/// Holds events for tasks without a config while alive (see
+/// [`Pusher::hold`]).
+pub struct Hold {
+    inner: Arc<Inner>,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if self.inner.holding.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.inner.held.lock().clear();
+        }
+    }
 }
 
 /// The push config store and deliverer (cheap to clone).
@@ -95,7 +120,27 @@ impl Pusher {
                 configs: Mutex::new(configs),
                 queue,
                 store,
+                holding: AtomicUsize::new(0),
+                held: Mutex::new(HashMap::new()),
             }),
+        }
+    }
+
+    /// Holds the events of tasks that have no config yet, until the guard
+    /// is dropped: for a send whose config is stored once its task exists.
+    pub fn hold(&self) -> Hold {
+        self.inner.holding.fetch_add(1, Ordering::AcqRel);
+        Hold {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+
+    /// Delivers the held events of `task_id` (after its config is stored).
+    pub fn replay(&self, task_id: &str) {
+        let mut events = self.inner.held.lock().remove(task_id).unwrap_or_default();
+        events.sort_by_key(|(v, _)| *v);
+        for (version, event) in events {
+            self.notify(task_id, version, &event);
         }
     }
 
@@ -200,6 +245,17 @@ impl Pusher {
                     *last = version;
                     self.inner.store.note_push_sent(task_id, version);
                     l.iter().map(|s| s.config.clone()).collect()
+                }
+                None if self.inner.holding.load(Ordering::Acquire) > 0 => {
+                    drop(map);
+                    let mut held = self.inner.held.lock();
+                    if held.len() < HELD_TASKS || held.contains_key(task_id) {
+                        let list = held.entry(task_id.to_owned()).or_default();
+                        if list.len() < HELD_PER_TASK {
+                            list.push((version, Arc::new(event.clone())));
+                        }
+                    }
+                    return;
                 }
                 _ => return,
             }
