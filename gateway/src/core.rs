@@ -478,11 +478,12 @@ impl Core {
             }
             let removed = {
                 let mut map = self.contexts.lock();
-                // Only if nobody took it since (the map's and ours).
+                // Only if nobody holds it but the map and this loop (a call
+                // in flight keeps it).
                 let still = map
                     .get(&key)
                     .and_then(|c| c.get())
-                    .is_some_and(|c| Arc::ptr_eq(c, &ctx) && Arc::strong_count(&ctx) <= 3);
+                    .is_some_and(|c| Arc::ptr_eq(c, &ctx) && Arc::strong_count(&ctx) == 2);
                 if still {
                     map.remove(&key);
                 }
@@ -883,7 +884,13 @@ impl Core {
         let fetched = futures_util::future::join_all(fetches).await;
         let mut tasks = Vec::with_capacity(fetched.len());
         for t in fetched {
-            let t = t?;
+            let t = match t {
+                Ok(t) => t,
+                // Recorded here but gone from the broker (its database
+                // was replaced): not listed, as GetTask does not find it.
+                Err(GatewayError::TaskNotFound(_)) => continue,
+                Err(e) => return Err(e),
+            };
             self.store
                 .note_task(&t.id, t.status.state, &t.status.timestamp, t.version);
             tasks.push(t);
