@@ -9,6 +9,22 @@
 //! so conversations stay apart exactly as A2A contexts are, and a caller
 //! never reaches another identity's tasks.
 //!
+//! Durability: every task the gateway creates is recorded in the
+//! gateway's state file ([`Store`]) with its identity, agent and A2A
+//! context before the call is answered, so a restarted gateway finds the
+//! task's context again and registers its requester anew: the same peer
+//! id in the same broker context is the same party, and sees its tasks.
+//! Contexts are registered lazily (on the first call that needs one) and
+//! at start for every task still open (so its events, and its webhooks,
+//! are heard again).
+//!
+//! Fairness: each identity has a broker connection of its own, so the
+//! broker's per-connection bounds (parked waits above all) are per
+//! identity; contexts and open tasks are bounded per identity
+//! ([`crate::limits`]); a context with no open task and no subscriber is
+//! deregistered when idle ([`Core::sweep_idle`]); a context whose
+//! registration spent its sends registers again under the hood.
+//!
 //! Events: each requester's event handler runs on the client's reader
 //! thread and publishes the broker's task events, in commit order, to the
 //! context's [`Hub`] (a broadcast channel) and to the push deliverer.
@@ -18,22 +34,31 @@
 //! the same reader thread, which keeps every hub in version order.
 //! Subscribers skip what is not newer than what they have sent.
 
+use crate::limits;
 use crate::mapping::{self, GatewayError, Op, TaskView};
 use crate::push::Pusher;
+use crate::store::{ListFilter, Store, TaskRow};
 use crate::v1;
-use a2a_client::{Agent, Client, ClientError, Delivery, ListRole, Pending, TaskQuery};
+use a2a_client::{Agent, Client, ClientError, Delivery, Pending};
+use a2a_proto::error::A2aErrorCode;
 use a2a_proto::params::SendConfiguration;
 use a2a_proto::types::{
-    AgentCard, AgentKind, Notification, StatusUpdate, StreamEvent, Task, TaskStatus,
+    AgentCard, AgentKind, Notification, State, StatusUpdate, StreamEvent, Task, TaskStatus,
 };
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, OnceCell};
 
 /// Events a subscriber may fall behind by before it is cut off (it then
 /// ends its stream; the client can subscribe again).
 const HUB_CAPACITY: usize = 256;
+
+/// Attempts at registering a context's requester under its own peer id
+/// (the previous registration may still be leaving the broker).
+const REGISTER_ATTEMPTS: u32 = 20;
 
 /// One task event, as the broker committed it.
 #[derive(Debug, Clone)]
@@ -58,6 +83,8 @@ pub struct Ctx {
     pub v1_context: String,
     pub agent: Agent,
     pub hub: LazyHub,
+    /// When it was last used (ms since the core started).
+    last_used: AtomicU64,
 }
 
 impl Ctx {
@@ -66,6 +93,10 @@ impl Ctx {
         self.hub
             .get_or_init(|| broadcast::channel(HUB_CAPACITY).0)
             .subscribe()
+    }
+
+    fn subscribers(&self) -> usize {
+        self.hub.get().map_or(0, broadcast::Sender::receiver_count)
     }
 }
 
@@ -78,13 +109,20 @@ pub struct Exposed {
     pub card: AgentCard,
 }
 
-/// The gateway's limits and switches (see `security`).
+/// The gateway's limits and switches (see `security`, `limits`).
 #[derive(Debug, Clone)]
 pub struct CoreConfig {
-    /// Most A2A contexts held at once (each is a broker registration).
+    /// Most A2A contexts registered at once (each is a broker registration).
     pub max_contexts: usize,
-    /// Most tasks tracked (each maps a task id to its context).
-    pub max_tasks: usize,
+    /// Most contexts one identity holds registered at once.
+    pub max_contexts_per_identity: usize,
+    /// Most non-terminal tasks one identity has at once.
+    pub max_open_tasks_per_identity: usize,
+    /// A context unused this long, with no open task, is freed.
+    pub context_idle: Duration,
+    /// How long a blocking `SendMessage` waits for its task to settle
+    /// (`None`: without bound).
+    pub reply_timeout: Option<Duration>,
     /// The kind of agent the gateway registers (it addresses only agents
     /// of the same kind).
     pub kind: AgentKind,
@@ -93,23 +131,74 @@ pub struct CoreConfig {
 impl Default for CoreConfig {
     fn default() -> Self {
         Self {
-            max_contexts: 100_000,
-            max_tasks: 1_000_000,
+            max_contexts: limits::MAX_CONTEXTS,
+            max_contexts_per_identity: limits::MAX_CONTEXTS_PER_IDENTITY,
+            max_open_tasks_per_identity: limits::MAX_OPEN_TASKS_PER_IDENTITY,
+            context_idle: limits::CONTEXT_IDLE,
+            reply_timeout: Some(limits::DEFAULT_REPLY_TIMEOUT),
             kind: AgentKind::Subagent,
+        }
+    }
+}
+
+/// Opens a new connection to the broker (one per identity).
+pub type Connector = Arc<dyn Fn() -> Result<Client, ClientError> + Send + Sync>;
+
+type Cell = Arc<OnceCell<Arc<Ctx>>>;
+
+/// Broker context -> its requester cell, with a count per identity (the
+/// per-identity bound is checked on every new context: no scan).
+#[derive(Default)]
+struct Contexts {
+    cells: HashMap<String, Cell>,
+    per_identity: HashMap<String, usize>,
+}
+
+impl Contexts {
+    fn get(&self, key: &str) -> Option<&Cell> {
+        self.cells.get(key)
+    }
+
+    fn identity_count(&self, identity: &str) -> usize {
+        self.per_identity.get(identity).copied().unwrap_or(0)
+    }
+
+    /// Inserts (or replaces) the cell of `key`.
+    fn insert(&mut self, key: String, cell: Cell) {
+        if self.cells.insert(key.clone(), cell).is_none() {
+            if let Some(id) = mapping::context_identity(&key) {
+                *self.per_identity.entry(id.to_owned()).or_default() += 1;
+            }
+        }
+    }
+
+    fn remove(&mut self, key: &str) {
+        if self.cells.remove(key).is_some() {
+            if let Some(id) = mapping::context_identity(key) {
+                if let Some(n) = self.per_identity.get_mut(id) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.per_identity.remove(id);
+                    }
+                }
+            }
         }
     }
 }
 
 /// The gateway's state, shared by every HTTP request.
 pub struct Core {
-    client: Client,
+    connect: Connector,
     config: CoreConfig,
     exposed: Vec<Exposed>,
-    /// Broker context -> its requester, made once.
-    contexts: Mutex<HashMap<String, Arc<OnceCell<Arc<Ctx>>>>>,
-    /// Task id -> the context that created it, and the exposed agent
-    /// that serves it.
-    tasks: Mutex<HashMap<String, (Arc<Ctx>, String)>>,
+    /// Identity -> its broker connection, made once.
+    clients: Mutex<HashMap<String, Arc<OnceCell<Client>>>>,
+    /// Broker context -> its requester, registered once (until freed).
+    contexts: Mutex<Contexts>,
+    /// Identity -> blocking sends waiting now.
+    blocking: Mutex<HashMap<String, usize>>,
+    store: Store,
+    started: Instant,
     pub pusher: Pusher,
 }
 
@@ -127,15 +216,49 @@ pub enum SendOutcome {
     Message(Task),
 }
 
+/// Takes one of an identity's blocking-send slots; gives it back on drop.
+struct BlockingSlot<'a> {
+    core: &'a Core,
+    identity: String,
+}
+
+impl Drop for BlockingSlot<'_> {
+    fn drop(&mut self) {
+        let mut map = self.core.blocking.lock();
+        if let Some(n) = map.get_mut(&self.identity) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.identity);
+            }
+        }
+    }
+}
+
+/// Is this state one a blocking send returns at (terminal, or waiting for
+/// the client)?
+fn settled(state: State) -> bool {
+    state.is_terminal() || state.is_interrupted()
+}
+
 impl Core {
-    /// A core on a connected client, serving `exposed`.
-    pub fn new(client: Client, exposed: Vec<Exposed>, config: CoreConfig, pusher: Pusher) -> Core {
+    /// A core serving `exposed`, with `connect` for its broker connections
+    /// and `store` for its durable state.
+    pub fn new(
+        connect: Connector,
+        exposed: Vec<Exposed>,
+        config: CoreConfig,
+        pusher: Pusher,
+        store: Store,
+    ) -> Core {
         Core {
-            client,
+            connect,
             config,
             exposed,
-            contexts: Mutex::new(HashMap::new()),
-            tasks: Mutex::new(HashMap::new()),
+            clients: Mutex::new(HashMap::new()),
+            contexts: Mutex::new(Contexts::default()),
+            blocking: Mutex::new(HashMap::new()),
+            store,
+            started: Instant::now(),
             pusher,
         }
     }
@@ -150,9 +273,48 @@ impl Core {
         self.exposed.iter().find(|e| e.name == name)
     }
 
-    /// The broker client.
-    pub fn client(&self) -> &Client {
-        &self.client
+    /// The idle time after which a context is freed.
+    pub fn context_idle(&self) -> Duration {
+        self.config.context_idle
+    }
+
+    /// The state file.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The broker connection of `identity`, made on first use.
+    async fn client(&self, identity: &str) -> Result<Client, GatewayError> {
+        let cell = self
+            .clients
+            .lock()
+            .entry(identity.to_owned())
+            .or_default()
+            .clone();
+        let connect = Arc::clone(&self.connect);
+        let c = cell
+            .get_or_try_init(|| async move {
+                tokio::task::spawn_blocking(move || connect())
+                    .await
+                    .map_err(|e| GatewayError::Internal(e.to_string()))?
+                    .map_err(|e| GatewayError::from_client(&e, Op::Other, ""))
+            })
+            .await?;
+        Ok(c.clone())
+    }
+
+    /// Contexts registered now (all identities).
+    pub fn registered_contexts(&self) -> usize {
+        self.contexts
+            .lock()
+            .cells
+            .values()
+            .filter(|c| c.initialized())
+            .count()
     }
 
     /// The requester of (identity, A2A context), registered on first use.
@@ -165,71 +327,255 @@ impl Core {
         let broker_ctx = mapping::broker_context(identity, v1_context);
         let cell = {
             let mut map = self.contexts.lock();
-            if !map.contains_key(&broker_ctx) && map.len() >= self.config.max_contexts {
-                return Err(GatewayError::Internal("too many contexts".into()));
+            match map.get(&broker_ctx) {
+                Some(c) => c.clone(),
+                None => {
+                    if map.cells.len() >= self.config.max_contexts {
+                        return Err(GatewayError::Internal("too many contexts".into()));
+                    }
+                    if map.identity_count(identity) >= self.config.max_contexts_per_identity {
+                        return Err(GatewayError::Internal(format!(
+                            "too many contexts for identity {identity} (at most {})",
+                            self.config.max_contexts_per_identity
+                        )));
+                    }
+                    let cell = Cell::default();
+                    map.insert(broker_ctx.clone(), cell.clone());
+                    cell
+                }
             }
-            map.entry(broker_ctx.clone()).or_default().clone()
         };
         let ctx = cell
-            .get_or_try_init(|| self.register(identity, v1_context, &broker_ctx))
-            .await?;
-        Ok(ctx.clone())
+            .get_or_try_init(|| self.register(identity, v1_context, &broker_ctx, None))
+            .await;
+        let ctx = match ctx {
+            Ok(c) => c.clone(),
+            Err(e) => {
+                // A failed registration leaves no entry behind.
+                let mut map = self.contexts.lock();
+                if map
+                    .get(&broker_ctx)
+                    .is_some_and(|c| Arc::ptr_eq(c, &cell) && !c.initialized())
+                {
+                    map.remove(&broker_ctx);
+                }
+                return Err(e);
+            }
+        };
+        ctx.last_used.store(self.now_ms(), Ordering::Relaxed);
+        Ok(ctx)
     }
 
-    /// The context of an existing one, without registering.
-    fn existing_context(&self, identity: &str, v1_context: &str) -> Option<Arc<Ctx>> {
-        let broker_ctx = mapping::broker_context(identity, v1_context);
-        self.contexts.lock().get(&broker_ctx)?.get().cloned()
-    }
-
+    /// Registers a context's requester under its stable peer id. The
+    /// previous registration under that id may still be leaving (a
+    /// restarted gateway's old connection, a context being freed), in
+    /// which case the broker hands out a suffixed id: that one is
+    /// deregistered (it has no task) and registration retried.
     async fn register(
         &self,
         identity: &str,
         v1_context: &str,
         broker_ctx: &str,
+        hub: Option<LazyHub>,
     ) -> Result<Arc<Ctx>, GatewayError> {
-        let mut card = a2a_client::agent_card(&mapping::requester_name(broker_ctx));
-        card.description = "A2A gateway requester".into();
-        card.kind = Some(self.config.kind);
-        let agent = self
-            .client
-            .register_async(broker_ctx, card, Delivery::Push)
-            .map_err(|e| GatewayError::from_client(&e, Op::Other, ""))?
-            .await
-            .map_err(|e| GatewayError::from_client(&e, Op::Other, ""))?;
+        let client = self.client(identity).await?;
+        let name = mapping::requester_name(broker_ctx);
+        let mut attempt = 0;
+        let agent = loop {
+            let mut card = a2a_client::agent_card(&name);
+            card.description = "A2A gateway requester".into();
+            card.kind = Some(self.config.kind);
+            let agent = client
+                .register_async(broker_ctx, card, Delivery::Push)
+                .map_err(|e| GatewayError::from_client(&e, Op::Other, ""))?
+                .await
+                .map_err(|e| GatewayError::from_client(&e, Op::Other, ""))?;
+            if agent.id() == name {
+                break agent;
+            }
+            attempt += 1;
+            if let Ok(p) = agent.deregister_async() {
+                let _ = p.await;
+            }
+            if attempt >= REGISTER_ATTEMPTS {
+                return Err(GatewayError::Internal(format!(
+                    "the requester of context {v1_context} is still registered elsewhere"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
+        };
         let ctx = Arc::new(Ctx {
             identity: identity.to_owned(),
             v1_context: v1_context.to_owned(),
             agent,
-            hub: LazyHub::default(),
+            hub: hub.unwrap_or_default(),
+            last_used: AtomicU64::new(self.now_ms()),
         });
         let hub = ctx.hub.clone();
         let pusher = self.pusher.clone();
+        let store = self.store.clone();
         ctx.agent
             .set_event_handler(Some(Box::new(move |_agent, event| {
                 if let Notification::TaskEvent(p) = event {
-                    publish(&hub, &pusher, p.task_version, p.event);
+                    publish(&hub, &pusher, &store, p.task_version, p.event);
                 }
             })));
         Ok(ctx)
     }
 
+    /// Frees a context's registration and registers it again (same peer
+    /// id, same hub): its sends counter starts over. Only for a context
+    /// with no open task (leaving cancels the tasks it requested).
+    async fn reregister(&self, ctx: &Arc<Ctx>) -> Result<Arc<Ctx>, GatewayError> {
+        let broker_ctx = mapping::broker_context(&ctx.identity, &ctx.v1_context);
+        let cell: Cell = Arc::new(OnceCell::new());
+        {
+            let mut map = self.contexts.lock();
+            let same = map
+                .get(&broker_ctx)
+                .and_then(|c| c.get())
+                .is_some_and(|c| Arc::ptr_eq(c, ctx));
+            if same {
+                map.insert(broker_ctx.clone(), cell.clone());
+            }
+        }
+        if let Ok(p) = ctx.agent.deregister_async() {
+            let _ = p.await;
+        }
+        let hub = ctx.hub.clone();
+        let (identity, v1_context) = (ctx.identity.clone(), ctx.v1_context.clone());
+        let fresh = cell
+            .get_or_try_init(|| self.register(&identity, &v1_context, &broker_ctx, Some(hub)))
+            .await?
+            .clone();
+        Ok(fresh)
+    }
+
+    /// Frees every context unused for the idle time that has no open task
+    /// and no subscriber; returns how many were freed. A freed context
+    /// registers again on its next use, as the same party.
+    pub async fn sweep_idle(&self) -> usize {
+        let idle_ms = u64::try_from(self.config.context_idle.as_millis()).unwrap_or(u64::MAX);
+        let now = self.now_ms();
+        let candidates: Vec<(String, Arc<Ctx>)> = self
+            .contexts
+            .lock()
+            .cells
+            .iter()
+            .filter_map(|(k, c)| c.get().map(|ctx| (k.clone(), ctx.clone())))
+            .filter(|(_, c)| {
+                now.saturating_sub(c.last_used.load(Ordering::Relaxed)) >= idle_ms
+                    && c.subscribers() == 0
+            })
+            .collect();
+        let mut freed = 0;
+        for (key, ctx) in candidates {
+            if self
+                .store
+                .context_has_open_tasks(&ctx.identity, &ctx.v1_context)
+            {
+                continue;
+            }
+            let removed = {
+                let mut map = self.contexts.lock();
+                // Only if nobody holds it but the map and this loop (a call
+                // in flight keeps it).
+                let still = map
+                    .get(&key)
+                    .and_then(|c| c.get())
+                    .is_some_and(|c| Arc::ptr_eq(c, &ctx) && Arc::strong_count(&ctx) == 2);
+                if still {
+                    map.remove(&key);
+                }
+                still
+            };
+            if removed {
+                if let Ok(p) = ctx.agent.deregister_async() {
+                    let _ = p.await;
+                }
+                freed += 1;
+            }
+        }
+        freed
+    }
+
+    /// At start: registers the context of every task still open, so their
+    /// events (and webhooks) are heard again, and refreshes each task's
+    /// recorded state, delivering to its webhooks what changed while the
+    /// gateway was away.
+    pub async fn resume(&self) {
+        let open = self.store.open_tasks();
+        if !open.is_empty() {
+            tracing::info!(tasks = open.len(), "resuming the open tasks");
+        }
+        for row in open {
+            let ctx = match self.context(&row.identity, &row.context).await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(task = %row.id, error = %e, "resuming a task's context failed");
+                    continue;
+                }
+            };
+            let Ok(p) = ctx.agent.get_task_async(&row.id, Some(0)) else {
+                continue;
+            };
+            match p.await {
+                Ok(t) => {
+                    self.store
+                        .update_task(&t.id, t.status.state, &t.status.timestamp, t.version);
+                    let ev = status_event(&t);
+                    publish(&ctx.hub, &self.pusher, &self.store, t.version, ev);
+                }
+                Err(e) => tracing::warn!(task = %row.id, error = %e, "resuming a task failed"),
+            }
+        }
+    }
+
     /// The context of a task the caller may see, or `TaskNotFound`.
-    pub fn task_context(
+    pub async fn task_context(
         &self,
         identity: &str,
         agent: &str,
         task_id: &str,
     ) -> Result<Arc<Ctx>, GatewayError> {
-        match self.tasks.lock().get(task_id) {
-            Some((ctx, a)) if ctx.identity == identity && a == agent => Ok(ctx.clone()),
+        let row = self.task_row(identity, agent, task_id)?;
+        self.context(identity, &row.context).await
+    }
+
+    /// The record of a task the caller may see, or `TaskNotFound`.
+    pub fn task_row(
+        &self,
+        identity: &str,
+        agent: &str,
+        task_id: &str,
+    ) -> Result<TaskRow, GatewayError> {
+        match self.store.task(task_id) {
+            Some(row) if row.identity == identity && row.agent == agent => Ok(row),
             _ => Err(GatewayError::TaskNotFound(task_id.to_owned())),
         }
     }
 
+    fn blocking_slot(&self, identity: &str) -> Result<BlockingSlot<'_>, GatewayError> {
+        let mut map = self.blocking.lock();
+        let n = map.entry(identity.to_owned()).or_default();
+        if *n >= limits::MAX_BLOCKING_PER_IDENTITY {
+            return Err(GatewayError::Internal(format!(
+                "too many blocking sends waiting for identity {identity} (at most {})",
+                limits::MAX_BLOCKING_PER_IDENTITY
+            )));
+        }
+        *n += 1;
+        Ok(BlockingSlot {
+            core: self,
+            identity: identity.to_owned(),
+        })
+    }
+
     /// `SendMessage` / `SendStreamingMessage`: a new task for `agent`, or a
     /// follow-up on one. With `subscribe`, the subscription is taken before
-    /// the send, so no event of the task can be missed.
+    /// the send, so no event of the task can be missed. A blocking send
+    /// returns once the task is terminal or interrupted, or at the reply
+    /// timeout with the task as it is.
     pub async fn send(
         &self,
         identity: &str,
@@ -243,19 +589,22 @@ impl Core {
         let follow_up = m.task_id.as_deref().filter(|t| !t.is_empty());
         let ctx = match follow_up {
             Some(task_id) => {
-                let ctx = self.task_context(identity, agent, task_id)?;
+                let row = self.task_row(identity, agent, task_id)?;
                 if let Some(c) = m.context_id.as_deref().filter(|c| !c.is_empty()) {
-                    if c != ctx.v1_context {
+                    if c != row.context {
                         return Err(GatewayError::InvalidParams(format!(
                             "task {task_id} is not in context {c}"
                         )));
                     }
                 }
-                ctx
+                self.context(identity, &row.context).await?
             }
             None => {
-                if self.tasks.lock().len() >= self.config.max_tasks {
-                    return Err(GatewayError::Internal("too many tasks".into()));
+                if self.store.open_task_count(identity) >= self.config.max_open_tasks_per_identity {
+                    return Err(GatewayError::Internal(format!(
+                        "too many open tasks for identity {identity} (at most {})",
+                        self.config.max_open_tasks_per_identity
+                    )));
                 }
                 let v1_ctx = match m.context_id.as_deref().filter(|c| !c.is_empty()) {
                     Some(c) => c.to_owned(),
@@ -268,35 +617,160 @@ impl Core {
             Some(p) => Some(self.pusher.check(p)?),
             None => None,
         };
+        let _slot = if blocking {
+            Some(self.blocking_slot(identity)?)
+        } else {
+            None
+        };
+        // The broker holds a blocking send for its default wait; a push
+        // config must be stored before the task can change (so it hears
+        // every update), and a reply timeout shorter than the broker's
+        // wait is the gateway's to keep: in those cases the send does not
+        // block in the broker and the gateway waits.
+        let broker_blocks = blocking
+            && push.is_none()
+            && self
+                .config
+                .reply_timeout
+                .is_none_or(|t| t >= limits::BROKER_BLOCKING_WAIT);
         let to = if follow_up.is_some() {
             None
         } else {
             Some(agent)
         };
         let msg = mapping::message_in(m, a2a_client::new_id(), to)?;
+        let rx = subscribe.then(|| ctx.subscribe());
+        // Events of the new task that come before its config is stored are
+        // held, and delivered once it is.
+        let _hold = push.as_ref().map(|_| self.pusher.hold());
+        let started = Instant::now();
+        let (ctx, task) = self
+            .send_on(ctx, msg, broker_blocks, follow_up.is_some())
+            .await
+            .map_err(|e| GatewayError::from_client(&e, Op::Send, follow_up.unwrap_or("")))?;
+        if follow_up.is_none() {
+            let row = TaskRow {
+                id: task.id.clone(),
+                identity: identity.to_owned(),
+                agent: agent.to_owned(),
+                context: ctx.v1_context.clone(),
+                state: task.status.state,
+                version: task.version,
+            };
+            self.store
+                .insert_task(&row, &task.status.timestamp)
+                .map_err(|e| GatewayError::Internal(format!("gateway state: {e}")))?;
+        } else {
+            self.store.note_task(
+                &task.id,
+                task.status.state,
+                &task.status.timestamp,
+                task.version,
+            );
+        }
+        if let Some(p) = push {
+            self.pusher.store(identity, &task.id, p)?;
+            self.pusher.replay(&task.id);
+            // What happened before the config was stored is delivered now.
+            publish(
+                &ctx.hub,
+                &self.pusher,
+                &self.store,
+                task.version,
+                status_event(&task),
+            );
+        }
+        let task = if blocking && !settled(task.status.state) {
+            let left = self
+                .config
+                .reply_timeout
+                .map(|t| t.saturating_sub(started.elapsed()));
+            self.wait_settled(&ctx, task, left).await?
+        } else {
+            task
+        };
+        Ok((ctx, task, rx))
+    }
+
+    /// Sends `msg` on a context's requester; when its registration has
+    /// spent its sends and it has no open task, registers it again and
+    /// sends once more. Returns the context the send went through.
+    async fn send_on(
+        &self,
+        ctx: Arc<Ctx>,
+        msg: a2a_client::Message,
+        blocking: bool,
+        follow_up: bool,
+    ) -> Result<(Arc<Ctx>, Task), ClientError> {
         let configuration = SendConfiguration {
             blocking: Some(blocking),
             history_length: None,
             push_notification_config: None,
         };
-        let rx = subscribe.then(|| ctx.subscribe());
         let pending = ctx
             .agent
-            .send_async(msg, Some(configuration))
-            .map_err(|e| GatewayError::from_client(&e, Op::Send, follow_up.unwrap_or("")))?;
-        let task = self
-            .published(&ctx, pending, follow_up.is_some())
-            .await
-            .map_err(|e| GatewayError::from_client(&e, Op::Send, follow_up.unwrap_or("")))?;
-        if follow_up.is_none() {
-            self.tasks
-                .lock()
-                .insert(task.id.clone(), (ctx.clone(), agent.to_owned()));
+            .send_async(msg.clone(), Some(configuration.clone()))?;
+        match self.published(&ctx, pending, follow_up).await {
+            Err(e)
+                if e.a2a_code() == Some(A2aErrorCode::SendCap)
+                    && !self
+                        .store
+                        .context_has_open_tasks(&ctx.identity, &ctx.v1_context) =>
+            {
+                let fresh = self
+                    .reregister(&ctx)
+                    .await
+                    .map_err(|g| ClientError::Protocol(g.to_string()))?;
+                let pending = fresh.agent.send_async(msg, Some(configuration))?;
+                let t = self.published(&fresh, pending, follow_up).await?;
+                Ok((fresh, t))
+            }
+            other => other.map(|t| (ctx, t)),
         }
-        if let Some(p) = push {
-            self.pusher.store(identity, &task.id, p)?;
+    }
+
+    /// Waits for a task to be terminal or interrupted, at most `left`
+    /// (`None`: without bound), on the context's events; returns the task
+    /// as it then is.
+    async fn wait_settled(
+        &self,
+        ctx: &Arc<Ctx>,
+        task: Task,
+        left: Option<Duration>,
+    ) -> Result<Task, GatewayError> {
+        let id = task.id.as_str();
+        // Subscribed before the snapshot: nothing after it is missed.
+        let mut rx = ctx.subscribe();
+        let snapshot = fetch(ctx, id).await?;
+        if settled(snapshot.status.state) {
+            return Ok(snapshot);
         }
-        Ok((ctx, task, rx))
+        let deadline = left.map(|l| tokio::time::Instant::now() + l);
+        loop {
+            let next = match deadline {
+                Some(d) => match tokio::time::timeout_at(d, rx.recv()).await {
+                    Ok(r) => r,
+                    Err(_) => break,
+                },
+                None => rx.recv().await,
+            };
+            match next {
+                Ok(ev) if ev.task_id == task.id => {
+                    if event_state(&ev.event).is_some_and(settled) {
+                        break;
+                    }
+                }
+                Ok(_) => {}
+                // Behind: the snapshot says where the task is.
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    if settled(fetch(ctx, id).await?.status.state) {
+                        break;
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => break,
+            }
+        }
+        fetch(ctx, id).await
     }
 
     /// Awaits a requester call's task; with `publish`, also hands it to the
@@ -314,15 +788,10 @@ impl Core {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let hub = ctx.hub.clone();
         let pusher = self.pusher.clone();
+        let store = self.store.clone();
         pending.on_complete(move |r| {
             if let Ok(t) = &r {
-                let ev = StreamEvent::Status(StatusUpdate {
-                    task_id: t.id.clone(),
-                    context_id: t.context_id.clone(),
-                    status: t.status.clone(),
-                    is_final: t.status.state.is_terminal(),
-                });
-                publish(&hub, &pusher, t.version, ev);
+                publish(&hub, &pusher, &store, t.version, status_event(t));
             }
             let _ = tx.send(r);
         });
@@ -332,7 +801,7 @@ impl Core {
 
     /// `GetTask`.
     pub async fn get(&self, identity: &str, agent: &str, id: &str) -> Result<Task, GatewayError> {
-        let ctx = self.task_context(identity, agent, id)?;
+        let ctx = self.task_context(identity, agent, id).await?;
         ctx.agent
             .get_task_async(id, None)
             .map_err(|e| GatewayError::from_client(&e, Op::Get, id))?
@@ -347,7 +816,7 @@ impl Core {
         agent: &str,
         id: &str,
     ) -> Result<Task, GatewayError> {
-        let ctx = self.task_context(identity, agent, id)?;
+        let ctx = self.task_context(identity, agent, id).await?;
         let pending = ctx
             .agent
             .cancel_async(id, None)
@@ -365,7 +834,7 @@ impl Core {
         agent: &str,
         id: &str,
     ) -> Result<Subscription, GatewayError> {
-        let ctx = self.task_context(identity, agent, id)?;
+        let ctx = self.task_context(identity, agent, id).await?;
         let rx = ctx.subscribe();
         let snapshot = self.get(identity, agent, id).await?;
         if snapshot.status.state.is_terminal() {
@@ -377,54 +846,76 @@ impl Core {
     }
 
     /// `ListTasks`: the caller's tasks with `agent`, in one context or all
-    /// of the caller's.
+    /// of the caller's. The page is chosen from the gateway's records
+    /// (indexed by identity, agent, context and status time), then each
+    /// task on it is read from the broker: the cost follows the page, not
+    /// the number of the caller's contexts or tasks.
     pub async fn list(
         &self,
         identity: &str,
         agent: &str,
         req: &v1::ListTasksRequest,
     ) -> Result<v1::ListTasksResponse, GatewayError> {
-        let ctxs: Vec<Arc<Ctx>> = match req.context_id.as_deref().filter(|c| !c.is_empty()) {
-            Some(c) => self.existing_context(identity, c).into_iter().collect(),
-            None => self
-                .contexts
-                .lock()
-                .values()
-                .filter_map(|cell| cell.get().cloned())
-                .filter(|c| c.identity == identity)
-                .collect(),
+        let q = mapping::list_query(req)?;
+        let filter = ListFilter {
+            identity,
+            agent,
+            context: req.context_id.as_deref().filter(|c| !c.is_empty()),
+            state: q.state,
+            after_ms: q.after_ms,
+            limit: q.page_size,
+            offset: q.offset,
         };
-        let mut all = Vec::new();
-        for ctx in ctxs {
-            let mut cursor = None;
-            loop {
-                let page = ctx
-                    .agent
-                    .list_tasks_async(TaskQuery {
-                        role: ListRole::Requester,
-                        state: None,
-                        limit: Some(100),
-                        cursor: cursor.take(),
-                    })
-                    .map_err(|e| GatewayError::from_client(&e, Op::Other, ""))?
-                    .await
-                    .map_err(|e| GatewayError::from_client(&e, Op::Other, ""))?;
-                all.extend(page.tasks.into_iter().filter(|t| t.agent_name == agent));
-                match page.next_cursor {
-                    Some(c) => cursor = Some(c),
-                    None => break,
-                }
-            }
+        let (rows, total) = self
+            .store
+            .list(&filter)
+            .map_err(|e| GatewayError::Internal(format!("gateway state: {e}")))?;
+        // Every task of the page is asked for at once (pipelined on the
+        // identity's connection).
+        let fetches = rows.iter().map(|row| async move {
+            let ctx = self.context(identity, &row.context).await?;
+            let p = ctx
+                .agent
+                .get_task_async(&row.id, None)
+                .map_err(|e| GatewayError::from_client(&e, Op::Get, &row.id))?;
+            p.await
+                .map_err(|e| GatewayError::from_client(&e, Op::Get, &row.id))
+        });
+        let fetched = futures_util::future::join_all(fetches).await;
+        let mut tasks = Vec::with_capacity(fetched.len());
+        for t in fetched {
+            let t = match t {
+                Ok(t) => t,
+                // Recorded here but gone from the broker (its database
+                // was replaced): not listed, as GetTask does not find it.
+                Err(GatewayError::TaskNotFound(_)) => continue,
+                Err(e) => return Err(e),
+            };
+            self.store
+                .note_task(&t.id, t.status.state, &t.status.timestamp, t.version);
+            tasks.push(t);
         }
-        mapping::list_page(all, req)
+        Ok(mapping::list_response(&tasks, &q, total))
     }
+}
+
+/// A task as the context's requester reads it.
+async fn fetch(ctx: &Ctx, id: &str) -> Result<Task, GatewayError> {
+    ctx.agent
+        .get_task_async(id, None)
+        .map_err(|e| GatewayError::from_client(&e, Op::Get, id))?
+        .await
+        .map_err(|e| GatewayError::from_client(&e, Op::Get, id))
 }
 
 /// Hands one task event to a context's subscribers and to the pusher.
 /// Runs on the client's reader thread: never blocks.
-fn publish(hub: &LazyHub, pusher: &Pusher, version: u64, event: StreamEvent) {
+fn publish(hub: &LazyHub, pusher: &Pusher, store: &Store, version: u64, event: StreamEvent) {
     let task_id = match &event {
-        StreamEvent::Status(s) => s.task_id.clone(),
+        StreamEvent::Status(s) => {
+            store.note_task(&s.task_id, s.status.state, &s.status.timestamp, version);
+            s.task_id.clone()
+        }
         StreamEvent::Artifact(a) => a.task_id.clone(),
     };
     let event = Arc::new(event);

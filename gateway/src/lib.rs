@@ -11,6 +11,9 @@
 //! - [`core`]: the v1.0 operations as `a2a.*` calls on the broker (one
 //!   requester agent per identity and A2A context), task event hubs.
 //! - [`push`]: push notification configs and their delivery.
+//! - [`store`]: the gateway's durable state (SQLite): tasks, push
+//!   configs, remote task ids.
+//! - [`limits`]: the gateway's own bounds.
 //! - [`mapping`]: v1.0 <-> `a2a.*` translation (states, roles, parts, ids,
 //!   contexts, paging, errors), pure functions with tests.
 //! - [`v1`]: the A2A v1.0 JSON types (ProtoJSON: camelCase out, camelCase
@@ -21,10 +24,12 @@
 
 pub mod core;
 pub mod http;
+pub mod limits;
 pub mod mapping;
 pub mod outbound;
 pub mod push;
 pub mod security;
 pub mod server;
+pub mod store;
 pub mod tck;
 pub mod v1;

@@ -75,6 +75,15 @@ enum Cmd {
         /// The kind of the exposed agents (the gateway registers as one).
         #[arg(long, value_enum, default_value_t = Kind::Subagent)]
         kind: Kind,
+        /// The gateway's state file (SQLite: tasks, push configs), so a
+        /// restart changes nothing clients see. Default: the socket's path
+        /// with `.gateway.db` appended. One file per gateway.
+        #[arg(long)]
+        state: Option<PathBuf>,
+        /// How long a blocking SendMessage waits for its task to finish
+        /// or need input, in seconds (0: without bound).
+        #[arg(long, default_value_t = 300)]
+        reply_timeout: u64,
     },
     /// Start a broker on a temporary database with the TCK's SUT agent and
     /// serve it (streaming and push notifications declared; loopback
@@ -158,6 +167,8 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
             allow_loopback_webhooks,
             max_stream_secs,
             kind,
+            state,
+            reply_timeout,
         } => {
             let mut specs = tokens;
             if let Some(f) = token_file {
@@ -173,7 +184,14 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
             let tokens = Tokens::parse(specs.iter().map(String::as_str))?;
             let secret = a2a_client::read_secret(&socket)
                 .map_err(|e| format!("broker secret for {}: {e}", socket.display()))?;
+            let state = state.unwrap_or_else(|| {
+                let mut p = socket.clone().into_os_string();
+                p.push(".gateway.db");
+                PathBuf::from(p)
+            });
             let mut opts = ServeOptions::new(socket, secret, expose);
+            opts.state = Some(state);
+            opts.reply_timeout = (reply_timeout > 0).then(|| Duration::from_secs(reply_timeout));
             opts.listen = listen;
             opts.public_url = public_url;
             opts.tokens = tokens;

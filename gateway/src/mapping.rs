@@ -633,12 +633,20 @@ pub fn page_token_out(offset: usize) -> String {
     format!("o{offset}")
 }
 
-/// One page of v1.0 tasks: `all` sorted by status timestamp, newest first,
-/// then cut at `offset` for `page_size`.
-pub fn list_page(
-    mut all: Vec<Task>,
-    req: &v1::ListTasksRequest,
-) -> Result<v1::ListTasksResponse, GatewayError> {
+/// A `ListTasks` request, checked: the page and the filters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListQuery {
+    pub page_size: usize,
+    pub offset: usize,
+    /// Only tasks in this state (`None`: any).
+    pub state: Option<State>,
+    /// Only tasks whose status time is after this (ms since the epoch).
+    pub after_ms: Option<i64>,
+    pub view: TaskView,
+}
+
+/// Checks a `ListTasks` request.
+pub fn list_query(req: &v1::ListTasksRequest) -> Result<ListQuery, GatewayError> {
     let page_size = match req.page_size {
         None | Some(0) => 50,
         Some(n) if (1..=100).contains(&n) => n as usize,
@@ -650,25 +658,68 @@ pub fn list_page(
     };
     let offset = page_token_in(req.page_token.as_deref())?;
     // UNSPECIFIED (and the JS SDK's UNRECOGNIZED, read as it) filters nothing.
-    if let Some(st) = &req.status {
-        let st = v1::TaskState::from_json(st)
-            .ok_or_else(|| GatewayError::InvalidParams("unknown status".into()))?;
-        if let Some(st) = state_in(st) {
-            all.retain(|t| t.status.state == st);
-        }
+    let state = match &req.status {
+        None => None,
+        Some(st) => state_in(
+            v1::TaskState::from_json(st)
+                .ok_or_else(|| GatewayError::InvalidParams("unknown status".into()))?,
+        ),
+    };
+    let after_ms = match &req.status_timestamp_after {
+        None => None,
+        Some(after) => Some(
+            after
+                .parse::<jiff::Timestamp>()
+                .map_err(|_| GatewayError::InvalidParams("bad statusTimestampAfter".into()))?
+                .as_millisecond(),
+        ),
+    };
+    Ok(ListQuery {
+        page_size,
+        offset,
+        state,
+        after_ms,
+        view: TaskView {
+            history_length: history_length(req.history_length),
+            artifacts: req.include_artifacts.unwrap_or(false),
+        },
+    })
+}
+
+/// The answer for one page (`page`, already cut) of `total` matching tasks.
+pub fn list_response(page: &[Task], q: &ListQuery, total: usize) -> v1::ListTasksResponse {
+    let end = q.offset.saturating_add(page.len()).min(total);
+    v1::ListTasksResponse {
+        tasks: page.iter().map(|t| task_out(t, q.view)).collect(),
+        next_page_token: if end < total && !page.is_empty() {
+            page_token_out(end)
+        } else {
+            String::new()
+        },
+        page_size: q.page_size as i64,
+        total_size: total as i64,
     }
-    if let Some(after) = &req.status_timestamp_after {
-        let after: jiff::Timestamp = after
-            .parse()
-            .map_err(|_| GatewayError::InvalidParams("bad statusTimestampAfter".into()))?;
+}
+
+/// One page of v1.0 tasks from all of them in memory: filtered, sorted by
+/// status time, newest first (ties by id), then cut (what the gateway's
+/// state file does with its index, for a list at hand).
+pub fn list_page(
+    mut all: Vec<Task>,
+    req: &v1::ListTasksRequest,
+) -> Result<v1::ListTasksResponse, GatewayError> {
+    let q = list_query(req)?;
+    if let Some(st) = q.state {
+        all.retain(|t| t.status.state == st);
+    }
+    if let Some(after) = q.after_ms {
         all.retain(|t| {
             t.status
                 .timestamp
                 .parse::<jiff::Timestamp>()
-                .is_ok_and(|ts| ts > after)
+                .is_ok_and(|ts| ts.as_millisecond() > after)
         });
     }
-    // Newest status first; ties by id for a stable order across pages.
     all.sort_by(|a, b| {
         b.status
             .timestamp
@@ -676,27 +727,9 @@ pub fn list_page(
             .then_with(|| b.id.cmp(&a.id))
     });
     let total = all.len();
-    let view = TaskView {
-        history_length: history_length(req.history_length),
-        artifacts: req.include_artifacts.unwrap_or(false),
-    };
-    let end = offset.saturating_add(page_size).min(total);
-    let tasks = all
-        .get(offset.min(total)..end)
-        .unwrap_or_default()
-        .iter()
-        .map(|t| task_out(t, view))
-        .collect();
-    Ok(v1::ListTasksResponse {
-        tasks,
-        next_page_token: if end < total {
-            page_token_out(end)
-        } else {
-            String::new()
-        },
-        page_size: page_size as i64,
-        total_size: total as i64,
-    })
+    let end = q.offset.saturating_add(q.page_size).min(total);
+    let page = all.get(q.offset.min(total)..end).unwrap_or_default();
+    Ok(list_response(page, &q, total))
 }
 
 #[cfg(test)]

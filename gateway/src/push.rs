@@ -6,7 +6,9 @@
 //!
 //! The broker keeps one push config per task and never contacts its URL;
 //! v1.0 allows several per task and expects delivery, so the gateway holds
-//! them (in memory: a gateway restart forgets them) and delivers. Targets
+//! them, in its state file (written before the config is acknowledged,
+//! read back at start, with the version last queued per task), and
+//! delivers: a webhook registered before a restart hears what follows it. Targets
 //! pass [`WebhookPolicy`] when a config is created and again, on the
 //! resolved address, at each delivery; the request goes to that checked
 //! address (no second lookup), with redirects off.
@@ -17,10 +19,12 @@
 
 use crate::mapping::{self, GatewayError};
 use crate::security::WebhookPolicy;
+use crate::store::Store;
 use crate::v1;
 use a2a_proto::types::StreamEvent;
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -51,6 +55,31 @@ struct Inner {
     /// broker, and from the result of the gateway's own call).
     configs: Mutex<HashMap<String, (Vec<Stored>, u64)>>,
     queue: Option<mpsc::Sender<Delivery>>,
+    store: Store,
+    /// Sends whose push config is stored only once their task exists (a
+    /// config given in `SendMessage`): while any is under way, events of
+    /// tasks without a config are held here, and delivered once the
+    /// config is stored ([`Pusher::replay`]).
+    holding: AtomicUsize,
+    held: Mutex<HashMap<String, Vec<(u64, Arc<StreamEvent>)>>>,
+}
+
+/// Events held per task at most, and tasks held at most.
+const HELD_PER_TASK: usize = 64;
+const HELD_TASKS: usize = 1024;
+
+/// Holds events for tasks without a config while alive (see
+/// [`Pusher::hold`]).
+pub struct Hold {
+    inner: Arc<Inner>,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if self.inner.holding.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.inner.held.lock().clear();
+        }
+    }
 }
 
 /// The push config store and deliverer (cheap to clone).
@@ -62,18 +91,56 @@ pub struct Pusher {
 impl Pusher {
     /// A pusher under `policy`. Must be made inside a tokio runtime when
     /// the policy enables push (it starts the delivery task).
-    pub fn new(policy: WebhookPolicy) -> Pusher {
+    /// The configs of `store` are loaded.
+    pub fn new(policy: WebhookPolicy, store: Store) -> Pusher {
         let queue = policy.enabled().then(|| {
             let (tx, rx) = mpsc::channel(QUEUE);
             tokio::spawn(deliver(rx, policy.clone()));
             tx
         });
+        let mut configs: HashMap<String, (Vec<Stored>, u64)> = HashMap::new();
+        for (task_id, identity, json) in store.all_push() {
+            match serde_json::from_str::<v1::TaskPushNotificationConfig>(&json) {
+                Ok(config) => configs
+                    .entry(task_id)
+                    .or_default()
+                    .0
+                    .push(Stored { identity, config }),
+                Err(e) => tracing::warn!(task_id, error = %e, "unreadable stored push config"),
+            }
+        }
+        for (task_id, version) in store.all_push_sent() {
+            if let Some((_, last)) = configs.get_mut(&task_id) {
+                *last = version;
+            }
+        }
         Pusher {
             inner: Arc::new(Inner {
                 policy,
-                configs: Mutex::new(HashMap::new()),
+                configs: Mutex::new(configs),
                 queue,
+                store,
+                holding: AtomicUsize::new(0),
+                held: Mutex::new(HashMap::new()),
             }),
+        }
+    }
+
+    /// Holds the events of tasks that have no config yet, until the guard
+    /// is dropped: for a send whose config is stored once its task exists.
+    pub fn hold(&self) -> Hold {
+        self.inner.holding.fetch_add(1, Ordering::AcqRel);
+        Hold {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+
+    /// Delivers the held events of `task_id` (after its config is stored).
+    pub fn replay(&self, task_id: &str) {
+        let mut events = self.inner.held.lock().remove(task_id).unwrap_or_default();
+        events.sort_by_key(|(v, _)| *v);
+        for (version, event) in events {
+            self.notify(task_id, version, &event);
         }
     }
 
@@ -120,6 +187,11 @@ impl Pusher {
                 "at most {MAX_CONFIGS_PER_TASK} push configs per task"
             )));
         }
+        let json = serde_json::to_string(&c).map_err(|e| GatewayError::Internal(e.to_string()))?;
+        self.inner
+            .store
+            .put_push(task_id, &c.id, identity, &json)
+            .map_err(|e| GatewayError::Internal(format!("gateway state: {e}")))?;
         list.push(Stored {
             identity: identity.to_owned(),
             config: c.clone(),
@@ -149,6 +221,7 @@ impl Pusher {
     /// idempotent).
     pub fn delete(&self, task_id: &str, id: &str) {
         let mut map = self.inner.configs.lock();
+        self.inner.store.delete_push(task_id, id);
         if let Some((list, _)) = map.get_mut(task_id) {
             list.retain(|s| s.config.id != id);
             if list.is_empty() {
@@ -168,9 +241,21 @@ impl Pusher {
         let configs: Vec<v1::TaskPushNotificationConfig> = {
             let mut map = self.inner.configs.lock();
             match map.get_mut(task_id) {
-                Some((l, last)) if version > *last => {
+                Some((l, last)) if version > *last && !l.is_empty() => {
                     *last = version;
+                    self.inner.store.note_push_sent(task_id, version);
                     l.iter().map(|s| s.config.clone()).collect()
+                }
+                None if self.inner.holding.load(Ordering::Acquire) > 0 => {
+                    drop(map);
+                    let mut held = self.inner.held.lock();
+                    if held.len() < HELD_TASKS || held.contains_key(task_id) {
+                        let list = held.entry(task_id.to_owned()).or_default();
+                        if list.len() < HELD_PER_TASK {
+                            list.push((version, Arc::new(event.clone())));
+                        }
+                    }
+                    return;
                 }
                 _ => return,
             }

@@ -93,7 +93,7 @@ impl Tokens {
         if self.entries.is_empty() {
             return Some(ANONYMOUS.to_owned());
         }
-        let presented = authorization?.strip_prefix("Bearer ")?.trim().as_bytes();
+        let presented = bearer_credentials(authorization?)?.as_bytes();
         let mut found: Option<&str> = None;
         for (name, secret) in &self.entries {
             if same_secret(secret, presented) && found.is_none() {
@@ -102,6 +102,18 @@ impl Tokens {
         }
         found.map(str::to_owned)
     }
+}
+
+/// The credentials of an `Authorization: Bearer ...` value; the scheme is
+/// case-insensitive (RFC 7235 §2.1), separated by spaces or tabs.
+pub fn bearer_credentials(value: &str) -> Option<&str> {
+    let value = value.trim_start();
+    let (scheme, rest) = value.split_once([' ', '\t'])?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let token = rest.trim();
+    (!token.is_empty()).then_some(token)
 }
 
 /// Whether `presented` is `secret`, in time that depends on the presented
@@ -237,7 +249,7 @@ impl WebhookPolicy {
     /// Checks one address `host` resolved to.
     pub fn check_addr(&self, host: &str, ip: IpAddr) -> Result<(), WebhookRefused> {
         let ip = match ip {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            IpAddr::V6(v6) => embedded_v4(v6).map_or(ip, IpAddr::V4),
             v4 => v4,
         };
         if ip.is_loopback() {
@@ -259,9 +271,46 @@ impl WebhookPolicy {
     }
 }
 
+/// The IPv4 address an IPv6 address reaches, for the forms that carry
+/// one: IPv4-mapped `::ffff:0:0/96`, IPv4-translated `::ffff:0:0:0/96`,
+/// IPv4-compatible `::/96` (but `::` and `::1`, which are IPv6's own),
+/// NAT64 `64:ff9b::/96` and 6to4
+/// `2002::/16` (the IPv4 address in bits 16..48).
+pub fn embedded_v4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    let s = v6.segments();
+    let low = |hi: u16, lo: u16| {
+        let [a, b] = hi.to_be_bytes();
+        let [c, d] = lo.to_be_bytes();
+        std::net::Ipv4Addr::new(a, b, c, d)
+    };
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    if s[..6] == [0; 6] {
+        return (!v6.is_unspecified() && !v6.is_loopback()).then(|| low(s[6], s[7]));
+    }
+    // IPv4-translated (SIIT, `::ffff:0:a.b.c.d`).
+    if s[..6] == [0, 0, 0, 0, 0xffff, 0] {
+        return Some(low(s[6], s[7]));
+    }
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return Some(low(s[6], s[7]));
+    }
+    if s[0] == 0x2002 {
+        return Some(low(s[1], s[2]));
+    }
+    None
+}
+
 /// Is `ip` a public unicast address (not private, loopback, link-local,
-/// shared, documentation, multicast, unspecified, or reserved)?
+/// shared, documentation, multicast, unspecified, or reserved)? An IPv6
+/// address that carries an IPv4 one is judged by that IPv4 address.
 pub fn is_public(ip: IpAddr) -> bool {
+    if let IpAddr::V6(v6) = ip {
+        if let Some(v4) = embedded_v4(v6) {
+            return is_public(IpAddr::V4(v4));
+        }
+    }
     match ip {
         IpAddr::V4(v4) => {
             let o = v4.octets();
@@ -288,6 +337,22 @@ pub fn is_public(ip: IpAddr) -> bool {
                 || (s[0] == 0x2001 && s[1] == 0x0db8))
         }
     }
+}
+
+/// Writes the audit line of a request refused before it was read (401,
+/// 413, 429...): the identity if known (`-` if not), the agent of the
+/// URL, the HTTP status and why.
+pub fn audit_refusal(identity: Option<&str>, agent: &str, status: u16, why: &str) {
+    tracing::info!(
+        target: "a2a_gateway::audit",
+        identity = identity.unwrap_or("-"),
+        agent,
+        method = "-",
+        task = "-",
+        outcome = format!("refused {status}").as_str(),
+        why,
+        "refused"
+    );
 }
 
 /// Writes the audit line of one call (never a message body or a secret).
@@ -361,6 +426,18 @@ mod tests {
         assert_eq!(t.identify(Some("Bearer aaaaaaaaaaaaaaaaaaab")), None);
         assert_eq!(t.identify(Some("Bearer AAAAAAAAAAAAAAAAAAAA")), None);
         assert_eq!(t.identify(Some("aaaaaaaaaaaaaaaaaaaa")), None);
+        // The scheme is case-insensitive (RFC 7235); the token is not.
+        for v in [
+            "bearer aaaaaaaaaaaaaaaaaaaa",
+            "BEARER aaaaaaaaaaaaaaaaaaaa",
+            "Bearer\taaaaaaaaaaaaaaaaaaaa",
+            "bEaReR   aaaaaaaaaaaaaaaaaaaa ",
+        ] {
+            assert_eq!(t.identify(Some(v)).as_deref(), Some("alice"), "{v}");
+        }
+        assert_eq!(t.identify(Some("Bearer")), None);
+        assert_eq!(t.identify(Some("Basic aaaaaaaaaaaaaaaaaaaa")), None);
+        assert_eq!(t.identify(Some("Beareraaaaaaaaaaaaaaaaaaaa")), None);
         assert_eq!(t.identify(None), None);
         assert_eq!(Tokens::default().identify(None).as_deref(), Some(ANONYMOUS));
         let e = Tokens::parse(["x=short"]).unwrap_err();
@@ -458,6 +535,29 @@ mod tests {
             allow_hosts: vec!["*".into()],
             allow_loopback: false,
         };
+        // IPv6 forms that reach IPv4 space are judged by their IPv4
+        // address: mapped, compatible, NAT64 and 6to4.
+        for private in [
+            "http://[::ffff:192.168.0.1]/x",
+            "http://[::ffff:0:a00:1]/x",
+            "http://[::10.0.0.1]/x",
+            "http://[::a9fe:a9fe]/x",
+            "http://[64:ff9b::a9fe:a9fe]/x",
+            "http://[64:ff9b::10.1.2.3]/x",
+            "http://[2002:a00:1::1]/x",
+            "http://[2002:c0a8:101::]/x",
+            "http://[2002:7f00:1::1]/x",
+            "http://[::127.0.0.1]/x",
+        ] {
+            assert!(any.check_url(private).is_err(), "{private}");
+        }
+        for public in [
+            "http://[64:ff9b::5db8:d822]/x",
+            "http://[2002:5db8:d822::1]/x",
+            "http://[2606:4700::1111]/x",
+        ] {
+            assert!(any.check_url(public).is_ok(), "{public}");
+        }
         assert!(any.check_url("https://example.org/x").is_ok());
         assert!(any.check_url("http://192.168.0.1/x").is_err());
     }

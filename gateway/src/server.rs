@@ -1,17 +1,20 @@
 //! Starting the gateway: connect to the broker, look up the exposed
 //! agents' cards, check the security rules, bind, serve until shut down.
 
-use crate::core::{Core, CoreConfig, Exposed};
+use crate::core::{Connector, Core, CoreConfig, Exposed};
+use crate::http::edge::{self, EdgeConfig};
 use crate::http::{self, card::Cards, App, HttpConfig};
+use crate::limits;
 use crate::push::Pusher;
 use crate::security::{self, RateLimiter, StartError, Tokens, WebhookPolicy};
+use crate::store::{Store, StoreError};
 use a2a_client::{Client, ClientError, ClientOptions, Delivery};
 use a2a_proto::types::AgentKind;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::oneshot;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// Everything `serve` is told.
@@ -35,6 +38,23 @@ pub struct ServeOptions {
     pub max_stream: Duration,
     pub kind: AgentKind,
     pub max_contexts: usize,
+    /// The gateway's state file (`None`: in memory, forgotten at exit).
+    pub state: Option<PathBuf>,
+    /// How long a blocking `SendMessage` waits (`None`: without bound).
+    pub reply_timeout: Option<Duration>,
+    /// Idle time after which a context with no open task is freed.
+    pub context_idle: Duration,
+    /// Contexts one identity may hold registered at once.
+    pub max_contexts_per_identity: usize,
+    /// Non-terminal tasks one identity may have at once.
+    pub max_open_tasks_per_identity: usize,
+    /// Time a connection has to send a request head (and the longest a
+    /// keep-alive connection may wait idle).
+    pub header_timeout: Duration,
+    /// Time a request has to send its whole body.
+    pub body_timeout: Duration,
+    /// TCP connections held at once.
+    pub max_connections: usize,
     /// Offer the SSE methods (declared in the cards).
     pub streaming: bool,
     /// Offer `GetExtendedAgentCard` (declared in the cards).
@@ -60,7 +80,15 @@ impl ServeOptions {
             webhooks: WebhookPolicy::default(),
             max_stream: Duration::from_secs(600),
             kind: AgentKind::Subagent,
-            max_contexts: 100_000,
+            max_contexts: limits::MAX_CONTEXTS,
+            state: None,
+            reply_timeout: Some(limits::DEFAULT_REPLY_TIMEOUT),
+            context_idle: limits::CONTEXT_IDLE,
+            max_contexts_per_identity: limits::MAX_CONTEXTS_PER_IDENTITY,
+            max_open_tasks_per_identity: limits::MAX_OPEN_TASKS_PER_IDENTITY,
+            header_timeout: limits::HEADER_TIMEOUT,
+            body_timeout: limits::BODY_TIMEOUT,
+            max_connections: limits::MAX_CONNECTIONS,
             streaming: true,
             extended_card: true,
             required_extensions: Vec::new(),
@@ -79,6 +107,8 @@ pub enum ServeError {
     NoSuchAgent(String),
     #[error("listen on {0}: {1}")]
     Bind(SocketAddr, std::io::Error),
+    #[error(transparent)]
+    State(#[from] StoreError),
     #[error("{0}")]
     Other(String),
 }
@@ -88,18 +118,30 @@ pub struct Running {
     /// The address it listens on.
     pub addr: SocketAddr,
     pub core: Arc<Core>,
-    shutdown: Option<oneshot::Sender<()>>,
+    shutdown: Option<watch::Sender<bool>>,
     join: JoinHandle<()>,
+    sweeper: JoinHandle<()>,
 }
 
+/// How long a stopping gateway lets calls in flight finish.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
 impl Running {
-    /// Stops accepting, ends the server, waits for it.
+    /// Stops accepting, lets the calls in flight finish (within a grace
+    /// period; open streams are ended), commits the state file and ends.
+    /// The contexts' registrations are not withdrawn (that would cancel
+    /// their open tasks): the connections close, which the broker reads as
+    /// a disconnect, and a gateway started again on the same state file
+    /// takes its tasks up where they are.
     pub async fn stop(mut self) {
         if let Some(s) = self.shutdown.take() {
-            let _ = s.send(());
+            let _ = s.send(true);
         }
-        let _ = tokio::time::timeout(Duration::from_secs(5), &mut self.join).await;
+        let _ = tokio::time::timeout(STOP_GRACE + Duration::from_secs(1), &mut self.join).await;
         self.join.abort();
+        self.sweeper.abort();
+        let store = self.core.store().clone();
+        let _ = tokio::task::spawn_blocking(move || store.flush()).await;
     }
 
     /// Waits until the server ends (it ends on `stop`, or an error).
@@ -144,17 +186,26 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         opts.expose.clone(),
         opts.kind,
     );
-    let (client, exposed) = tokio::task::spawn_blocking(move || -> Result<_, ServeError> {
+    let connect: Connector = Arc::new(move || {
         let options = ClientOptions {
             client_name: "a2a-gateway".into(),
             ..ClientOptions::default()
         };
-        let client = Client::connect_with(&socket, &secret, options)?;
+        Client::connect_with(&socket, &secret, options)
+    });
+    let first = Arc::clone(&connect);
+    let exposed = tokio::task::spawn_blocking(move || -> Result<_, ServeError> {
+        let client = first()?;
         let exposed = discover(&client, &names, kind)?;
-        Ok((client, exposed))
+        client.close();
+        Ok(exposed)
     })
     .await
     .map_err(|e| ServeError::Other(e.to_string()))??;
+    let store = match &opts.state {
+        Some(p) => Store::open(p)?,
+        None => Store::in_memory()?,
+    };
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
         .map_err(|e| ServeError::Bind(opts.listen, e))?;
@@ -165,7 +216,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         .public_url
         .clone()
         .unwrap_or_else(|| format!("http://{addr}"));
-    let pusher = Pusher::new(opts.webhooks.clone());
+    let pusher = Pusher::new(opts.webhooks.clone(), store.clone());
     let caps = crate::v1::AgentCapabilities {
         streaming: opts.streaming,
         push_notifications: pusher.enabled(),
@@ -182,15 +233,34 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
     };
     let cards = Cards::new(&exposed, &public_url, &caps, !opts.tokens.is_empty());
     let core = Arc::new(Core::new(
-        client,
+        connect,
         exposed,
         CoreConfig {
             max_contexts: opts.max_contexts,
             kind: opts.kind,
-            ..CoreConfig::default()
+            reply_timeout: opts.reply_timeout,
+            context_idle: opts.context_idle,
+            max_contexts_per_identity: opts.max_contexts_per_identity,
+            max_open_tasks_per_identity: opts.max_open_tasks_per_identity,
         },
         pusher,
+        store,
     ));
+    // The open tasks of an earlier run are taken up again (in the
+    // background: calls about them register their contexts as needed).
+    let resuming = core.clone();
+    tokio::spawn(async move { resuming.resume().await });
+    let sweeping = core.clone();
+    let sweeper = tokio::spawn(async move {
+        let every = limits::CONTEXT_SWEEP.min(sweeping_period(&sweeping));
+        loop {
+            tokio::time::sleep(every).await;
+            let freed = sweeping.sweep_idle().await;
+            if freed > 0 {
+                tracing::debug!(freed, "idle contexts freed");
+            }
+        }
+    });
     let app = Arc::new(App {
         core: core.clone(),
         config: HttpConfig {
@@ -198,6 +268,8 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
             tokens: opts.tokens.clone(),
             limiter: RateLimiter::new(opts.rate, opts.burst),
             max_body_bytes: opts.max_body_bytes,
+            body_timeout: opts.body_timeout,
+            body_budget: Arc::new(tokio::sync::Semaphore::new(limits::BODY_BUDGET_KIB)),
             max_stream: opts.max_stream,
             streaming: opts.streaming,
             extended_card: opts.extended_card,
@@ -205,20 +277,25 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         },
         cards,
     });
-    let (tx, rx) = oneshot::channel::<()>();
+    let (tx, rx) = watch::channel(false);
     let router = http::router(app);
-    let join = tokio::spawn(async move {
-        let serve = axum::serve(listener, router).with_graceful_shutdown(async {
-            let _ = rx.await;
-        });
-        if let Err(e) = serve.await {
-            tracing::error!(error = %e, "server ended");
-        }
-    });
+    let edge = EdgeConfig {
+        header_timeout: opts.header_timeout,
+        max_connections: opts.max_connections.max(1),
+        grace: STOP_GRACE,
+    };
+    let join = tokio::spawn(edge::serve(listener, router, edge, rx));
     Ok(Running {
         addr,
         core,
         shutdown: Some(tx),
         join,
+        sweeper,
     })
+}
+
+/// How often to look for idle contexts: a short idle time (tests) is
+/// looked at more often than the default sweep period.
+fn sweeping_period(core: &Core) -> Duration {
+    (core.context_idle() / 2).max(Duration::from_millis(100))
 }

@@ -1,5 +1,5 @@
 //! One audit line per call: identity, agent, method, task and outcome,
-//! never a message body or a token.
+//! never a message body or a token; and one per refusal (401, 413, 429).
 
 mod common;
 
@@ -34,6 +34,9 @@ async fn every_call_leaves_one_audit_line_without_its_body() {
         .init();
     let h = Harness::start(|o| {
         o.tokens = a2a_gateway::security::Tokens::parse(["carol=carol-secret-0123456789"]).unwrap();
+        o.rate = 0.001;
+        o.burst = 3;
+        o.max_body_bytes = 4096;
     })
     .await;
     let secret_text = "the body text that must never be logged";
@@ -52,13 +55,39 @@ async fn every_call_leaves_one_audit_line_without_its_body() {
         .send()
         .await
         .unwrap();
+    // Refusals: a body over the bound (413), then the rate limit (429), and
+    // a wrong token (401).
+    let big = h
+        .post(
+            "SendMessage",
+            json!({"message": message("x", &"y".repeat(8000))}),
+        )
+        .bearer_auth("carol-secret-0123456789")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(big.status(), 413);
+    let limited = h
+        .post("GetTask", json!({"id": "missing"}))
+        .bearer_auth("carol-secret-0123456789")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(limited.status(), 429);
+    let stranger = h
+        .post("GetTask", json!({"id": "missing"}))
+        .bearer_auth("not-a-token-of-this-gateway")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stranger.status(), 401);
     h.gateway.stop().await;
     let log = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
     let lines: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("a2a_gateway::audit"))
         .collect();
-    assert_eq!(lines.len(), 2, "{log}");
+    assert_eq!(lines.len(), 5, "{log}");
     assert!(
         lines[0].contains("identity=\"carol\"") && lines[0].contains("method=\"SendMessage\""),
         "{}",
@@ -74,6 +103,16 @@ async fn every_call_leaves_one_audit_line_without_its_body() {
         "{}",
         lines[1]
     );
+    for (line, status) in lines[2..].iter().zip(["413", "429", "401"]) {
+        assert!(
+            line.contains(&format!("outcome=\"refused {status}\""))
+                && line.contains("agent=\"tck\""),
+            "{line}"
+        );
+    }
+    assert!(lines[2].contains("identity=\"carol\""), "{}", lines[2]);
+    assert!(lines[4].contains("identity=\"-\""), "{}", lines[4]);
     assert!(!log.contains(secret_text));
     assert!(!log.contains("carol-secret"));
+    assert!(!log.contains("not-a-token"));
 }

@@ -201,7 +201,18 @@ async fn rpc(
         Err(error) => Json(json!({"jsonrpc": "2.0", "id": id, "error": error})).into_response(),
     };
     match method.as_str() {
-        "SendMessage" => reply(script(&f, &params).map(|(evs, _)| fold(&evs))),
+        "SendMessage" => match script(&f, &params) {
+            Err(e) => reply(Err(e)),
+            Ok((evs, hold)) => {
+                // Without returnImmediately a blocking server answers when
+                // the task settles: a `slow` one, once canceled.
+                let immediate = params["configuration"]["returnImmediately"] == true;
+                if let (Some(n), false) = (hold, immediate) {
+                    n.notified().await;
+                }
+                reply(Ok(fold(&evs)))
+            }
+        },
         "SendStreamingMessage" => match script(&f, &params) {
             Err(e) => reply(Err(e)),
             Ok((evs, hold)) => {
@@ -501,6 +512,149 @@ async fn a_delegate_cancel_cancels_the_remote_task() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_reaches_a_unary_remote_while_its_task_runs() {
+    // The remote answers SendMessage only when a `slow` task settles,
+    // unless asked to return at once: the gateway asks, so it knows the
+    // remote task while it runs and a cancel reaches it.
+    let (fake, url) = serve_fake(false).await;
+    let s = setup(&url).await;
+    let task = send(&s.delegate, message_to(&s.peer, "slow work")).await;
+    statuses_until(&s.delegate, &task.id, &[State::Working]).await;
+    assert_eq!(
+        fake.calls_of("SendMessage")[0]["configuration"]["returnImmediately"],
+        true
+    );
+    tokio::time::timeout(
+        TIMEOUT,
+        s.delegate.cancel_async(&task.id, None).expect("submit"),
+    )
+    .await
+    .expect("in time")
+    .expect("cancel ok");
+    until_called(&fake, "CancelTask").await;
+    assert_eq!(
+        fake.calls_of("CancelTask")[0]["id"],
+        json!(fake.only_task())
+    );
+}
+
+/// A remote task forwarded by a gateway that then dies three times (its
+/// bridge dropped, as in a crash, and added again on the same state
+/// file): the remote is sent the message once, the task resumes each
+/// time, and the delegate's cancel reaches the remote.
+async fn forwarded_once_across_restarts(streaming: bool) {
+    let (fake, url) = serve_fake(streaming).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store =
+        a2a_gateway::store::Store::open(&dir.path().join("remotes.db")).expect("state file");
+    let opts = OutboundOptions {
+        store: Some(store.clone()),
+        ..OutboundOptions::default()
+    };
+    let s = setup_with(&url, opts.clone()).await;
+    let task = send(&s.delegate, message_to(&s.peer, "slow work")).await;
+    statuses_until(&s.delegate, &task.id, &[State::Working]).await;
+    let Setup {
+        _dir: bdir,
+        _broker: broker,
+        _remote: remote,
+        delegate,
+        peer,
+    } = s;
+    let socket = bdir.path().join("run").join("sock");
+    let secret = broker.secret().expect("secret");
+    let mut remote = Some(remote);
+    for round in 0..3 {
+        drop(remote.take());
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        while listed(&delegate, &peer).await {
+            assert!(tokio::time::Instant::now() < deadline, "the peer stays");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let gateway = Client::connect(&socket, &secret).expect("connect");
+        let again = add_remote(&gateway, RemoteSpec::new(&url), &opts)
+            .await
+            .expect("re-added");
+        assert_eq!(again.peer_id, peer);
+        drop(gateway);
+        remote = Some(again);
+        // Resumed, not failed, and not sent again.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let t = get_task(&delegate, &task.id).await;
+        assert_eq!(t.status.state, State::Working, "round {round}");
+    }
+    let sends = fake.calls_of("SendMessage").len() + fake.calls_of("SendStreamingMessage").len();
+    assert_eq!(sends, 1, "the remote task ran once");
+    tokio::time::timeout(
+        TIMEOUT,
+        delegate.cancel_async(&task.id, None).expect("submit"),
+    )
+    .await
+    .expect("in time")
+    .expect("cancel ok");
+    until_called(&fake, "CancelTask").await;
+    assert_eq!(
+        fake.calls_of("CancelTask")[0]["id"],
+        json!(fake.only_task())
+    );
+    drop(remote);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streaming_remote_task_is_forwarded_once_across_three_restarts() {
+    forwarded_once_across_restarts(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unary_remote_task_is_forwarded_once_across_three_restarts() {
+    forwarded_once_across_restarts(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_made_while_the_gateway_was_down_reaches_the_remote() {
+    let (fake, url) = serve_fake(false).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store =
+        a2a_gateway::store::Store::open(&dir.path().join("remotes.db")).expect("state file");
+    let opts = OutboundOptions {
+        store: Some(store),
+        ..OutboundOptions::default()
+    };
+    let s = setup_with(&url, opts.clone()).await;
+    let task = send(&s.delegate, message_to(&s.peer, "slow work")).await;
+    statuses_until(&s.delegate, &task.id, &[State::Working]).await;
+    let Setup {
+        _dir: bdir,
+        _broker: broker,
+        _remote: remote,
+        delegate,
+        peer,
+    } = s;
+    drop(remote);
+    while listed(&delegate, &peer).await {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::timeout(
+        TIMEOUT,
+        delegate.cancel_async(&task.id, None).expect("submit"),
+    )
+    .await
+    .expect("in time")
+    .expect("cancel ok");
+    assert!(fake.calls_of("CancelTask").is_empty());
+    let socket = bdir.path().join("run").join("sock");
+    let gateway = Client::connect(&socket, &broker.secret().expect("secret")).expect("connect");
+    let _again = add_remote(&gateway, RemoteSpec::new(&url), &opts)
+        .await
+        .expect("re-added");
+    until_called(&fake, "CancelTask").await;
+    assert_eq!(
+        fake.calls_of("CancelTask")[0]["id"],
+        json!(fake.only_task())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_unary_remote_answers_tasks_and_direct_messages() {
     let (fake, url) = serve_fake(false).await;
     let s = setup(&url).await;
@@ -685,7 +839,9 @@ async fn the_remote_client_follows_no_redirect_reads_bounded_and_sends_its_token
     use a2a_gateway::outbound::rpc::RemoteRpc;
     use a2a_gateway::outbound::{RemoteError, RpcOptions};
     let (base, auth) = serve_odd().await;
-    let rpc = RemoteRpc::new(Some("s3cret".into()), RpcOptions::default()).expect("client");
+    let origin = a2a_gateway::outbound::rpc::origin_of(&base).expect("origin");
+    let rpc =
+        RemoteRpc::new(Some("s3cret".into()), vec![origin], RpcOptions::default()).expect("client");
     // A redirect could carry the token to another host: it is an error.
     let e = rpc
         .fetch_card(&format!("{base}/redirect"), None)
@@ -752,4 +908,174 @@ async fn the_card_is_refreshed_periodically_even_while_tasks_flow() {
         let task = send(&s.delegate, message_to(&s.peer, "complete tick")).await;
         statuses_until(&s.delegate, &task.id, &[State::Completed, State::Failed]).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_goes_only_to_the_origin_that_was_added() {
+    // The card is served on one origin and names its interface on another:
+    // the card fetch carries the token, the call to the other origin not.
+    let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let elsewhere = {
+        let seen = seen.clone();
+        let app = Router::new().route(
+            "/rpc",
+            post(move |h: HeaderMap, Json(req): Json<Value>| {
+                let seen = seen.clone();
+                async move {
+                    let a = h.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+                    seen.lock().push(("rpc".into(), a));
+                    let task = json!({"id": "rt-1", "contextId": "rc-1",
+                        "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-01-01T00:00:00Z"}});
+                    Json(json!({"jsonrpc": "2.0", "id": req["id"], "result": {"task": task}}))
+                }
+            }),
+        );
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        tokio::spawn(async move {
+            let _ = axum::serve(l, app).await;
+        });
+        format!("http://127.0.0.1:{port}/rpc")
+    };
+    let card_origin = {
+        let seen = seen.clone();
+        let app = Router::new().route(
+            "/.well-known/agent-card.json",
+            get(move |h: HeaderMap| {
+                let (seen, elsewhere) = (seen.clone(), elsewhere.clone());
+                async move {
+                    let a = h.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+                    seen.lock().push(("card".into(), a));
+                    Json(json!({"name": "two-origins", "supportedInterfaces": [
+                        {"url": elsewhere, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]}))
+                }
+            }),
+        );
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        tokio::spawn(async move {
+            let _ = axum::serve(l, app).await;
+        });
+        format!("http://127.0.0.1:{port}")
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_broker, socket, secret) = broker_in(dir.path());
+    let gateway = Client::connect(&socket, &secret).expect("gateway connects");
+    let mut spec = RemoteSpec::new(&card_origin);
+    spec.bearer = Some("tok-123".into());
+    let remote = add_remote(&gateway, spec, &OutboundOptions::default())
+        .await
+        .expect("added");
+    let client = Client::connect(&socket, &secret).expect("delegate connects");
+    let delegate = client
+        .register_async("session-t", agent_card("delegate"), Delivery::Push)
+        .expect("submit")
+        .await
+        .expect("registers");
+    let task = send(&delegate, message_to(&remote.peer_id, "hi")).await;
+    statuses_until(&delegate, &task.id, &[State::Completed, State::Failed]).await;
+    let seen = seen.lock().clone();
+    assert!(
+        seen.contains(&("card".into(), "Bearer tok-123".into())),
+        "{seen:?}"
+    );
+    assert!(seen.contains(&("rpc".into(), String::new())), "{seen:?}");
+    assert!(
+        !seen.iter().any(|(w, a)| w == "rpc" && !a.is_empty()),
+        "{seen:?}"
+    );
+}
+
+/// `a2a-gateway remote add` as a process: its stdout line, then its pid.
+fn remote_add_process(
+    socket: &std::path::Path,
+    state: &std::path::Path,
+    url: &str,
+) -> std::process::Child {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_a2a-gateway"))
+        .args(["remote", "add", "--socket"])
+        .arg(socket)
+        .arg("--state")
+        .arg(state)
+        .arg(url)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("remote add starts");
+    let out = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    std::io::BufReader::new(out)
+        .read_line(&mut line)
+        .expect("its line");
+    assert!(line.starts_with("remote "), "{line}");
+    child
+}
+
+fn sigterm_and_wait(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let ok = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(ok.success());
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            return s;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "remote add did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_add_stopped_by_sigterm_resumes_when_started_again() {
+    let (fake, url) = serve_fake(false).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_broker, socket, secret) = broker_in(dir.path());
+    let state = dir.path().join("remotes.db");
+    let mut first = remote_add_process(&socket, &state, &url);
+    let client = Client::connect(&socket, &secret).expect("delegate connects");
+    let delegate = client
+        .register_async("session-s", agent_card("delegate"), Delivery::Push)
+        .expect("submit")
+        .await
+        .expect("registers");
+    let task = send(&delegate, message_to("fake-remote", "slow work")).await;
+    statuses_until(&delegate, &task.id, &[State::Working]).await;
+    // SIGTERM: a clean exit that cancels nothing and fails nothing.
+    let status = sigterm_and_wait(&mut first);
+    assert!(status.success(), "{status}");
+    assert!(fake.calls_of("CancelTask").is_empty());
+    assert_eq!(
+        get_task(&delegate, &task.id).await.status.state,
+        State::Working
+    );
+    // Started again on the same state file: resumed, never sent again,
+    // and a cancel reaches the remote.
+    let mut second = remote_add_process(&socket, &state, &url);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        get_task(&delegate, &task.id).await.status.state,
+        State::Working
+    );
+    assert_eq!(fake.calls_of("SendMessage").len(), 1);
+    tokio::time::timeout(
+        TIMEOUT,
+        delegate.cancel_async(&task.id, None).expect("submit"),
+    )
+    .await
+    .expect("in time")
+    .expect("cancel ok");
+    until_called(&fake, "CancelTask").await;
+    let _ = second.kill();
+    let _ = second.wait();
 }

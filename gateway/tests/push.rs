@@ -157,3 +157,50 @@ async fn updates_are_posted_to_the_webhook_with_its_authentication() {
     );
     h.gateway.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_given_in_a_blocking_send_hears_every_update() {
+    // The config rides on a blocking SendMessage: it is stored before the
+    // task can move, so the webhook hears the updates before the answer
+    // as well as the final one.
+    let (url, mut rx) = receiver().await;
+    let h = Harness::start(loopback).await;
+    let r = h
+        .ok(
+            "SendMessage",
+            json!({"message": message("tck-stream-001-push", "x"),
+                   "configuration": {"taskPushNotificationConfig": {"id": "in-send", "url": url}}}),
+        )
+        .await;
+    let id = string(&r["task"]["id"]);
+    assert_eq!(r["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    let mut kinds = Vec::new();
+    loop {
+        let (_, _, body) = tokio::time::timeout(TIMEOUT, rx.recv())
+            .await
+            .expect("a webhook POST in time")
+            .expect("receiver open");
+        if let Some(su) = body.get("statusUpdate") {
+            assert_eq!(su["taskId"], id.as_str());
+            let st = string(&su["status"]["state"]);
+            kinds.push(st.clone());
+            if st == "TASK_STATE_COMPLETED" {
+                break;
+            }
+        } else {
+            kinds.push("artifact".into());
+        }
+    }
+    assert!(
+        kinds.contains(&"TASK_STATE_WORKING".to_owned()),
+        "only the end was pushed: {kinds:?}"
+    );
+    let got = h
+        .ok(
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "in-send"}),
+        )
+        .await;
+    assert_eq!(got["url"], url.as_str());
+    h.gateway.stop().await;
+}

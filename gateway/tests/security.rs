@@ -87,6 +87,13 @@ async fn bearer_tokens_are_required_and_identities_never_see_each_others_tasks()
     let ctx = string(&r["result"]["task"]["contextId"]);
     let get: Value = call_json(&h, Some(ALICE), "GetTask", json!({"id": id})).await;
     assert_eq!(get["result"]["id"], id.as_str());
+    // The scheme is case-insensitive (RFC 7235): `bearer` works too.
+    let lower: Value = json_body(
+        h.post("GetTask", json!({"id": id}))
+            .header("authorization", format!("bearer {ALICE}")),
+    )
+    .await;
+    assert_eq!(lower["result"]["id"], id.as_str(), "{lower}");
     // Bob knows the ids and still finds nothing.
     for (method, params) in [
         ("GetTask", json!({"id": id})),

@@ -323,7 +323,7 @@ fn push_task(app: &App, identity: &str, agent: &str, task_id: &str) -> Result<()
     if !app.core.pusher.enabled() {
         return Err(E::PushNotSupported);
     }
-    app.core.task_context(identity, agent, task_id).map(|_| ())
+    app.core.task_row(identity, agent, task_id).map(|_| ())
 }
 
 async fn push_create(

@@ -13,20 +13,23 @@
 //! JSON-RPC envelope.
 
 pub mod card;
+pub mod edge;
 pub mod jsonrpc;
 pub mod sse;
 
 use crate::core::Core;
-use crate::security::{RateLimiter, Tokens};
+use crate::security::{audit_refusal, RateLimiter, Tokens};
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use futures_util::StreamExt;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// What the HTTP layer needs besides the core.
 pub struct HttpConfig {
@@ -37,6 +40,10 @@ pub struct HttpConfig {
     pub limiter: RateLimiter,
     /// Largest request body accepted.
     pub max_body_bytes: usize,
+    /// Time a request has to send its whole body.
+    pub body_timeout: Duration,
+    /// Body bytes held at once, all requests together (KiB permits).
+    pub body_budget: Arc<Semaphore>,
     /// Longest life of one SSE stream.
     pub max_stream: Duration,
     /// The SSE methods are offered.
@@ -98,6 +105,12 @@ async fn rpc(
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     let Some(identity) = app.config.tokens.identify(auth) else {
+        let why = if auth.is_some() {
+            "bad credentials"
+        } else {
+            "no credentials"
+        };
+        audit_refusal(None, &agent, 401, why);
         let mut r = rpc_error(
             StatusCode::UNAUTHORIZED,
             Value::Null,
@@ -108,6 +121,7 @@ async fn rpc(
         return r;
     };
     if let Err(wait) = app.config.limiter.check(&identity) {
+        audit_refusal(Some(&identity), &agent, 429, "rate limit");
         let mut r = rpc_error(
             StatusCode::TOO_MANY_REQUESTS,
             Value::Null,
@@ -119,9 +133,10 @@ async fn rpc(
         }
         return r;
     }
-    let bytes = match axum::body::to_bytes(body, app.config.max_body_bytes).await {
+    let (bytes, _held) = match read_body(&app.config, &headers, body).await {
         Ok(b) => b,
-        Err(_) => {
+        Err(BodyError::TooLarge) => {
+            audit_refusal(Some(&identity), &agent, 413, "body too large");
             return rpc_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 Value::Null,
@@ -130,10 +145,31 @@ async fn rpc(
                     app.config.max_body_bytes
                 ))
                 .to_json(),
-            )
+            );
+        }
+        Err(BodyError::Timeout) => {
+            audit_refusal(Some(&identity), &agent, 408, "body too slow");
+            return rpc_error(
+                StatusCode::REQUEST_TIMEOUT,
+                Value::Null,
+                E::InvalidRequest(format!(
+                    "request body not received within {} s",
+                    app.config.body_timeout.as_secs()
+                ))
+                .to_json(),
+            );
+        }
+        Err(BodyError::Broken) => {
+            audit_refusal(Some(&identity), &agent, 400, "body broken off");
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                Value::Null,
+                E::InvalidRequest("request body broken off".into()).to_json(),
+            );
         }
     };
     if app.core.agent(&agent).is_none() {
+        audit_refusal(Some(&identity), &agent, 404, "no such agent");
         return rpc_error(
             StatusCode::NOT_FOUND,
             Value::Null,
@@ -141,4 +177,98 @@ async fn rpc(
         );
     }
     jsonrpc::handle(app, identity, agent, &headers, &bytes).await
+}
+
+/// Why a request body was not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyError {
+    /// Over the body bound (declared or sent).
+    TooLarge,
+    /// Not all there within the body timeout (waiting for room included).
+    Timeout,
+    /// The connection broke off mid-body.
+    Broken,
+}
+
+/// Reads a request body within the body bound and timeout, taking its
+/// bytes from the shared body budget as they arrive (all of a declared
+/// `Content-Length` at once, before reading any): memory held by bodies
+/// being read stays under the budget, however many arrive slowly. The
+/// permits come back with the body and are held while the call runs.
+pub async fn read_body(
+    config: &HttpConfig,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Vec<u8>, Option<OwnedSemaphorePermit>), BodyError> {
+    let max = config.max_body_bytes;
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    if declared.is_some_and(|n| n > max) {
+        return Err(BodyError::TooLarge);
+    }
+    let deadline = tokio::time::Instant::now() + config.body_timeout;
+    let budget_kib = crate::limits::BODY_BUDGET_KIB;
+    let mut held: Option<OwnedSemaphorePermit> = None;
+    let mut held_kib = 0usize;
+    // Takes room for `bytes` in all (the budget's whole size at most, so
+    // one body over the budget still gets read, alone).
+    let mut reserve = |bytes: usize, held: &mut Option<OwnedSemaphorePermit>| {
+        let want = if bytes <= crate::limits::SMALL_BODY_BYTES {
+            0
+        } else {
+            bytes.div_ceil(1024).min(budget_kib)
+        };
+        let more = want.saturating_sub(held_kib);
+        held_kib = held_kib.max(want);
+        let sem = Arc::clone(&config.body_budget);
+        let mut prior = held.take();
+        async move {
+            if more > 0 {
+                let n = u32::try_from(more).unwrap_or(u32::MAX);
+                let p = tokio::time::timeout_at(deadline, sem.acquire_many_owned(n))
+                    .await
+                    .map_err(|_| BodyError::Timeout)?
+                    .map_err(|_| BodyError::Broken)?;
+                match &mut prior {
+                    Some(h) => h.merge(p),
+                    None => prior = Some(p),
+                }
+            }
+            Ok::<_, BodyError>(prior)
+        }
+    };
+    if let Some(n) = declared {
+        held = reserve(n, &mut held).await?;
+    }
+    let mut chunks: Vec<axum::body::Bytes> = Vec::new();
+    let mut len = 0usize;
+    let mut stream = body.into_data_stream();
+    loop {
+        let next = tokio::time::timeout_at(deadline, stream.next())
+            .await
+            .map_err(|_| BodyError::Timeout)?;
+        let chunk = match next {
+            None => break,
+            Some(Err(_)) => return Err(BodyError::Broken),
+            Some(Ok(c)) => c,
+        };
+        len += chunk.len();
+        if len > max {
+            return Err(BodyError::TooLarge);
+        }
+        held = reserve(len, &mut held).await?;
+        chunks.push(chunk);
+    }
+    let bytes = if chunks.len() == 1 {
+        chunks.pop().map(|c| c.to_vec()).unwrap_or_default()
+    } else {
+        let mut all = Vec::with_capacity(len);
+        for c in chunks {
+            all.extend_from_slice(&c);
+        }
+        all
+    };
+    Ok((bytes, held))
 }

@@ -5,6 +5,17 @@
 //! does not stream) and reflects what the remote answers back onto the
 //! broker task (`a2a.tasks.status`, `a2a.tasks.artifact`).
 //!
+//! Exactly once across restarts: the remote `messageId` of each forwarded
+//! broker message is recorded (in the gateway's state file) before it is
+//! sent, and the remote task id as soon as the remote names it: a
+//! non-streaming remote is sent `returnImmediately: true` and then polled,
+//! so the id is known (and a cancel can reach the task) while it runs; a
+//! streaming remote names it in its first event. A bridge that starts
+//! again (after a crash or a stop) resumes every open task it has a remote
+//! task for (polling it), forwards the `submitted` ones not yet sent, never
+//! sends a recorded message again, and cancels the remote side of tasks the
+//! broker ended meanwhile.
+//!
 //! Architecture invariant: a broker task has at most one actor, and only
 //! that actor calls the broker about it, so the reflected states of one
 //! task follow the remote's order. The bridge loop never awaits a remote:
@@ -15,6 +26,7 @@ use super::rpc::{CardFetch, RemoteError, RemoteRpc};
 use super::translate::{
     artifact_from_v1, message_from_v1, reflect, send_params, status_steps, Reflect,
 };
+use crate::store::Store;
 use a2a_client::proto::limits::A2A_MAX_ID_BYTES;
 use a2a_client::proto::types::{Role, StreamEvent, TaskEventParams};
 use a2a_client::{
@@ -24,6 +36,7 @@ use futures_util::StreamExt;
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Notify};
@@ -79,6 +92,29 @@ pub(crate) struct Shared {
     /// bridge and every task actor stop at once, as in a crash, without
     /// deregistering.
     pub gone: tokio::sync::watch::Receiver<()>,
+    /// The durable record of remote tasks and forwarded messages.
+    pub store: Store,
+    /// This bridge's key in the store (broker context and peer id).
+    pub key: String,
+    /// Sends under way whose remote task is not recorded yet: a bridge
+    /// that suspends waits for them to reach zero.
+    pub sending: AtomicUsize,
+}
+
+/// Counts a send under way until dropped.
+struct Sending<'a>(&'a AtomicUsize);
+
+impl<'a> Sending<'a> {
+    fn new(n: &'a AtomicUsize) -> Sending<'a> {
+        n.fetch_add(1, Ordering::AcqRel);
+        Sending(n)
+    }
+}
+
+impl Drop for Sending<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Shared {
@@ -139,11 +175,29 @@ enum Cmd {
     Forward { message: Message, state: State },
     /// The requester canceled the task (or left).
     Cancel,
+    /// Take up a task an earlier bridge forwarded (its remote task is
+    /// recorded); the broker task is in `state`.
+    Resume { state: State },
+}
+
+/// How a bridge loop was asked to end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// Leave: cancel the remote tasks, deregister (their broker tasks fail).
+    Leave,
+    /// Suspend (a process stopping to restart): let sends under way record
+    /// their remote task, then end without deregistering; the tasks stay
+    /// open, and a bridge started again resumes them.
+    Suspend,
 }
 
 /// The bridge loop of one remote: runs until the agent's event stream ends
 /// (connection closed, agent deregistered) or `stop` is notified.
-pub(crate) async fn run(shared: Arc<Shared>, stop: Arc<Notify>) {
+pub(crate) async fn run(
+    shared: Arc<Shared>,
+    stop: Arc<Notify>,
+    how: Arc<parking_lot::Mutex<Stop>>,
+) {
     let mut events = shared.agent.events();
     let mut actors: HashMap<String, mpsc::UnboundedSender<Cmd>> = HashMap::new();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<String>();
@@ -177,6 +231,17 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: Arc<Notify>) {
                 refresh.as_mut().reset(tokio::time::Instant::now() + next);
             }
             _ = stop.notified() => {
+                if *how.lock() == Stop::Suspend {
+                    let drained = async {
+                        while shared.sending.load(Ordering::Acquire) > 0 {
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                    };
+                    let _ = tokio::time::timeout(STOP_GRACE, drained).await;
+                    let store = shared.store.clone();
+                    let _ = tokio::task::spawn_blocking(move || store.flush()).await;
+                    break;
+                }
                 // Leaving: the broker fails the tasks this peer serves.
                 // Their remote counterparts are canceled first.
                 for tx in actors.values() {
@@ -266,10 +331,12 @@ fn spawn_actor(
 }
 
 /// At start (the gateway may have restarted under the same name and
-/// context, so the broker sees the same party): tasks still `submitted`
-/// were never forwarded and are forwarded now; tasks further along lost
-/// their remote counterpart with the previous process and are failed, so
-/// that no delegate waits on them forever.
+/// context, so the broker sees the same party): tasks further along than
+/// `submitted` whose remote task is recorded are resumed; those without
+/// one (lost before the remote named its task) are failed, so that no
+/// delegate waits on them forever; recorded remote tasks whose broker task
+/// ended meanwhile are canceled on the remote if it was canceled here.
+/// Then the `submitted` tasks are forwarded (see [`resync`]).
 async fn sweep(
     shared: &Arc<Shared>,
     actors: &mut HashMap<String, mpsc::UnboundedSender<Cmd>>,
@@ -277,6 +344,17 @@ async fn sweep(
 ) {
     for state in [State::Working, State::InputRequired, State::AuthRequired] {
         for task in list_worker_tasks(&shared.agent, state).await {
+            if shared.store.remote_task(&shared.key, &task.id).is_some() {
+                let tx = spawn_actor(
+                    shared,
+                    task.id.clone(),
+                    task.context_id.clone(),
+                    done.clone(),
+                );
+                let _ = tx.send(Cmd::Resume { state });
+                actors.insert(task.id, tx);
+                continue;
+            }
             let msg = text_message("the gateway restarted and lost the remote agent's task");
             let _ = broker(
                 shared
@@ -285,6 +363,28 @@ async fn sweep(
             )
             .await;
         }
+    }
+    for (task_id, remote) in shared.store.remote_tasks_of(&shared.key) {
+        if actors.contains_key(&task_id) {
+            continue;
+        }
+        let Ok(t) = broker(shared.agent.get_task_async(&task_id, Some(0))).await else {
+            continue;
+        };
+        if !t.status.state.is_terminal() {
+            continue;
+        }
+        if t.status.state == State::Canceled {
+            let (endpoint, _) = shared.endpoint();
+            if let Err(e) = shared
+                .rpc
+                .call(&endpoint, "CancelTask", json!({ "id": remote }))
+                .await
+            {
+                tracing::info!(task = %task_id, error = %e, "canceling the remote task failed");
+            }
+        }
+        shared.store.forget_remote_task(&shared.key, &task_id);
     }
     resync(shared, actors, done).await;
 }
@@ -411,10 +511,30 @@ impl TaskActor {
                     None => return,
                 },
             };
-            match cmd {
+            let outcome = match cmd {
                 Cmd::Cancel => {
                     self.cancel_remote().await;
+                    self.finish();
                     return;
+                }
+                Cmd::Resume { state } => {
+                    self.state = state;
+                    if let Some((t, c)) = self
+                        .shared
+                        .store
+                        .remote_task(&self.shared.key, &self.task_id)
+                    {
+                        self.remote_task = Some(t);
+                        self.remote_context = c;
+                    }
+                    if state.is_interrupted() {
+                        // The remote waits for the next message, as here.
+                        self.remote_state = Some(state);
+                        continue;
+                    }
+                    tracing::info!(task = %self.task_id, "resuming a forwarded task");
+                    let fut = self.poll_until_settled();
+                    cancellable(fut, &mut rx, &mut queued).await
                 }
                 Cmd::Forward { message, state } => {
                     // A start-up sweep or a resync may hand over a message
@@ -425,43 +545,84 @@ impl TaskActor {
                     if !self.state.is_terminal() {
                         self.state = state;
                     }
-                    let canceled = {
-                        let fwd = self.forward(message);
-                        tokio::pin!(fwd);
-                        loop {
-                            tokio::select! {
-                                () = &mut fwd => break false,
-                                c = rx.recv() => match c {
-                                    Some(Cmd::Cancel) | None => break true,
-                                    Some(other) => queued.push_back(other),
-                                },
-                            }
-                        }
-                    };
-                    if canceled {
-                        self.cancel_remote().await;
-                        return;
-                    }
-                    if self.state.is_terminal() {
-                        return;
-                    }
+                    let fut = self.forward(message);
+                    cancellable(fut, &mut rx, &mut queued).await
                 }
+            };
+            match outcome {
+                Outcome::Canceled => {
+                    self.cancel_remote().await;
+                    self.finish();
+                    return;
+                }
+                Outcome::Orphaned => return,
+                Outcome::Done => {}
+            }
+            if self.state.is_terminal() {
+                self.finish();
+                return;
             }
         }
     }
 
+    /// The task is over here: its records go.
+    fn finish(&self) {
+        self.shared
+            .store
+            .forget_remote_task(&self.shared.key, &self.task_id);
+    }
+
     /// Forwards one message and reflects the answer until the remote task
     /// settles (terminal or interrupted), polling if its stream ends early.
+    /// A message recorded as forwarded by an earlier bridge is not sent
+    /// again: its remote task is polled instead.
     async fn forward(&mut self, message: Message) {
+        let (remote_id, sent_before) =
+            match self
+                .shared
+                .store
+                .forward_id(&self.shared.key, &self.task_id, &message.message_id)
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    self.fail(&format!("the gateway could not record the forward: {e}"))
+                        .await;
+                    return;
+                }
+            };
+        if sent_before {
+            if let Some((t, c)) = self
+                .shared
+                .store
+                .remote_task(&self.shared.key, &self.task_id)
+            {
+                self.remote_task = Some(t);
+                self.remote_context = c;
+                self.remote_state = None;
+                tracing::info!(task = %self.task_id, "message forwarded before; resuming its remote task");
+                self.poll_until_settled().await;
+                return;
+            }
+            // Recorded, but the remote never named a task (the process
+            // ended between the two): sent again under the same
+            // messageId, which a remote that deduplicates recognises.
+        }
         let remote_context = self
             .remote_context
             .clone()
-            .or_else(|| self.shared.contexts.lock().get(&self.context_id).cloned());
+            .or_else(|| self.shared.contexts.lock().get(&self.context_id).cloned())
+            .or_else(|| {
+                self.shared
+                    .store
+                    .remote_context(&self.shared.key, &self.context_id)
+            });
+        let (_, streaming) = self.shared.endpoint();
         let params = send_params(
             &message,
-            &uuid::Uuid::new_v4().to_string(),
+            &remote_id,
             self.remote_task.as_deref(),
             remote_context.as_deref(),
+            !streaming,
         );
         self.remote_state = None;
         let mut retried = false;
@@ -513,6 +674,8 @@ impl TaskActor {
         endpoint: &str,
         params: Value,
     ) -> Result<(), (RemoteError, bool)> {
+        let shared = Arc::clone(&self.shared);
+        let mut sending = Some(Sending::new(&shared.sending));
         let mut stream = self
             .shared
             .rpc
@@ -520,12 +683,17 @@ impl TaskActor {
             .await
             .map_err(|e| (e, false))?;
         while let Some(ev) = stream.next().await {
+            if self.remote_task.is_some() {
+                // Named (and recorded): a suspending bridge need not wait.
+                sending = None;
+            }
             let ev = ev.map_err(|e| (e, true))?;
             self.apply(&ev).await;
             if self.state.is_terminal() {
                 break;
             }
         }
+        drop(sending);
         Ok(())
     }
 
@@ -534,6 +702,10 @@ impl TaskActor {
         endpoint: &str,
         params: Value,
     ) -> Result<(), (RemoteError, bool)> {
+        let shared = Arc::clone(&self.shared);
+        let _sending = Sending::new(&shared.sending);
+        // `returnImmediately`: the answer names the task at once (recorded
+        // in `apply`), and the task is then polled, cancelable meanwhile.
         let r = self
             .shared
             .rpc
@@ -598,8 +770,25 @@ impl TaskActor {
                     task_id,
                     context_id,
                 } => {
+                    if self.remote_task.as_deref() != Some(task_id.as_str()) {
+                        if let Err(e) = self.shared.store.put_remote_task(
+                            &self.shared.key,
+                            &self.task_id,
+                            &task_id,
+                            context_id.as_deref(),
+                        ) {
+                            tracing::warn!(task = %self.task_id, error = %e, "recording the remote task failed");
+                        }
+                    }
                     self.remote_task = Some(task_id);
                     if let Some(c) = context_id {
+                        if self.remote_context.as_deref() != Some(c.as_str()) {
+                            self.shared.store.put_remote_context(
+                                &self.shared.key,
+                                &self.context_id,
+                                &c,
+                            );
+                        }
                         self.shared
                             .contexts
                             .lock()
@@ -710,6 +899,37 @@ impl TaskActor {
             Err(e) => {
                 tracing::info!(task = %self.task_id, error = %e, "canceling the remote task failed")
             }
+        }
+    }
+}
+
+/// How a piece of an actor's work ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Done,
+    /// The requester canceled the task.
+    Canceled,
+    /// The bridge went away (stopping, suspending, or its connection
+    /// closed): the task is left as it is, for a bridge that comes back.
+    Orphaned,
+}
+
+/// Runs `work` until it ends or a cancel comes; other commands arriving
+/// meanwhile are queued for later.
+async fn cancellable(
+    work: impl std::future::Future<Output = ()>,
+    rx: &mut mpsc::UnboundedReceiver<Cmd>,
+    queued: &mut VecDeque<Cmd>,
+) -> Outcome {
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            () = &mut work => return Outcome::Done,
+            c = rx.recv() => match c {
+                Some(Cmd::Cancel) => return Outcome::Canceled,
+                None => return Outcome::Orphaned,
+                Some(other) => queued.push_back(other),
+            },
         }
     }
 }

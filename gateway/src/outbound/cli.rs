@@ -3,6 +3,7 @@
 //! broker going away). Kept here so that `main.rs` only wires it.
 
 use super::{add_remote, OutboundOptions, RemoteSpec, DEFAULT_CONTEXT};
+use crate::store::Store;
 use a2a_client::{read_secret, Client, ClientOptions};
 use std::path::PathBuf;
 
@@ -20,6 +21,16 @@ pub struct RemoteAddArgs {
     /// every remote (a token on the command line would show in `ps`).
     #[arg(long)]
     pub bearer_env: Option<String>,
+    /// A further origin (`scheme://host[:port]`) the bearer token may be
+    /// sent to, besides each remote's own (repeatable): for a remote whose
+    /// card names its interface on another origin.
+    #[arg(long = "bearer-origin", value_name = "ORIGIN")]
+    pub bearer_origins: Vec<String>,
+    /// The state file recording remote task ids and forwarded messages, so
+    /// a restart resumes (never re-sends). Default: the socket's path with
+    /// `.remotes.db` appended.
+    #[arg(long)]
+    pub state: Option<PathBuf>,
     /// Base URLs of the remote agents (their cards are at
     /// `<url>/.well-known/agent-card.json`).
     #[arg(required = true)]
@@ -52,6 +63,12 @@ pub enum RemoteAddError {
     /// The broker connection closed under the bridges.
     #[error("the broker connection closed")]
     BrokerGone,
+    /// The state file could not be opened.
+    #[error(transparent)]
+    State(crate::store::StoreError),
+    /// A `--bearer-origin` that is not an http(s) origin.
+    #[error("--bearer-origin {0}: not an http(s) origin")]
+    BadOrigin(String),
 }
 
 /// Runs `remote add` until `stop` completes (then `Ok`) or the broker
@@ -79,23 +96,58 @@ pub async fn run(
         },
         None => None,
     };
+    let state = args.state.clone().unwrap_or_else(|| {
+        let mut p = args.socket.clone().into_os_string();
+        p.push(".remotes.db");
+        PathBuf::from(p)
+    });
+    let store = Store::open(&state).map_err(RemoteAddError::State)?;
     let opts = OutboundOptions {
         context_id: args.context.clone(),
+        store: Some(store),
         ..OutboundOptions::default()
     };
+    let mut bearer_origins = Vec::new();
+    for o in &args.bearer_origins {
+        match super::rpc::origin_of(o) {
+            Some(origin) => bearer_origins.push(origin),
+            None => return Err(RemoteAddError::BadOrigin(o.clone())),
+        }
+    }
     let mut remotes = Vec::new();
     for url in &args.urls {
         let spec = RemoteSpec {
             url: url.clone(),
             bearer: bearer.clone(),
+            bearer_origins: bearer_origins.clone(),
         };
         let r = add_remote(&client, spec, &opts).await?;
         println!("remote {} -> peer {}", r.url, r.peer_id);
         remotes.push(r);
     }
-    let all_ended = futures_util::future::join_all(remotes.into_iter().map(|r| r.join()));
+    let (suspend_tx, suspend_rx) = tokio::sync::watch::channel(false);
+    let mut joins = Vec::new();
+    for mut r in remotes {
+        let mut suspend = suspend_rx.clone();
+        joins.push(tokio::spawn(async move {
+            let ended = tokio::select! {
+                _ = suspend.changed() => false,
+                () = r.wait_ended() => true,
+            };
+            if !ended {
+                // SIGTERM: suspend (what is being sent gets its remote
+                // task recorded; nothing is canceled or deregistered) so
+                // that a restart resumes the tasks.
+                r.suspend().await;
+            }
+        }));
+    }
     tokio::select! {
-        _ = all_ended => Err(RemoteAddError::BrokerGone),
-        () = stop => Ok(()),
+        _ = futures_util::future::join_all(joins.iter_mut()) => Err(RemoteAddError::BrokerGone),
+        () = stop => {
+            let _ = suspend_tx.send(true);
+            futures_util::future::join_all(joins).await;
+            Ok(())
+        }
     }
 }

@@ -27,7 +27,9 @@ pub mod rpc;
 pub mod sse;
 pub mod translate;
 
+use crate::store::Store;
 pub use bridge::SettleOptions;
+use bridge::Stop;
 pub use rpc::{RemoteError, RpcOptions};
 
 use a2a_client::{Client, ClientError, Delivery};
@@ -55,8 +57,12 @@ pub struct RemoteSpec {
     /// Its base URL (its card is at `<url>/.well-known/agent-card.json`),
     /// or the URL of its card.
     pub url: String,
-    /// A bearer token the remote requires, if any.
+    /// A bearer token the remote requires, if any. It is sent only to the
+    /// origin of `url` and to `bearer_origins`: a card naming an interface
+    /// elsewhere gets the calls, never the credential.
     pub bearer: Option<String>,
+    /// Further origins (`scheme://host[:port]`) the token may go to.
+    pub bearer_origins: Vec<String>,
 }
 
 impl RemoteSpec {
@@ -65,6 +71,7 @@ impl RemoteSpec {
         RemoteSpec {
             url: url.into(),
             bearer: None,
+            bearer_origins: Vec::new(),
         }
     }
 }
@@ -76,6 +83,9 @@ pub struct OutboundOptions {
     pub context_id: String,
     pub rpc: RpcOptions,
     pub settle: SettleOptions,
+    /// Where remote task ids and forwarded messages are recorded (`None`:
+    /// in memory, so a restart cannot resume).
+    pub store: Option<Store>,
 }
 
 impl Default for OutboundOptions {
@@ -84,6 +94,7 @@ impl Default for OutboundOptions {
             context_id: DEFAULT_CONTEXT.into(),
             rpc: RpcOptions::default(),
             settle: SettleOptions::default(),
+            store: None,
         }
     }
 }
@@ -120,6 +131,7 @@ pub struct Remote {
     /// The URL it was added by.
     pub url: String,
     stop: Arc<Notify>,
+    how: Arc<Mutex<Stop>>,
     task: Option<JoinHandle<()>>,
     /// Dropped with this handle: ends the bridge and its task actors.
     _alive: tokio::sync::watch::Sender<()>,
@@ -129,6 +141,20 @@ impl Remote {
     /// Stops bridging and deregisters the peer (its open tasks fail, as
     /// for any agent that leaves, and their remote tasks are canceled).
     pub async fn stop(mut self) {
+        *self.how.lock() = Stop::Leave;
+        self.stop.notify_one();
+        if let Some(t) = self.task.take() {
+            let _ = t.await;
+        }
+    }
+
+    /// Stops bridging to be started again: sends under way get their
+    /// remote task recorded (within a grace period), nothing is canceled
+    /// and the peer is not deregistered (its tasks stay open; the broker
+    /// connection closing is a disconnect, not a leave). A bridge added
+    /// again with the same state file resumes the tasks.
+    pub async fn suspend(mut self) {
+        *self.how.lock() = Stop::Suspend;
         self.stop.notify_one();
         if let Some(t) = self.task.take() {
             let _ = t.await;
@@ -138,8 +164,14 @@ impl Remote {
     /// Waits until the bridge ends by itself (the broker connection
     /// closed).
     pub async fn join(mut self) {
-        if let Some(t) = self.task.take() {
+        self.wait_ended().await;
+    }
+
+    /// Waits until the bridge ends (the handle stays usable).
+    pub async fn wait_ended(&mut self) {
+        if let Some(t) = &mut self.task {
             let _ = t.await;
+            self.task = None;
         }
     }
 }
@@ -151,7 +183,9 @@ pub async fn add_remote(
     spec: RemoteSpec,
     opts: &OutboundOptions,
 ) -> Result<Remote, OutboundError> {
-    let rpc = RemoteRpc::new(spec.bearer.clone(), opts.rpc.clone()).map_err(|source| {
+    let mut origins = spec.bearer_origins.clone();
+    origins.extend(rpc::origin_of(&spec.url));
+    let rpc = RemoteRpc::new(spec.bearer.clone(), origins, opts.rpc.clone()).map_err(|source| {
         OutboundError::Remote {
             url: spec.url.clone(),
             source,
@@ -201,13 +235,24 @@ pub async fn add_remote(
         contexts: Mutex::new(HashMap::new()),
         settle: opts.settle.clone(),
         gone,
+        key: format!("{}/{peer_id}", opts.context_id),
+        store: match &opts.store {
+            Some(s) => s.clone(),
+            None => Store::in_memory().map_err(|e| OutboundError::Remote {
+                url: spec.url.clone(),
+                source: RemoteError::BadResponse(e.to_string()),
+            })?,
+        },
+        sending: std::sync::atomic::AtomicUsize::new(0),
     });
     let stop = Arc::new(Notify::new());
-    let task = tokio::spawn(bridge::run(shared, Arc::clone(&stop)));
+    let how = Arc::new(Mutex::new(Stop::Leave));
+    let task = tokio::spawn(bridge::run(shared, Arc::clone(&stop), Arc::clone(&how)));
     Ok(Remote {
         peer_id,
         url: spec.url,
         stop,
+        how,
         task: Some(task),
         _alive: alive,
     })

@@ -127,8 +127,10 @@ impl Default for RpcOptions {
 #[derive(Debug)]
 pub struct RemoteRpc {
     http: reqwest::Client,
-    /// Sent as `Authorization: Bearer ...` when the remote wants one.
+    /// Sent as `Authorization: Bearer ...` when the remote wants one, to
+    /// these origins only.
     bearer: Option<String>,
+    bearer_origins: Vec<String>,
     opts: RpcOptions,
     next_id: AtomicU64,
 }
@@ -144,7 +146,11 @@ pub enum CardFetch {
 
 impl RemoteRpc {
     /// A client for remotes, with an optional bearer token.
-    pub fn new(bearer: Option<String>, opts: RpcOptions) -> Result<RemoteRpc, RemoteError> {
+    pub fn new(
+        bearer: Option<String>,
+        bearer_origins: Vec<String>,
+        opts: RpcOptions,
+    ) -> Result<RemoteRpc, RemoteError> {
         let http = reqwest::Client::builder()
             .connect_timeout(opts.connect_timeout)
             // A redirect could take a call (and its bearer token) to another
@@ -154,6 +160,7 @@ impl RemoteRpc {
         Ok(RemoteRpc {
             http,
             bearer,
+            bearer_origins,
             opts,
             next_id: AtomicU64::new(1),
         })
@@ -164,11 +171,14 @@ impl RemoteRpc {
         &self.opts
     }
 
-    fn headers(&self, accept: &'static str) -> HeaderMap {
+    /// The headers of a request to `url`: the bearer token only if `url`
+    /// is at one of the origins it may go to.
+    fn headers(&self, url: &str, accept: &'static str) -> HeaderMap {
         let mut h = HeaderMap::new();
         h.insert("A2A-Version", HeaderValue::from_static(A2A_VERSION));
         h.insert(ACCEPT, HeaderValue::from_static(accept));
-        if let Some(token) = &self.bearer {
+        let allowed = origin_of(url).is_some_and(|o| self.bearer_origins.contains(&o));
+        if let (Some(token), true) = (&self.bearer, allowed) {
             if let Ok(v) = HeaderValue::from_str(&format!("Bearer {token}")) {
                 h.insert(reqwest::header::AUTHORIZATION, v);
             }
@@ -186,7 +196,7 @@ impl RemoteRpc {
         let mut req = self
             .http
             .get(card_url(base))
-            .headers(self.headers("application/json"))
+            .headers(self.headers(&card_url(base), "application/json"))
             .timeout(self.opts.connect_timeout * 2);
         if let Some(c) = cached {
             if let Some(e) = &c.etag {
@@ -247,7 +257,7 @@ impl RemoteRpc {
         let resp = self
             .http
             .post(endpoint)
-            .headers(self.headers("application/json"))
+            .headers(self.headers(endpoint, "application/json"))
             .json(&body)
             .timeout(self.opts.call_timeout)
             .send()
@@ -275,7 +285,7 @@ impl RemoteRpc {
         let resp = self
             .http
             .post(endpoint)
-            .headers(self.headers("text/event-stream"))
+            .headers(self.headers(endpoint, "text/event-stream"))
             .header(CONTENT_TYPE, "application/json")
             .json(&body)
             .send()
@@ -309,6 +319,14 @@ impl RemoteRpc {
             idle: self.opts.stream_idle,
         })
     }
+}
+
+/// The origin of a URL (`scheme://host[:port]`, the port only when not the
+/// scheme's default), as the token rule compares them.
+pub fn origin_of(url: &str) -> Option<String> {
+    let u = reqwest::Url::parse(url.trim()).ok()?;
+    let o = u.origin();
+    o.is_tuple().then(|| o.ascii_serialization())
 }
 
 /// The `result` of a JSON-RPC response, or its `error` as [`RemoteError::Rpc`].
@@ -450,5 +468,26 @@ mod tests {
         assert!(timeout.suggests_card_refresh() && !timeout.nothing_was_done());
         assert!(RemoteError::Connect("refused".into()).nothing_was_done());
         assert!(!RemoteError::Status(504).nothing_was_done());
+    }
+
+    #[test]
+    fn the_token_goes_to_the_added_origin_only() {
+        let rpc = RemoteRpc::new(
+            Some("tok".into()),
+            vec![origin_of("http://127.0.0.1:9000/a").unwrap()],
+            RpcOptions::default(),
+        )
+        .unwrap();
+        let auth = |url: &str| {
+            rpc.headers(url, "application/json")
+                .contains_key("authorization")
+        };
+        assert!(auth("http://127.0.0.1:9000/rpc"));
+        assert!(auth("HTTP://127.0.0.1:9000/.well-known/agent-card.json"));
+        assert!(!auth("http://127.0.0.1:9001/rpc"));
+        assert!(!auth("https://127.0.0.1:9000/rpc"));
+        assert!(!auth("http://localhost:9000/rpc"));
+        assert!(!auth("not a url"));
+        assert_eq!(origin_of("https://h:443/x").as_deref(), Some("https://h"));
     }
 }

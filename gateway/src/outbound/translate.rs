@@ -56,6 +56,7 @@ pub fn send_params(
     message_id: &str,
     remote_task_id: Option<&str>,
     remote_context_id: Option<&str>,
+    return_immediately: bool,
 ) -> Value {
     let mut m = Map::new();
     m.insert("messageId".into(), Value::String(message_id.to_owned()));
@@ -73,7 +74,7 @@ pub fn send_params(
     if let Some(md) = &message.metadata {
         m.insert("metadata".into(), Value::Object(md.0.clone()));
     }
-    json!({ "message": Value::Object(m), "configuration": { "returnImmediately": false } })
+    json!({ "message": Value::Object(m), "configuration": { "returnImmediately": return_immediately } })
 }
 
 /// A remote (agent) message as the message of a broker status change:
@@ -328,17 +329,18 @@ mod tests {
     fn send_params_are_a_v1_user_message() {
         let mut m = a2a_client::message_to("remote", "hello");
         m.task_id = Some("broker-task".into());
-        let p = send_params(&m, "fresh-1", Some("rt"), Some("rc"));
+        let p = send_params(&m, "fresh-1", Some("rt"), Some("rc"), false);
         assert_eq!(
             p,
             json!({"message": {"messageId": "fresh-1", "role": "ROLE_USER", "parts": [{"text": "hello"}],
                                 "taskId": "rt", "contextId": "rc"},
                    "configuration": {"returnImmediately": false}})
         );
-        let first = send_params(&m, "fresh-2", None, None);
+        let first = send_params(&m, "fresh-2", None, None, true);
         assert!(
             first["message"].get("taskId").is_none() && first["message"].get("contextId").is_none()
         );
+        assert_eq!(first["configuration"]["returnImmediately"], true);
     }
 
     #[test]

@@ -10,6 +10,8 @@ use a2a_client::{Agent, Client};
 use a2a_gateway::server::{self, Running, ServeOptions};
 use a2a_gateway::tck::{self, BrokerChild};
 use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 /// Bound of every HTTP exchange in the tests.
@@ -18,6 +20,9 @@ pub const TIMEOUT: Duration = Duration::from_secs(20);
 pub struct Harness {
     pub gateway: Running,
     pub agent: Agent,
+    /// A second exposed agent (`sink`) that never acts on its tasks: they
+    /// stay open until the test moves them.
+    pub sink: Agent,
     pub broker: BrokerChild,
     pub http: reqwest::Client,
     pub base: String,
@@ -32,16 +37,24 @@ impl Harness {
             .expect("join")
             .expect("broker starts");
         let (socket, secret) = (broker.socket.clone(), broker.secret.clone());
-        let agent = tokio::task::spawn_blocking(move || {
+        let (agent, sink) = tokio::task::spawn_blocking(move || {
             let client = Client::connect(&socket, &secret).expect("connect");
-            tck::register_sut(&client).expect("register the SUT agent")
+            let sut = tck::register_sut(&client).expect("register the SUT agent");
+            let sink = client
+                .register(
+                    "sink-ctx",
+                    a2a_client::agent_card("sink"),
+                    a2a_client::Delivery::Push,
+                )
+                .expect("register the sink");
+            (sut, sink)
         })
         .await
         .expect("join");
         let mut opts = ServeOptions::new(
             broker.socket.clone(),
             broker.secret.clone(),
-            vec![agent.id().to_owned()],
+            vec![agent.id().to_owned(), sink.id().to_owned()],
         );
         configure(&mut opts);
         let gateway = server::start(opts).await.expect("gateway starts");
@@ -49,6 +62,7 @@ impl Harness {
         Harness {
             gateway,
             agent,
+            sink,
             broker,
             http: reqwest::Client::builder()
                 .timeout(TIMEOUT)
@@ -62,6 +76,15 @@ impl Harness {
     /// The JSON-RPC interface URL of the exposed agent.
     pub fn url(&self) -> String {
         format!("{}/agents/{}", self.base, self.agent.id())
+    }
+
+    /// A JSON-RPC request to the exposed agent `agent`.
+    pub fn post_to(&self, agent: &str, method: &str, params: Value) -> reqwest::RequestBuilder {
+        self.http
+            .post(format!("{}/agents/{agent}", self.base))
+            .header("content-type", "application/json")
+            .header("a2a-version", "1.0")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
     }
 
     /// A JSON-RPC request as the official clients send it.
@@ -232,5 +255,116 @@ impl Sse {
             out.push(e);
         }
         out
+    }
+}
+
+/// The `a2a-gateway serve` binary, serving `tck` (and what `extra` adds)
+/// on a state file.
+pub struct GatewayProc {
+    child: Child,
+    pub base: String,
+}
+
+impl GatewayProc {
+    pub fn start(
+        socket: &std::path::Path,
+        secret: &str,
+        state: &std::path::Path,
+        extra: &[&str],
+    ) -> GatewayProc {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_a2a-gateway"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--rate", "0"])
+            .args(["--expose", tck::SUT_NAME])
+            .args(extra)
+            .arg("--socket")
+            .arg(socket)
+            .arg("--state")
+            .arg(state)
+            .env(a2a_client::SECRET_ENV, secret)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the gateway binary starts");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    if v["ready"] == true {
+                        let _ = tx.send(v["listen"].as_str().unwrap_or("").to_owned());
+                    }
+                }
+                eprintln!("gateway: {line}");
+            }
+        });
+        let addr = rx.recv_timeout(TIMEOUT).expect("the gateway's ready line");
+        GatewayProc {
+            child,
+            base: format!("http://{addr}"),
+        }
+    }
+
+    /// Ends the process with `signal` (`TERM` or `KILL`) and waits for it.
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.base
+            .trim_start_matches("http://")
+            .parse()
+            .expect("an address")
+    }
+
+    pub fn kill(mut self, signal: &str) {
+        let pid = self.child.id().to_string();
+        let ok = Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .expect("kill runs");
+        assert!(ok.success());
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        loop {
+            if self.child.try_wait().expect("wait").is_some() {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the gateway did not exit"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub async fn call(&self, agent: &str, method: &str, params: Value) -> Value {
+        reqwest::Client::new()
+            .post(format!("{}/agents/{agent}", self.base))
+            .header("a2a-version", "1.0")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+            .timeout(TIMEOUT)
+            .send()
+            .await
+            .expect("send")
+            .json()
+            .await
+            .expect("json")
+    }
+
+    pub async fn ok(&self, agent: &str, method: &str, params: Value) -> Value {
+        let r = self.call(agent, method, params).await;
+        assert!(r.get("error").is_none(), "{method}: {r}");
+        r["result"].clone()
+    }
+}
+
+impl Drop for GatewayProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

@@ -1,0 +1,48 @@
+//! The gateway's own bounds, in one place. (The broker's contract bounds
+//! live in `a2a_proto::limits`; these are what the gateway adds in front
+//! of it, per HTTP identity and per connection.)
+
+use std::time::Duration;
+
+/// A2A contexts held registered at once, all identities together (each is
+/// a broker registration).
+pub const MAX_CONTEXTS: usize = 100_000;
+/// A2A contexts one identity may hold registered at once.
+pub const MAX_CONTEXTS_PER_IDENTITY: usize = 10_000;
+/// Non-terminal tasks one identity may have at once.
+pub const MAX_OPEN_TASKS_PER_IDENTITY: usize = 1_000;
+/// Blocking `SendMessage` calls one identity may have waiting at once
+/// (each holds one of its broker connection's parked waits, at most
+/// `A2A_MAX_PARKED_WAITS`, for up to the broker's default wait).
+pub const MAX_BLOCKING_PER_IDENTITY: usize = 64;
+/// A registered context with no open task and no subscriber is freed
+/// (deregistered) after this long unused; it registers again on its next
+/// use, as the same party.
+pub const CONTEXT_IDLE: Duration = Duration::from_secs(600);
+/// How often idle contexts are looked for.
+pub const CONTEXT_SWEEP: Duration = Duration::from_secs(30);
+/// How long a blocking `SendMessage` waits for its task to settle, unless
+/// `--reply-timeout` says otherwise (0: without bound).
+pub const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long the broker holds one blocking send (its default wait): a
+/// reply timeout shorter than this is waited for by the gateway instead.
+pub const BROKER_BLOCKING_WAIT: Duration = Duration::from_secs(30);
+
+/// The HTTP edge: time to receive a request's headers.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Time to receive a request's whole body.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// A keep-alive connection with no request in progress is closed after this.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// TCP connections held at once; past it, the longest-idle connection is
+/// closed to make room (so idle connections cannot lock a client out).
+pub const MAX_CONNECTIONS: usize = 512;
+/// Request body bytes held in memory at once, all requests together (in
+/// KiB): a body takes its share as its bytes arrive, and a request that
+/// would go over waits for room (within the body timeout), so many slow
+/// large bodies cost this much at most, not their sum.
+pub const BODY_BUDGET_KIB: usize = 32 << 10;
+/// Bodies up to this size are read without taking from the budget (so a
+/// small call never queues behind large bodies); they are bounded by the
+/// connection cap instead (`MAX_CONNECTIONS` x this = 32 MiB).
+pub const SMALL_BODY_BYTES: usize = 64 << 10;

@@ -1,0 +1,629 @@
+//! The gateway's own durable state: one SQLite file (`--state PATH`,
+//! default `<broker socket>.gateway.db`), so that a restart of the gateway,
+//! clean or killed, changes nothing a client can observe.
+//!
+//! What it holds, and why the broker alone cannot answer it:
+//! - `tasks`: every A2A task the gateway created, with the identity,
+//!   exposed agent and A2A context it belongs to (the broker knows the
+//!   task's requester registration, not which HTTP identity asked), and
+//!   the task's last known state, status time and version, which
+//!   `ListTasks` filters, orders and pages on without visiting every
+//!   context of the caller.
+//! - `push_configs` and `push_sent`: the v1.0 push configs of each task
+//!   (several per task, which the broker's one-config-per-task cannot
+//!   hold) and the version of the last event queued for delivery, so a
+//!   webhook registered before a restart hears what happens after it.
+//! - `remote_tasks` / `remote_forwards` / `remote_contexts`: for `remote
+//!   add`, the remote task id of each broker task (recorded before its
+//!   result is awaited), which broker messages were forwarded (and under
+//!   which remote `messageId`), and the remote context of each local
+//!   conversation: a restarted bridge resumes, it never sends again.
+//!
+//! Writes that a client's next call depends on (a task created, a push
+//! config stored) are committed before the call is answered. Updates of a
+//! task's state as events arrive come from the broker client's reader
+//! thread, which must never block, so they go through a queue to one
+//! writer thread that commits them in batches. WAL with `synchronous =
+//! NORMAL`: a commit survives a killed process (not a power loss, which
+//! the broker's own database guards against for the tasks themselves).
+
+use a2a_proto::types::State;
+use parking_lot::Mutex;
+use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::Arc;
+
+/// The schema, applied at open (idempotent).
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY,
+    identity TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    context TEXT NOT NULL,
+    state TEXT NOT NULL,
+    ts_ms INTEGER NOT NULL,
+    version INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_by_caller ON tasks (identity, agent, ts_ms DESC, id DESC);
+CREATE INDEX IF NOT EXISTS tasks_by_context ON tasks (identity, agent, context, ts_ms DESC, id DESC);
+-- Open tasks only (a partial index: the bounds' counts cost the open
+-- tasks, not every task ever made).
+CREATE INDEX IF NOT EXISTS tasks_open ON tasks (identity, context)
+    WHERE state NOT IN ('completed', 'canceled', 'failed', 'rejected');
+CREATE TABLE IF NOT EXISTS push_configs (
+    task_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    identity TEXT NOT NULL,
+    config TEXT NOT NULL,
+    PRIMARY KEY (task_id, id)
+);
+CREATE TABLE IF NOT EXISTS push_sent (
+    task_id TEXT PRIMARY KEY,
+    version INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS remote_tasks (
+    peer TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    remote_task TEXT,
+    remote_context TEXT,
+    PRIMARY KEY (peer, task_id)
+);
+CREATE TABLE IF NOT EXISTS remote_forwards (
+    peer TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    remote_message_id TEXT NOT NULL,
+    PRIMARY KEY (peer, task_id, message_id)
+);
+CREATE TABLE IF NOT EXISTS remote_contexts (
+    peer TEXT NOT NULL,
+    context TEXT NOT NULL,
+    remote_context TEXT NOT NULL,
+    PRIMARY KEY (peer, context)
+);
+";
+
+/// Why the state file could not be used.
+#[derive(Debug, thiserror::Error)]
+#[error("gateway state {path}: {source}")]
+pub struct StoreError {
+    pub path: String,
+    #[source]
+    pub source: rusqlite::Error,
+}
+
+/// One task as the gateway records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskRow {
+    pub id: String,
+    pub identity: String,
+    pub agent: String,
+    /// The A2A (v1.0) context id.
+    pub context: String,
+    pub state: State,
+    pub version: u64,
+}
+
+/// What a `ListTasks` page asks of the store.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter<'a> {
+    pub identity: &'a str,
+    pub agent: &'a str,
+    pub context: Option<&'a str>,
+    pub state: Option<State>,
+    /// Status time strictly after this (ms since the epoch).
+    pub after_ms: Option<i64>,
+    pub limit: usize,
+    pub offset: usize,
+}
+
+/// An update the writer thread commits.
+enum Write {
+    Task {
+        id: String,
+        state: State,
+        ts_ms: i64,
+        version: u64,
+    },
+    PushSent {
+        task_id: String,
+        version: u64,
+    },
+    /// Answered once the writes queued before it are committed.
+    Flush(mpsc::Sender<()>),
+}
+
+/// The state file (cheap to clone).
+#[derive(Clone)]
+pub struct Store {
+    conn: Arc<Mutex<Shared>>,
+    writes: mpsc::Sender<Write>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Store")
+    }
+}
+
+/// The connection, and the updates that came before their task's row.
+struct Shared {
+    conn: Connection,
+    /// A task's events can arrive (on the reader thread) before the call
+    /// that created it has returned and its row is written: the latest
+    /// such update per task waits here for the row (bounded).
+    early: HashMap<String, (State, i64, u64)>,
+}
+
+impl std::ops::Deref for Shared {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+/// Updates held for rows not yet written, at most.
+const MAX_EARLY: usize = 4096;
+
+/// Milliseconds since the epoch of an RFC 3339 time (0 if unreadable).
+pub fn ts_ms(ts: &str) -> i64 {
+    ts.parse::<jiff::Timestamp>()
+        .map(|t| t.as_millisecond())
+        .unwrap_or(0)
+}
+
+fn state_of(s: &str) -> State {
+    State::ALL
+        .into_iter()
+        .find(|st| st.as_str() == s)
+        .unwrap_or(State::Submitted)
+}
+
+impl Store {
+    /// Opens (creating) the state file at `path`.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let err = |source| StoreError {
+            path: path.display().to_string(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(err)?;
+        Self::init(conn).map_err(err)
+    }
+
+    /// A store in memory (tests, and `serve-tck`, whose broker is
+    /// temporary too).
+    pub fn in_memory() -> Result<Store, StoreError> {
+        let err = |source| StoreError {
+            path: ":memory:".into(),
+            source,
+        };
+        let conn = Connection::open_in_memory().map_err(err)?;
+        Self::init(conn).map_err(err)
+    }
+
+    fn init(conn: Connection) -> Result<Store, rusqlite::Error> {
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 10000;",
+        )?;
+        conn.execute_batch(SCHEMA)?;
+        let conn = Arc::new(Mutex::new(Shared {
+            conn,
+            early: HashMap::new(),
+        }));
+        let (tx, rx) = mpsc::channel();
+        let writer = Arc::clone(&conn);
+        std::thread::Builder::new()
+            .name("a2a-gateway-store".into())
+            .spawn(move || write_loop(&writer, &rx))
+            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+        Ok(Store { conn, writes: tx })
+    }
+
+    /// Records a task the gateway just created (committed on return).
+    pub fn insert_task(&self, row: &TaskRow, ts: &str) -> Result<(), rusqlite::Error> {
+        let mut shared = self.conn.lock();
+        let early = shared.early.remove(&row.id);
+        let (state, ts_ms, version) = match early {
+            Some((s, t, v)) if v > row.version => (s, t, v),
+            _ => (row.state, ts_ms(ts), row.version),
+        };
+        shared.execute(
+            "INSERT OR REPLACE INTO tasks (id, identity, agent, context, state, ts_ms, version)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                row.id,
+                row.identity,
+                row.agent,
+                row.context,
+                state.as_str(),
+                ts_ms,
+                version as i64
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The task `id`, if the gateway created it.
+    pub fn task(&self, id: &str) -> Option<TaskRow> {
+        self.conn
+            .lock()
+            .query_row(
+                "SELECT id, identity, agent, context, state, version FROM tasks WHERE id = ?1",
+                [id],
+                row_of,
+            )
+            .optional()
+            .ok()
+            .flatten()
+    }
+
+    /// Queues a task's new state (from an event or a call's result): never
+    /// blocks; an older version never overwrites a newer one.
+    pub fn note_task(&self, id: &str, state: State, ts: &str, version: u64) {
+        let _ = self.writes.send(Write::Task {
+            id: id.to_owned(),
+            state,
+            ts_ms: ts_ms(ts),
+            version,
+        });
+    }
+
+    /// Commits a task's new state at once (the answer of `ListTasks` reads
+    /// what it just fetched).
+    pub fn update_task(&self, id: &str, state: State, ts: &str, version: u64) {
+        let _ = apply(
+            &mut self.conn.lock(),
+            &Write::Task {
+                id: id.to_owned(),
+                state,
+                ts_ms: ts_ms(ts),
+                version,
+            },
+        );
+    }
+
+    /// One page of a caller's tasks, newest status first, and the count of
+    /// all that match.
+    pub fn list(&self, f: &ListFilter<'_>) -> Result<(Vec<TaskRow>, usize), rusqlite::Error> {
+        let mut sql = String::from(" FROM tasks WHERE identity = ?1 AND agent = ?2");
+        let mut args: Vec<rusqlite::types::Value> =
+            vec![f.identity.to_owned().into(), f.agent.to_owned().into()];
+        if let Some(c) = f.context {
+            args.push(c.to_owned().into());
+            sql.push_str(&format!(" AND context = ?{}", args.len()));
+        }
+        if let Some(s) = f.state {
+            args.push(s.as_str().to_owned().into());
+            sql.push_str(&format!(" AND state = ?{}", args.len()));
+        }
+        if let Some(a) = f.after_ms {
+            args.push(a.into());
+            sql.push_str(&format!(" AND ts_ms > ?{}", args.len()));
+        }
+        let conn = self.conn.lock();
+        let total: i64 = conn.query_row(
+            &format!("SELECT COUNT(*){sql}"),
+            rusqlite::params_from_iter(args.iter()),
+            |r| r.get(0),
+        )?;
+        let mut page_args = args.clone();
+        page_args.push((f.limit as i64).into());
+        page_args.push((f.offset as i64).into());
+        let n = page_args.len();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT id, identity, agent, context, state, version{sql} ORDER BY ts_ms DESC, id DESC LIMIT ?{} OFFSET ?{n}",
+            n - 1
+        ))?;
+        let rows = stmt
+            .query_map(rusqlite::params_from_iter(page_args.iter()), row_of)?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((rows, usize::try_from(total).unwrap_or(0)))
+    }
+
+    /// Tasks not yet in a terminal state (what a restarted gateway resumes).
+    pub fn open_tasks(&self) -> Vec<TaskRow> {
+        let conn = self.conn.lock();
+        let Ok(mut stmt) = conn.prepare(
+            "SELECT id, identity, agent, context, state, version FROM tasks
+             WHERE state NOT IN ('completed', 'canceled', 'failed', 'rejected')",
+        ) else {
+            return Vec::new();
+        };
+        stmt.query_map([], row_of)
+            .map(|rows| rows.filter_map(Result::ok).collect())
+            .unwrap_or_default()
+    }
+
+    /// Open tasks of one identity (its bound).
+    pub fn open_task_count(&self, identity: &str) -> usize {
+        self.conn
+            .lock()
+            .query_row(
+                "SELECT COUNT(*) FROM tasks WHERE identity = ?1
+                 AND state NOT IN ('completed', 'canceled', 'failed', 'rejected')",
+                [identity],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_or(0, |n| usize::try_from(n).unwrap_or(0))
+    }
+
+    /// Open tasks in one A2A context of an identity.
+    pub fn context_has_open_tasks(&self, identity: &str, context: &str) -> bool {
+        self.conn
+            .lock()
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM tasks WHERE identity = ?1 AND context = ?2
+                 AND state NOT IN ('completed', 'canceled', 'failed', 'rejected'))",
+                [identity, context],
+                |r| r.get::<_, bool>(0),
+            )
+            .unwrap_or(true)
+    }
+
+    // ---- push configs ----
+
+    /// Stores (or replaces) a push config of a task (committed on return).
+    pub fn put_push(
+        &self,
+        task_id: &str,
+        id: &str,
+        identity: &str,
+        config_json: &str,
+    ) -> Result<(), rusqlite::Error> {
+        self.conn.lock().execute(
+            "INSERT INTO push_configs (task_id, id, seq, identity, config)
+             VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM push_configs), ?3, ?4)
+             ON CONFLICT (task_id, id) DO UPDATE SET identity = excluded.identity, config = excluded.config",
+            params![task_id, id, identity, config_json],
+        )?;
+        Ok(())
+    }
+
+    /// Deletes a push config (absent is fine).
+    pub fn delete_push(&self, task_id: &str, id: &str) {
+        let _ = self.conn.lock().execute(
+            "DELETE FROM push_configs WHERE task_id = ?1 AND id = ?2",
+            [task_id, id],
+        );
+    }
+
+    /// Every push config, in creation order: (task, identity, config JSON).
+    pub fn all_push(&self) -> Vec<(String, String, String)> {
+        let conn = self.conn.lock();
+        let Ok(mut stmt) =
+            conn.prepare("SELECT task_id, identity, config FROM push_configs ORDER BY seq")
+        else {
+            return Vec::new();
+        };
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map(|rows| rows.filter_map(Result::ok).collect())
+            .unwrap_or_default()
+    }
+
+    /// The version of the last event queued for delivery, per task.
+    pub fn all_push_sent(&self) -> Vec<(String, u64)> {
+        let conn = self.conn.lock();
+        let Ok(mut stmt) = conn.prepare("SELECT task_id, version FROM push_sent") else {
+            return Vec::new();
+        };
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))
+            .map(|rows| rows.filter_map(Result::ok).collect())
+            .unwrap_or_default()
+    }
+
+    /// Queues the version of the last event queued for a task's webhooks.
+    pub fn note_push_sent(&self, task_id: &str, version: u64) {
+        let _ = self.writes.send(Write::PushSent {
+            task_id: task_id.to_owned(),
+            version,
+        });
+    }
+
+    // ---- remote add ----
+
+    /// Records the remote task (and context) of a broker task.
+    pub fn put_remote_task(
+        &self,
+        peer: &str,
+        task_id: &str,
+        remote_task: &str,
+        remote_context: Option<&str>,
+    ) -> Result<(), rusqlite::Error> {
+        self.conn.lock().execute(
+            "INSERT INTO remote_tasks (peer, task_id, remote_task, remote_context) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (peer, task_id) DO UPDATE SET remote_task = excluded.remote_task,
+             remote_context = COALESCE(excluded.remote_context, remote_context)",
+            params![peer, task_id, remote_task, remote_context],
+        )?;
+        Ok(())
+    }
+
+    /// The remote task and context of a broker task.
+    pub fn remote_task(&self, peer: &str, task_id: &str) -> Option<(String, Option<String>)> {
+        self.conn
+            .lock()
+            .query_row(
+                "SELECT remote_task, remote_context FROM remote_tasks WHERE peer = ?1 AND task_id = ?2 AND remote_task IS NOT NULL",
+                [peer, task_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .ok()
+            .flatten()
+    }
+
+    /// Every recorded remote task of a bridge: (broker task, remote task).
+    pub fn remote_tasks_of(&self, peer: &str) -> Vec<(String, String)> {
+        let conn = self.conn.lock();
+        let Ok(mut stmt) = conn.prepare(
+            "SELECT task_id, remote_task FROM remote_tasks WHERE peer = ?1 AND remote_task IS NOT NULL",
+        ) else {
+            return Vec::new();
+        };
+        stmt.query_map([peer], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map(|rows| rows.filter_map(Result::ok).collect())
+            .unwrap_or_default()
+    }
+
+    /// The remote `messageId` a broker message is (or was) forwarded
+    /// under: recorded before the send, so that a send interrupted by a
+    /// crash is retried under the same id (the remote may recognise it)
+    /// and a message already answered is never sent again.
+    pub fn forward_id(
+        &self,
+        peer: &str,
+        task_id: &str,
+        message_id: &str,
+    ) -> Result<(String, bool), rusqlite::Error> {
+        let conn = self.conn.lock();
+        let known: Option<String> = conn
+            .query_row(
+                "SELECT remote_message_id FROM remote_forwards WHERE peer = ?1 AND task_id = ?2 AND message_id = ?3",
+                [peer, task_id, message_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(k) = known {
+            return Ok((k, true));
+        }
+        let fresh = uuid::Uuid::new_v4().to_string();
+        conn.execute(
+            "INSERT INTO remote_forwards (peer, task_id, message_id, remote_message_id) VALUES (?1, ?2, ?3, ?4)",
+            params![peer, task_id, message_id, fresh],
+        )?;
+        Ok((fresh, false))
+    }
+
+    /// Forgets what was recorded of a broker task that ended.
+    pub fn forget_remote_task(&self, peer: &str, task_id: &str) {
+        let conn = self.conn.lock();
+        let _ = conn.execute(
+            "DELETE FROM remote_tasks WHERE peer = ?1 AND task_id = ?2",
+            [peer, task_id],
+        );
+        let _ = conn.execute(
+            "DELETE FROM remote_forwards WHERE peer = ?1 AND task_id = ?2",
+            [peer, task_id],
+        );
+    }
+
+    /// Records the remote context of a local conversation.
+    pub fn put_remote_context(&self, peer: &str, context: &str, remote_context: &str) {
+        let _ = self.conn.lock().execute(
+            "INSERT OR REPLACE INTO remote_contexts (peer, context, remote_context) VALUES (?1, ?2, ?3)",
+            [peer, context, remote_context],
+        );
+    }
+
+    /// The remote context of a local conversation.
+    pub fn remote_context(&self, peer: &str, context: &str) -> Option<String> {
+        self.conn
+            .lock()
+            .query_row(
+                "SELECT remote_context FROM remote_contexts WHERE peer = ?1 AND context = ?2",
+                [peer, context],
+                |r| r.get(0),
+            )
+            .optional()
+            .ok()
+            .flatten()
+    }
+
+    /// Waits (up to 5 s) until every write queued before it is committed
+    /// (tests, and a stopping gateway).
+    pub fn flush(&self) {
+        let (tx, rx) = mpsc::channel();
+        if self.writes.send(Write::Flush(tx)).is_ok() {
+            let _ = rx.recv_timeout(std::time::Duration::from_secs(5));
+        }
+    }
+}
+
+fn row_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<TaskRow> {
+    Ok(TaskRow {
+        id: r.get(0)?,
+        identity: r.get(1)?,
+        agent: r.get(2)?,
+        context: r.get(3)?,
+        state: state_of(&r.get::<_, String>(4)?),
+        version: r.get::<_, i64>(5)? as u64,
+    })
+}
+
+fn apply(shared: &mut Shared, w: &Write) -> rusqlite::Result<()> {
+    let conn = &shared.conn;
+    match w {
+        Write::Task {
+            id,
+            state,
+            ts_ms,
+            version,
+        } => {
+            let n = conn.execute(
+                "UPDATE tasks SET state = ?2, ts_ms = ?3, version = ?4 WHERE id = ?1 AND version <= ?4",
+                params![id, state.as_str(), ts_ms, *version as i64],
+            )?;
+            let exists = n > 0
+                || conn
+                    .query_row("SELECT 1 FROM tasks WHERE id = ?1", [id], |_| Ok(()))
+                    .optional()?
+                    .is_some();
+            if !exists {
+                if shared.early.len() >= MAX_EARLY {
+                    shared.early.clear();
+                }
+                let e = shared
+                    .early
+                    .entry(id.clone())
+                    .or_insert((*state, *ts_ms, 0));
+                if *version >= e.2 {
+                    *e = (*state, *ts_ms, *version);
+                }
+            }
+        }
+        Write::PushSent { task_id, version } => {
+            conn.execute(
+                "INSERT INTO push_sent (task_id, version) VALUES (?1, ?2)
+                 ON CONFLICT (task_id) DO UPDATE SET version = MAX(version, excluded.version)",
+                params![task_id, *version as i64],
+            )?;
+        }
+        Write::Flush(_) => {}
+    }
+    Ok(())
+}
+
+/// The writer thread: commits queued updates in batches (one transaction
+/// for whatever has queued up), until every sender is gone.
+fn write_loop(conn: &Mutex<Shared>, rx: &mpsc::Receiver<Write>) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while let Ok(w) = rx.try_recv() {
+            batch.push(w);
+            if batch.len() >= 512 {
+                break;
+            }
+        }
+        let mut c = conn.lock();
+        let began = c.execute_batch("BEGIN").is_ok();
+        for w in &batch {
+            if let Err(e) = apply(&mut c, w) {
+                tracing::warn!(error = %e, "gateway state update failed");
+            }
+        }
+        if began {
+            if let Err(e) = c.execute_batch("COMMIT") {
+                tracing::warn!(error = %e, "gateway state commit failed");
+            }
+        }
+        drop(c);
+        for w in batch {
+            if let Write::Flush(done) = w {
+                let _ = done.send(());
+            }
+        }
+    }
+}

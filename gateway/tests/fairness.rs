@@ -1,0 +1,320 @@
+//! One caller cannot take what all callers share: blocking sends are
+//! accounted per identity (a broker connection each), contexts and open
+//! tasks are bounded per identity, idle contexts are freed, a long
+//! conversation outlives the per-registration send cap, `ListTasks` costs
+//! the page (not the caller's contexts), and `--reply-timeout` bounds a
+//! blocking send.
+
+mod common;
+
+use a2a_client::{ListRole, State, TaskQuery};
+use a2a_gateway::security::Tokens;
+use common::{json_body, message, string, Harness};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+const ALICE: &str = "alice-secret-0123456789";
+const BOB: &str = "bob-secret-0123456789ab";
+
+fn two_identities(o: &mut a2a_gateway::server::ServeOptions) {
+    o.tokens = Tokens::parse([
+        format!("alice={ALICE}").as_str(),
+        format!("bob={BOB}").as_str(),
+    ])
+    .unwrap();
+    o.rate = 0.0;
+}
+
+async fn call(h: &Harness, token: &str, agent: &str, method: &str, params: Value) -> Value {
+    json_body(h.post_to(agent, method, params).bearer_auth(token)).await
+}
+
+/// A message to the sink that returns at once (the task stays open).
+fn open_task(id: &str) -> Value {
+    json!({"message": message(id, "hold"), "configuration": {"returnImmediately": true}})
+}
+
+/// Tasks the sink holds now.
+async fn sink_tasks(h: &Harness) -> usize {
+    h.sink
+        .list_tasks_async(TaskQuery {
+            role: ListRole::Worker,
+            state: None,
+            limit: Some(1000),
+            cursor: None,
+        })
+        .expect("submit")
+        .await
+        .expect("list")
+        .tasks
+        .len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_second_identity_sends_while_another_holds_its_maximum() {
+    let h = std::sync::Arc::new(Harness::start(two_identities).await);
+    // Alice holds 64 blocking sends on tasks nobody answers.
+    let mut held = Vec::new();
+    for i in 0..64 {
+        let h = h.clone();
+        held.push(tokio::spawn(async move {
+            call(
+                &h,
+                ALICE,
+                "sink",
+                "SendMessage",
+                json!({"message": message(&format!("a-{i}"), "wait")}),
+            )
+            .await
+        }));
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while sink_tasks(&h).await < 64 {
+        assert!(Instant::now() < deadline, "alice's sends never arrived");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Her 65th is refused, at once and clearly.
+    let over = call(
+        &h,
+        ALICE,
+        "sink",
+        "SendMessage",
+        json!({"message": message("a-65", "wait")}),
+    )
+    .await;
+    assert!(
+        over["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("too many blocking sends")),
+        "{over}"
+    );
+    // Bob's blocking send is answered as if she were not there.
+    let started = Instant::now();
+    let bob = call(
+        &h,
+        BOB,
+        "tck",
+        "SendMessage",
+        json!({"message": message("tck-complete-task-b", "hi")}),
+    )
+    .await;
+    assert_eq!(
+        bob["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{bob}"
+    );
+    eprintln!(
+        "bob's blocking send beside alice's 64: {:?}",
+        started.elapsed()
+    );
+    for t in held {
+        t.abort();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_identity_bounds_refuse_only_that_identity() {
+    let h = Harness::start(|o| {
+        two_identities(o);
+        o.max_open_tasks_per_identity = 2;
+        o.max_contexts_per_identity = 3;
+    })
+    .await;
+    for i in 0..2 {
+        let r = call(
+            &h,
+            ALICE,
+            "sink",
+            "SendMessage",
+            open_task(&format!("o-{i}")),
+        )
+        .await;
+        assert!(r.get("result").is_some(), "{r}");
+    }
+    let r = call(&h, ALICE, "sink", "SendMessage", open_task("o-3")).await;
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("too many open tasks")),
+        "{r}"
+    );
+    let r = call(&h, BOB, "sink", "SendMessage", open_task("b-1")).await;
+    assert!(r.get("result").is_some(), "{r}");
+    // Contexts: bob has 1; a second and third are fine, a fourth is not
+    // (its completed tasks do not count as open).
+    for c in ["second", "third"] {
+        let mut m = message(&format!("tck-complete-task-{c}"), "x");
+        m["contextId"] = json!(c);
+        let r = call(&h, BOB, "tck", "SendMessage", json!({"message": m})).await;
+        assert!(r.get("result").is_some(), "{r}");
+    }
+    let mut m = message("tck-complete-task-c4", "x");
+    m["contextId"] = json!("fourth");
+    let r = call(&h, BOB, "tck", "SendMessage", json!({"message": m})).await;
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("too many contexts")),
+        "{r}"
+    );
+    h.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_contexts_are_freed_and_registered_again_on_use() {
+    let h = Harness::start(|o| o.context_idle = Duration::from_millis(300)).await;
+    let r = h.send("tck-complete-task-i", "x").await;
+    let id = string(&r["task"]["id"]);
+    assert_eq!(h.gateway.core.registered_contexts(), 1);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while h.gateway.core.registered_contexts() > 0 {
+        assert!(Instant::now() < deadline, "the idle context was not freed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The task is still there; reading it registers the context again.
+    let t = h.ok("GetTask", json!({"id": id})).await;
+    assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(h.gateway.core.registered_contexts(), 1);
+    // A context with an open task is never freed.
+    let open = json_body(h.post_to("sink", "SendMessage", open_task("keep"))).await;
+    let open_id = string(&open["result"]["task"]["id"]);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let got = json_body(h.post_to("sink", "GetTask", json!({"id": open_id}))).await;
+    assert_eq!(got["result"]["status"]["state"], "TASK_STATE_SUBMITTED");
+    h.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_messages_in_one_context() {
+    let h = Harness::start(|o| o.rate = 0.0).await;
+    for i in 0..1000 {
+        let mut m = message(&format!("tck-complete-task-{i}"), "x");
+        m["contextId"] = json!("long");
+        let r = h.rpc("SendMessage", json!({"message": m})).await;
+        assert_eq!(
+            r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+            "message {i}: {r}"
+        );
+    }
+    let page = h
+        .ok("ListTasks", json!({"contextId": "long", "pageSize": 1}))
+        .await;
+    assert_eq!(page["totalSize"], 1000);
+    h.gateway.stop().await;
+}
+
+/// Median times of `n` ListTasks calls (default page) by each token,
+/// interleaved (the machine's load falls on both alike).
+async fn list_medians(h: &Harness, tokens: [&str; 2], n: usize) -> [Duration; 2] {
+    let mut times = [Vec::new(), Vec::new()];
+    for _ in 0..n {
+        for (i, token) in tokens.iter().enumerate() {
+            let t = Instant::now();
+            let r = call(h, token, "tck", "ListTasks", json!({})).await;
+            times[i].push(t.elapsed());
+            assert_eq!(
+                r["result"]["tasks"].as_array().map(Vec::len),
+                Some(50),
+                "{r}"
+            );
+        }
+    }
+    times.map(|mut t| {
+        t.sort();
+        t[n / 2]
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_tasks_costs_the_page_not_the_contexts() {
+    let h = Harness::start(two_identities).await;
+    let quick = |i: usize, ctx: String| {
+        let mut m = message(&format!("tck-complete-task-{i}"), "x");
+        m["contextId"] = json!(ctx);
+        json!({"message": m, "configuration": {"returnImmediately": true}})
+    };
+    // Alice: 10 contexts of 5 tasks; Bob: 3,000 contexts of 1 task.
+    for i in 0..50 {
+        let r = call(
+            &h,
+            ALICE,
+            "tck",
+            "SendMessage",
+            quick(i, format!("a{}", i % 10)),
+        )
+        .await;
+        assert!(r.get("result").is_some(), "{r}");
+    }
+    for i in 0..3000 {
+        let r = call(&h, BOB, "tck", "SendMessage", quick(i, format!("b{i}"))).await;
+        assert!(r.get("result").is_some(), "{r}");
+    }
+    let [ten, many] = list_medians(&h, [ALICE, BOB], 31).await;
+    let ratio = many.as_secs_f64() / ten.as_secs_f64();
+    eprintln!("ListTasks p50: 10 contexts {ten:?}, 3,000 contexts {many:?} ({ratio:.2}x)");
+    assert!(ratio < 2.0, "3,000 contexts {many:?} vs 10 {ten:?}");
+    h.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reply_timeout_bounds_a_blocking_send() {
+    let h = Harness::start(|o| o.reply_timeout = Some(Duration::from_millis(800))).await;
+    let started = Instant::now();
+    let r = json_body(h.post_to(
+        "sink",
+        "SendMessage",
+        json!({"message": message("w-1", "wait")}),
+    ))
+    .await;
+    let took = started.elapsed();
+    assert_eq!(
+        r["result"]["task"]["status"]["state"], "TASK_STATE_SUBMITTED",
+        "{r}"
+    );
+    assert!(
+        took >= Duration::from_millis(700) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    h.gateway.stop().await;
+    // A task that settles within the timeout is returned settled, even
+    // after the broker's own wait would have been too short.
+    let h = Harness::start(|o| o.reply_timeout = Some(Duration::from_secs(10))).await;
+    let sink = h.sink.clone();
+    let send = tokio::spawn({
+        let req = h.post_to(
+            "sink",
+            "SendMessage",
+            json!({"message": message("w-2", "wait")}),
+        );
+        async move { json_body(req).await }
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let id = loop {
+        let tasks = sink
+            .list_tasks_async(TaskQuery {
+                role: ListRole::Worker,
+                state: None,
+                limit: Some(10),
+                cursor: None,
+            })
+            .expect("submit")
+            .await
+            .expect("list")
+            .tasks;
+        if let Some(t) = tasks.first() {
+            break t.id.clone();
+        }
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    sink.set_status_async(&id, State::Completed, None)
+        .expect("submit")
+        .await
+        .expect("completed");
+    let r = send.await.unwrap();
+    assert_eq!(
+        r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{r}"
+    );
+    h.gateway.stop().await;
+}
