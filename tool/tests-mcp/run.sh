@@ -3,10 +3,12 @@
 # MCP Python SDK (`mcp` on PyPI, python/test_mcp.py) runs two servers as two
 # agents of one broker through a whole delegation (discover, send, wait,
 # input-required, answer, artifact, complete, get, misuses, deregistration
-# when stdin closes).
+# when stdin closes); then the official MCP Inspector's CLI
+# (`@modelcontextprotocol/inspector`, js/) lists the tool and calls it.
 #
 # Installs what it needs first: a venv at tool/tests-mcp/.venv from PyPI
-# (python/requirements.txt, pinned by python/constraints.txt). Prints each
+# (python/requirements.txt, pinned by python/constraints.txt) and the npm
+# packages of js/ (`npm ci`). Prints each
 # command it runs; exits non-zero if anything failed. Every wait has a
 # deadline.
 set -uo pipefail
@@ -27,6 +29,12 @@ if [ ! -x "$VENV/bin/python" ] || ! cmp -s "$HERE/python/constraints.txt" "$STAM
   run "$VENV/bin/pip" install -q --disable-pip-version-check \
     -r "$HERE/python/requirements.txt" -c "$HERE/python/constraints.txt" || die "pip install failed"
   cp "$HERE/python/constraints.txt" "$STAMP"
+fi
+
+if [ ! -d "$HERE/js/node_modules/@modelcontextprotocol/inspector" ] ||
+  ! cmp -s "$HERE/js/package-lock.json" "$HERE/js/node_modules/.package-lock.json.stamp"; then
+  (cd "$HERE/js" && run npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed"
+  cp "$HERE/js/package-lock.json" "$HERE/js/node_modules/.package-lock.json.stamp"
 fi
 
 run cargo build -q -p a2a-broker || die "cargo build failed"
@@ -66,6 +74,33 @@ step() { # step NAME COMMAND...: runs it, counts it
 
 step "python mcp SDK: two a2a-broker mcp servers through a delegation" \
   timeout 300 "$VENV/bin/python" "$HERE/python/test_mcp.py" --broker "$BROKER" --socket "$SOCK"
+
+# The Inspector's CLI starts `a2a-broker mcp` itself, once per call.
+INSPECT=(timeout 120 node "$HERE/js/node_modules/@modelcontextprotocol/inspector/cli/build/cli.js" --cli
+  "$BROKER" mcp --socket "$SOCK" --as inspector)
+inspector_lists() {
+  "${INSPECT[@]}" --method tools/list >"$WORK/list.json" || return 1
+  "$VENV/bin/python" - "$WORK/list.json" <<'PY'
+import json, sys
+tools = json.load(open(sys.argv[1]))["tools"]
+assert [t["name"] for t in tools] == ["A2A"], tools
+assert tools[0]["inputSchema"]["properties"]["action"]["enum"][0] == "discover", tools
+assert tools[0]["outputSchema"]["type"] == "object", tools
+PY
+}
+inspector_calls() {
+  "${INSPECT[@]}" --method tools/call --tool-name A2A --tool-arg action=send \
+    --tool-arg to=nobody --tool-arg text=hello >"$WORK/call.json" || return 1
+  "$VENV/bin/python" - "$WORK/call.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["isError"] is True, r
+assert r["structuredContent"]["error"]["code"] == "unknown-peer", r
+assert 'There is no peer "nobody"' in r["content"][0]["text"], r
+PY
+}
+step "MCP Inspector CLI: tools/list" inspector_lists
+step "MCP Inspector CLI: tools/call" inspector_calls
 
 echo "tests-mcp: $PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
