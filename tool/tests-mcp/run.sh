@@ -4,7 +4,10 @@
 # agents of one broker through a whole delegation (discover, send, wait,
 # input-required, answer, artifact, complete, get, misuses, deregistration
 # when stdin closes); then the official MCP Inspector's CLI
-# (`@modelcontextprotocol/inspector`, js/) lists the tool and calls it.
+# (`@modelcontextprotocol/inspector`, js/) lists the tool and calls it;
+# and the Pi agent runtime's loop (`@mariozechner/pi-agent-core`, js/
+# pi_loop.test.mjs) holding the Node addon's `agent.tool()`, with a scripted
+# model, delegates from one agent to another and finishes the task.
 #
 # Installs what it needs first: a venv at tool/tests-mcp/.venv from PyPI
 # (python/requirements.txt, pinned by python/constraints.txt) and the npm
@@ -39,6 +42,10 @@ fi
 
 run cargo build -q -p a2a-broker || die "cargo build failed"
 BROKER="${CARGO_TARGET_DIR:-$ROOT/target}/debug/a2a-broker"
+# The Node addon (built by the node stage before this one; else here).
+if [ ! -f "$ROOT/node-binding/a2a.node" ]; then
+  run env A2A_NODE_PROFILE=debug node "$ROOT/node-binding/scripts/build.js" || die "cannot build the Node addon"
+fi
 
 # ---------------------------------------------------------------- broker
 WORK="$(mktemp -d)"
@@ -101,6 +108,9 @@ PY
 }
 step "MCP Inspector CLI: tools/list" inspector_lists
 step "MCP Inspector CLI: tools/call" inspector_calls
+
+step "Pi agent loop with agent.tool() and a scripted model" \
+  env A2A_BROKER_BIN="$BROKER" timeout 300 node --test "$HERE/js/pi_loop.test.mjs"
 
 echo "tests-mcp: $PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
