@@ -290,6 +290,87 @@ export type ServeHandler = (
   turn: Turn,
 ) => Promise<string | Omit<Message, 'role' | 'messageId'> | void> | string | void
 
+/** The arguments of the A2A tool (one flat object; `action` says which of the six). */
+export interface A2AToolParams {
+  action: 'discover' | 'send' | 'get' | 'wait' | 'complete' | 'cancel'
+  /** send: the peer to give a new task. */
+  to?: string
+  /** send: the task or message; complete: the result, question or reason; cancel: a reason. */
+  text?: string
+  /** send (on an existing task), get, complete, cancel. */
+  taskId?: string
+  /** wait: 0..120, default 30. */
+  timeoutSeconds?: number
+  /** complete: default `completed`. */
+  state?: 'completed' | 'input-required' | 'failed' | 'rejected'
+  /** complete: the text of a result artifact, and its name (default "result"). */
+  artifact?: string
+  artifactName?: string
+}
+
+/** One update a `wait` returned. */
+export interface A2AToolEvent {
+  taskId: string
+  state: TaskState
+  from: string
+  text: string
+  artifact?: { name: string; text: string }
+}
+
+/** The structured result of a call (the fields of its action), plus `isError`. */
+export interface A2AToolDetails {
+  peers?: { name: string; description: string; kind: 'subagent' | 'parent'; skills: AgentSkill[] }[]
+  taskId?: string
+  state?: TaskState
+  requester?: string
+  worker?: string
+  history?: { from: string; text: string }[]
+  artifacts?: { name: string; text: string }[]
+  events?: A2AToolEvent[]
+  dropped?: number
+  error?: { code: string; message: string }
+  isError: boolean
+}
+
+/** What `execute` resolves with (the Pi agent runtime's `AgentToolResult`). */
+export interface A2AToolResult {
+  content: { type: 'text'; text: string }[]
+  details: A2AToolDetails
+}
+
+export interface A2AToolOptions {
+  /** The Pi runtime's `label` (default: the tool's title). */
+  label?: string
+  /** Messages this agent may put on one task (default 12). */
+  turnCap?: number
+  /** `throw` (default): a tool error rejects `execute` with an Error whose message is the
+   * text for the model (and `details`); `return`: it resolves, with `details.isError`. */
+  errors?: 'throw' | 'return'
+}
+
+/** The A2A tool in the Pi agent runtime's shape (`AgentTool`). */
+export interface A2ATool {
+  readonly name: 'A2A'
+  readonly label: string
+  readonly description: string
+  /** JSON Schema of `A2AToolParams`. */
+  readonly parameters: Record<string, unknown>
+  /** JSON Schema of the structured result. */
+  readonly outputSchema: Record<string, unknown>
+  /** The abort signal ends a `wait` early; `onUpdate` hears about every second of a `wait`. */
+  execute(
+    toolCallId: string,
+    params: A2AToolParams,
+    signal?: AbortSignal,
+    onUpdate?: (partial: A2AToolResult) => void,
+  ): Promise<A2AToolResult>
+  /** One call as the session answers it, errors included (for other runtimes). */
+  call(
+    params: A2AToolParams,
+    signal?: AbortSignal,
+  ): Promise<{ text: string; structured: Omit<A2AToolDetails, 'isError'>; isError: boolean }>
+}
+
 export declare class Agent {
   readonly id: string
   readonly contextId: string
@@ -322,6 +403,10 @@ export declare class Agent {
   delegate(params: { to?: string; message: string | Message; timeoutSeconds?: number }): Promise<Task>
   /** Serves every task addressed to this agent until `deregister` (then resolves). */
   serve(handler: ServeHandler): Promise<void>
+  /** The A2A tool bound to this agent (its token stays native), in the Pi agent runtime's
+   * shape. Its `wait` reads this agent's event queue: do not combine it with `onEvent`,
+   * `serve` or `delegate` on the same agent. */
+  tool(options?: A2AToolOptions): A2ATool
 }
 
 /** A message of one text part with a fresh `messageId`. */

@@ -241,6 +241,12 @@ class Agent {
     this.#failWaiters()
   }
 
+  /** The A2A tool (discover | send | get | wait | complete | cancel) bound
+   * to this agent, in the Pi agent runtime's shape (see `tool.js`). */
+  tool(options = {}) {
+    return makeTool(this.#n, options)
+  }
+
   /** Events: what is queued, else the first within `timeoutSeconds`
    * (default 0) and those behind it; `[]` on timeout. */
   async wait({ timeoutSeconds = 0 } = {}) {
@@ -535,5 +541,7 @@ async function spawnBroker({ db, socket, bin, readyTimeoutSeconds = 30, eventRin
   const n = await native.NativeBroker.connect({ socket: ready.socket || socket, secret, eventRing })
   return new Broker(n, child)
 }
+
+const { makeTool } = require('./tool')(native)
 
 module.exports = { Broker, Agent, textMessage, textOf, TERMINAL_STATES: TERMINAL, decodeCompact }

@@ -22,3 +22,6 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p a2a-ring --rel
 
 echo "== A2A SDK tests (gateway/sdk-tests/run.sh)"
 gateway/sdk-tests/run.sh
+
+echo "== MCP server by the official MCP Python SDK (tool/tests-mcp/run.sh)"
+tool/tests-mcp/run.sh

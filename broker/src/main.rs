@@ -5,6 +5,7 @@ use a2a_broker::Durability;
 // broker's library.
 mod call;
 mod demo;
+mod mcp;
 
 use a2a_broker::{inspect, server};
 use a2a_proto::limits::{DEFAULT_BATCH_MAX, DEFAULT_MAX_CONNECTIONS};
@@ -109,6 +110,27 @@ enum Cmd {
         /// this many bytes (PROTOCOL.md §1.3) instead of the socket.
         #[arg(long, value_name = "BYTES")]
         event_ring: Option<usize>,
+    },
+    /// Serve the A2A tool (discover | send | get | wait | complete | cancel)
+    /// to an MCP host on stdin/stdout, as one agent registered on a running
+    /// broker's local socket; deregisters when stdin closes.
+    Mcp {
+        /// The broker's --socket NAME (a path, or the name it was given).
+        #[arg(long, value_name = "NAME")]
+        socket: String,
+        /// The agent's name.
+        #[arg(long = "as", value_name = "AGENT")]
+        as_agent: String,
+        /// subagent (default) or parent: kinds never address each other.
+        #[arg(long, default_value = "subagent", value_parser = ["subagent", "parent"])]
+        kind: String,
+        /// The context to register in (default mcp-AGENT: a restarted server
+        /// is the same party and sees its tasks again).
+        #[arg(long, value_name = "ID")]
+        context_id: Option<String>,
+        /// What peers read about this agent in discover.
+        #[arg(long, value_name = "TEXT")]
+        description: Option<String>,
     },
     /// Read-only audit of the durable task history.
     Tasks {
@@ -231,6 +253,19 @@ fn main() -> ExitCode {
             as_agent: Some(as_agent),
             context,
             event_ring,
+        }),
+        Cmd::Mcp {
+            socket,
+            as_agent,
+            kind,
+            context_id,
+            description,
+        } => mcp::run(mcp::Options {
+            socket,
+            as_agent,
+            parent: kind == "parent",
+            context_id,
+            description,
         }),
         Cmd::Tasks { cmd } => match cmd {
             TasksCmd::List {

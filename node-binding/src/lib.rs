@@ -9,6 +9,8 @@
 //! Modules:
 //! - [`broker`] -- `NativeBroker`: connect, register, close.
 //! - [`agent`] -- `NativeAgent`: one method per `a2a.*` call.
+//! - [`tool`] -- `NativeTool`: the A2A tool (`a2a-tool`) bound to an
+//!   agent, under `agent.tool()` in `index.js`.
 //! - [`events`] -- `onEvent` (batches through a weak threadsafe function)
 //!   and `wait` (a timer thread, not the libuv pool).
 //! - `compact` -- the compact event batch (the default way events cross
@@ -37,3 +39,4 @@ mod compact;
 mod error;
 pub mod events;
 mod settle;
+pub mod tool;

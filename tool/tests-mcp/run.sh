@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# `a2a-broker mcp` driven by an MCP client nobody here wrote: the official
+# MCP Python SDK (`mcp` on PyPI, python/test_mcp.py) runs two servers as two
+# agents of one broker through a whole delegation (discover, send, wait,
+# input-required, answer, artifact, complete, get, misuses, deregistration
+# when stdin closes); then the official MCP Inspector's CLI
+# (`@modelcontextprotocol/inspector`, js/) lists the tool and calls it;
+# and the Pi agent runtime's loop (`@mariozechner/pi-agent-core`, js/
+# pi_loop.test.mjs) holding the Node addon's `agent.tool()`, with a scripted
+# model, delegates from one agent to another and finishes the task.
+#
+# Installs what it needs first: a venv at tool/tests-mcp/.venv from PyPI
+# (python/requirements.txt, pinned by python/constraints.txt) and the npm
+# packages of js/ (`npm ci`). Prints each
+# command it runs; exits non-zero if anything failed. Every wait has a
+# deadline.
+set -uo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+cd "$ROOT"
+
+run() { echo "+ $*" >&2; "$@"; }
+die() { echo "tests-mcp: $*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- install
+PY="$(command -v python3.11 || command -v python3)" || die "python3 is required"
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' || die "mcp needs Python >= 3.10 ($PY)"
+VENV="$HERE/.venv"
+STAMP="$VENV/.installed"
+if [ ! -x "$VENV/bin/python" ] || ! cmp -s "$HERE/python/constraints.txt" "$STAMP"; then
+  run "$PY" -m venv "$VENV" || die "cannot create $VENV (python3-venv missing?)"
+  run "$VENV/bin/pip" install -q --disable-pip-version-check \
+    -r "$HERE/python/requirements.txt" -c "$HERE/python/constraints.txt" || die "pip install failed"
+  cp "$HERE/python/constraints.txt" "$STAMP"
+fi
+
+if [ ! -d "$HERE/js/node_modules/@modelcontextprotocol/inspector" ] ||
+  ! cmp -s "$HERE/js/package-lock.json" "$HERE/js/node_modules/.package-lock.json.stamp"; then
+  (cd "$HERE/js" && run npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed"
+  cp "$HERE/js/package-lock.json" "$HERE/js/node_modules/.package-lock.json.stamp"
+fi
+
+run cargo build -q -p a2a-broker || die "cargo build failed"
+BROKER="${CARGO_TARGET_DIR:-$ROOT/target}/debug/a2a-broker"
+# The Node addon (built by the node stage before this one; else here).
+if [ ! -f "$ROOT/node-binding/a2a.node" ]; then
+  run env A2A_NODE_PROFILE=debug node "$ROOT/node-binding/scripts/build.js" || die "cannot build the Node addon"
+fi
+
+# ---------------------------------------------------------------- broker
+WORK="$(mktemp -d)"
+BPID=""
+cleanup() {
+  if [ -n "$BPID" ]; then
+    kill -TERM "$BPID" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$BPID" 2>/dev/null
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+SOCK="$WORK/run/sock"
+echo "+ $BROKER serve --db $WORK/db --socket $SOCK --no-stdio" >&2
+"$BROKER" serve --db "$WORK/db" --socket "$SOCK" --no-stdio 2>"$WORK/broker.log" &
+BPID=$!
+for _ in $(seq 600); do
+  grep -q '"ready":true' "$WORK/broker.log" 2>/dev/null && break
+  kill -0 "$BPID" 2>/dev/null || { cat "$WORK/broker.log" >&2; die "the broker exited"; }
+  sleep 0.1
+done
+grep -q '"ready":true' "$WORK/broker.log" || { cat "$WORK/broker.log" >&2; die "the broker is not ready within 60 s"; }
+
+PASSED=0
+FAILED=0
+step() { # step NAME COMMAND...: runs it, counts it
+  local name="$1"; shift
+  if run "$@"; then PASSED=$((PASSED + 1)); echo "== ok: $name"
+  else FAILED=$((FAILED + 1)); echo "== FAILED: $name"; fi
+}
+
+step "python mcp SDK: two a2a-broker mcp servers through a delegation" \
+  timeout 300 "$VENV/bin/python" "$HERE/python/test_mcp.py" --broker "$BROKER" --socket "$SOCK"
+
+# The Inspector's CLI starts `a2a-broker mcp` itself, once per call.
+INSPECT=(timeout 120 node "$HERE/js/node_modules/@modelcontextprotocol/inspector/cli/build/cli.js" --cli
+  "$BROKER" mcp --socket "$SOCK" --as inspector)
+inspector_lists() {
+  "${INSPECT[@]}" --method tools/list >"$WORK/list.json" || return 1
+  "$VENV/bin/python" - "$WORK/list.json" <<'PY'
+import json, sys
+tools = json.load(open(sys.argv[1]))["tools"]
+assert [t["name"] for t in tools] == ["A2A"], tools
+assert tools[0]["inputSchema"]["properties"]["action"]["enum"][0] == "discover", tools
+assert tools[0]["outputSchema"]["type"] == "object", tools
+PY
+}
+inspector_calls() {
+  "${INSPECT[@]}" --method tools/call --tool-name A2A --tool-arg action=send \
+    --tool-arg to=nobody --tool-arg text=hello >"$WORK/call.json" || return 1
+  "$VENV/bin/python" - "$WORK/call.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["isError"] is True, r
+assert r["structuredContent"]["error"]["code"] == "unknown-peer", r
+assert 'There is no peer "nobody"' in r["content"][0]["text"], r
+PY
+}
+step "MCP Inspector CLI: tools/list" inspector_lists
+step "MCP Inspector CLI: tools/call" inspector_calls
+
+step "Pi agent loop with agent.tool() and a scripted model" \
+  env A2A_BROKER_BIN="$BROKER" timeout 300 node --test "$HERE/js/pi_loop.test.mjs"
+
+echo "tests-mcp: $PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
