@@ -8,6 +8,7 @@
 //! [`ClientError::a2a_code`] (the typed `A2A_*` code of a domain error).
 
 pub use a2a_proto::error::A2aErrorCode;
+use crate::locate::{NoBroker, SecretError, SecretProblem};
 use a2a_proto::error::RpcError;
 use std::fmt;
 
@@ -88,6 +89,17 @@ pub enum ClientError {
     /// Use the `_async` form and `on_complete` there instead.
     #[error("a blocking call on the connection's own reader thread would deadlock")]
     WouldDeadlock,
+    /// Nothing listens at the broker's socket ([`crate::locate`]): no
+    /// socket file there, or one a broker that is gone left. Kind
+    /// [`ErrorKind::Io`].
+    #[error("{0}")]
+    NoBroker(NoBroker),
+    /// The broker's secret could not be read, or the broker refused it
+    /// ([`crate::locate`]). Kind [`ErrorKind::Io`] when unreadable,
+    /// [`ErrorKind::Rpc`] when refused (then [`ClientError::rpc`] has the
+    /// broker's answer).
+    #[error("{0}")]
+    Secret(SecretError),
 }
 
 /// The kind of a [`ClientError`], without its payload: a small `Copy` value
@@ -155,6 +167,10 @@ impl ClientError {
         match self {
             ClientError::Rpc(e) => Some(e),
             ClientError::Closed(CloseReason::Fatal(e)) => Some(e),
+            ClientError::Secret(SecretError {
+                problem: SecretProblem::Refused(e),
+                ..
+            }) => Some(e),
             _ => None,
         }
     }
@@ -170,6 +186,11 @@ impl ClientError {
             ClientError::Protocol(_) => ErrorKind::Protocol,
             ClientError::Deregistered(_) => ErrorKind::Deregistered,
             ClientError::WouldDeadlock => ErrorKind::WouldDeadlock,
+            ClientError::NoBroker(_) => ErrorKind::Io,
+            ClientError::Secret(e) => match e.problem {
+                SecretProblem::Unreadable(_) => ErrorKind::Io,
+                SecretProblem::Refused(_) => ErrorKind::Rpc,
+            },
         }
     }
 
@@ -198,6 +219,8 @@ impl Clone for ClientError {
             ClientError::Protocol(m) => ClientError::Protocol(m.clone()),
             ClientError::Deregistered(a) => ClientError::Deregistered(a.clone()),
             ClientError::WouldDeadlock => ClientError::WouldDeadlock,
+            ClientError::NoBroker(e) => ClientError::NoBroker(e.clone()),
+            ClientError::Secret(e) => ClientError::Secret(e.clone()),
         }
     }
 }

@@ -63,6 +63,9 @@
 //! - `ring`: the shared-memory event ring's reader thread, when the broker
 //!   grants one (`ClientOptions::event_ring_bytes`).
 //! - [`builders`]: cards, text messages, artifacts, fresh ids.
+//! - [`locate`]: a broker from a NAME or a path (the broker's own rule),
+//!   its secret, and the errors that tell "no broker there" from "wrong
+//!   secret".
 //! - [`error`]: [`ClientError`], its [`ErrorKind`], the typed
 //!   [`A2aErrorCode`], and [`CloseReason`].
 //!
@@ -87,6 +90,7 @@ mod conn;
 mod demux;
 pub mod error;
 pub mod events;
+pub mod locate;
 pub mod pending;
 mod ring;
 
@@ -103,6 +107,7 @@ pub use builders::{
 pub use client::{read_secret, secret_file, Client, ClientOptions, SECRET_ENV};
 pub use error::{A2aErrorCode, ClientError, CloseReason, ErrorKind};
 pub use events::{EventHandler, Events};
+pub use locate::{locate, Located, NoBroker, SecretError, SecretFrom, SecretProblem};
 pub use pending::Pending;
 
 /// An event delivered to an agent: `a2a.task.event`, `a2a.push` or

@@ -28,6 +28,7 @@ pub mod lines;
 pub mod methods;
 pub mod params;
 pub mod secret;
+pub mod socket_path;
 pub mod types;
 
 #[doc(hidden)]

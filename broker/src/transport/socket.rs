@@ -110,30 +110,9 @@ impl Drop for SocketServer {
     }
 }
 
-/// Where `--socket NAME` lives: `NAME` itself if it is a path, else
-/// `$XDG_RUNTIME_DIR/a2a-broker/NAME.sock` or `/tmp/a2a-broker-UID/NAME.sock`.
-pub fn socket_path(name: &str) -> PathBuf {
-    if name.contains('/') {
-        return PathBuf::from(name);
-    }
-    let file = if name.ends_with(".sock") {
-        name.to_owned()
-    } else {
-        format!("{name}.sock")
-    };
-    match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
-        Some(dir) => PathBuf::from(dir).join("a2a-broker").join(file),
-        None => std::env::temp_dir()
-            .join(format!("a2a-broker-{}", own_uid()))
-            .join(file),
-    }
-}
-
-fn own_uid() -> u32 {
-    std::fs::metadata("/proc/self")
-        .map(|m| m.uid())
-        .unwrap_or(0)
-}
+// Where `--socket NAME` lives: one rule, shared with every client.
+use a2a_proto::socket_path::own_uid;
+pub use a2a_proto::socket_path::socket_path;
 
 /// Creates the socket's directory 0700, or checks that an existing one is
 /// ours and closed to others.
