@@ -354,11 +354,6 @@ impl Engine {
                 return shutdown;
             }
         }
-        if has_calls {
-            if let Some(cp) = &self.checkpointer {
-                cp.committed();
-            }
-        }
         self.publish(&undo);
         self.commit_registry(&undo);
         self.settled.extend(undo.settled.iter().cloned());
@@ -387,6 +382,13 @@ impl Engine {
             let _ = c.send(());
         }
         self.evict(&undo);
+        // After the answers: a log restart the checkpointer runs here
+        // delays the next group, not this one's replies.
+        if has_calls {
+            if let Some(cp) = &self.checkpointer {
+                cp.committed(&self.conn);
+            }
+        }
         shutdown
     }
 
