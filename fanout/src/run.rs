@@ -438,6 +438,12 @@ struct SoakStart<'a> {
     cfg: &'a SoakConfig,
 }
 
+/// How long a run starts new jobs (`None`: a number of tasks).
+fn load_for(cfg: &Config) -> Option<Duration> {
+    cfg.seconds
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+}
+
 /// What a run of the delegates gives back.
 type Ran = (Tally, Vec<ThreadCpu>, Option<bool>, Option<Sampler>);
 
@@ -474,7 +480,7 @@ fn run_threads(
     );
     let sampler = soak.map(|s| {
         let e = engine.clone();
-        Sampler::start(s.pid, s.db, s.cfg, move || e.progress())
+        Sampler::start(s.pid, s.db, s.cfg, load_for(cfg), move || e.progress())
     });
     let b0 = broker_pid.map(snapshot);
     let g0 = snapshot("self");
@@ -617,7 +623,7 @@ fn run_processes(
     );
     let sampler = soak.map(|s| {
         let prog = progress_of.clone();
-        Sampler::start(s.pid, s.db, s.cfg, move || {
+        Sampler::start(s.pid, s.db, s.cfg, load_for(cfg), move || {
             prog.iter().fold((0, 0), |(a, b), p| {
                 (
                     a + p.0.load(Ordering::Relaxed),

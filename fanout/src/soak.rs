@@ -49,7 +49,9 @@ impl Default for SoakConfig {
 pub struct Sample {
     /// Seconds since the sampling began.
     pub t_s: f64,
-    /// Whether the load was still running.
+    /// Whether the load was still running: new jobs being started (the
+    /// drain of the jobs in flight after `--seconds`, and the idle tail,
+    /// are not).
     pub loaded: bool,
     pub rss_bytes: u64,
     pub wal_bytes: u64,
@@ -174,12 +176,14 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Samples broker `pid` on database `db` from now on; `progress` gives
-    /// (jobs completed, events) so far.
+    /// Samples broker `pid` on database `db` from now on, for a load that
+    /// starts new jobs for `load_for` (`None`: until [`Sampler::finish`]);
+    /// `progress` gives (jobs completed, events) so far.
     pub fn start(
         pid: u32,
         db: PathBuf,
         cfg: &SoakConfig,
+        load_for: Option<Duration>,
         progress: impl Fn() -> (u64, u64) + Send + 'static,
     ) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
@@ -199,7 +203,8 @@ impl Sampler {
                 let (jobs, events) = progress();
                 let sample = Sample {
                     t_s: began.elapsed().as_secs_f64(),
-                    loaded: l.load(Ordering::Relaxed),
+                    loaded: l.load(Ordering::Relaxed)
+                        && load_for.is_none_or(|d| began.elapsed() <= d),
                     rss_bytes: status
                         .ok()
                         .and_then(|t| field(&t, "VmRSS"))

@@ -9,7 +9,8 @@
 //! - resident memory growing by at most 16 MB from minute 1 to minute 10,
 //!   i.e. a slope of at most 16/9 ≈ 1.8 MB per minute ([`RSS_SLOPE`]),
 //!   computed by least squares over the samples after a 20 s warm-up (one
-//!   sample's noise moves a fitted line little, a steady leak moves it all).
+//!   sample's noise moves a fitted line little, a steady leak moves it all),
+//!   while new jobs are started (the drain after the minute is left out).
 
 use a2a_fanout::soak::SoakConfig;
 use a2a_fanout::{run, Config, Durability, Transport};
@@ -42,16 +43,19 @@ fn a_minute_of_fan_out_keeps_the_log_bounded_and_memory_flat() {
     let last = s.samples.last().expect("samples");
     assert!(last.rss_bytes > 0 && last.db_bytes > 0 && last.write_bytes > 0);
     assert!(s.bytes_per_job.is_some() && s.jobs_per_s.unwrap_or(0.0) > 0.0);
-    assert!(
-        s.max_wal_bytes <= LOG_BOUND,
-        "the -wal reached {:.1} MB, past its 64 MB bound\n{}",
-        s.max_wal_bytes as f64 / 1048576.0,
-        s.summary()
-    );
+    // Both limits are checked and reported together.
+    let mut failed = Vec::new();
+    if s.max_wal_bytes > LOG_BOUND {
+        failed.push(format!(
+            "the -wal reached {:.1} MB, past its 64 MB bound",
+            s.max_wal_bytes as f64 / 1048576.0
+        ));
+    }
     let slope = s.rss_slope_mb_per_min.expect("enough samples for a slope");
-    assert!(
-        slope <= RSS_SLOPE,
-        "resident memory grows by {slope:.2} MB/min under load (limit {RSS_SLOPE:.2})\n{}",
-        s.summary()
-    );
+    if slope > RSS_SLOPE {
+        failed.push(format!(
+            "resident memory grows by {slope:.2} MB/min under load (limit {RSS_SLOPE:.2})"
+        ));
+    }
+    assert!(failed.is_empty(), "{}\n{}", failed.join("; "), s.summary());
 }
