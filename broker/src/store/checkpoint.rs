@@ -19,13 +19,18 @@
 //!
 //! 1. Past [`RESTART_BYTES`], the writer asks the thread for a checkpoint
 //!    at once (no [`INTERVAL`] wait) and goes on committing.
-//! 2. Once that checkpoint is done, the writer runs a `RESTART` checkpoint
-//!    itself: it copies only the frames committed since (the thread copied
-//!    and synced the rest), waits for readers still on an older snapshot
-//!    (one statement of one call each), and its next commit writes the log
-//!    from its start. Past [`RESTART_BYTES`] + [`RESTART_BYTES`] / 2 the
-//!    writer restarts without waiting for the thread (a thread that cannot
-//!    keep up does not unbound the log).
+//! 2. Once that checkpoint is done, the writer checkpoints itself: it
+//!    copies only the frames committed since (the thread copied and synced
+//!    the rest), and with the whole log in the database file its next
+//!    commit writes the log from its start. This checkpoint is `PASSIVE`:
+//!    a reader in the middle of a statement on an older snapshot is not
+//!    waited for (SQLite's busy handler sleeps a millisecond at least);
+//!    the log then goes on from its end and the next commit tries again.
+//! 3. Past [`RESTART_BYTES`] + [`RESTART_BYTES`] / 2 the writer runs a
+//!    `RESTART` checkpoint, which does wait for such readers (one statement
+//!    of one call each), whether or not the thread has caught up: neither
+//!    a thread that cannot keep up nor readers that never pause unbound
+//!    the log.
 //!
 //! `journal_size_limit` cuts a file that had grown past [`RESTART_BYTES`]
 //! back to it. The log is thus never longer than 1.5 × [`RESTART_BYTES`]
@@ -143,10 +148,13 @@ impl Checkpointer {
     /// doc.
     pub fn committed(&self, writer: &Connection) {
         let frames = LOG_FRAMES.with(Cell::get);
+        if frames >= self.restart_frames + self.restart_frames / 2 {
+            self.restart(writer, "RESTART");
+            return;
+        }
         if frames >= self.restart_frames {
-            let caught_up = self.shared.caught_up.load(Ordering::Acquire);
-            if caught_up || frames >= self.restart_frames + self.restart_frames / 2 {
-                self.restart(writer);
+            if self.shared.caught_up.load(Ordering::Acquire) {
+                self.restart(writer, "PASSIVE");
                 return;
             }
             self.shared.urgent.store(true, Ordering::Release);
@@ -156,34 +164,46 @@ impl Checkpointer {
         let _ = self.nudge.try_send(());
     }
 
-    /// Checkpoints the whole log on the writer and lets the next commit
-    /// write it from its start. A reader holding a snapshot past the busy
-    /// timeout leaves it as it is: the next commit tries again.
-    fn restart(&self, writer: &Connection) {
+    /// Checkpoints the log on the writer (`mode`: `PASSIVE`, or `RESTART`
+    /// which waits for readers), so that the next commit writes it from
+    /// its start. Whatever stops that (a reader; past the busy timeout for
+    /// `RESTART`) leaves the log as it is: a later commit tries again.
+    fn restart(&self, writer: &Connection, mode: &str) {
         let began = Instant::now();
         let _turn = self.shared.turn.lock();
-        let done = writer.query_row("PRAGMA wal_checkpoint(RESTART)", [], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+        // The thread's catch-up, if any, is used up: step 1 starts again
+        // if this does not let the log start over.
+        self.shared.urgent.store(false, Ordering::Release);
+        self.shared.caught_up.store(false, Ordering::Release);
+        let done = writer.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
         });
         match done {
-            Ok((0, frames)) => {
-                LOG_FRAMES.with(|f| f.set(0));
-                self.shared.urgent.store(false, Ordering::Release);
-                self.shared.caught_up.store(false, Ordering::Release);
+            Ok((0, log, copied)) if log == copied => {
+                if mode == "RESTART" {
+                    LOG_FRAMES.with(|f| f.set(0));
+                }
                 tracing::debug!(
-                    frames,
+                    mode,
+                    frames = log,
                     took_us = began.elapsed().as_micros() as u64,
-                    "log restarted"
+                    "log checkpointed to its end"
                 );
             }
-            Ok((_, frames)) => {
+            Ok((_, log, copied)) => {
                 tracing::debug!(
-                    frames,
-                    "log restart busy (a reader); the next commit retries it"
+                    mode,
+                    log,
+                    copied,
+                    "a reader kept part of the log; a later commit retries"
                 )
             }
             Err(e) => {
-                tracing::debug!(error = %e, "log restart failed; the next commit retries it")
+                tracing::debug!(error = %e, "log checkpoint failed; a later commit retries")
             }
         }
     }
