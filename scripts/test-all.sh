@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test of the project, as the README says: the Rust workspace (unit
 # tests, integration tests that spawn the real broker, the C ABI's C test
-# program, plainly and under Valgrind when it is installed) and the Node
+# program, plainly and under Valgrind when it is installed, and the one-minute
+# soak of fanout/tests/soak.rs: the -wal bound and the RSS slope) and the Node
 # addon's `node --test` suite (built from source by `npm install`), the
 # event ring's producer/consumer protocol under the loom model checker, and
 # the gateway driven by the official A2A SDKs (gateway/sdk-tests/run.sh:

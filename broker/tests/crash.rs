@@ -5,6 +5,12 @@
 //!
 //! 20 trials by default (alternating `--durability full` and `normal`);
 //! `A2A_CRASH_TRIALS=N` runs more, `A2A_CRASH_SEED=S` replays a run.
+//!
+//! At soak scale (issue 29), two more trials load the broker for seconds
+//! with large messages, so that the write-ahead log is restarted several
+//! times before the kill: the log must be within its bound when the kill
+//! lands, the next start recovers it (its time is printed beside the log's
+//! size), and nothing acknowledged is lost.
 
 use a2a_testkit::{BrokerProcess, Spawn};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -14,8 +20,46 @@ use std::io::{BufRead, BufReader, Write};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-const REQUESTERS: usize = 40;
 const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How large a trial is.
+struct Scale {
+    /// Requesters, and tasks each creates at most (a registration may
+    /// send 200: `A2A_MAX_SENDS_PER_RUN`).
+    requesters: usize,
+    per_requester: usize,
+    /// The kill lands `kill_min` plus up to `kill_spread` ms into the load.
+    kill_min: u64,
+    kill_spread: u64,
+    /// Bytes of text in each message.
+    text: usize,
+    /// Calls sent and not yet answered, at most (the broker keeps up).
+    max_pending: usize,
+}
+
+const SMALL: Scale = Scale {
+    requesters: 40,
+    per_requester: 120,
+    kill_min: 5,
+    kill_spread: 200,
+    text: 0,
+    max_pending: usize::MAX,
+};
+
+/// A log restart's worth of writes or more (`store::checkpoint` restarts
+/// the log past 32 MB) before the kill, even in a debug build.
+const SOAK: Scale = Scale {
+    requesters: 160,
+    per_requester: 190,
+    kill_min: 12_000,
+    kill_spread: 4_000,
+    text: 4_000,
+    max_pending: 2_048,
+};
+
+/// The `-wal`'s bound (the restart forced at 48 MB plus a commit group,
+/// well inside).
+const LOG_BOUND: u64 = 64 * 1024 * 1024;
 
 /// xorshift64*: enough randomness for kill instants, and replayable.
 struct Rng(u64);
@@ -108,7 +152,7 @@ enum Pending {
     Status { state: &'static str, mid: String },
 }
 
-fn trial(seed: u64, n: usize) -> usize {
+fn trial(seed: u64, n: usize, scale: &Scale) -> usize {
     let mut rng = Rng(seed.max(1));
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("crash.db");
@@ -128,7 +172,7 @@ fn trial(seed: u64, n: usize) -> usize {
         .as_str()
         .unwrap()
         .to_owned();
-    let requesters: Vec<String> = (0..REQUESTERS)
+    let requesters: Vec<String> = (0..scale.requesters)
         .map(|i| {
             b.call(
                 next_id(),
@@ -143,7 +187,8 @@ fn trial(seed: u64, n: usize) -> usize {
 
     // Load: creations interleaved with status changes on created tasks,
     // pipelined, until the kill.
-    let kill_after = Duration::from_millis(5 + rng.below(200));
+    let kill_after = Duration::from_millis(scale.kill_min + rng.below(scale.kill_spread));
+    let pad = "x".repeat(scale.text);
     let started = Instant::now();
     let mut pending: HashMap<u64, Pending> = HashMap::new();
     let mut acked: Vec<Acked> = Vec::new();
@@ -151,6 +196,12 @@ fn trial(seed: u64, n: usize) -> usize {
     let mut created = 0usize;
     let mut rid = 10_000u64;
     while started.elapsed() < kill_after {
+        if pending.len() >= scale.max_pending {
+            if let Ok(v) = b.lines.recv_timeout(Duration::from_millis(5)) {
+                collect(&v, &mut pending, &mut acked, &mut to_advance);
+            }
+            continue;
+        }
         for _ in 0..8 {
             rid += 1;
             if let Some((task, state)) = to_advance.pop() {
@@ -159,17 +210,17 @@ fn trial(seed: u64, n: usize) -> usize {
                     rid,
                     "a2a.tasks.status",
                     json!({"token": worker, "id": task, "state": state,
-                           "message": {"role": "agent", "parts": [{"kind": "text", "text": state}], "messageId": mid}}),
+                           "message": {"role": "agent", "parts": [{"kind": "text", "text": format!("{state}{pad}")}], "messageId": mid}}),
                 );
                 pending.insert(rid, Pending::Status { state, mid });
-            } else if created < REQUESTERS * 120 {
+            } else if created < scale.requesters * scale.per_requester {
                 let mid = format!("m-{rid}");
-                let token = &requesters[created % REQUESTERS];
+                let token = &requesters[created % scale.requesters];
                 created += 1;
                 b.send(
                     rid,
                     "a2a.message.send",
-                    json!({"token": token, "message": {"role": "user", "parts": [{"kind": "text", "text": format!("job {rid}")}],
+                    json!({"token": token, "message": {"role": "user", "parts": [{"kind": "text", "text": format!("job {rid}{pad}")}],
                            "messageId": mid, "to": "worker"}}),
                 );
                 pending.insert(rid, Pending::Create { mid });
@@ -191,12 +242,56 @@ fn trial(seed: u64, n: usize) -> usize {
     }
     drop(b);
     let in_flight = pending.len();
+    let recovered = if scale.text > 0 {
+        format!(", {}", recover(&db, durability, n))
+    } else {
+        String::new()
+    };
     let stored = verify(&db, &acked, seed, n);
     eprintln!(
-        "trial {n:>2} ({durability:>6}): killed after {kill_after:?}: {} calls acknowledged, {in_flight} in flight, {stored} tasks stored",
+        "trial {n:>2} ({durability:>6}): killed after {kill_after:?}: {} calls acknowledged, {in_flight} in flight, {stored} tasks stored{recovered}",
         acked.len()
     );
     acked.len()
+}
+
+/// After a kill: checks the log is within its bound, then starts a broker
+/// on the database (its start recovers the log) and stops it cleanly;
+/// says how long the start took beside the log's size.
+fn recover(db: &std::path::Path, durability: &str, n: usize) -> String {
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    let log = std::fs::metadata(&wal).map_or(0, |m| m.len());
+    assert!(
+        log <= LOG_BOUND,
+        "trial {n}: the -wal was {log} bytes at the kill, past its bound"
+    );
+    // The log header's checkpoint sequence number counts the restarts of
+    // the log (SQLite's WAL format): the kill landed after at least one.
+    let header = std::fs::read(&wal).unwrap_or_default();
+    let restarts = header
+        .get(12..16)
+        .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    assert!(
+        restarts >= 1,
+        "trial {n}: the log was never restarted before the kill ({log} bytes)"
+    );
+    let began = Instant::now();
+    let Broker {
+        mut process, stdin, ..
+    } = start(db, durability);
+    let took = began.elapsed();
+    // Stdin's end: a clean exit.
+    drop(stdin);
+    assert!(
+        process.wait_exit(TIMEOUT).is_some_and(|s| s.success()),
+        "trial {n}: the restarted broker did not exit cleanly"
+    );
+    format!(
+        "the log restarted {restarts} times; the next start recovered a {:.1} MB log and was ready in {:.0} ms",
+        log as f64 / 1048576.0,
+        took.as_secs_f64() * 1000.0
+    )
 }
 
 fn collect(
@@ -364,7 +459,27 @@ fn sigkill_at_random_instants_loses_nothing_acknowledged() {
         });
     eprintln!("crash harness: {trials} trials, A2A_CRASH_SEED={seed}");
     let mut rng = Rng(seed | 1);
-    let acked: usize = (0..trials).map(|n| trial(rng.next(), n)).sum();
+    let acked: usize = (0..trials).map(|n| trial(rng.next(), n, &SMALL)).sum();
     // The harness must have exercised something: kills landed mid-load.
     assert!(acked > 0, "no call was acknowledged in any trial");
+}
+
+/// Two trials (full, normal) at soak scale: seconds of load, large
+/// messages, the log restarted several times before the kill.
+#[test]
+fn sigkill_at_soak_scale_loses_nothing_and_recovers_a_bounded_log() {
+    let seed: u64 = std::env::var("A2A_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    eprintln!("crash harness at soak scale: A2A_CRASH_SEED={seed}");
+    let mut rng = Rng(seed | 1);
+    for n in 0..2 {
+        trial(rng.next(), n, &SOAK);
+    }
 }

@@ -772,10 +772,21 @@ impl Engine {
         {
             std::thread::sleep(Duration::from_millis(10));
         }
-        let slots = self.slots.read().len();
+        // One registration per delegate: a delegate's registrations are one
+        // party (`fanout-I`/`dI`, registered again), whose tasks each of
+        // them lists alike; listing through every one of them (thousands in
+        // a soak) would list the same tasks that many times.
+        let latest: Vec<usize> = {
+            let slots = self.slots.read();
+            let mut by_del = std::collections::BTreeMap::new();
+            for (i, s) in slots.iter().enumerate() {
+                by_del.insert(s.lock().del, i);
+            }
+            by_del.into_values().collect()
+        };
         let open = Arc::new(AtomicU64::new(0));
-        let latch = Latch::new(slots * OPEN_STATES.len());
-        for slot in 0..slots {
+        let latch = Latch::new(latest.len() * OPEN_STATES.len());
+        for slot in latest {
             for state in OPEN_STATES {
                 let me = self.clone();
                 let l = latch.clone();

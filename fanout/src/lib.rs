@@ -19,6 +19,8 @@
 //! - [`report`]: the summary table and JSON.
 //! - [`profile`]: per-thread CPU from `/proc` (the bottleneck).
 //! - [`chart`]: the sweeps behind BENCHMARKS.md's SVG charts.
+//! - [`soak`]: `--soak`, the broker's memory, log, database and bytes
+//!   written sampled through a long run, and their chart.
 
 pub mod binary;
 pub mod chart;
@@ -28,6 +30,7 @@ pub mod ndjson;
 pub mod profile;
 pub mod report;
 pub mod run;
+pub mod soak;
 
 pub use report::Report;
 pub use run::{run, Config, Durability, FanoutError, Transport};

@@ -7,6 +7,7 @@
 use a2a_fanout::chart::{markdown, sweep, Sweep};
 use a2a_fanout::report::table;
 use a2a_fanout::run::{worker, External, WorkerArgs};
+use a2a_fanout::soak::SoakConfig;
 use a2a_fanout::{run, Config, Durability, Transport};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -30,6 +31,11 @@ use std::time::Duration;
 /// neighbours (the summary's claim mode says which); a delegate whose
 /// registration spent its 200 sends (A2A_MAX_SENDS_PER_RUN) registers
 /// again for its further requests.
+///
+/// With --soak the run is long (600 s unless --seconds says otherwise) and
+/// watches the broker it started: every --sample-every seconds its
+/// resident memory, the database and -wal sizes and the bytes it wrote,
+/// printed as they come, then charted (--soak-out).
 ///
 /// Example: a2a-fanout --delegates 32 --seconds 10 --transport all --durability full,normal
 #[derive(Parser)]
@@ -140,6 +146,25 @@ struct RunArgs {
     /// Seconds a run may take (beyond --seconds) before it is failed.
     #[arg(long, default_value_t = 120)]
     timeout: u64,
+    /// Soak: a long run (--seconds, default 600) sampling the broker's RSS,
+    /// its database and -wal sizes and bytes written (/proc/PID/io); the
+    /// report adds the largest log, bytes written per job and the RSS
+    /// slope after --warmup.
+    #[arg(long, conflicts_with = "tasks")]
+    soak: bool,
+    /// Soak: seconds between samples.
+    #[arg(long, default_value_t = 5.0, requires = "soak")]
+    sample_every: f64,
+    /// Soak: seconds left out of the RSS slope and the per-job figures.
+    #[arg(long, default_value_t = 60.0, requires = "soak")]
+    warmup: f64,
+    /// Soak: seconds of sampling after the load stopped.
+    #[arg(long, default_value_t = 10.0, requires = "soak")]
+    idle: f64,
+    /// Soak: directory for soak.svg and soak.json (one run: give one
+    /// transport and one durability).
+    #[arg(long, requires = "soak")]
+    soak_out: Option<PathBuf>,
 }
 
 fn transports(names: &[String]) -> Result<Vec<Transport>, String> {
@@ -253,6 +278,29 @@ fn run_main(a: RunArgs) -> ExitCode {
         }
         None => None,
     };
+    let secs = |s: f64, what: &str| {
+        Duration::try_from_secs_f64(s).map_err(|_| format!("--{what} takes seconds, not {s}"))
+    };
+    let soak = match a.soak.then(|| -> Result<SoakConfig, String> {
+        Ok(SoakConfig {
+            every: secs(a.sample_every, "sample-every")?.max(Duration::from_millis(100)),
+            warmup: secs(a.warmup, "warmup")?,
+            idle: secs(a.idle, "idle")?,
+            print: !a.quiet,
+            out_dir: a.soak_out.clone(),
+        })
+    }) {
+        Some(Err(e)) => {
+            eprintln!("a2a-fanout: {e}");
+            return ExitCode::from(2);
+        }
+        Some(Ok(s)) => Some(s),
+        None => None,
+    };
+    let seconds = match (a.seconds, &soak) {
+        (None, Some(_)) => Some(600.0),
+        (s, _) => s,
+    };
     let mut reports = Vec::new();
     // A running broker has one durability: one pass over the transports.
     let passes = if external.is_some() {
@@ -263,11 +311,12 @@ fn run_main(a: RunArgs) -> ExitCode {
     for &d in a.durability.iter().take(passes) {
         for &t in &ts {
             let mut c = Config::new(t, d, a.delegates);
-            c.tasks = match a.seconds {
+            c.tasks = match seconds {
                 Some(_) => None,
                 None => Some(a.tasks.unwrap_or(2000)),
             };
-            c.seconds = a.seconds;
+            c.seconds = seconds;
+            c.soak = soak.clone();
             c.window = a.window;
             c.connections = a.connections.unwrap_or(a.delegates.clamp(1, 8));
             c.processes = a.processes;

@@ -91,6 +91,9 @@ pub struct Report {
     /// The machine's 1-minute load average at the end (a shared machine
     /// starves every thread alike: read the figures beside it).
     pub load_avg: Option<f64>,
+    /// The soak's samples (`--soak` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soak: Option<crate::soak::SoakReport>,
 }
 
 /// What the caller knows that the tally does not.
@@ -190,6 +193,7 @@ impl Report {
             load_avg: std::fs::read_to_string("/proc/loadavg")
                 .ok()
                 .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok())),
+            soak: None,
         }
     }
 
@@ -301,6 +305,9 @@ pub fn table(reports: &[Report]) -> String {
         }
         if let Some(l) = r.load_avg {
             out.push_str(&format!("\n  machine load average: {l:.1}"));
+        }
+        if let Some(s) = &r.soak {
+            out.push_str(&format!("\n  {}", s.summary()));
         }
         for e in &c.error_samples {
             out.push_str(&format!("\n  error: {e}"));

@@ -17,6 +17,7 @@ use crate::engine::{Engine, Plan, Tally};
 use crate::ndjson::NdjsonDriver;
 use crate::profile::{diff, snapshot, ThreadCpu};
 use crate::report::{Labels, Report};
+use crate::soak::{Sampler, SoakConfig};
 use a2a_testkit::bin::{locate, Build, Profile};
 use a2a_testkit::process::{socket_path_for, BrokerProcess, Spawn, SpawnError};
 use serde_json::Value;
@@ -126,6 +127,8 @@ pub struct Config {
     /// Show progress on stderr.
     pub progress: bool,
     pub timeout: Duration,
+    /// Sample the broker as it runs (`--soak`; a broker started here).
+    pub soak: Option<SoakConfig>,
 }
 
 impl Config {
@@ -144,6 +147,7 @@ impl Config {
             external: None,
             progress: false,
             timeout: Duration::from_secs(120),
+            soak: None,
         }
     }
 
@@ -158,6 +162,11 @@ impl Config {
         }
         if self.tasks.is_none() && self.seconds.is_none() {
             return Err(FanoutError::Options("give --tasks or --seconds".into()));
+        }
+        if self.soak.is_some() && self.external.is_some() {
+            return Err(FanoutError::Options(
+                "--soak samples the broker it starts (its /proc files and database): leave out --socket".into(),
+            ));
         }
         if self.transport == Transport::Stdio
             && (self.processes.is_some() || self.external.is_some())
@@ -175,6 +184,8 @@ struct Target {
     process: Option<BrokerProcess>,
     socket: Option<PathBuf>,
     secret: String,
+    /// The database of a broker started here.
+    db: Option<PathBuf>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -184,6 +195,7 @@ fn start_broker(cfg: &Config) -> Result<Target, FanoutError> {
             process: None,
             socket: Some(e.socket.clone()),
             secret: e.secret.clone(),
+            db: None,
             _dir: None,
         });
     }
@@ -213,6 +225,7 @@ fn start_broker(cfg: &Config) -> Result<Target, FanoutError> {
         process: Some(process),
         socket,
         secret,
+        db: Some(db),
         _dir: Some(dir),
     })
 }
@@ -360,17 +373,29 @@ pub fn run(cfg: &Config) -> Result<Report, FanoutError> {
     cfg.check()?;
     let mut target = start_broker(cfg)?;
     let broker_pid = target.process.as_ref().map(|p| p.pid.to_string());
-    let (tally, cpu, ring, processes) = match cfg.processes {
-        None => {
-            let (t, cpu, ring) = run_threads(cfg, &mut target, broker_pid.as_deref())?;
-            (t, cpu, ring, 0)
-        }
+    let soak = cfg.soak.as_ref().and_then(|s| {
+        let pid = target.process.as_ref()?.pid;
+        Some(SoakStart {
+            pid,
+            db: target.db.clone()?,
+            cfg: s,
+        })
+    });
+    let ((tally, cpu, ring, sampler), processes) = match cfg.processes {
+        None => (
+            run_threads(cfg, &mut target, broker_pid.as_deref(), soak)?,
+            0,
+        ),
         Some(p) => {
             let p = p.clamp(1, cfg.delegates);
-            let (t, cpu, ring) = run_processes(cfg, &target, p, broker_pid.as_deref())?;
-            (t, cpu, ring, p)
+            (
+                run_processes(cfg, &target, p, broker_pid.as_deref(), soak)?,
+                p,
+            )
         }
     };
+    // The idle tail of a soak, before the broker goes.
+    let soak = sampler.map(Sampler::finish);
     let durability = if cfg.external.is_some() {
         "external".to_owned()
     } else {
@@ -378,7 +403,7 @@ pub fn run(cfg: &Config) -> Result<Report, FanoutError> {
     };
     // The broker (and its temporary database) go now.
     drop(target);
-    Ok(Report::new(
+    let mut report = Report::new(
         Labels {
             transport: cfg.transport.name().into(),
             event_ring: ring,
@@ -390,8 +415,37 @@ pub fn run(cfg: &Config) -> Result<Report, FanoutError> {
         },
         tally,
         cpu,
-    ))
+    );
+    if let Some(s) = soak {
+        if let Some(dir) = cfg.soak.as_ref().and_then(|c| c.out_dir.as_ref()) {
+            let title = format!(
+                "a2a-fanout --soak: {} {} N = {}",
+                cfg.transport.name(),
+                cfg.durability.name(),
+                cfg.delegates
+            );
+            crate::soak::write(&s, &title, dir)?;
+        }
+        report.soak = Some(s);
+    }
+    Ok(report)
 }
+
+/// What a soak's sampler needs of the run.
+struct SoakStart<'a> {
+    pid: u32,
+    db: PathBuf,
+    cfg: &'a SoakConfig,
+}
+
+/// How long a run starts new jobs (`None`: a number of tasks).
+fn load_for(cfg: &Config) -> Option<Duration> {
+    cfg.seconds
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+}
+
+/// What a run of the delegates gives back.
+type Ran = (Tally, Vec<ThreadCpu>, Option<bool>, Option<Sampler>);
 
 fn plan(cfg: &Config, first: usize, count: usize) -> Plan {
     Plan {
@@ -410,7 +464,8 @@ fn run_threads(
     cfg: &Config,
     target: &mut Target,
     broker_pid: Option<&str>,
-) -> Result<(Tally, Vec<ThreadCpu>, Option<bool>), FanoutError> {
+    soak: Option<SoakStart<'_>>,
+) -> Result<Ran, FanoutError> {
     let engine = Engine::new(plan(cfg, 0, cfg.delegates));
     let d = driver(cfg.transport, target, cfg.connections, &engine)?;
     let ring = d.event_ring();
@@ -423,6 +478,10 @@ fn run_threads(
         cfg.seconds,
         move || e.progress(),
     );
+    let sampler = soak.map(|s| {
+        let e = engine.clone();
+        Sampler::start(s.pid, s.db, s.cfg, load_for(cfg), move || e.progress())
+    });
     let b0 = broker_pid.map(snapshot);
     let g0 = snapshot("self");
     let (t0, t1) = if ready {
@@ -438,7 +497,7 @@ fn run_threads(
     cpu.extend(diff("generator", &g0, &snapshot("self")));
     progress.finish();
     let tally = engine.finish(t0, t1);
-    Ok((tally, cpu, ring))
+    Ok((tally, cpu, ring, sampler))
 }
 
 /// One worker process, as the parent sees it.
@@ -459,7 +518,8 @@ fn run_processes(
     target: &Target,
     processes: usize,
     broker_pid: Option<&str>,
-) -> Result<(Tally, Vec<ThreadCpu>, Option<bool>), FanoutError> {
+    soak: Option<SoakStart<'_>>,
+) -> Result<Ran, FanoutError> {
     let socket = target
         .socket
         .clone()
@@ -561,6 +621,17 @@ fn run_processes(
             })
         },
     );
+    let sampler = soak.map(|s| {
+        let prog = progress_of.clone();
+        Sampler::start(s.pid, s.db, s.cfg, load_for(cfg), move || {
+            prog.iter().fold((0, 0), |(a, b), p| {
+                (
+                    a + p.0.load(Ordering::Relaxed),
+                    b + p.1.load(Ordering::Relaxed),
+                )
+            })
+        })
+    });
     let b0 = broker_pid.map(snapshot);
     let g0: Vec<_> = children.iter().map(|c| snapshot(&c.pid)).collect();
     let limit =
@@ -627,7 +698,7 @@ fn run_processes(
             tally.error_samples.push(f);
         }
     }
-    Ok((tally, cpu, None))
+    Ok((tally, cpu, None, sampler))
 }
 
 /// Sums thread groups of the same process and name (worker processes).
@@ -669,6 +740,7 @@ pub fn worker(cfg: &Config, w: &WorkerArgs) -> Result<(), FanoutError> {
         process: None,
         socket: Some(w.socket.clone()),
         secret,
+        db: None,
         _dir: None,
     };
     let engine = Engine::new(plan(cfg, w.first, w.count));

@@ -382,11 +382,6 @@ impl Engine {
                 return shutdown;
             }
         }
-        if has_calls {
-            if let Some(cp) = &self.checkpointer {
-                cp.committed();
-            }
-        }
         self.publish(&undo);
         self.commit_registry(&undo);
         // Every call's events first, each event ring published once, then
@@ -414,6 +409,13 @@ impl Engine {
             let _ = c.send(());
         }
         self.evict();
+        // After the answers: a log restart the checkpointer runs here
+        // delays the next group, not this one's replies.
+        if has_calls {
+            if let Some(cp) = &self.checkpointer {
+                cp.committed(&self.conn);
+            }
+        }
         shutdown
     }
 
