@@ -6,7 +6,9 @@
 # addon's `node --test` suite (built from source by `npm install`), the
 # event ring's producer/consumer protocol under the loom model checker, and
 # the gateway driven by the official A2A SDKs (gateway/sdk-tests/run.sh:
-# Python `a2a-sdk` in a venv from PyPI, `@a2a-js/sdk` from npm).
+# Python `a2a-sdk` in a venv from PyPI, `@a2a-js/sdk` from npm),
+# and the A2A tool a model holds driven by the official MCP Python SDK,
+# the MCP Inspector's CLI and the Pi agent loop (tool/tests-mcp/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,5 +26,5 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p a2a-ring --rel
 echo "== A2A SDK tests (gateway/sdk-tests/run.sh)"
 gateway/sdk-tests/run.sh
 
-echo "== MCP server by the official MCP Python SDK (tool/tests-mcp/run.sh)"
+echo "== the A2A tool by clients nobody here wrote: MCP Python SDK, MCP Inspector CLI, Pi agent loop (tool/tests-mcp/run.sh)"
 tool/tests-mcp/run.sh

@@ -176,7 +176,11 @@ impl ServerHandler for Server {
                 None,
             ));
         }
-        let progress = request.progress_token().map(|t| (context.peer.clone(), t));
+        // rmcp hands the request's `_meta` over in the context.
+        let progress = request
+            .progress_token()
+            .or_else(|| context.meta.get_progress_token())
+            .map(|t| (context.peer.clone(), t));
         let args = Value::Object(request.arguments.unwrap_or_default());
         let ct = context.ct.clone();
         let control = Control {

@@ -7,7 +7,9 @@
 # (`@modelcontextprotocol/inspector`, js/) lists the tool and calls it;
 # and the Pi agent runtime's loop (`@mariozechner/pi-agent-core`, js/
 # pi_loop.test.mjs) holding the Node addon's `agent.tool()`, with a scripted
-# model, delegates from one agent to another and finishes the task.
+# model, delegates from one agent to another and finishes the task, as does
+# the Vercel AI SDK's loop (`ai`, its mock language model scripted:
+# js/ai_sdk_loop.test.mjs).
 #
 # Installs what it needs first: a venv at tool/tests-mcp/.venv from PyPI
 # (python/requirements.txt, pinned by python/constraints.txt) and the npm
@@ -111,6 +113,9 @@ step "MCP Inspector CLI: tools/call" inspector_calls
 
 step "Pi agent loop with agent.tool() and a scripted model" \
   env A2A_BROKER_BIN="$BROKER" timeout 300 node --test "$HERE/js/pi_loop.test.mjs"
+
+step "Vercel AI SDK loop with the A2A tool and a scripted mock model" \
+  env A2A_BROKER_BIN="$BROKER" timeout 300 node --test "$HERE/js/ai_sdk_loop.test.mjs"
 
 echo "tests-mcp: $PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

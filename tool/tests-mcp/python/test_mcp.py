@@ -101,6 +101,16 @@ async def main(broker, socket):
         r = await call(planner, action="complete", taskId=task, text="done")
         check(r.is_error and r.structured_content["error"]["code"] in ("task-finished", "not-worker"),
               "complete on a requested task is a tool error")
+        progress = []
+
+        async def on_progress(done, total, message):
+            progress.append((done, total))
+
+        r = await asyncio.wait_for(
+            planner.call_tool("A2A", {"action": "wait", "timeoutSeconds": 3}, progress_callback=on_progress), 30)
+        check(not r.is_error and r.structured_content == {"events": []}, "an empty wait ends after its timeout")
+        check(len(progress) >= 1 and all(t == 3 for _, t in progress),
+              f"progress notifications while waiting ({len(progress)})")
         r = await call(planner, action="wait", timeoutSeconds=1000)
         check(r.is_error and "120" in text(r), "a wait over the ceiling is a tool error")
     # Both hosts closed their servers' stdin: the agents left the broker.
