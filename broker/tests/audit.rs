@@ -298,5 +298,8 @@ fn show_by_unique_tail() {
     let out = run(&db, &["show", &id[id.len() - 3..]]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("prefix or tail") && err.contains("at least 4"), "{err}");
+    assert!(
+        err.contains("prefix or tail") && err.contains("at least 4"),
+        "{err}"
+    );
 }

@@ -134,7 +134,11 @@ fn call_finds_the_broker_by_name_or_by_path() {
     let path = xdg.join("a2a-broker").join("main.sock");
     assert_eq!(p.socket().unwrap(), path);
     for socket in ["main", path.to_str().unwrap()] {
-        let (ok, out, err) = run_cli(&xdg, None, &["call", "--socket", socket, "--as", "me", "a2a.agents.list"]);
+        let (ok, out, err) = run_cli(
+            &xdg,
+            None,
+            &["call", "--socket", socket, "--as", "me", "a2a.agents.list"],
+        );
         assert!(ok, "--socket {socket}: {err}");
         let v: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["agents"], serde_json::json!([]), "--socket {socket}");
@@ -148,7 +152,11 @@ fn no_broker_is_told_apart_from_a_wrong_or_unreadable_secret() {
 
     // Nothing there at all (not even the directory): the broker's absence,
     // with the command that starts one; the secret is not blamed.
-    let (ok, _, err) = run_cli(&xdg, None, &["call", "--socket", "nothing", "a2a.agents.list"]);
+    let (ok, _, err) = run_cli(
+        &xdg,
+        None,
+        &["call", "--socket", "nothing", "a2a.agents.list"],
+    );
     assert!(!ok);
     let want = format!(
         "a2a-broker: no broker is listening at {} (from nothing): start one with `a2a-broker serve --socket nothing`\n",
@@ -167,7 +175,11 @@ fn no_broker_is_told_apart_from_a_wrong_or_unreadable_secret() {
     assert!(stale.exists());
     let stale = stale.to_str().unwrap();
     for secret in [None, Some("s3cret")] {
-        let (ok, _, err) = run_cli(&xdg, secret, &["call", "--socket", stale, "a2a.agents.list"]);
+        let (ok, _, err) = run_cli(
+            &xdg,
+            secret,
+            &["call", "--socket", stale, "a2a.agents.list"],
+        );
         assert!(!ok);
         assert_eq!(
             err,
@@ -178,7 +190,11 @@ fn no_broker_is_told_apart_from_a_wrong_or_unreadable_secret() {
     // A live broker and a wrong secret: the secret is blamed, and where it
     // came from is named.
     let _p = broker_named(dir.path(), &xdg, "main");
-    let (ok, _, err) = run_cli(&xdg, Some("wrong"), &["call", "--socket", "main", "a2a.agents.list"]);
+    let (ok, _, err) = run_cli(
+        &xdg,
+        Some("wrong"),
+        &["call", "--socket", "main", "a2a.agents.list"],
+    );
     assert!(!ok);
     assert!(
         err.contains("refused the secret in A2A_BROKER_SECRET: it is not that broker's secret")
@@ -196,7 +212,11 @@ fn no_broker_is_told_apart_from_a_wrong_or_unreadable_secret() {
         .no_stdio()
         .start(TIMEOUT)
         .expect("broker ready");
-    let (ok, _, err) = run_cli(&xdg, None, &["call", "--socket", "other", "a2a.agents.list"]);
+    let (ok, _, err) = run_cli(
+        &xdg,
+        None,
+        &["call", "--socket", "other", "a2a.agents.list"],
+    );
     assert!(!ok);
     let file = xdg.join("a2a-broker").join("other.secret");
     assert!(
@@ -205,7 +225,11 @@ fn no_broker_is_told_apart_from_a_wrong_or_unreadable_secret() {
             && !err.contains("no broker"),
         "{err}"
     );
-    let (ok, _, err) = run_cli(&xdg, Some("given-secret"), &["call", "--socket", "other", "--as", "me", "a2a.agents.list"]);
+    let (ok, _, err) = run_cli(
+        &xdg,
+        Some("given-secret"),
+        &["call", "--socket", "other", "--as", "me", "a2a.agents.list"],
+    );
     assert!(ok, "{err}");
     drop(other);
 }
@@ -231,7 +255,15 @@ fn call_as_a_name_held_elsewhere_says_why_and_what_to_do() {
     let (ok, out, err) = run_cli(
         &xdg,
         None,
-        &["call", "--socket", "main", "--as", "coder", "a2a.tasks.status", r#"{"id":"t","state":"working"}"#],
+        &[
+            "call",
+            "--socket",
+            "main",
+            "--as",
+            "coder",
+            "a2a.tasks.status",
+            r#"{"id":"t","state":"working"}"#,
+        ],
     );
     let _ = watcher.kill();
     let _ = watcher.wait();
@@ -255,17 +287,47 @@ fn call_errors_point_into_the_users_own_json_and_name_as() {
     // A wrong field name: the missing field is reported at the end of what
     // the user typed (column 32), not of the JSON with the token put in.
     let typed = r#"{"task": "t1", "state": "working"}"#;
-    let (ok, _, err) = run_cli(&xdg, None, &["call", "--socket", "main", "--as", "me", "a2a.tasks.status", typed]);
+    let (ok, _, err) = run_cli(
+        &xdg,
+        None,
+        &[
+            "call",
+            "--socket",
+            "main",
+            "--as",
+            "me",
+            "a2a.tasks.status",
+            typed,
+        ],
+    );
     assert!(!ok);
     assert!(
-        err.contains(&format!("missing field `id` at line 1 column {}", typed.len())),
+        err.contains(&format!(
+            "missing field `id` at line 1 column {}",
+            typed.len()
+        )),
         "{err}"
     );
     // A value of the wrong type: its own column in the user's text.
     let typed = r#"{"id": 7, "state": "working"}"#;
-    let (ok, _, err) = run_cli(&xdg, None, &["call", "--socket", "main", "--as", "me", "a2a.tasks.status", typed]);
+    let (ok, _, err) = run_cli(
+        &xdg,
+        None,
+        &[
+            "call",
+            "--socket",
+            "main",
+            "--as",
+            "me",
+            "a2a.tasks.status",
+            typed,
+        ],
+    );
     assert!(!ok);
-    assert!(err.contains("expected a string at line 1 column 8"), "{err}");
+    assert!(
+        err.contains("expected a string at line 1 column 8"),
+        "{err}"
+    );
 
     // No token and no --as: the error names --as.
     let (ok, _, err) = run_cli(&xdg, None, &["call", "--socket", "main", "a2a.agents.list"]);
@@ -305,7 +367,11 @@ fn serve_socket_with_stdin_on_dev_null_keeps_serving() {
     // Still there after its stdin was read to the end, and answering.
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(child.try_wait().unwrap().is_none(), "the broker exited");
-    let (ok, _, e) = run_cli(&xdg, None, &["call", "--socket", "main", "--as", "me", "a2a.agents.list"]);
+    let (ok, _, e) = run_cli(
+        &xdg,
+        None,
+        &["call", "--socket", "main", "--as", "me", "a2a.agents.list"],
+    );
     assert!(ok, "{e}");
     // SIGTERM stops it cleanly.
     sigterm(child.id());

@@ -46,7 +46,13 @@ fn socket_takes_a_name_or_a_path_and_says_when_no_broker_is_there() {
     std::fs::write(&wrong, "wrong\n").unwrap();
     let (code, _, err) = fanout(
         &xdg,
-        &["--socket", "main", "--secret-file", wrong.to_str().unwrap(), "-q"],
+        &[
+            "--socket",
+            "main",
+            "--secret-file",
+            wrong.to_str().unwrap(),
+            "-q",
+        ],
     );
     assert_eq!(code, Some(2));
     assert!(
@@ -59,7 +65,16 @@ fn socket_takes_a_name_or_a_path_and_says_when_no_broker_is_there() {
     for socket in ["main", path.to_str().unwrap()] {
         let (code, out, err) = fanout(
             &xdg,
-            &["--socket", socket, "--delegates", "2", "--tasks", "10", "-q", "--json"],
+            &[
+                "--socket",
+                socket,
+                "--delegates",
+                "2",
+                "--tasks",
+                "10",
+                "-q",
+                "--json",
+            ],
         );
         assert_eq!(code, Some(0), "--socket {socket}: {err}");
         let reports: serde_json::Value = serde_json::from_str(&out).unwrap();
