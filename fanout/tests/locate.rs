@@ -81,3 +81,34 @@ fn socket_takes_a_name_or_a_path_and_says_when_no_broker_is_there() {
         assert_eq!(reports[0]["tasks"], 10, "{out}");
     }
 }
+
+#[test]
+fn an_installed_fanout_starts_the_broker_beside_it() {
+    use std::os::unix::fs::PermissionsExt;
+    // An a2a-fanout copied (installed) into a directory with an a2a-broker
+    // of its own: that one is started, not the workspace's.
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let exe = bin.join("a2a-fanout");
+    std::fs::copy(env!("CARGO_BIN_EXE_a2a-fanout"), &exe).unwrap();
+    let marker = dir.path().join("started");
+    let broker = bin.join("a2a-broker");
+    std::fs::write(
+        &broker,
+        format!("#!/bin/sh\necho started > '{}'\nexit 3\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&broker, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new(&exe)
+        .args(["--delegates", "2", "--tasks", "2", "-q"])
+        .env_remove(a2a_testkit::bin::BIN_ENV)
+        .output()
+        .expect("run the copied a2a-fanout");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        marker.exists(),
+        "the broker beside a2a-fanout was not started: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
