@@ -216,8 +216,11 @@ export interface A2AError extends Error {
 // ---- the API ----
 
 export interface ConnectOptions {
+  /** The broker's `serve --socket` NAME (in $XDG_RUNTIME_DIR/a2a-broker/, else
+   * /tmp/a2a-broker-UID/), or its socket's path. */
   socket: string
-  secret: string
+  /** Default: A2A_BROKER_SECRET, else the file the broker wrote beside the socket. */
+  secret?: string
   /** Ask for a shared-memory event ring of this many bytes (the broker may decline). */
   eventRing?: number
   callTimeoutSeconds?: number

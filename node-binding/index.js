@@ -119,8 +119,11 @@ class Broker {
     this.#child = child || null
   }
 
-  static async connect({ socket, secret, eventRing, callTimeoutSeconds }) {
-    const n = await native.NativeBroker.connect({ socket, secret, eventRing, callTimeoutSeconds })
+  /** `socket`: a `serve --socket` NAME or a path; `secret`: default
+   * A2A_BROKER_SECRET, else the file beside the socket. */
+  static async connect(options) {
+    const { socket, secret, eventRing, callTimeoutSeconds } = options || {}
+    const n = await guard(() => native.NativeBroker.connect({ socket, secret, eventRing, callTimeoutSeconds }))
     return new Broker(n)
   }
 

@@ -18,10 +18,11 @@ cargo test --workspace
 echo "== node addon (node-binding/ci.sh)"
 node-binding/ci.sh
 
-# Its own target directory: `--cfg loom` rebuilds everything it touches,
-# which must not invalidate the workspace's build.
+# Its own target directory (under CARGO_TARGET_DIR when set): `--cfg loom`
+# rebuilds everything it touches, which must not invalidate the
+# workspace's build.
 echo "== event ring under loom (a2a-ring, tests/loom.rs)"
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p a2a-ring --release --test loom
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom" cargo test -p a2a-ring --release --test loom
 
 echo "== A2A SDK tests (gateway/sdk-tests/run.sh)"
 gateway/sdk-tests/run.sh

@@ -27,11 +27,12 @@ pub enum InspectError {
     /// A database no broker has migrated yet.
     #[error("database {} holds no broker tables yet (schema {version})", .db.display())]
     NoTables { db: PathBuf, version: i64 },
-    /// `tasks show` of an id (or prefix) the database does not hold.
-    #[error("no task {id} in {} (an id, or a prefix of at least {MIN_PREFIX} characters)", .db.display())]
+    /// `tasks show` of an id (or prefix, or tail) the database does not hold.
+    #[error("no task {id} in {} (an id, or a prefix or tail of one, of at least {MIN_PREFIX} characters)", .db.display())]
     NoTask { id: String, db: PathBuf },
-    /// `tasks show` of a prefix more than one task id starts with.
-    #[error("task id prefix {prefix} is ambiguous: {candidates}")]
+    /// `tasks show` of a prefix or tail more than one task id starts or
+    /// ends with.
+    #[error("task id prefix or tail {prefix} is ambiguous: {candidates}")]
     Ambiguous { prefix: String, candidates: String },
     /// `tasks list --state` of a name that is no §6 state.
     #[error("unknown state {given:?}; one of: {}", State::ALL.map(State::as_str).join(", "))]
@@ -117,11 +118,11 @@ pub struct ListQuery {
     pub json: bool,
 }
 
-/// The shortest task id prefix `tasks show` accepts: shorter ones would
+/// The shortest task id prefix or tail `tasks show` accepts: shorter ones would
 /// match too much of a big database to be a deliberate choice.
 pub const MIN_PREFIX: usize = 4;
 
-/// At most this many candidates are named when a prefix is ambiguous.
+/// At most this many candidates are named when a prefix or tail is ambiguous.
 const MAX_CANDIDATES: usize = 10;
 
 /// `1 message`, `2 messages`.
@@ -245,7 +246,9 @@ pub fn list_with(db: &Path, q: &ListQuery) -> Result<(), InspectError> {
 }
 
 /// The full id of the task `id` names: itself if a task has it, else the
-/// one task whose id starts with it (at least [`MIN_PREFIX`] characters).
+/// one task whose id starts or ends with it (at least [`MIN_PREFIX`]
+/// characters). Tails matter: UUIDv7 ids begin with the time, so tasks made
+/// within a minute share long prefixes, while their random ends differ.
 fn resolve(conn: &Connection, db: &Path, id: &str) -> Result<String, InspectError> {
     let exact: Option<String> = conn
         .query_row("SELECT id FROM a2a_tasks WHERE id = ?1", [id], |r| r.get(0))
@@ -262,7 +265,9 @@ fn resolve(conn: &Connection, db: &Path, id: &str) -> Result<String, InspectErro
     }
     // `substr`, not `LIKE`: a prefix holding `%` or `_` means itself.
     let mut st = conn.prepare(
-        "SELECT id FROM a2a_tasks WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id LIMIT ?2",
+        "SELECT id FROM a2a_tasks \
+         WHERE substr(id, 1, length(?1)) = ?1 OR substr(id, -length(?1)) = ?1 \
+         ORDER BY id LIMIT ?2",
     )?;
     let mut found = st
         .query_map(params![id, MAX_CANDIDATES as i64 + 1], |r| {

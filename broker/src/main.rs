@@ -107,7 +107,8 @@ enum Cmd {
         #[arg(long, default_value = "cli")]
         context: String,
         /// Receive the events through a shared-memory event ring of about
-        /// this many bytes (PROTOCOL.md §1.3) instead of the socket.
+        /// this many bytes (docs/protocol.md, "The shared-memory event ring")
+        /// instead of the socket.
         #[arg(long, value_name = "BYTES")]
         event_ring: Option<usize>,
     },
@@ -174,7 +175,8 @@ enum TasksCmd {
         /// SQLite database file of a broker.
         #[arg(long)]
         db: PathBuf,
-        /// The task id, or a unique prefix of it (at least 4 characters).
+        /// The task id, or a unique prefix or tail of it (at least 4
+        /// characters; ids made within a minute share long prefixes).
         id: String,
     },
 }
@@ -202,6 +204,37 @@ fn init_logs(verbose: u8) {
         .init();
 }
 
+/// A socket broker whose stdin is `/dev/null` (started with `&` from a
+/// script, `nohup`, a service manager) would meet the end of its input at
+/// once and stop: it serves the socket only instead, as with `--no-stdio`,
+/// and says so. A pipe or a file on stdin keeps its meaning (its end stops
+/// the broker).
+fn socket_only_by_stdin(socket: Option<&str>) -> bool {
+    if socket.is_none() || !stdin_is_dev_null() {
+        return false;
+    }
+    eprintln!(
+        "a2a-broker: stdin is /dev/null: serving the socket only (as with --no-stdio); \
+         stop with SIGTERM or Ctrl-C"
+    );
+    true
+}
+
+fn stdin_is_dev_null() -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() else {
+        return false;
+    };
+    let (Ok(stdin), Ok(null)) = (
+        std::fs::File::from(fd).metadata(),
+        std::fs::metadata("/dev/null"),
+    ) else {
+        return false;
+    };
+    stdin.file_type().is_char_device() && stdin.rdev() == null.rdev()
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Only `serve` logs; the client commands keep stderr for their own lines.
@@ -221,8 +254,8 @@ fn main() -> ExitCode {
             db,
             durability,
             batch_max: batch_max as usize,
+            no_stdio: no_stdio || socket_only_by_stdin(socket.as_deref()),
             socket,
-            no_stdio,
             max_connections: max_connections as usize,
         })
         .map_err(|e| e.to_string()),

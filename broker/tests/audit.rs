@@ -278,3 +278,28 @@ fn show_by_prefix_and_counts() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no task"));
 }
+
+#[test]
+fn show_by_unique_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let made = make_db(&db);
+    let all: Vec<String> = made.tasks.iter().map(|t| t.0.clone()).collect();
+
+    // UUIDv7 ids made together share their first characters but not their
+    // last: a short tail names one task.
+    let id = &all[0];
+    let tail = &id[id.len() - 6..];
+    assert_eq!(all.iter().filter(|o| o.ends_with(tail)).count(), 1);
+    let text = ok_stdout(&run(&db, &["show", tail]));
+    assert!(text.starts_with(&format!("task {id}\n")), "{text}");
+
+    // Too short a tail is refused like too short a prefix.
+    let out = run(&db, &["show", &id[id.len() - 3..]]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("prefix or tail") && err.contains("at least 4"),
+        "{err}"
+    );
+}

@@ -7,8 +7,8 @@
 //! the C ABI's status codes and the Node error `code`) and
 //! [`ClientError::a2a_code`] (the typed `A2A_*` code of a domain error).
 
-pub use a2a_proto::error::A2aErrorCode;
 use crate::locate::{NoBroker, SecretError, SecretProblem};
+pub use a2a_proto::error::A2aErrorCode;
 use a2a_proto::error::RpcError;
 use std::fmt;
 

@@ -205,11 +205,13 @@ impl Located {
         match Client::connect_with(&self.socket, &secret, options) {
             Ok(c) => Ok(c),
             Err(ClientError::Io(e)) if nobody_listens(&e) => Err(self.no_broker()),
-            Err(ClientError::Rpc(e)) if is_bad_secret(&e) => Err(ClientError::Secret(SecretError {
-                socket: self.socket.clone(),
-                from,
-                problem: SecretProblem::Refused(e),
-            })),
+            Err(ClientError::Rpc(e)) if is_bad_secret(&e) => {
+                Err(ClientError::Secret(SecretError {
+                    socket: self.socket.clone(),
+                    from,
+                    problem: SecretProblem::Refused(e),
+                }))
+            }
             Err(e) => Err(e),
         }
     }

@@ -126,13 +126,15 @@ struct RunArgs {
     /// --processes); default min(N, 8). Each costs two client threads.
     #[arg(long)]
     connections: Option<usize>,
-    /// The a2a-broker binary to start (default: the workspace's, built if
-    /// missing; or A2A_BROKER_BIN).
+    /// The a2a-broker binary to start (default: A2A_BROKER_BIN, else the
+    /// a2a-broker beside this executable, else the workspace's, built if
+    /// missing).
     #[arg(long)]
     broker_bin: Option<PathBuf>,
-    /// Use the running broker at this socket instead of starting one.
-    #[arg(long)]
-    socket: Option<PathBuf>,
+    /// Use the running broker at this socket instead of starting one: its
+    /// `serve --socket` NAME, or a path.
+    #[arg(long, value_name = "NAME")]
+    socket: Option<String>,
     /// The secret of the broker at --socket (default: A2A_BROKER_SECRET,
     /// else the file beside the socket).
     #[arg(long, requires = "socket")]
@@ -251,6 +253,28 @@ fn main() -> ExitCode {
     }
 }
 
+/// The running broker `--socket` names, found as every front end finds it
+/// (a2a-client's locator), with one handshake now so that "no broker
+/// there" and "wrong secret" are said before the run starts.
+fn external(socket: &str, secret_file: Option<&std::path::Path>) -> Result<External, String> {
+    use a2a_client::SecretFrom;
+    let broker = a2a_client::locate(socket);
+    let (secret, from) = match secret_file {
+        Some(f) => match std::fs::read_to_string(f) {
+            Ok(s) => (s.trim().to_owned(), SecretFrom::File(f.to_path_buf())),
+            Err(e) => return Err(format!("cannot read {}: {e}", f.display())),
+        },
+        None => broker.secret().map_err(|e| e.to_string())?,
+    };
+    broker
+        .connect(Some((&secret, from)), Default::default())
+        .map_err(|e| e.to_string())?;
+    Ok(External {
+        socket: broker.socket,
+        secret,
+    })
+}
+
 fn run_main(a: RunArgs) -> ExitCode {
     let ts = match transports(&a.transport) {
         Ok(t) => t,
@@ -260,22 +284,13 @@ fn run_main(a: RunArgs) -> ExitCode {
         }
     };
     let external = match &a.socket {
-        Some(s) => {
-            let secret = match &a.secret_file {
-                Some(f) => std::fs::read_to_string(f).map(|s| s.trim().to_owned()),
-                None => a2a_client::read_secret(s),
-            };
-            match secret {
-                Ok(secret) => Some(External {
-                    socket: s.clone(),
-                    secret,
-                }),
-                Err(e) => {
-                    eprintln!("a2a-fanout: cannot read the broker's secret: {e}");
-                    return ExitCode::from(2);
-                }
+        Some(s) => match external(s, a.secret_file.as_deref()) {
+            Ok(e) => Some(e),
+            Err(e) => {
+                eprintln!("a2a-fanout: {e}");
+                return ExitCode::from(2);
             }
-        }
+        },
         None => None,
     };
     let secs = |s: f64, what: &str| {

@@ -4,7 +4,7 @@
 
 use crate::error::Failure;
 use crate::settle::{self, Payload};
-use a2a_client::{AgentCard, Client, ClientOptions, Delivery};
+use a2a_client::{AgentCard, Client, ClientOptions, Delivery, SecretFrom};
 use napi::bindgen_prelude::{PromiseRaw, Unknown};
 use napi::Env;
 use napi_derive::napi;
@@ -13,12 +13,15 @@ use std::time::Duration;
 /// How to reach the broker.
 #[napi(object)]
 pub struct ConnectOptions {
-    /// The broker's socket path.
+    /// The broker's `serve --socket` NAME, or its socket's path (found as
+    /// every front end finds it: `a2a_client::locate`).
     pub socket: String,
-    /// The broker's secret (`A2A_BROKER_SECRET`, or the file beside the socket).
-    pub secret: String,
-    /// Ask for a shared-memory event ring of this many bytes (PROTOCOL.md
-    /// §1.3); the broker may decline (see `usesEventRing`).
+    /// The broker's secret; default `A2A_BROKER_SECRET`, else the file the
+    /// broker wrote beside the socket.
+    pub secret: Option<String>,
+    /// Ask for a shared-memory event ring of this many bytes
+    /// (docs/protocol.md, "The shared-memory event ring"); the broker may
+    /// decline (see `usesEventRing`).
     pub event_ring: Option<u32>,
     /// Longest wait for any answer, in seconds (default: the broker's
     /// longest hold plus 30 s).
@@ -41,6 +44,8 @@ impl NativeBroker {
 impl NativeBroker {
     /// Connects and shakes hands. The connect runs on a short-lived thread
     /// of its own (never a libuv pool thread); the promise settles from it.
+    /// No broker at the socket and a secret that cannot be read or is
+    /// refused reject with messages that say which.
     #[napi]
     pub fn connect<'env>(
         env: &'env Env,
@@ -64,7 +69,8 @@ impl NativeBroker {
         let spawned = std::thread::Builder::new()
             .name("a2a-node-connect".into())
             .spawn(move || {
-                let r = Client::connect_with(&options.socket, &options.secret, opts);
+                let given = options.secret.as_deref().map(|s| (s, SecretFrom::Given));
+                let r = a2a_client::locate(&options.socket).connect(given, opts);
                 ticket.settle(r.map(Payload::Client).map_err(Failure::from));
             });
         if let Err(e) = spawned {

@@ -104,7 +104,12 @@ impl From<ClientError> for Failure {
         match e.rpc() {
             Some(rpc) => Failure {
                 kind,
-                message: rpc.message.clone(),
+                // A refused secret says whose secret and what to do; other
+                // broker errors are the broker's message.
+                message: match &e {
+                    ClientError::Secret(_) => e.to_string(),
+                    _ => rpc.message.clone(),
+                },
                 rpc_code: Some(rpc.code),
                 a2a_code: rpc.a2a_code().map(str::to_owned),
                 data_json: rpc.data.as_ref().map(|d| d.to_string()),

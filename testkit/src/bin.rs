@@ -1,6 +1,8 @@
 //! Where the real `a2a-broker` binary is, built on demand.
 //!
-//! One rule for every user of the kit: `A2A_BROKER_BIN` wins; else the
+//! One rule for every user of the kit: `A2A_BROKER_BIN` wins; else an
+//! `a2a-broker` beside the caller's own executable (an installed
+//! `a2a-fanout` uses the broker installed with it); else the
 //! binary of the profile the caller was built in, in the workspace's target
 //! directory (`target/<profile>/a2a-broker`), built with
 //! `cargo build -p a2a-broker --bin a2a-broker` when it is missing
@@ -119,6 +121,9 @@ pub fn locate(profile: Profile, build: Build) -> Result<PathBuf, BinError> {
             Err(BinError::Missing(p))
         };
     }
+    if let Some(bin) = sibling() {
+        return Ok(bin);
+    }
     let bin = profile_dir(profile).join("a2a-broker");
     if build == Build::Always || !bin.exists() {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -138,6 +143,16 @@ pub fn locate(profile: Profile, build: Build) -> Result<PathBuf, BinError> {
     } else {
         Err(BinError::Missing(bin))
     }
+}
+
+/// An `a2a-broker` beside the running executable (an installed tool, or
+/// one run from its target directory, whatever that directory is): the
+/// broker it was installed or built with. Test and bench executables live
+/// in `deps/`, where no `a2a-broker` is, so they never take this path.
+fn sibling() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?.join("a2a-broker");
+    (bin != exe && bin.is_file()).then_some(bin)
 }
 
 /// The broker binary for tests: of the caller's own profile, built if
