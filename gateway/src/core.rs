@@ -325,25 +325,34 @@ impl Core {
     ) -> Result<Arc<Ctx>, GatewayError> {
         mapping::check_v1_context(v1_context)?;
         let broker_ctx = mapping::broker_context(identity, v1_context);
-        let cell = {
-            let mut map = self.contexts.lock();
-            match map.get(&broker_ctx) {
-                Some(c) => c.clone(),
-                None => {
-                    if map.cells.len() >= self.config.max_contexts {
-                        return Err(GatewayError::Internal("too many contexts".into()));
+        let mut made_room = false;
+        let cell = loop {
+            let full = {
+                let mut map = self.contexts.lock();
+                match map.get(&broker_ctx) {
+                    Some(c) => break c.clone(),
+                    None => {
+                        if map.cells.len() >= self.config.max_contexts {
+                            return Err(GatewayError::Internal("too many contexts".into()));
+                        }
+                        if map.identity_count(identity) < self.config.max_contexts_per_identity {
+                            let cell = Cell::default();
+                            map.insert(broker_ctx.clone(), cell.clone());
+                            break cell;
+                        }
+                        true
                     }
-                    if map.identity_count(identity) >= self.config.max_contexts_per_identity {
-                        return Err(GatewayError::Internal(format!(
-                            "too many contexts for identity {identity} (at most {})",
-                            self.config.max_contexts_per_identity
-                        )));
-                    }
-                    let cell = Cell::default();
-                    map.insert(broker_ctx.clone(), cell.clone());
-                    cell
                 }
+            };
+            // At the identity's bound: its least recently used context
+            // with nothing open makes room, once.
+            if full && (made_room || !self.free_lru(identity).await) {
+                return Err(GatewayError::Internal(format!(
+                    "too many contexts for identity {identity} (at most {}, each with an open task or a subscriber)",
+                    self.config.max_contexts_per_identity
+                )));
             }
+            made_room = true;
         };
         let ctx = cell
             .get_or_try_init(|| self.register(identity, v1_context, &broker_ctx, None))
@@ -468,8 +477,35 @@ impl Core {
                     && c.subscribers() == 0
             })
             .collect();
+        self.free(candidates, usize::MAX).await
+    }
+
+    /// Frees the least recently used context of `identity` that has no
+    /// open task and no subscriber (an identity at its bound makes room
+    /// rather than being refused); false if none can go.
+    async fn free_lru(&self, identity: &str) -> bool {
+        let mut candidates: Vec<(String, Arc<Ctx>)> = self
+            .contexts
+            .lock()
+            .cells
+            .iter()
+            .filter(|(k, _)| mapping::context_identity(k) == Some(identity))
+            .filter_map(|(k, c)| c.get().map(|ctx| (k.clone(), ctx.clone())))
+            .filter(|(_, c)| c.subscribers() == 0)
+            .collect();
+        candidates.sort_by_key(|(_, c)| c.last_used.load(Ordering::Relaxed));
+        candidates.truncate(64);
+        self.free(candidates, 1).await > 0
+    }
+
+    /// Frees up to `limit` of `candidates` that have no open task and that
+    /// no call holds.
+    async fn free(&self, candidates: Vec<(String, Arc<Ctx>)>, limit: usize) -> usize {
         let mut freed = 0;
         for (key, ctx) in candidates {
+            if freed >= limit {
+                break;
+            }
             if self
                 .store
                 .context_has_open_tasks(&ctx.identity, &ctx.v1_context)
