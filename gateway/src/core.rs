@@ -466,16 +466,18 @@ impl Core {
     pub async fn sweep_idle(&self) -> usize {
         let idle_ms = u64::try_from(self.config.context_idle.as_millis()).unwrap_or(u64::MAX);
         let now = self.now_ms();
-        let candidates: Vec<(String, Arc<Ctx>)> = self
+        let candidates: Vec<String> = self
             .contexts
             .lock()
             .cells
             .iter()
-            .filter_map(|(k, c)| c.get().map(|ctx| (k.clone(), ctx.clone())))
             .filter(|(_, c)| {
-                now.saturating_sub(c.last_used.load(Ordering::Relaxed)) >= idle_ms
-                    && c.subscribers() == 0
+                c.get().is_some_and(|ctx| {
+                    now.saturating_sub(ctx.last_used.load(Ordering::Relaxed)) >= idle_ms
+                        && ctx.subscribers() == 0
+                })
             })
+            .map(|(k, _)| k.clone())
             .collect();
         self.free(candidates, usize::MAX).await
     }
@@ -484,48 +486,53 @@ impl Core {
     /// open task and no subscriber (an identity at its bound makes room
     /// rather than being refused); false if none can go.
     async fn free_lru(&self, identity: &str) -> bool {
-        let mut candidates: Vec<(String, Arc<Ctx>)> = self
+        let mut candidates: Vec<(u64, String)> = self
             .contexts
             .lock()
             .cells
             .iter()
             .filter(|(k, _)| mapping::context_identity(k) == Some(identity))
-            .filter_map(|(k, c)| c.get().map(|ctx| (k.clone(), ctx.clone())))
-            .filter(|(_, c)| c.subscribers() == 0)
+            .filter_map(|(k, c)| {
+                let ctx = c.get()?;
+                (ctx.subscribers() == 0).then(|| (ctx.last_used.load(Ordering::Relaxed), k.clone()))
+            })
             .collect();
-        candidates.sort_by_key(|(_, c)| c.last_used.load(Ordering::Relaxed));
+        candidates.sort();
         candidates.truncate(64);
-        self.free(candidates, 1).await > 0
+        self.free(candidates.into_iter().map(|(_, k)| k).collect(), 1)
+            .await
+            > 0
     }
 
-    /// Frees up to `limit` of `candidates` that have no open task and that
-    /// no call holds.
-    async fn free(&self, candidates: Vec<(String, Arc<Ctx>)>, limit: usize) -> usize {
+    /// Frees up to `limit` of the contexts `keys` that have no open task
+    /// and that no call holds (only the map refers to them: a call in
+    /// flight keeps its context; candidates are named by key, not held).
+    async fn free(&self, keys: Vec<String>, limit: usize) -> usize {
         let mut freed = 0;
-        for (key, ctx) in candidates {
+        for key in keys {
             if freed >= limit {
                 break;
             }
-            if self
-                .store
-                .context_has_open_tasks(&ctx.identity, &ctx.v1_context)
-            {
+            let (Some(identity), v1) = (mapping::context_identity(&key), mapping::v1_context(&key))
+            else {
+                continue;
+            };
+            if self.store.context_has_open_tasks(identity, &v1) {
                 continue;
             }
-            let removed = {
+            let taken = {
                 let mut map = self.contexts.lock();
-                // Only if nobody holds it but the map and this loop (a call
-                // in flight keeps it).
-                let still = map
+                let ctx = map
                     .get(&key)
                     .and_then(|c| c.get())
-                    .is_some_and(|c| Arc::ptr_eq(c, &ctx) && Arc::strong_count(&ctx) == 2);
-                if still {
+                    .filter(|c| Arc::strong_count(c) == 1 && c.subscribers() == 0)
+                    .cloned();
+                if ctx.is_some() {
                     map.remove(&key);
                 }
-                still
+                ctx
             };
-            if removed {
+            if let Some(ctx) = taken {
                 if let Ok(p) = ctx.agent.deregister_async() {
                     let _ = p.await;
                 }
