@@ -325,7 +325,9 @@ impl Core {
     ) -> Result<Arc<Ctx>, GatewayError> {
         mapping::check_v1_context(v1_context)?;
         let broker_ctx = mapping::broker_context(identity, v1_context);
-        let mut made_room = false;
+        // Room made by a freed context may be taken by a concurrent call
+        // first: a few tries.
+        let mut tries = 0;
         let cell = loop {
             let full = {
                 let mut map = self.contexts.lock();
@@ -345,14 +347,14 @@ impl Core {
                 }
             };
             // At the identity's bound: its least recently used context
-            // with nothing open makes room, once.
-            if full && (made_room || !self.free_lru(identity).await) {
+            // with nothing open makes room.
+            if full && (tries >= 8 || !self.free_lru(identity).await) {
                 return Err(GatewayError::Internal(format!(
                     "too many contexts for identity {identity} (at most {}, each with an open task or a subscriber)",
                     self.config.max_contexts_per_identity
                 )));
             }
-            made_room = true;
+            tries += 1;
         };
         let ctx = cell
             .get_or_try_init(|| self.register(identity, v1_context, &broker_ctx, None))
