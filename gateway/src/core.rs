@@ -325,25 +325,36 @@ impl Core {
     ) -> Result<Arc<Ctx>, GatewayError> {
         mapping::check_v1_context(v1_context)?;
         let broker_ctx = mapping::broker_context(identity, v1_context);
-        let cell = {
-            let mut map = self.contexts.lock();
-            match map.get(&broker_ctx) {
-                Some(c) => c.clone(),
-                None => {
-                    if map.cells.len() >= self.config.max_contexts {
-                        return Err(GatewayError::Internal("too many contexts".into()));
+        // Room made by a freed context may be taken by a concurrent call
+        // first: a few tries.
+        let mut tries = 0;
+        let cell = loop {
+            let full = {
+                let mut map = self.contexts.lock();
+                match map.get(&broker_ctx) {
+                    Some(c) => break c.clone(),
+                    None => {
+                        if map.cells.len() >= self.config.max_contexts {
+                            return Err(GatewayError::Internal("too many contexts".into()));
+                        }
+                        if map.identity_count(identity) < self.config.max_contexts_per_identity {
+                            let cell = Cell::default();
+                            map.insert(broker_ctx.clone(), cell.clone());
+                            break cell;
+                        }
+                        true
                     }
-                    if map.identity_count(identity) >= self.config.max_contexts_per_identity {
-                        return Err(GatewayError::Internal(format!(
-                            "too many contexts for identity {identity} (at most {})",
-                            self.config.max_contexts_per_identity
-                        )));
-                    }
-                    let cell = Cell::default();
-                    map.insert(broker_ctx.clone(), cell.clone());
-                    cell
                 }
+            };
+            // At the identity's bound: its least recently used context
+            // with nothing open makes room.
+            if full && (tries >= 8 || !self.free_lru(identity).await) {
+                return Err(GatewayError::Internal(format!(
+                    "too many contexts for identity {identity} (at most {}, each with an open task or a subscriber)",
+                    self.config.max_contexts_per_identity
+                )));
             }
+            tries += 1;
         };
         let ctx = cell
             .get_or_try_init(|| self.register(identity, v1_context, &broker_ctx, None))
@@ -457,39 +468,73 @@ impl Core {
     pub async fn sweep_idle(&self) -> usize {
         let idle_ms = u64::try_from(self.config.context_idle.as_millis()).unwrap_or(u64::MAX);
         let now = self.now_ms();
-        let candidates: Vec<(String, Arc<Ctx>)> = self
+        let candidates: Vec<String> = self
             .contexts
             .lock()
             .cells
             .iter()
-            .filter_map(|(k, c)| c.get().map(|ctx| (k.clone(), ctx.clone())))
             .filter(|(_, c)| {
-                now.saturating_sub(c.last_used.load(Ordering::Relaxed)) >= idle_ms
-                    && c.subscribers() == 0
+                c.get().is_some_and(|ctx| {
+                    now.saturating_sub(ctx.last_used.load(Ordering::Relaxed)) >= idle_ms
+                        && ctx.subscribers() == 0
+                })
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        self.free(candidates, usize::MAX).await
+    }
+
+    /// Frees the least recently used context of `identity` that has no
+    /// open task and no subscriber (an identity at its bound makes room
+    /// rather than being refused); false if none can go.
+    async fn free_lru(&self, identity: &str) -> bool {
+        let mut candidates: Vec<(u64, String)> = self
+            .contexts
+            .lock()
+            .cells
+            .iter()
+            .filter(|(k, _)| mapping::context_identity(k) == Some(identity))
+            .filter_map(|(k, c)| {
+                let ctx = c.get()?;
+                (ctx.subscribers() == 0).then(|| (ctx.last_used.load(Ordering::Relaxed), k.clone()))
             })
             .collect();
+        candidates.sort();
+        candidates.truncate(64);
+        self.free(candidates.into_iter().map(|(_, k)| k).collect(), 1)
+            .await
+            > 0
+    }
+
+    /// Frees up to `limit` of the contexts `keys` that have no open task
+    /// and that no call holds (only the map refers to them: a call in
+    /// flight keeps its context; candidates are named by key, not held).
+    async fn free(&self, keys: Vec<String>, limit: usize) -> usize {
         let mut freed = 0;
-        for (key, ctx) in candidates {
-            if self
-                .store
-                .context_has_open_tasks(&ctx.identity, &ctx.v1_context)
-            {
+        for key in keys {
+            if freed >= limit {
+                break;
+            }
+            let (Some(identity), v1) = (mapping::context_identity(&key), mapping::v1_context(&key))
+            else {
+                continue;
+            };
+            if self.store.context_has_open_tasks(identity, &v1) {
                 continue;
             }
-            let removed = {
+            let taken = {
                 let mut map = self.contexts.lock();
-                // Only if nobody holds it but the map and this loop (a call
-                // in flight keeps it).
-                let still = map
+                let ctx = map
                     .get(&key)
                     .and_then(|c| c.get())
-                    .is_some_and(|c| Arc::ptr_eq(c, &ctx) && Arc::strong_count(&ctx) == 2);
-                if still {
+                    .filter(|c| Arc::strong_count(c) == 1 && c.subscribers() == 0)
+                    .cloned();
+                if ctx.is_some() {
                     map.remove(&key);
                 }
-                still
+                ctx
             };
-            if removed {
+            if let Some(ctx) = taken {
                 if let Ok(p) = ctx.agent.deregister_async() {
                     let _ = p.await;
                 }

@@ -61,8 +61,11 @@ struct Inner {
     /// tasks without a config are held here, and delivered once the
     /// config is stored ([`Pusher::replay`]).
     holding: AtomicUsize,
-    held: Mutex<HashMap<String, Vec<(u64, Arc<StreamEvent>)>>>,
+    held: Mutex<Held>,
 }
+
+/// Events held per task: (version, event).
+type Held = HashMap<String, Vec<(u64, Arc<StreamEvent>)>>;
 
 /// Events held per task at most, and tasks held at most.
 const HELD_PER_TASK: usize = 64;

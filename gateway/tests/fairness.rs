@@ -115,41 +115,69 @@ async fn a_second_identity_sends_while_another_holds_its_maximum() {
 async fn per_identity_bounds_refuse_only_that_identity() {
     let h = Harness::start(|o| {
         two_identities(o);
-        o.max_open_tasks_per_identity = 2;
-        o.max_contexts_per_identity = 3;
+        o.max_open_tasks_per_identity = 3;
+        o.max_contexts_per_identity = 2;
     })
     .await;
-    for i in 0..2 {
-        let r = call(
-            &h,
-            ALICE,
-            "sink",
-            "SendMessage",
-            open_task(&format!("o-{i}")),
-        )
-        .await;
+    let in_one = |id: &str| {
+        let mut p = open_task(id);
+        p["message"]["contextId"] = json!("alice-1");
+        p
+    };
+    for i in 0..3 {
+        let r = call(&h, ALICE, "sink", "SendMessage", in_one(&format!("o-{i}"))).await;
         assert!(r.get("result").is_some(), "{r}");
     }
-    let r = call(&h, ALICE, "sink", "SendMessage", open_task("o-3")).await;
+    let r = call(&h, ALICE, "sink", "SendMessage", in_one("o-4")).await;
     assert!(
         r["error"]["message"]
             .as_str()
             .is_some_and(|m| m.contains("too many open tasks")),
         "{r}"
     );
+    // Bob is not affected.
     let r = call(&h, BOB, "sink", "SendMessage", open_task("b-1")).await;
     assert!(r.get("result").is_some(), "{r}");
-    // Contexts: bob has 1; a second and third are fine, a fourth is not
-    // (its completed tasks do not count as open).
+    let in_ctx = |id: &str, ctx: &str| {
+        let mut m = message(id, "x");
+        m["contextId"] = json!(ctx);
+        json!({"message": m})
+    };
+    // Contexts: at his bound of 2, the least recently used one with
+    // nothing open makes room; when every one has an open task, refused.
     for c in ["second", "third"] {
-        let mut m = message(&format!("tck-complete-task-{c}"), "x");
-        m["contextId"] = json!(c);
-        let r = call(&h, BOB, "tck", "SendMessage", json!({"message": m})).await;
-        assert!(r.get("result").is_some(), "{r}");
+        let r = call(
+            &h,
+            BOB,
+            "tck",
+            "SendMessage",
+            in_ctx(&format!("tck-complete-task-{c}"), c),
+        )
+        .await;
+        assert_eq!(
+            r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+            "{r}"
+        );
     }
-    let mut m = message("tck-complete-task-c4", "x");
-    m["contextId"] = json!("fourth");
-    let r = call(&h, BOB, "tck", "SendMessage", json!({"message": m})).await;
+    // A context freed to make room still answers for its tasks.
+    let listed = call(&h, BOB, "tck", "ListTasks", json!({"contextId": "second"})).await;
+    assert_eq!(listed["result"]["totalSize"], 1, "{listed}");
+    assert_eq!(
+        listed["result"]["tasks"][0]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    let mut open = in_ctx("b-2", "fourth");
+    open["configuration"] = json!({"returnImmediately": true});
+    let r = call(&h, BOB, "sink", "SendMessage", open).await;
+    assert!(r.get("result").is_some(), "{r}");
+    let r = call(
+        &h,
+        BOB,
+        "tck",
+        "SendMessage",
+        in_ctx("tck-complete-task-5", "fifth"),
+    )
+    .await;
     assert!(
         r["error"]["message"]
             .as_str()
