@@ -668,7 +668,10 @@ fn a_backlog_served_only_by_the_watcher_never_stalls() {
     let reader = std::thread::spawn(move || {
         let mut next = 0u64;
         while next < EVENTS {
-            assert!(consumer.wait(Some(Duration::from_secs(10))).unwrap(), "reader starved at {next}");
+            assert!(
+                consumer.wait(Some(Duration::from_secs(10))).unwrap(),
+                "reader starved at {next}"
+            );
             consumer
                 .drain(usize::MAX, |r| match r {
                     Record::Event(p) => {
@@ -720,5 +723,8 @@ fn a_backlog_served_only_by_the_watcher_never_stalls() {
         }
     }
     reader.join().unwrap();
-    assert!(fires.load(std::sync::atomic::Ordering::Relaxed) > 0, "the backlog never waited");
+    assert!(
+        fires.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "the backlog never waited"
+    );
 }
