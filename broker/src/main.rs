@@ -207,18 +207,14 @@ fn init_logs(verbose: u8) {
 /// A socket broker whose stdin is `/dev/null` (started with `&` from a
 /// script, `nohup`, a service manager) would meet the end of its input at
 /// once and stop: it serves the socket only instead, as with `--no-stdio`,
-/// and says so. A pipe or a file on stdin keeps its meaning (its end stops
-/// the broker).
+/// and says so after its ready line. A pipe or a file on stdin keeps its
+/// meaning (its end stops the broker).
 fn socket_only_by_stdin(socket: Option<&str>) -> bool {
-    if socket.is_none() || !stdin_is_dev_null() {
-        return false;
-    }
-    eprintln!(
-        "a2a-broker: stdin is /dev/null: serving the socket only (as with --no-stdio); \
-         stop with SIGTERM or Ctrl-C"
-    );
-    true
+    socket.is_some() && stdin_is_dev_null()
 }
+
+const SOCKET_ONLY_NOTE: &str = "a2a-broker: stdin is /dev/null: serving the socket only \
+     (as with --no-stdio); stop with SIGTERM or Ctrl-C";
 
 fn stdin_is_dev_null() -> bool {
     use std::os::fd::AsFd;
@@ -250,15 +246,19 @@ fn main() -> ExitCode {
             no_stdio,
             max_connections,
             verbose: _,
-        } => server::serve(server::ServeConfig {
-            db,
-            durability,
-            batch_max: batch_max as usize,
-            no_stdio: no_stdio || socket_only_by_stdin(socket.as_deref()),
-            socket,
-            max_connections: max_connections as usize,
-        })
-        .map_err(|e| e.to_string()),
+        } => {
+            let by_stdin = !no_stdio && socket_only_by_stdin(socket.as_deref());
+            server::serve(server::ServeConfig {
+                db,
+                durability,
+                batch_max: batch_max as usize,
+                no_stdio: no_stdio || by_stdin,
+                socket,
+                max_connections: max_connections as usize,
+                serving_note: by_stdin.then(|| SOCKET_ONLY_NOTE.to_string()),
+            })
+            .map_err(|e| e.to_string())
+        }
         Cmd::Demo { keep, db } => demo::run(demo::Options { db, keep }),
         Cmd::Call {
             socket,

@@ -53,6 +53,9 @@ pub struct ServeConfig {
     pub no_stdio: bool,
     /// `--max-connections`: socket connections held at once.
     pub max_connections: usize,
+    /// A line for stderr once the broker serves, after its ready line (so
+    /// that a start that fails prints its one line and nothing else).
+    pub serving_note: Option<String>,
 }
 
 impl ServeConfig {
@@ -65,6 +68,7 @@ impl ServeConfig {
             socket: None,
             no_stdio: false,
             max_connections: a2a_proto::limits::DEFAULT_MAX_CONNECTIONS,
+            serving_note: None,
         }
     }
 }
@@ -171,6 +175,9 @@ pub fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
     }
     ready.push('}');
     eprintln!("{ready}");
+    if let Some(note) = &cfg.serving_note {
+        eprintln!("{note}");
+    }
 
     let stdio_out = if cfg.no_stdio {
         None

@@ -355,15 +355,16 @@ fn serve_socket_with_stdin_on_dev_null_keeps_serving() {
         .spawn()
         .unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut first = String::new();
-    err.read_line(&mut first).unwrap();
-    assert!(
-        first.contains("stdin is /dev/null: serving the socket only (as with --no-stdio)"),
-        "{first}"
-    );
+    // The ready line first (a quiet broker's first line), then the note.
     let mut ready = String::new();
     err.read_line(&mut ready).unwrap();
     assert!(ready.contains("\"ready\":true"), "{ready}");
+    let mut note = String::new();
+    err.read_line(&mut note).unwrap();
+    assert!(
+        note.contains("stdin is /dev/null: serving the socket only (as with --no-stdio)"),
+        "{note}"
+    );
     // Still there after its stdin was read to the end, and answering.
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(child.try_wait().unwrap().is_none(), "the broker exited");
