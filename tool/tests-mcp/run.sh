@@ -9,7 +9,16 @@
 # pi_loop.test.mjs) holding the Node addon's `agent.tool()`, with a scripted
 # model, delegates from one agent to another and finishes the task, as does
 # the Vercel AI SDK's loop (`ai`, its mock language model scripted:
-# js/ai_sdk_loop.test.mjs).
+# js/ai_sdk_loop.test.mjs). Last, the official MCP conformance suite
+# (`@modelcontextprotocol/conformance`, js/) runs its server scenarios that
+# apply to a server with one tool and no other capability: server-initialize,
+# ping, tools-list. (The rest need the suite's own fixture tools, such as
+# `test_simple_text`, or logging, completions, resources, prompts,
+# elicitation, or test an HTTP server's transport.) The suite reaches servers
+# only by URL (Streamable HTTP); the Inspector's own proxy (its server,
+# already in js/) carries each scenario to an `a2a-broker mcp` it starts on
+# stdio. 0.1.13 is the last version that runs on Node 20 (0.1.14 on import
+# `fs.globSync`, Node >= 22).
 #
 # Installs what it needs first: a venv at tool/tests-mcp/.venv from PyPI
 # (python/requirements.txt, pinned by python/constraints.txt) and the npm
@@ -52,7 +61,13 @@ fi
 # ---------------------------------------------------------------- broker
 WORK="$(mktemp -d)"
 BPID=""
+PROXY_PID=""
 cleanup() {
+  if [ -n "$PROXY_PID" ]; then
+    kill -TERM "$PROXY_PID" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$PROXY_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$PROXY_PID" 2>/dev/null
+  fi
   if [ -n "$BPID" ]; then
     kill -TERM "$BPID" 2>/dev/null
     for _ in $(seq 50); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
@@ -116,6 +131,31 @@ step "Pi agent loop with agent.tool() and a scripted model" \
 
 step "Vercel AI SDK loop with the A2A tool and a scripted mock model" \
   env A2A_BROKER_BIN="$BROKER" timeout 300 node --test "$HERE/js/ai_sdk_loop.test.mjs"
+
+# The conformance suite, through the Inspector's proxy (127.0.0.1, a free
+# port; its auth is off because the suite cannot send the proxy's token
+# header). One `a2a-broker mcp` (and agent name) per scenario: a name is held
+# by one connection, and the proxy keeps each server until it exits.
+PORT="$("$VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+echo "+ HOST=127.0.0.1 PORT=$PORT DANGEROUSLY_OMIT_AUTH=true node $HERE/js/node_modules/@modelcontextprotocol/inspector/server/build/index.js" >&2
+HOST=127.0.0.1 PORT="$PORT" DANGEROUSLY_OMIT_AUTH=true \
+  node "$HERE/js/node_modules/@modelcontextprotocol/inspector/server/build/index.js" >"$WORK/proxy.log" 2>&1 &
+PROXY_PID=$!
+for _ in $(seq 300); do
+  grep -q 'listening on' "$WORK/proxy.log" 2>/dev/null && break
+  kill -0 "$PROXY_PID" 2>/dev/null || break
+  sleep 0.1
+done
+urlenc() { "$VENV/bin/python" -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
+conformance() { # conformance SCENARIO
+  grep -q 'listening on' "$WORK/proxy.log" || { cat "$WORK/proxy.log" >&2; echo "the Inspector's proxy is not listening" >&2; return 1; }
+  local url="http://127.0.0.1:$PORT/mcp?transportType=stdio&command=$(urlenc "$BROKER")&args=$(urlenc "mcp --socket $SOCK --as conformance-$1")"
+  run timeout 120 node "$HERE/js/node_modules/@modelcontextprotocol/conformance/dist/index.js" server \
+    --url "$url" --scenario "$1" -o "$WORK/conformance"
+}
+for scenario in server-initialize ping tools-list; do
+  step "MCP conformance suite: $scenario" conformance "$scenario"
+done
 
 echo "tests-mcp: $PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
