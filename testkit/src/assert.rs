@@ -49,6 +49,18 @@ pub fn assert_bound_error(
     actual: Option<u64>,
 ) {
     let err = assert_a2a_error(resp_or_err, error_code);
+    assert_bound_data(&err, limit, max, actual);
+}
+
+/// Asserts a JSON-RPC bound error (`-32602`/`-32600`, not an A2A one): the
+/// code, `data.limit`, `data.max`, and `data.actual` when given (every
+/// bound error carries them).
+pub fn assert_rpc_bound(resp: &Value, code: i64, limit: &str, max: u64, actual: Option<u64>) {
+    let err = assert_rpc_error(resp, code);
+    assert_bound_data(&err, limit, max, actual);
+}
+
+fn assert_bound_data(err: &Value, limit: &str, max: u64, actual: Option<u64>) {
     assert_eq!(err["data"]["limit"], limit, "wrong data.limit in {err}");
     assert_eq!(
         err["data"]["max"].as_u64(),

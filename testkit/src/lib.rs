@@ -43,7 +43,8 @@ pub mod temp;
 pub mod transcript;
 
 pub use assert::{
-    assert_a2a_error, assert_bound_error, assert_rpc_error, assert_timestamp, result,
+    assert_a2a_error, assert_bound_error, assert_rpc_bound, assert_rpc_error, assert_timestamp,
+    result,
 };
 pub use bin::broker_bin;
 pub use broker::{Broker, Transport};

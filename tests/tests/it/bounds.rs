@@ -517,26 +517,6 @@ fn deregister_settles_a_task_whose_history_is_full(t: Transport) {
     assert_eq!(t["status"]["state"], "canceled");
 }
 
-/// Asserts a `-32602`/`-32600` bound error (not an A2A one): the code,
-/// `data.limit`, `data.max`, and `data.actual` when given (§8: every bound
-/// error carries them).
-fn assert_rpc_bound(resp: &Value, code: i64, limit: &str, max: u64, actual: Option<u64>) {
-    let err = assert_rpc_error(resp, code);
-    assert_eq!(err["data"]["limit"], limit, "wrong data.limit in {err}");
-    assert_eq!(
-        err["data"]["max"].as_u64(),
-        Some(max),
-        "wrong data.max in {err}"
-    );
-    if let Some(actual) = actual {
-        assert_eq!(
-            err["data"]["actual"].as_u64(),
-            Some(actual),
-            "wrong data.actual in {err}"
-        );
-    }
-}
-
 const MAX_ID: usize = 256;
 
 /// Every id field of §7's `A2A_MAX_ID_BYTES` (messageId, taskId,
