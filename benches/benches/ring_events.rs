@@ -1,5 +1,5 @@
 //! The broker's event path over the shared-memory ring against the same
-//! path over the socket (PROTOCOL.md §1.3), in one run, for status events
+//! path over the socket (docs/protocol.md §1, the event ring), in one run, for status events
 //! whose message text is 64 B, 512 B or 4 KiB; a client connection that
 //! was granted a ring and one that was not, in alternating rounds.
 //!

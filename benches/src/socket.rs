@@ -4,7 +4,7 @@
 //! - [`SocketBroker`]: `server::start` + `transport::socket::listen` on
 //!   `<tmp>/run/sock` (the broker creates `run/` 0700 and mints the secret
 //!   file beside the socket).
-//! - [`Codec`]: NDJSON lines or binary frames (PROTOCOL.md §1.2): encoding
+//! - [`Codec`]: NDJSON lines or binary frames (docs/protocol.md §1, binary frames): encoding
 //!   requests, telling responses from notifications by their first bytes,
 //!   decoding frames to JSON for the untimed setup.
 //! - [`FrameReader`]: whole frames out of a socket, in place, for every

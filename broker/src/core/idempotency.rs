@@ -1,4 +1,4 @@
-//! Idempotency by `messageId` (PROTOCOL.md §2, `idempotent-send`): when a
+//! Idempotency by `messageId` (docs/protocol.md §5, `a2a.message.send`; feature `idempotent-send`): when a
 //! send is a retry of one already done, and when reusing a `messageId` is
 //! refused. Pure rules; the send handler sequences them with its writes.
 //!
