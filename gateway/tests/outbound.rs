@@ -778,7 +778,7 @@ async fn stopping_a_remote_cancels_its_remote_tasks_and_leaves_the_broker() {
     tokio::time::timeout(TIMEOUT, remote.stop())
         .await
         .expect("stops in time");
-    // Leaving fails the tasks the peer served (PROTOCOL.md §5 deregister).
+    // Leaving fails the tasks the peer served (docs/protocol.md §5, `a2a.agents.deregister`).
     let seen = statuses_until(
         &delegate,
         &task.id,

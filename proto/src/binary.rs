@@ -1,4 +1,4 @@
-//! Binary frames (ext, PROTOCOL.md §1.2): after the client's 4-byte magic
+//! Binary frames (ext, docs/protocol.md §1): after the client's 4-byte magic
 //! `A2AB` and a `u16` little-endian codec version, each frame is a `u32`
 //! little-endian payload length and a bincode-2 payload (standard config).
 //!

@@ -1,4 +1,4 @@
-//! Error codes and the JSON-RPC error object (PROTOCOL.md §8).
+//! Error codes and the JSON-RPC error object (docs/protocol.md §8).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

@@ -1,6 +1,6 @@
 //! Free-form JSON carried inside typed messages (data parts, `metadata`,
 //! error `data`). In JSON it is itself; in binary frames it travels as the
-//! raw JSON text (PROTOCOL.md §1.2: "DataPart payloads travel as raw JSON
+//! raw JSON text (docs/protocol.md §1, binary frames: "DataPart payloads travel as raw JSON
 //! bytes"), since bincode cannot describe an arbitrary JSON tree.
 
 use bincode::de::{BorrowDecoder, Decoder};

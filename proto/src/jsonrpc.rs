@@ -1,4 +1,4 @@
-//! The JSON-RPC 2.0 envelope on NDJSON lines (PROTOCOL.md §1.1).
+//! The JSON-RPC 2.0 envelope on NDJSON lines (docs/protocol.md §1).
 //!
 //! Only the envelope is parsed here (method name and raw params), so the hot
 //! path never builds a `serde_json::Value` tree; each handler then parses its

@@ -1,7 +1,7 @@
 //! Wire types and the NDJSON envelope codec of the `a2a.*` protocol (protocol 10).
 //!
 //! This crate is I/O free: it knows the shapes of the contract in
-//! `PROTOCOL.md` and how to read and write them, never a pipe or a socket.
+//! `docs/protocol.md` and how to read and write them, never a pipe or a socket.
 //! Both the broker and its clients build on it.
 //!
 //! - [`call`]: every method as one typed value ([`call::Call`]), and every result ([`call::Outcome`]).

@@ -1,4 +1,4 @@
-//! NDJSON line splitting (PROTOCOL.md §1.1): `\n`-separated lines under a
+//! NDJSON line splitting (docs/protocol.md §1): `\n`-separated lines under a
 //! size cap, a line over it discarded up to its `\n` and reported, never
 //! holding more than the cap of one line. I/O free but for [`LineReader`]
 //! over any `BufRead`; the broker's async reader drives the same

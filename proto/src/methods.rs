@@ -1,4 +1,4 @@
-//! Method and notification names (PROTOCOL.md §2, §5).
+//! Method and notification names (docs/protocol.md §2, §5, §6).
 
 pub const HANDSHAKE: &str = "app.handshake";
 pub const AGENTS_REGISTER: &str = "a2a.agents.register";

@@ -1,4 +1,4 @@
-//! The JSON shapes of PROTOCOL.md §3 and the event notifications of §5.
+//! The JSON shapes of docs/protocol.md §3 and the event notifications of §6.
 //!
 //! Parts are read leniently (A2A v1.0 forms without `kind` are normalised to
 //! the v0.3 shapes) and written in exactly one form. Checks that need more
@@ -64,8 +64,8 @@ impl State {
         )
     }
 
-    /// May a task move from this state to `to`? (The table of PROTOCOL.md
-    /// §6; the broker refuses every other move.)
+    /// May a task move from this state to `to`? (The table of docs/protocol.md
+    /// §7; the broker refuses every other move.)
     pub fn can_move(self, to: State) -> bool {
         use State::*;
         match self {
