@@ -1,4 +1,4 @@
-//! The bounds of PROTOCOL.md §7, in one place, named exactly as in the contract.
+//! The bounds of docs/protocol.md §9, in one place, named exactly as in the contract.
 
 /// Unicode scalar values, summed over one message's text parts.
 pub const A2A_MAX_TEXT_CHARS: usize = 16_000;

@@ -1,4 +1,4 @@
-//! Params and results of every method (PROTOCOL.md §2, §5).
+//! Params and results of every method (docs/protocol.md §2, §5).
 //!
 //! `token` fields are read leniently: an absent or non-string token is kept
 //! as `None` so that the broker answers `A2A_UNKNOWN_TOKEN` (as the contract

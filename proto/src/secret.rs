@@ -1,4 +1,4 @@
-//! The local socket's secret (PROTOCOL.md, ext: local socket): where a
+//! The local socket's secret (docs/protocol.md §2, the secret on the local socket): where a
 //! starter passes it and where a broker that minted it writes it. The
 //! broker and its clients name both from here.
 

@@ -1,4 +1,4 @@
-//! Where `--socket NAME` lives (PROTOCOL.md, ext: local socket): the one
+//! Where `--socket NAME` lives (docs/protocol.md §2, the secret on the local socket): the one
 //! rule the broker listens by and every front end (the CLI, the client
 //! crate, the C ABI, the Node addon, the gateway, the load generator)
 //! connects by, so that a NAME means the same socket everywhere.

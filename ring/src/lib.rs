@@ -1,5 +1,5 @@
-//! `a2a-ring`: the per-connection shared-memory event ring of PROTOCOL.md
-//! §1.3. One producer (the broker) writes length-prefixed event records; one
+//! `a2a-ring`: the per-connection shared-memory event ring of docs/protocol.md
+//! §1 (the event ring). One producer (the broker) writes length-prefixed event records; one
 //! consumer (the client) reads them. The producer never blocks: a full ring
 //! queues in memory up to a bound, then drops the oldest events and tells the
 //! consumer how many with a lag record. An idle consumer parks on a futex and
