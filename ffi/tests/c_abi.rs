@@ -10,7 +10,7 @@
 
 use a2a_testkit::bin::{profile_dir, Profile};
 use a2a_testkit::process::wait_exit;
-use a2a_testkit::{socket_path_for, Spawn, TestDb, TIMEOUT};
+use a2a_testkit::{Spawn, TestDb, TIMEOUT};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -124,9 +124,13 @@ fn run(mut cmd: Command, timeout: Duration) -> Output {
     }
 }
 
+/// The NAME the broker is found by: its socket is where `serve --socket
+/// main` puts it when `XDG_RUNTIME_DIR` is the test's directory.
+const NAME: &str = "main";
+
 /// A socket-only broker and the arguments the C program takes.
 fn broker(db: &TestDb) -> (a2a_testkit::BrokerProcess, String, String) {
-    let socket = socket_path_for(&db.path);
+    let socket = db.dir.path().join("a2a-broker").join("main.sock");
     let process = Spawn::new(&db.path)
         .socket(&socket)
         .no_stdio()
@@ -138,6 +142,17 @@ fn broker(db: &TestDb) -> (a2a_testkit::BrokerProcess, String, String) {
         socket.to_str().expect("utf-8 path").to_owned(),
         secret,
     )
+}
+
+/// `a2a_test` also connects by the broker's NAME with no secret given (the
+/// locator: the socket under `$XDG_RUNTIME_DIR/a2a-broker/`, the secret
+/// from the file beside it).
+fn by_name(cmd: &mut Command, db: &TestDb, program: &str) {
+    cmd.env("XDG_RUNTIME_DIR", db.dir.path())
+        .env_remove("A2A_BROKER_SECRET");
+    if program == "a2a_test" {
+        cmd.arg(NAME);
+    }
 }
 
 /// The program exited 0 after printing `<program>: all passed`, and no
@@ -169,6 +184,7 @@ fn run_plain(exe: &Path, program: &str) {
     let (_broker, socket, secret) = broker(&db);
     let mut cmd = Command::new(exe);
     cmd.arg(&socket).arg(&secret);
+    by_name(&mut cmd, &db, program);
     let out = run(cmd, Duration::from_secs(300));
     check(&out, program, program);
 }
@@ -209,6 +225,7 @@ fn run_valgrind(exe: &Path, program: &str) {
     .arg(exe)
     .arg(&socket)
     .arg(&secret);
+    by_name(&mut cmd, &db, program);
     let out = run(cmd, Duration::from_secs(900));
     check(&out, program, &format!("{program} under valgrind"));
 }
