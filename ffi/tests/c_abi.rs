@@ -2,7 +2,9 @@
 //! against the checked-in header and links them to this crate's static
 //! library (which `cargo test` has just built), spawns a real broker
 //! (`a2a-broker serve --socket ... --no-stdio`, through the test kit), and
-//! runs each with the socket and secret; it must exit 0. Two programs:
+//! runs each with the socket and secret; it must exit 0. `a2a_test` is run
+//! plainly as a user builds it, installed by `ffi/install.sh` and compiled
+//! with `pkg-config --cflags --libs a2a` only. Two programs:
 //! `a2a_test.c` (the ABI used as documented) and `a2a_misuse.c` (NULLs,
 //! out-of-range enumeration values, frees from inside callbacks). Each is
 //! run plainly and under Valgrind (no leak, no invalid access; or the test
@@ -84,6 +86,56 @@ fn compile(name: &str) -> PathBuf {
 fn c_program() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| compile("a2a_test"))
+}
+
+/// The C test program built as a user of the installed library builds a
+/// host: `ffi/install.sh PREFIX` (the documented step; with this build's
+/// libraries instead of a `c-dist` build), then only `pkg-config --cflags
+/// --libs a2a` for the flags. Linked to the installed `liba2a_ffi.so`.
+fn c_program_by_pkg_config() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let lib_dir = static_lib().parent().expect("the library's directory");
+        let prefix = profile_dir(Profile::current()).join("a2a-ffi-c/prefix");
+        let status = Command::new(crate_dir().join("install.sh"))
+            .arg(&prefix)
+            .env("A2A_FFI_LIB_DIR", lib_dir)
+            .status()
+            .expect("run ffi/install.sh");
+        assert!(status.success(), "ffi/install.sh failed");
+        let pc_dir = prefix.join("lib/pkgconfig");
+        let pkg_config = |args: &[&str]| {
+            let out = Command::new("pkg-config")
+                .args(args)
+                .arg("a2a")
+                .env("PKG_CONFIG_PATH", &pc_dir)
+                .output()
+                .expect("run pkg-config (install pkg-config or pkgconf)");
+            assert!(out.status.success(), "pkg-config {args:?} a2a failed");
+            String::from_utf8(out.stdout).expect("UTF-8 flags")
+        };
+        assert_eq!(
+            pkg_config(&["--modversion"]).trim(),
+            env!("CARGO_PKG_VERSION")
+        );
+        // A static link needs the system libraries too.
+        assert!(pkg_config(&["--static", "--libs"]).contains("-lpthread"));
+        let flags = pkg_config(&["--cflags", "--libs"]);
+        let exe = profile_dir(Profile::current()).join("a2a-ffi-c/a2a_test_pkg_config");
+        let src = crate_dir().join("tests/c/a2a_test.c");
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let status = Command::new(&cc)
+            .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1"])
+            .arg(&src)
+            .args(flags.split_whitespace())
+            .arg(format!("-Wl,-rpath,{}", prefix.join("lib").display()))
+            .arg("-o")
+            .arg(&exe)
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run {cc}: {e}"));
+        assert!(status.success(), "{cc} $(pkg-config --cflags --libs a2a) failed");
+        exe
+    })
 }
 
 /// The misuse program, compiled once per test binary.
@@ -230,9 +282,11 @@ fn run_valgrind(exe: &Path, program: &str) {
     check(&out, program, &format!("{program} under valgrind"));
 }
 
+/// Run plainly as built through pkg-config (the installed shared library);
+/// under Valgrind as linked to the static library.
 #[test]
-fn the_c_program_passes_against_a_real_broker() {
-    run_plain(c_program(), "a2a_test");
+fn the_c_program_built_by_pkg_config_passes_against_a_real_broker() {
+    run_plain(c_program_by_pkg_config(), "a2a_test");
 }
 
 #[test]
