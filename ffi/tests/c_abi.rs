@@ -133,7 +133,10 @@ fn c_program_by_pkg_config() -> &'static Path {
             .arg(&exe)
             .status()
             .unwrap_or_else(|e| panic!("cannot run {cc}: {e}"));
-        assert!(status.success(), "{cc} $(pkg-config --cflags --libs a2a) failed");
+        assert!(
+            status.success(),
+            "{cc} $(pkg-config --cflags --libs a2a) failed"
+        );
         exe
     })
 }
