@@ -1,9 +1,9 @@
 // Types of the a2a-node package (checked in; written by hand to match
-// PROTOCOL.md §3 field for field, which are PI-Desktop's
+// docs/protocol.md §3 Shapes field for field, which are PI-Desktop's
 // packages/shared/src/a2a.ts shapes; test/types.test.js type-checks code
 // written against a2a.ts with them).
 
-// ---- PROTOCOL.md §3: JSON shapes ----
+// ---- docs/protocol.md §3 Shapes: JSON shapes ----
 
 export type TaskState =
   | 'submitted'
@@ -126,7 +126,7 @@ export interface SendConfiguration {
   pushNotificationConfig?: PushConfig
 }
 
-// ---- events (PROTOCOL.md §5 "Events") ----
+// ---- events (docs/protocol.md §6 Events) ----
 
 export interface TaskStatusUpdateEvent {
   kind: 'status-update'
@@ -398,7 +398,8 @@ export declare class Agent {
   deregister(): Promise<void>
   /** Queued events, else the first within `timeoutSeconds` (default 0) and those behind it; `[]` on timeout. */
   wait(options?: { timeoutSeconds?: number }): Promise<A2AEvent[]>
-  /** Every event from now on (queued ones first); `null` stops. Does not keep the process alive.
+  /** Every event from now on (queued ones first), also the status updates `delegate` and `serve`
+   * act on; `null` stops. Does not keep the process alive.
    * A busy stream is delivered in batches at most every 500 µs (`A2A_NODE_EVENT_PACE_US`; `0`: at once);
    * an event after a quiet spell is delivered at once. */
   onEvent(callback: ((event: A2AEvent) => void) | null): void

@@ -268,7 +268,8 @@ class Agent {
   }
 
   /** Calls `cb(event)` for every event from now on (events already queued
-   * first); `null` stops it. Does not keep the process alive. */
+   * first), also those `delegate` and `serve` act on; `null` stops it.
+   * Does not keep the process alive. */
   onEvent(cb) {
     this.#userCb = cb || null
     this.#route()
@@ -343,16 +344,19 @@ class Agent {
     }
   }
 
+  // An `onEvent` callback sees every event, those `serve` and `delegate`
+  // act on too (issue 24: a planner's callback saw only artifacts while it
+  // delegated); `wait` gets only the ones they leave.
   #dispatch(events) {
     for (const ev of events) {
-      if (this.#consume(ev)) continue
+      const consumed = this.#consume(ev)
       if (this.#userCb) {
         try {
           this.#userCb(ev)
         } catch (e) {
           rethrowLater(e)
         }
-      } else {
+      } else if (!consumed) {
         this.#queue.push(ev)
       }
     }

@@ -9,8 +9,13 @@
 # Python `a2a-sdk` in a venv from PyPI, `@a2a-js/sdk` from npm),
 # and the A2A tool a model holds driven by the official MCP Python SDK,
 # the MCP Inspector's CLI and the Pi agent loop (tool/tests-mcp/run.sh).
+# First it fetches everything it needs from crates.io, npm and PyPI
+# (scripts/fetch.sh), so that a registry out of reach fails it at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+echo "== fetch crates, npm and PyPI packages (scripts/fetch.sh)"
+scripts/fetch.sh
 
 echo "== cargo test --workspace"
 cargo test --workspace

@@ -3,6 +3,7 @@
 use a2a_broker::Durability;
 // The demo, `call` and `watch` are client programs, not part of the
 // broker's library.
+mod answer;
 mod call;
 mod demo;
 mod mcp;
@@ -111,6 +112,29 @@ enum Cmd {
         /// instead of the socket.
         #[arg(long, value_name = "BYTES")]
         event_ring: Option<usize>,
+    },
+    /// Answer each task sent to an agent with a shell command's output:
+    /// `sh -c CMD` reads the task's text on stdin; exit 0 completes the
+    /// task with its stdout, else the task fails with its stderr.
+    /// Example: a2a-broker reply --socket main --as coder --exec 'tr a-z A-Z'
+    Reply {
+        /// The broker's --socket NAME (a path, or the name it was given).
+        #[arg(long, value_name = "NAME")]
+        socket: String,
+        /// The agent's name (the one tasks are sent to).
+        #[arg(long = "as", value_name = "NAME")]
+        as_agent: String,
+        /// The context to register it in.
+        #[arg(long, default_value = "cli")]
+        context: String,
+        /// The command run for each task, by `sh -c`, with A2A_TASK_ID,
+        /// A2A_CONTEXT_ID and A2A_FROM (the requester) in its environment.
+        #[arg(long, value_name = "CMD")]
+        exec: String,
+        /// Seconds to wait for a broker to listen at the socket (so that
+        /// both can be started together).
+        #[arg(long, value_name = "SECS", default_value_t = 30)]
+        wait: u64,
     },
     /// Serve the A2A tool (discover | send | get | wait | complete | cancel)
     /// to an MCP host on stdin/stdout, as one agent registered on a running
@@ -286,6 +310,19 @@ fn main() -> ExitCode {
             as_agent: Some(as_agent),
             context,
             event_ring,
+        }),
+        Cmd::Reply {
+            socket,
+            as_agent,
+            context,
+            exec,
+            wait,
+        } => answer::run(&answer::Options {
+            socket,
+            as_agent,
+            context,
+            exec,
+            wait: std::time::Duration::from_secs(wait),
         }),
         Cmd::Mcp {
             socket,

@@ -165,6 +165,12 @@ typedef int32_t a2a_status;
 #define A2A_STATUS_EMPTY 10
 // A bug: the library panicked; the message says where.
 #define A2A_STATUS_PANIC 11
+// a2a_client_new: no broker listens at the socket (no socket file, or
+// one a broker that is gone left); the message names the path and how
+// to start one. A refinement of A2A_STATUS_IO, told apart from a
+// secret that cannot be read (A2A_STATUS_IO) or is refused
+// (A2A_STATUS_RPC).
+#define A2A_STATUS_NO_BROKER 12
 
 // A borrowed UTF-8 string: `len` bytes at `ptr`, NOT NUL-terminated.
 // Absent: `ptr == NULL`, `len == 0`. Present but empty: `len == 0` and a
@@ -174,7 +180,7 @@ typedef struct {
   size_t len;
 } a2a_str;
 
-// A task's lifecycle state (PROTOCOL.md §6): one of the A2A_STATE_
+// A task's lifecycle state (docs/protocol.md §7 Task states): one of the A2A_STATE_
 // constants. An integer, not an enum, so that any value C passes is
 // defined; as an argument it is checked (A2A_STATUS_INVALID_ARGUMENT).
 typedef int32_t a2a_state;
@@ -201,7 +207,7 @@ typedef struct {
   a2a_str metadata;
 } a2a_part;
 
-// A message (PROTOCOL.md §3).
+// A message (docs/protocol.md §3 Shapes).
 typedef struct {
   a2a_str message_id;
   a2a_role role;
@@ -772,10 +778,19 @@ a2a_status a2a_agent_resubscribe_async(const a2a_agent *agent,
                                        a2a_task_cb cb,
                                        void *userdata);
 
-// Connects to the broker's socket at `socket` and shakes hands with
-// `secret` (NULL: the A2A_BROKER_SECRET environment variable, else the
-// file `<socket>.secret`, as the broker writes it). `options` may be NULL.
-// A wrong secret fails with A2A_STATUS_RPC (code -32600).
+// Connects to the broker named by `socket` and shakes hands with
+// `secret`. `socket` is what `a2a-broker serve --socket` was given: a
+// path (it contains a `/`), or a NAME, found as the broker places it
+// (`$XDG_RUNTIME_DIR/a2a-broker/NAME.sock`, else
+// `/tmp/a2a-broker-UID/NAME.sock`). `secret` NULL: the A2A_BROKER_SECRET
+// environment variable, else the owner-only file the broker wrote beside
+// its socket (`NAME.secret`). `options` may be NULL.
+//
+// Nothing listening there (no socket file, or one a broker that is gone
+// left) fails with A2A_STATUS_NO_BROKER, whose message names the path and
+// how to start a broker, whatever the secret. A secret file that cannot be
+// read fails with A2A_STATUS_IO; a wrong secret with A2A_STATUS_RPC (code
+// -32600); both messages say where the secret came from.
 //
 // Threads: any.
 a2a_status a2a_client_new(const char *socket,

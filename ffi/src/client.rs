@@ -8,9 +8,8 @@ use crate::calls::{a2a_reply_cb, reply_async, reply_blocking};
 use crate::dispatch::{a2a_dispatch, Dispatcher};
 use crate::reply::{a2a_reply, ReplyData};
 use crate::status::{a2a_status, guard, guard_value, FfiError};
-use ::a2a_client::{agent_card, read_secret, AgentCard, Client, ClientOptions, Delivery};
+use ::a2a_client::{agent_card, AgentCard, Client, ClientOptions, Delivery, SecretFrom};
 use std::ffi::{c_char, c_int, c_void};
-use std::path::Path;
 use std::sync::Arc;
 
 /// A connection to the broker (opaque). Made by a2a_client_new, freed by
@@ -68,10 +67,19 @@ c_enum!(a2a_delivery {
     PULL => "A2A_DELIVERY_PULL",
 });
 
-/// Connects to the broker's socket at `socket` and shakes hands with
-/// `secret` (NULL: the A2A_BROKER_SECRET environment variable, else the
-/// file `<socket>.secret`, as the broker writes it). `options` may be NULL.
-/// A wrong secret fails with A2A_STATUS_RPC (code -32600).
+/// Connects to the broker named by `socket` and shakes hands with
+/// `secret`. `socket` is what `a2a-broker serve --socket` was given: a
+/// path (it contains a `/`), or a NAME, found as the broker places it
+/// (`$XDG_RUNTIME_DIR/a2a-broker/NAME.sock`, else
+/// `/tmp/a2a-broker-UID/NAME.sock`). `secret` NULL: the A2A_BROKER_SECRET
+/// environment variable, else the owner-only file the broker wrote beside
+/// its socket (`NAME.secret`). `options` may be NULL.
+///
+/// Nothing listening there (no socket file, or one a broker that is gone
+/// left) fails with A2A_STATUS_NO_BROKER, whose message names the path and
+/// how to start a broker, whatever the secret. A secret file that cannot be
+/// read fails with A2A_STATUS_IO; a wrong secret with A2A_STATUS_RPC (code
+/// -32600); both messages say where the secret came from.
 ///
 /// Threads: any.
 #[no_mangle]
@@ -108,12 +116,11 @@ pub extern "C" fn a2a_client_new(
                 o.client_name = name.to_owned();
             }
         }
-        let secret = match secret {
-            Some(s) => s.to_owned(),
-            None => read_secret(Path::new(socket)).map_err(::a2a_client::ClientError::Io)?,
-        };
         let dispatcher = Dispatcher::new(dispatch)?;
-        let client = Client::connect_with(socket, &secret, o)?;
+        // The locator every front end uses (docs/protocol.md §2): a NAME or
+        // a path, the secret beside the socket, "no broker" told apart.
+        let broker = ::a2a_client::locate(socket);
+        let client = broker.connect(secret.map(|s| (s, SecretFrom::Given)), o)?;
         let c = a2a_client {
             client,
             dispatcher: Arc::new(dispatcher),

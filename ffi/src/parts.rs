@@ -2,7 +2,8 @@
 //! part by part (text, data, file), with optional metadata and message id.
 //! It is read, not consumed, by the calls that send it, so one builder can
 //! be sent many times (each send mints a fresh message id unless one was
-//! set: a set id makes sends idempotent, PROTOCOL.md §5).
+//! set: a set id makes sends idempotent, docs/protocol.md §5 Methods,
+//! `a2a.message.send`).
 
 use crate::args::{handle, opt_json_arg, opt_str_arg, out_arg, str_arg, write_out};
 use crate::status::{a2a_status, guard, guard_value, FfiError};

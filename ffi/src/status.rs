@@ -5,7 +5,8 @@
 //! [`guard`] / [`guard_value`], so a Rust panic never unwinds into C. The
 //! statuses after `OK` map one to one onto the client's
 //! [`ErrorKind`](a2a_client::ErrorKind); the last few are this layer's own
-//! (a bad argument, nothing to take, a panic).
+//! (a bad argument, nothing to take, a panic, and no broker listening: the
+//! client's `Io` kind, told apart so that C need not read the message).
 //!
 //! The last error is per thread (as `errno` and libgit2's `git_error_last`):
 //! a failure stores its message and codes where the failing call ran, and a
@@ -57,6 +58,12 @@ impl a2a_status {
     pub const EMPTY: a2a_status = a2a_status(10);
     /// A bug: the library panicked; the message says where.
     pub const PANIC: a2a_status = a2a_status(11);
+    /// a2a_client_new: no broker listens at the socket (no socket file, or
+    /// one a broker that is gone left); the message names the path and how
+    /// to start one. A refinement of A2A_STATUS_IO, told apart from a
+    /// secret that cannot be read (A2A_STATUS_IO) or is refused
+    /// (A2A_STATUS_RPC).
+    pub const NO_BROKER: a2a_status = a2a_status(12);
 }
 
 impl std::fmt::Debug for a2a_status {
@@ -104,7 +111,7 @@ impl a2a_status {
     /// Every status with its stable lower-case name (the client's
     /// `ErrorKind::as_str` for the kinds it shares), NUL-terminated for
     /// a2a_status_name.
-    const NAMES: [(a2a_status, &'static str); 12] = [
+    const NAMES: [(a2a_status, &'static str); 13] = [
         (a2a_status::OK, "ok\0"),
         (a2a_status::RPC, "rpc\0"),
         (a2a_status::IO, "io\0"),
@@ -117,6 +124,7 @@ impl a2a_status {
         (a2a_status::INVALID_ARGUMENT, "invalid_argument\0"),
         (a2a_status::EMPTY, "empty\0"),
         (a2a_status::PANIC, "panic\0"),
+        (a2a_status::NO_BROKER, "no_broker\0"),
     ];
 
     /// The name with its NUL; "unknown" for a value that is not a status.
@@ -211,7 +219,11 @@ pub(crate) fn record(e: &FfiError) -> a2a_status {
                 (None, Some(_)) => a2a_error_code::Other,
                 (None, None) => a2a_error_code::None,
             };
-            (a2a_status::from_kind(c.kind()), rpc, a2a)
+            let status = match c {
+                ClientError::NoBroker(_) => a2a_status::NO_BROKER,
+                _ => a2a_status::from_kind(c.kind()),
+            };
+            (status, rpc, a2a)
         }
         FfiError::InvalidArgument(_) => (a2a_status::INVALID_ARGUMENT, 0, a2a_error_code::None),
         FfiError::Empty => (a2a_status::EMPTY, 0, a2a_error_code::None),
@@ -424,7 +436,7 @@ mod tests {
 
     #[test]
     fn a_status_that_is_not_one_is_named_unknown() {
-        for bad in [-1, 12, 99, i32::MIN] {
+        for bad in [-1, 13, 99, i32::MIN] {
             // SAFETY: a2a_status_name returns a static NUL-terminated string.
             let c = unsafe { CStr::from_ptr(a2a_status_name(a2a_status(bad))) };
             assert_eq!(c.to_str().unwrap(), "unknown");

@@ -65,7 +65,7 @@ impl a2a_str {
     }
 }
 
-/// A task's lifecycle state (PROTOCOL.md §6): one of the A2A_STATE_
+/// A task's lifecycle state (docs/protocol.md §7 Task states): one of the A2A_STATE_
 /// constants. An integer, not an enum, so that any value C passes is
 /// defined; as an argument it is checked (A2A_STATUS_INVALID_ARGUMENT).
 #[allow(non_camel_case_types)]
@@ -179,7 +179,7 @@ pub struct a2a_part {
     pub metadata: a2a_str,
 }
 
-/// A message (PROTOCOL.md §3).
+/// A message (docs/protocol.md §3 Shapes).
 #[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]

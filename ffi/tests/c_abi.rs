@@ -2,7 +2,9 @@
 //! against the checked-in header and links them to this crate's static
 //! library (which `cargo test` has just built), spawns a real broker
 //! (`a2a-broker serve --socket ... --no-stdio`, through the test kit), and
-//! runs each with the socket and secret; it must exit 0. Two programs:
+//! runs each with the socket and secret; it must exit 0. `a2a_test` is run
+//! plainly as a user builds it, installed by `ffi/install.sh` and compiled
+//! with `pkg-config --cflags --libs a2a` only. Two programs:
 //! `a2a_test.c` (the ABI used as documented) and `a2a_misuse.c` (NULLs,
 //! out-of-range enumeration values, frees from inside callbacks). Each is
 //! run plainly and under Valgrind (no leak, no invalid access; or the test
@@ -10,7 +12,7 @@
 
 use a2a_testkit::bin::{profile_dir, Profile};
 use a2a_testkit::process::wait_exit;
-use a2a_testkit::{socket_path_for, Spawn, TestDb, TIMEOUT};
+use a2a_testkit::{Spawn, TestDb, TIMEOUT};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -86,6 +88,59 @@ fn c_program() -> &'static Path {
     BIN.get_or_init(|| compile("a2a_test"))
 }
 
+/// The C test program built as a user of the installed library builds a
+/// host: `ffi/install.sh PREFIX` (the documented step; with this build's
+/// libraries instead of a `c-dist` build), then only `pkg-config --cflags
+/// --libs a2a` for the flags. Linked to the installed `liba2a_ffi.so`.
+fn c_program_by_pkg_config() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let lib_dir = static_lib().parent().expect("the library's directory");
+        let prefix = profile_dir(Profile::current()).join("a2a-ffi-c/prefix");
+        let status = Command::new(crate_dir().join("install.sh"))
+            .arg(&prefix)
+            .env("A2A_FFI_LIB_DIR", lib_dir)
+            .status()
+            .expect("run ffi/install.sh");
+        assert!(status.success(), "ffi/install.sh failed");
+        let pc_dir = prefix.join("lib/pkgconfig");
+        let pkg_config = |args: &[&str]| {
+            let out = Command::new("pkg-config")
+                .args(args)
+                .arg("a2a")
+                .env("PKG_CONFIG_PATH", &pc_dir)
+                .output()
+                .expect("run pkg-config (install pkg-config or pkgconf)");
+            assert!(out.status.success(), "pkg-config {args:?} a2a failed");
+            String::from_utf8(out.stdout).expect("UTF-8 flags")
+        };
+        assert_eq!(
+            pkg_config(&["--modversion"]).trim(),
+            env!("CARGO_PKG_VERSION")
+        );
+        // A static link needs the system libraries too.
+        assert!(pkg_config(&["--static", "--libs"]).contains("-lpthread"));
+        let flags = pkg_config(&["--cflags", "--libs"]);
+        let exe = profile_dir(Profile::current()).join("a2a-ffi-c/a2a_test_pkg_config");
+        let src = crate_dir().join("tests/c/a2a_test.c");
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let status = Command::new(&cc)
+            .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1"])
+            .arg(&src)
+            .args(flags.split_whitespace())
+            .arg(format!("-Wl,-rpath,{}", prefix.join("lib").display()))
+            .arg("-o")
+            .arg(&exe)
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run {cc}: {e}"));
+        assert!(
+            status.success(),
+            "{cc} $(pkg-config --cflags --libs a2a) failed"
+        );
+        exe
+    })
+}
+
 /// The misuse program, compiled once per test binary.
 fn misuse_program() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
@@ -124,9 +179,13 @@ fn run(mut cmd: Command, timeout: Duration) -> Output {
     }
 }
 
+/// The NAME the broker is found by: its socket is where `serve --socket
+/// main` puts it when `XDG_RUNTIME_DIR` is the test's directory.
+const NAME: &str = "main";
+
 /// A socket-only broker and the arguments the C program takes.
 fn broker(db: &TestDb) -> (a2a_testkit::BrokerProcess, String, String) {
-    let socket = socket_path_for(&db.path);
+    let socket = db.dir.path().join("a2a-broker").join("main.sock");
     let process = Spawn::new(&db.path)
         .socket(&socket)
         .no_stdio()
@@ -138,6 +197,17 @@ fn broker(db: &TestDb) -> (a2a_testkit::BrokerProcess, String, String) {
         socket.to_str().expect("utf-8 path").to_owned(),
         secret,
     )
+}
+
+/// `a2a_test` also connects by the broker's NAME with no secret given (the
+/// locator: the socket under `$XDG_RUNTIME_DIR/a2a-broker/`, the secret
+/// from the file beside it).
+fn by_name(cmd: &mut Command, db: &TestDb, program: &str) {
+    cmd.env("XDG_RUNTIME_DIR", db.dir.path())
+        .env_remove("A2A_BROKER_SECRET");
+    if program == "a2a_test" {
+        cmd.arg(NAME);
+    }
 }
 
 /// The program exited 0 after printing `<program>: all passed`, and no
@@ -169,6 +239,7 @@ fn run_plain(exe: &Path, program: &str) {
     let (_broker, socket, secret) = broker(&db);
     let mut cmd = Command::new(exe);
     cmd.arg(&socket).arg(&secret);
+    by_name(&mut cmd, &db, program);
     let out = run(cmd, Duration::from_secs(300));
     check(&out, program, program);
 }
@@ -209,13 +280,16 @@ fn run_valgrind(exe: &Path, program: &str) {
     .arg(exe)
     .arg(&socket)
     .arg(&secret);
+    by_name(&mut cmd, &db, program);
     let out = run(cmd, Duration::from_secs(900));
     check(&out, program, &format!("{program} under valgrind"));
 }
 
+/// Run plainly as built through pkg-config (the installed shared library);
+/// under Valgrind as linked to the static library.
 #[test]
-fn the_c_program_passes_against_a_real_broker() {
-    run_plain(c_program(), "a2a_test");
+fn the_c_program_built_by_pkg_config_passes_against_a_real_broker() {
+    run_plain(c_program_by_pkg_config(), "a2a_test");
 }
 
 #[test]

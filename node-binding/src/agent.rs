@@ -1,5 +1,5 @@
 //! `NativeAgent`: one registered agent and one method per `a2a.*` call
-//! (PROTOCOL.md §5). Each method submits the call (`*_async` of
+//! (docs/protocol.md §5 Methods). Each method submits the call (`*_async` of
 //! `a2a_client::Agent`) and returns a promise settled by the call's
 //! completion on the connection's reader thread (see `settle`): no thread
 //! waits for the broker.

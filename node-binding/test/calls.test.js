@@ -150,6 +150,43 @@ test('file parts carry binary bytes unchanged', async () => {
   await wrk.deregister()
 })
 
+test('onEvent sees every event while delegate and serve act on the same tasks', async () => {
+  const boss = await broker.register({ contextId: 'oe-boss', card: { name: 'oe-boss' } })
+  const coder = await broker.register({ contextId: 'oe-coder', card: { name: 'oe-coder' } })
+  const bossSaw = []
+  const coderSaw = []
+  boss.onEvent((ev) => bossSaw.push(ev))
+  coder.onEvent((ev) => coderSaw.push(ev))
+  const serving = coder.serve(async (task, turn) => {
+    await turn.progress('reading')
+    const answer = await turn.ask('which file?')
+    return `done with ${textOf(answer)}`
+  })
+  let t = await boss.delegate({ to: 'oe-coder', message: 'fix it', timeoutSeconds: 20 })
+  assert.equal(t.status.state, 'input-required')
+  t = await boss.delegate({ message: textMessage('lib.rs', { taskId: t.id }), timeoutSeconds: 20 })
+  assert.equal(t.status.state, 'completed')
+  const states = (evs) =>
+    evs
+      .filter((e) => e.method === 'a2a.task.event' && e.params.event.kind === 'status-update' && e.params.event.taskId === t.id)
+      .map((e) => e.params.event.status.state)
+  // The requester's callback hears each transition delegate waited on.
+  await deadline(
+    (async () => {
+      while (!states(bossSaw).includes('completed')) await new Promise((r) => setTimeout(r, 10))
+    })(),
+    5_000,
+    'the boss hears completed',
+  )
+  for (const s of ['working', 'input-required', 'completed']) assert.ok(states(bossSaw).includes(s), `boss saw ${s}: ${states(bossSaw)}`)
+  // The worker's callback hears the task arrive and its follow-up, which serve acted on.
+  assert.ok(states(coderSaw).includes('submitted'), `coder saw submitted: ${states(coderSaw)}`)
+  assert.ok(states(coderSaw).includes('working'), `coder saw the follow-up: ${states(coderSaw)}`)
+  await coder.deregister()
+  await deadline(serving, 5_000, 'serve stops on deregister')
+  await boss.deregister()
+})
+
 test('broadcast: one task per addressable peer', async () => {
   const ctx = 'bcast'
   const lead = await broker.register({ contextId: ctx, card: { name: 'caster', kind: 'parent' } })
@@ -255,7 +292,7 @@ test('eventRing is granted; events arrive through it', async () => {
   const { Broker } = require('..')
   const dir = tempDir()
   const b = await Broker.spawn({ db: path.join(dir, 'r.db'), socket: path.join(dir, 'r.sock'), eventRing: 1 << 20 })
-  // The broker grants the ring (PROTOCOL.md §1.3), and names it in the
+  // The broker grants the ring (docs/protocol.md §1 Framing, the event ring), and names it in the
   // handshake result; events then arrive through it.
   assert.equal(b.usesEventRing, true)
   assert.notEqual(b.handshake.eventRing, undefined)

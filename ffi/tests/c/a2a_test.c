@@ -2,7 +2,10 @@
  * The C ABI tested from C, against a real broker (spawned by the Rust
  * driver, tests/c_abi.rs, which passes its socket and secret):
  *
- *   a2a_test <socket> <secret>
+ *   a2a_test <socket> <secret> [NAME]
+
+ * (NAME: the same broker by the name it was started with; the driver sets
+ * XDG_RUNTIME_DIR so that the name leads to the socket.)
  *
  * - a task through its lifecycle between two agents, with events (a
  *   callback on the reader thread for the worker, a blocking drain for the
@@ -242,6 +245,7 @@ static a2a_event *drain_find(const a2a_agent *a, a2a_event_kind kind, const char
 
 static const char *g_socket;
 static const char *g_secret;
+static const char *g_name; /* the broker's NAME, found by the locator */
 
 static void bad_arguments_and_connect_errors(void) {
   a2a_client *sentinel = (a2a_client *)&g_socket, *c = sentinel;
@@ -260,9 +264,15 @@ static void bad_arguments_and_connect_errors(void) {
   OK(a2a_last_error_message(small, sizeof small, &m));
   CHECK(m == 7 && strlen(small) == 7 && strncmp(small, big, 7) == 0);
   EXPECT(a2a_last_error_message(NULL, 8, &m), A2A_STATUS_INVALID_ARGUMENT);
-  /* No socket there. */
-  EXPECT(a2a_client_new("/nonexistent/a2a.sock", g_secret, NULL, &c), A2A_STATUS_IO);
+  /* No broker there: A2A_STATUS_NO_BROKER naming the path, with a secret
+   * given or not (never blamed on the secret file that is not there). */
+  EXPECT(a2a_client_new("/nonexistent/a2a.sock", g_secret, NULL, &c), A2A_STATUS_NO_BROKER);
   CHECK(c == sentinel);
+  OK(a2a_last_error_message(big, sizeof big, &n));
+  CHECK(strcmp(big, "no broker is listening at /nonexistent/a2a.sock: start one with "
+                    "`a2a-broker serve --socket /nonexistent/a2a.sock`") == 0);
+  EXPECT(a2a_client_new("/nonexistent/a2a.sock", NULL, NULL, &c), A2A_STATUS_NO_BROKER);
+  CHECK(strcmp(a2a_status_name(A2A_STATUS_NO_BROKER), "no_broker") == 0);
   /* Frees accept NULL. */
   a2a_client_free(NULL);
   a2a_agent_free(NULL);
@@ -716,6 +726,28 @@ static void poll_loop(void) {
   printf("poll loop: free ran the 50 owed callbacks\n");
 }
 
+/* The broker found by its NAME (as `serve --socket NAME` placed it, under
+ * $XDG_RUNTIME_DIR/a2a-broker/), its secret read from the file beside the
+ * socket: socket NULL-secret connects as every other front end does. */
+static void connect_by_name(void) {
+  a2a_client *c = NULL;
+  OK(a2a_client_new(g_name, NULL, NULL, &c));
+  a2a_agent *a = NULL;
+  OK(a2a_client_register(c, "by-name", "named", NULL, A2A_DELIVERY_PUSH, &a));
+  a2a_agent_free(a);
+  a2a_client_free(c);
+  /* Another NAME: no broker, and the message says which path it meant. */
+  a2a_client *none = NULL;
+  EXPECT(a2a_client_new("no-such-broker", NULL, NULL, &none), A2A_STATUS_NO_BROKER);
+  CHECK(none == NULL);
+  char msg[512];
+  size_t n = 0;
+  OK(a2a_last_error_message(msg, sizeof msg, &n));
+  CHECK(strstr(msg, "/a2a-broker/no-such-broker.sock (from no-such-broker): start one with "
+                    "`a2a-broker serve --socket no-such-broker`") != NULL);
+  printf("by name: connected to %s with the secret beside its socket\n", g_name);
+}
+
 /* Thread mode: free with calls in flight waits for their callbacks. */
 static void free_in_flight_thread_mode(void) {
   a2a_client *c = NULL;
@@ -736,17 +768,19 @@ static void free_in_flight_thread_mode(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s <socket> <secret>\n", argv[0]);
+  if (argc != 3 && argc != 4) {
+    fprintf(stderr, "usage: %s <socket> <secret> [NAME]\n", argv[0]);
     return 2;
   }
   g_socket = argv[1];
   g_secret = argv[2];
+  g_name = argc == 4 ? argv[3] : NULL;
   alarm(600);
   bad_arguments_and_connect_errors();
   lifecycle();
   poll_loop();
   free_in_flight_thread_mode();
+  if (g_name) connect_by_name();
   printf("a2a_test: all passed\n");
   return 0;
 }
