@@ -759,16 +759,20 @@ fn a_consumer_that_reads_a_full_ring_hands_room_back_as_it_goes() {
     let mut payload = vec![0u8; RECORD];
     let (mut injected, mut seen) = (0u64, 0u64);
     // The broker: routing stages and publishes each event as it comes.
-    let mut keep_pace = |publisher: &mut Publisher<Arc<LocalMemory>>, injected: &mut u64, seen: u64| {
-        while *injected < EVENTS && *injected - seen < DEPTH {
-            payload[..8].copy_from_slice(&injected.to_le_bytes());
-            publisher.stage(&payload).unwrap();
-            publisher.commit();
-            *injected += 1;
-        }
-    };
+    let mut keep_pace =
+        |publisher: &mut Publisher<Arc<LocalMemory>>, injected: &mut u64, seen: u64| {
+            while *injected < EVENTS && *injected - seen < DEPTH {
+                payload[..8].copy_from_slice(&injected.to_le_bytes());
+                publisher.stage(&payload).unwrap();
+                publisher.commit();
+                *injected += 1;
+            }
+        };
     keep_pace(&mut publisher, &mut injected, seen);
-    assert!(publisher.has_backlog(), "the depth is more than the ring holds");
+    assert!(
+        publisher.has_backlog(),
+        "the depth is more than the ring holds"
+    );
     while seen < EVENTS {
         let drained = consumer
             .drain(usize::MAX, |r| match r {
