@@ -453,9 +453,10 @@ impl<M: RingMemory> Consumer<M> {
             // the producer's `store waiting; fence(SeqCst); load tail`
             // (producer.rs, `arm_space_signal`): either we see its ticket
             // here, or it sees the tail stored above and does not wait.
-            // One fence per release, and a release covers a whole drain, not
-            // a record; the signal itself (a read-modify-write and a system
-            // call) only when a producer waits.
+            // One fence per release, and a release covers up to a quarter
+            // of the ring (`drain`), not a record; the signal itself (a
+            // read-modify-write and a system call) only when a producer
+            // waits.
             fence(Ordering::SeqCst);
             let ticket = header.waiting.0.load(Ordering::Relaxed);
             if ticket != 0 && ticket != self.last_signalled {
