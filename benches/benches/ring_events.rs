@@ -12,7 +12,9 @@
 //! a stream kept 1,024 deep; latency p50/p99 with the consumer active (an
 //! event every 20 µs, cross-core) and sparse (every 200 µs, sleep-paced);
 //! and system calls per event on the delivery side: the ring producer's
-//! futex wake-ups, the socket path's write calls.
+//! futex wake-ups, the socket path's write calls; and the events the broker
+//! dropped over the row's rounds (its `a2a.lagged` counts: a stream kept
+//! 1,024 deep should lose none).
 //!
 //! Part 2, through the writer (unpinned): a worker's `a2a.tasks.status`
 //! calls, so each event also pays its call and its commit: events/s of a
@@ -267,6 +269,9 @@ struct Receiver {
     _req: Agent,
     inject: EventInjector,
     seen: Arc<AtomicUsize>,
+    /// Events the broker dropped (its `a2a.lagged` counts), also counted
+    /// in `seen`: a drop shows in the table instead of stalling the run.
+    dropped: Arc<AtomicUsize>,
     lat: Arc<Mutex<Vec<Duration>>>,
     template: TaskEventParams,
 }
@@ -283,17 +288,26 @@ fn receiver(sb: &SocketBroker, ring: bool, k: usize, size: usize) -> Receiver {
         .register(&ctx, agent_card("rx"), Delivery::Push)
         .expect("register");
     let inject = EventInjector::for_agent(&sb.broker, req.id()).expect("a push agent");
-    let (seen, lat) = (
+    let (seen, dropped, lat) = (
+        Arc::new(AtomicUsize::new(0)),
         Arc::new(AtomicUsize::new(0)),
         Arc::new(Mutex::new(Vec::new())),
     );
-    let (s, l) = (seen.clone(), lat.clone());
+    let (s, d, l) = (seen.clone(), dropped.clone(), lat.clone());
     req.set_event_handler(Some(Box::new(move |_, ev| {
         let now = base().elapsed();
         if let Some(sent) = sent_at(&ev) {
             l.lock().push(now.saturating_sub(sent));
         }
-        s.fetch_add(1, Ordering::Release);
+        // A lag notification stands for the events it reports dropped.
+        let n = match &ev {
+            Notification::Lagged(p) => {
+                d.fetch_add(p.dropped as usize, Ordering::Relaxed);
+                p.dropped as usize
+            }
+            _ => 1,
+        };
+        s.fetch_add(n, Ordering::Release);
     })));
     let text = "x".repeat(size);
     let template = TaskEventParams {
@@ -321,6 +335,7 @@ fn receiver(sb: &SocketBroker, ring: bool, k: usize, size: usize) -> Receiver {
         _req: req,
         inject,
         seen,
+        dropped,
         lat,
         template,
     }
@@ -395,6 +410,8 @@ struct Figures {
     sparse: (Duration, Duration),
     /// Ring: futex wake-ups per event; socket: write calls per event.
     syscalls: f64,
+    /// Events the broker dropped in the round (`a2a.lagged`).
+    dropped: usize,
     /// Events per ring publish (ring) or per write call (socket).
     per_batch: f64,
 }
@@ -423,6 +440,7 @@ fn measure(sb: &SocketBroker, ring: bool, k: usize, size: usize, cpus: (usize, u
     // An active consumer spins on its own core: cross-core only.
     let active = (cpus.0 != cpus.1).then(|| rx.latency(ACTIVE_EVENTS, ACTIVE_GAP));
     let sparse = rx.latency(SPARSE_EVENTS, SPARSE_GAP);
+    let dropped = rx.dropped.load(Ordering::Relaxed);
     drop(rx.client);
     Figures {
         rate,
@@ -430,6 +448,7 @@ fn measure(sb: &SocketBroker, ring: bool, k: usize, size: usize, cpus: (usize, u
         sparse,
         syscalls,
         per_batch,
+        dropped,
     }
 }
 
@@ -451,8 +470,8 @@ fn delivery(sb: &SocketBroker) {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
     }
     println!("\nPart 1, delivery (routing -> client handler), pinned; {ROUNDS} alternating rounds, median\n");
-    println!("| placement | event text | events/s ring | events/s socket | ring/socket | p50 active ring | p50 active socket | socket/ring | p99 active ring | p99 active socket | p50 sparse ring | p50 sparse socket | socket/ring | p99 sparse ring | p99 sparse socket | ring wakes/event | socket writes/event | events per ring publish | events per socket write |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| placement | event text | events/s ring | events/s socket | ring/socket | p50 active ring | p50 active socket | socket/ring | p99 active ring | p99 active socket | p50 sparse ring | p50 sparse socket | socket/ring | p99 sparse ring | p99 sparse socket | ring wakes/event | socket writes/event | events per ring publish | events per socket write | events dropped ring, socket |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut k = 0;
     for &(placement, bcpu, ccpu) in pin::placements() {
         for size in [64usize, 512, 4096] {
@@ -488,7 +507,7 @@ fn delivery(sb: &SocketBroker) {
                 "-".into()
             };
             println!(
-                "| {placement} | {size} B | {:.0} | {:.0} | {:.2}x | {} | {} | {act_ratio} | {} | {} | {} | {} | {:.1}x | {} | {} | {:.4} | {:.4} | {:.1} | {:.1} |",
+                "| {placement} | {size} B | {:.0} | {:.0} | {:.2}x | {} | {} | {act_ratio} | {} | {} | {} | {} | {:.1}x | {} | {} | {:.4} | {:.4} | {:.1} | {:.1} | {}, {} |",
                 median_by(&ring, |f| f.rate),
                 median_by(&sock, |f| f.rate),
                 ratio(&|i| ring[i].rate / sock[i].rate),
@@ -505,6 +524,8 @@ fn delivery(sb: &SocketBroker) {
                 median_by(&sock, |f| f.syscalls),
                 median_by(&ring, |f| f.per_batch),
                 median_by(&sock, |f| f.per_batch),
+                ring.iter().map(|f| f.dropped).sum::<usize>(),
+                sock.iter().map(|f| f.dropped).sum::<usize>(),
             );
         }
     }

@@ -1,5 +1,5 @@
-//! The consumer side of the shared-memory event ring (PROTOCOL.md §1.3):
-//! when the broker grants the ring asked for with
+//! The consumer side of the shared-memory event ring (docs/protocol.md §1
+//! Framing): when the broker grants the ring asked for with
 //! `ClientOptions::event_ring_bytes`, the notifications of this
 //! connection's push agents arrive there instead of on the socket, and one
 //! thread of the client ("a2a-client-ring") hands them to the same demux
@@ -17,9 +17,10 @@
 //! wakes only for a record, or every `CLOSE_CHECK` to see whether the
 //! connection ended (a wake-up a few times a second, nothing else).
 //!
-//! Corruption is never silent (PROTOCOL.md §1.3). A ring the consumer finds
-//! corrupt (an impossible index, a malformed record header: `RingError`),
-//! or a record that is not a notification frame, ends the ring: its later
+//! Corruption is never silent (docs/protocol.md §1 Framing, the event
+//! ring). A ring the consumer finds corrupt (an impossible index, a
+//! malformed record header: `RingError`), or a record that is not a
+//! notification frame, ends the ring: its later
 //! events could never arrive, and the protocol has no call to move a
 //! connection's events back to the socket. So the thread closes the
 //! connection with [`CloseReason::EventRing`] saying why: every waiting

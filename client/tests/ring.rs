@@ -1,5 +1,5 @@
-//! The shared-memory event ring (PROTOCOL.md §1.3) through the real broker:
-//! granted in the handshake, events arrive through it the same way as over
+//! The shared-memory event ring (docs/protocol.md §1 Framing) through the
+//! real broker: granted in the handshake, events arrive through it the same way as over
 //! the socket, the segment is owner-only and goes with its connection (and
 //! after a crash, at the next start), and a client that stops reading its
 //! ring loses events only past the bound, with exact lag accounting, while
@@ -331,8 +331,8 @@ fn a_parked_blocking_send_does_not_keep_a_closed_connections_segment() {
 
 /// A process of the same user writes a malformed record into a live ring
 /// (as a rogue producer: a record of an unknown kind, and `head` moved past
-/// it). The client never stalls silently (PROTOCOL.md §1.3): its ring
-/// thread finds the record, and the connection closes with
+/// it). The client never stalls silently (docs/protocol.md §1 Framing): its
+/// ring thread finds the record, and the connection closes with
 /// `CloseReason::EventRing` naming the ring and the fault, which the
 /// agent's `wait` returns at once, every later call returns, and
 /// `close_reason` reports. The broker serves the others on.

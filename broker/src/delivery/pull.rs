@@ -112,8 +112,9 @@ impl PullQueue {
             })));
             st.dropped = 0;
         }
-        // The answer must fit one outgoing frame (§1.1): past the budget,
-        // the rest waits for the next `events.wait` (nothing is dropped).
+        // The answer must fit one outgoing frame (docs/protocol.md §1
+        // Framing): past the budget, the rest waits for the next
+        // `events.wait` (nothing is dropped).
         let mut budget = EVENTS_REPLY_BUDGET;
         for n in &st.events {
             let size = json_len(n);

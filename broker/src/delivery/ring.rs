@@ -1,13 +1,14 @@
-//! The shared-memory event ring (PROTOCOL.md §1.3), producer side: a local
-//! socket connection that asks for one in its handshake gets a segment
-//! (owner-only, named in the handshake result), and from then on the
-//! notifications of its push agents go there instead of on the socket;
+//! The shared-memory event ring (docs/protocol.md §1 Framing), producer
+//! side: a local socket connection that asks for one in its handshake gets
+//! a segment (owner-only, named in the handshake result), and from then on
+//! the notifications of its push agents go there instead of on the socket;
 //! requests and responses stay on the socket.
 //!
-//! A ring is granted only when the broker can back it (§1.3): every page of
-//! the segment is allocated at creation (`posix_fallocate`: a full
-//! `/dev/shm` then refuses the ring instead of killing the broker with
-//! SIGBUS on a later write), and all rings together stay within
+//! A ring is granted only when the broker can back it (docs/protocol.md §1
+//! Framing, the event ring): every page of the segment is allocated at
+//! creation (`posix_fallocate`: a full `/dev/shm` then refuses the ring
+//! instead of killing the broker with SIGBUS on a later write), and all
+//! rings together stay within
 //! [`RingBudget`]. A declined ring leaves `eventRing` out of the handshake
 //! result and the connection's events go over the socket.
 //!
@@ -234,7 +235,8 @@ impl RingSlot {
         };
         r.frame.clear();
         // Encoding into memory fails only past bincode's own limits; such
-        // an event takes the socket's path, which bounds it (§1.1).
+        // an event takes the socket's path, which bounds it
+        // (docs/protocol.md §1 Framing).
         if encode_frame(&(index::NOTIFICATION, n), &mut r.frame).is_err() {
             return Staged::Socket;
         }
