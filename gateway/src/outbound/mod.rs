@@ -28,8 +28,8 @@ pub mod sse;
 pub mod translate;
 
 use crate::store::Store;
-pub use bridge::SettleOptions;
 use bridge::Stop;
+pub use bridge::{SettleOptions, NOTICE_KEY, NOTICE_REACHABLE, NOTICE_UNREACHABLE};
 pub use rpc::{RemoteError, RpcOptions};
 
 use a2a_client::{Client, ClientError, Delivery};
