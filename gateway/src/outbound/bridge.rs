@@ -583,6 +583,7 @@ impl TaskActor {
                 }
                 Cmd::Resume { state } => {
                     self.state = state;
+                    self.seed_from_broker().await;
                     if let Some((t, c)) = self
                         .shared
                         .store
@@ -635,6 +636,23 @@ impl TaskActor {
     async fn cancel_and_finish(&mut self, reason: Option<&str>) {
         if self.cancel_remote(reason).await {
             self.finish();
+        }
+    }
+
+    /// A resumed task: what an earlier bridge reflected already (its
+    /// messages and artifacts, as the broker task holds them) is not
+    /// reflected again when the remote's snapshot repeats it, so the two
+    /// hosts' histories stay equal across a restart.
+    async fn seed_from_broker(&mut self) {
+        let id = self.task_id.clone();
+        match broker(self.shared.agent.get_task_async(&id, None)).await {
+            Ok(t) => {
+                self.messages
+                    .extend(t.history.iter().map(|m| m.message_id.clone()));
+                self.artifacts
+                    .extend(t.artifacts.iter().map(|a| a.artifact_id.clone()));
+            }
+            Err(e) => tracing::warn!(task = %id, error = %e, "reading a resumed task failed"),
         }
     }
 
