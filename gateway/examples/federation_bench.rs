@@ -36,17 +36,48 @@ use std::time::{Duration, Instant};
 enum Mode {
     Local,
     Federated,
+    /// Phase 1 only: `SendMessage` (blocking) straight to A's gateway in a
+    /// reused context, the HTTP half of the chain alone.
+    Http,
 }
 
 const MODES: [Mode; 2] = [Mode::Local, Mode::Federated];
+const PHASE1: [Mode; 3] = [Mode::Local, Mode::Federated, Mode::Http];
 
 impl Mode {
     fn name(self) -> &'static str {
         match self {
             Mode::Local => "local",
             Mode::Federated => "federated",
+            Mode::Http => "http-to-A",
         }
     }
+}
+
+/// `SendMessage` to A's gateway over one kept-alive connection, in a
+/// context renewed before the broker's send bound.
+async fn http_send(http: &reqwest::Client, url: &str, n: &mut u64) -> Duration {
+    *n += 1;
+    let ctx = format!("bench-http-{}", *n / 190);
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"messageId": format!("m-{n}"), "role": "ROLE_USER", "parts": [{"text": "bench"}], "contextId": ctx}}});
+    let t = Instant::now();
+    let r: Value = http
+        .post(url)
+        .header("a2a-version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .expect("post")
+        .json()
+        .await
+        .expect("json");
+    let d = t.elapsed();
+    assert_eq!(
+        r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{r}"
+    );
+    d
 }
 
 struct Args {
@@ -241,20 +272,24 @@ async fn main() {
     let connect = |b: &tck::BrokerChild| Client::connect(&b.socket, &b.secret).expect("connect");
     let mut local = Requester::new(connect(&broker_a), worker.id()).await;
     let mut fed = Requester::new(connect(&broker_b), worker.id()).await;
+    let http = reqwest::Client::builder().no_proxy().build().expect("http");
+    let mut http_n = 0u64;
 
     // Warm-up (connections, contexts, caches).
     for _ in 0..30 {
         local.send().await;
         fed.send().await;
+        http_send(&http, &url, &mut http_n).await;
     }
     // Phase 1: paired round trips, order alternated each round.
-    let mut lat: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
+    let mut lat: [Vec<Duration>; 3] = [Vec::new(), Vec::new(), Vec::new()];
     for i in 0..a.rounds {
-        for k in 0..2 {
-            let mode = MODES[(i + k) % 2];
+        for k in 0..3 {
+            let mode = PHASE1[(i + k) % 3];
             let d = match mode {
                 Mode::Local => local.send().await,
                 Mode::Federated => fed.send().await,
+                Mode::Http => http_send(&http, &url, &mut http_n).await,
             };
             lat[mode as usize].push(d);
         }
@@ -272,7 +307,7 @@ async fn main() {
             s
         })
         .collect();
-    for m in MODES {
+    for m in PHASE1 {
         let s = &sorted[m as usize];
         let mean = s.iter().map(Duration::as_secs_f64).sum::<f64>() / s.len() as f64;
         println!(

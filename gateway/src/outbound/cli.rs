@@ -177,21 +177,21 @@ impl ServedRemotes {
         urls: Vec<String>,
         bearer_env: Option<&str>,
         store: Store,
-    ) -> Result<ServedRemotes, RemoteAddError> {
+    ) -> Result<ServedRemotes, Box<RemoteAddError>> {
         let options = ClientOptions {
             client_name: "a2a-gateway".into(),
             ..ClientOptions::default()
         };
         let client = Client::connect_with(socket, secret, options).map_err(|source| {
-            RemoteAddError::Connect {
+            Box::new(RemoteAddError::Connect {
                 socket: socket.display().to_string(),
                 source,
-            }
+            })
         })?;
         let bearer = match bearer_env {
             Some(var) => match std::env::var(var) {
                 Ok(v) if !v.is_empty() => Some(v),
-                _ => return Err(RemoteAddError::BearerEnv(var.to_owned())),
+                _ => return Err(Box::new(RemoteAddError::BearerEnv(var.to_owned()))),
             },
             None => None,
         };

@@ -75,7 +75,7 @@ impl RemoteError {
     pub fn is_unreachable(&self) -> bool {
         match self {
             RemoteError::Connect(_) | RemoteError::Http(_) => true,
-            RemoteError::Status(s) => matches!(s, 502 | 503 | 504),
+            RemoteError::Status(s) => matches!(s, 502..=504),
             _ => false,
         }
     }
