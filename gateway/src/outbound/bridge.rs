@@ -889,17 +889,20 @@ impl TaskActor {
                     }
                     self.remote_task = Some(task_id);
                     if let Some(c) = context_id {
-                        if self.remote_context.as_deref() != Some(c.as_str()) {
+                        // Recorded once per conversation, not once per task
+                        // (a commit on every round trip's path otherwise).
+                        let known = self
+                            .shared
+                            .contexts
+                            .lock()
+                            .insert(self.context_id.clone(), c.clone());
+                        if known.as_deref() != Some(c.as_str()) {
                             self.shared.store.put_remote_context(
                                 &self.shared.key,
                                 &self.context_id,
                                 &c,
                             );
                         }
-                        self.shared
-                            .contexts
-                            .lock()
-                            .insert(self.context_id.clone(), c.clone());
                         self.remote_context = Some(c);
                     }
                 }
