@@ -587,7 +587,9 @@ async fn restart(a: &mut Host, b: &mut Host, signal: &str, tag: &str) {
     let from_a = format!("slow from {tag}");
     let t_into = slow(b, a, &into_a).await;
     let t_from = slow(a, b, &from_a).await;
+    let stopping = Instant::now();
     a.stop_gateway(signal);
+    eprintln!("{tag}: the gateway exited in {:?}", stopping.elapsed());
     let waited = until_notice(b, &t_into, a2a_gateway::outbound::NOTICE_UNREACHABLE, true).await;
     assert!(
         waited <= a2a_gateway::limits::REMOTE_UNREACHABLE_AFTER + Duration::from_secs(3),
@@ -598,10 +600,15 @@ async fn restart(a: &mut Host, b: &mut Host, signal: &str, tag: &str) {
     b.coder.finish(&from_a).await;
     assert_eq!(get(&b.planner, &t_into).await.status.state, State::Working);
     a.start_gateway();
+    let back = Instant::now();
     let done = until_state(&b.planner, &t_into, &[State::Completed, State::Failed]).await;
     assert_eq!(done.status.state, State::Completed, "{:?}", view(&done));
     let done = until_state(&a.planner, &t_from, &[State::Completed, State::Failed]).await;
     assert_eq!(done.status.state, State::Completed, "{:?}", view(&done));
+    eprintln!(
+        "{tag}: both tasks completed {:?} after the gateway came back",
+        back.elapsed()
+    );
     until_notice(b, &t_into, a2a_gateway::outbound::NOTICE_REACHABLE, false).await;
     same_on_both(b, &t_into, a, &into_a).await;
     same_on_both(a, &t_from, b, &from_a).await;
@@ -665,13 +672,19 @@ async fn two_hosts_cooperate_through_their_gateways() {
     a.until_bridged().await;
     b.until_bridged().await;
 
+    eprintln!("two hosts up: {:?}", started.elapsed());
+
     tokio::join!(exchanges(&b, &a, "b2a"), exchanges(&a, &b, "a2b"));
+    eprintln!("exchanges: {:?}", started.elapsed());
     tokio::join!(concurrent(&b, &a, "b2a"), concurrent(&a, &b, "a2b"));
+    eprintln!("16 at once: {:?}", started.elapsed());
     let talk = long_conversation(&b, &a).await;
     eprintln!("1,000 messages in one conversation: {talk:?}");
 
     restart(&mut a, &mut b, "KILL", "a-killed").await;
+    eprintln!("A's gateway killed and back: {:?}", started.elapsed());
     restart(&mut b, &mut a, "TERM", "b-stopped").await;
+    eprintln!("B's gateway stopped and back: {:?}", started.elapsed());
 
     nothing_hanging([&a, &b]).await;
     eprintln!("federation test: {:?}", started.elapsed());

@@ -16,6 +16,17 @@
 //! sends a recorded message again, and cancels the remote side of tasks the
 //! broker ended meanwhile.
 //!
+//! An unreachable remote (calls failing without a word about the task for
+//! `limits::REMOTE_UNREACHABLE_AFTER`) is reported on each task waiting on
+//! it by a `working` status message marked `metadata.a2aGatewayNotice`
+//! ([`NOTICE_KEY`]); the task keeps its state and is polled, and takes the
+//! remote's real state when it answers again (after a second notice).
+//! Cancels are retried while it is unreachable, and owed ones stay
+//! recorded for the next start. The remote's echo of the requester's own
+//! message is never reflected (`translate::is_user_message`), and a
+//! cancel's reason crosses as `CancelTask` `metadata.reason`: both hosts
+//! hold one history.
+//!
 //! Architecture invariant: a broker task has at most one actor, and only
 //! that actor calls the broker about it, so the reflected states of one
 //! task follow the remote's order. The bridge loop never awaits a remote:
@@ -546,6 +557,9 @@ struct TaskActor {
     failing_since: Option<Instant>,
     /// Whether the requester was told the remote is unreachable.
     told_unreachable: bool,
+    /// A cancel of the remote task that never reached it: the records stay
+    /// for the bridge's next start, which cancels it then.
+    cancel_pending: bool,
 }
 
 impl TaskActor {
@@ -563,6 +577,7 @@ impl TaskActor {
             forwarded: HashSet::new(),
             failing_since: None,
             told_unreachable: false,
+            cancel_pending: false,
         }
     }
 
@@ -634,9 +649,8 @@ impl TaskActor {
     /// and the records go once the remote answered; if it never did, they
     /// stay for the bridge's next start, which cancels it then.
     async fn cancel_and_finish(&mut self, reason: Option<&str>) {
-        if self.cancel_remote(reason).await {
-            self.finish();
-        }
+        self.cancel_pending = !self.cancel_remote(reason).await;
+        self.finish();
     }
 
     /// A resumed task: what an earlier bridge reflected already (its
@@ -656,8 +670,12 @@ impl TaskActor {
         }
     }
 
-    /// The task is over here: its records go.
+    /// The task is over here: its records go (unless a cancel of its
+    /// remote task is still owed).
     fn finish(&self) {
+        if self.cancel_pending {
+            return;
+        }
         self.shared
             .store
             .forget_remote_task(&self.shared.key, &self.task_id);
@@ -832,7 +850,8 @@ impl TaskActor {
                     settle.timeout.as_secs()
                 ))
                 .await;
-                self.cancel_remote(Some("the requester's gateway gave up waiting"))
+                self.cancel_pending = !self
+                    .cancel_remote(Some("the requester's gateway gave up waiting"))
                     .await;
                 return;
             }
