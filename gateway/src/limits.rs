@@ -59,6 +59,10 @@ pub const REMOTE_UNREACHABLE_AFTER: Duration = Duration::from_secs(5);
 /// a host that stopped answering counts as failed after this, not after
 /// the long bound of a blocking send.
 pub const REMOTE_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// While a remote is unreachable, its card is fetched this often (one fetch
+/// per remote, however many tasks wait on it), so its tasks resume within
+/// about this long of its return.
+pub const REMOTE_PROBE_EVERY: Duration = Duration::from_secs(1);
 /// An event stream from a remote silent this long is given up and its task
 /// polled instead (`a2a-gateway serve` writes a keep-alive every 15 s, so
 /// three missed ones).

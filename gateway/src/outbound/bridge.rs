@@ -37,7 +37,9 @@ use super::rpc::{CardFetch, RemoteError, RemoteRpc};
 use super::translate::{
     artifact_from_v1, message_from_v1, reflect, send_params, status_steps, Reflect,
 };
-use crate::limits::{REMOTE_CANCEL_RETRY, REMOTE_PROBE_TIMEOUT, REMOTE_UNREACHABLE_AFTER};
+use crate::limits::{
+    REMOTE_CANCEL_RETRY, REMOTE_PROBE_EVERY, REMOTE_PROBE_TIMEOUT, REMOTE_UNREACHABLE_AFTER,
+};
 use crate::store::Store;
 use a2a_client::proto::limits::A2A_MAX_ID_BYTES;
 use a2a_client::proto::types::{Object, Part, Role, StreamEvent, TaskEventParams};
@@ -96,6 +98,10 @@ pub(crate) struct Shared {
     pub card: RwLock<CachedCard>,
     /// When a failure last made the card be fetched (the debounce).
     pub failure_refresh: Mutex<Option<Instant>>,
+    /// When the remote last answered a card fetch: tasks waiting on an
+    /// unreachable remote resume as soon as this moves past their first
+    /// failure.
+    pub last_answer: Mutex<Option<Instant>>,
     /// Broker context id -> the remote context id its first task got, so
     /// that one local conversation stays one remote context.
     pub contexts: Mutex<HashMap<String, String>>,
@@ -139,7 +145,11 @@ impl Shared {
     /// fetched next. A failed fetch keeps the card in use.
     pub async fn refresh_card(&self) -> Duration {
         let cached = self.card.read().clone();
-        match self.rpc.fetch_card(&self.base_url, Some(&cached)).await {
+        let fetched = self.rpc.fetch_card(&self.base_url, Some(&cached)).await;
+        if fetched.is_ok() {
+            *self.last_answer.lock() = Some(Instant::now());
+        }
+        match fetched {
             Ok(CardFetch::NotModified(after)) => after,
             Ok(CardFetch::Fresh(fresh)) => {
                 if fresh.card.name != cached.card.name {
@@ -753,7 +763,7 @@ impl TaskActor {
                 Err((e, false)) if e.nothing_was_done() && Instant::now() < deadline => {
                     self.shared.refresh_after_failure().await;
                     self.unreachable(&e).await;
-                    tokio::time::sleep(self.retry_wait(interval)).await;
+                    self.pause(self.retry_wait(interval)).await;
                     interval = (interval * 2).min(settle.poll_max);
                 }
                 other => break other,
@@ -855,7 +865,7 @@ impl TaskActor {
                     .await;
                 return;
             }
-            tokio::time::sleep(self.retry_wait(interval)).await;
+            self.pause(self.retry_wait(interval)).await;
             interval = (interval * 2).min(settle.poll_max);
             let (endpoint, _) = self.shared.endpoint();
             match self
@@ -1100,6 +1110,30 @@ impl TaskActor {
                 interval.min(left).max(Duration::from_millis(10))
             }
             _ => interval,
+        }
+    }
+
+    /// Waits `wait` before the next try. While the remote is failing, its
+    /// card is fetched meanwhile every [`REMOTE_PROBE_EVERY`] (one fetch per
+    /// remote however many tasks wait: the refresh is debounced), and the
+    /// wait ends as soon as the remote answers, so a task resumes within
+    /// about that long of the remote's return, not a poll interval later.
+    async fn pause(&self, wait: Duration) {
+        let Some(since) = self.failing_since else {
+            tokio::time::sleep(wait).await;
+            return;
+        };
+        let end = Instant::now() + wait;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            tokio::time::sleep(left.min(REMOTE_PROBE_EVERY)).await;
+            self.shared.refresh_after_failure().await;
+            if self.shared.last_answer.lock().is_some_and(|t| t > since) {
+                return;
+            }
         }
     }
 

@@ -232,6 +232,7 @@ pub async fn add_remote(
         base_url: spec.url.clone(),
         card: RwLock::new(cached),
         failure_refresh: Mutex::new(None),
+        last_answer: Mutex::new(None),
         contexts: Mutex::new(HashMap::new()),
         settle: opts.settle.clone(),
         gone,
