@@ -609,6 +609,13 @@ async fn restart(a: &mut Host, b: &mut Host, signal: &str, tag: &str) {
         "{tag}: both tasks completed {:?} after the gateway came back",
         back.elapsed()
     );
+    // Resumed within about REMOTE_PROBE_EVERY of the return, not a poll
+    // interval later (slack for a loaded machine).
+    assert!(
+        back.elapsed() <= a2a_gateway::limits::REMOTE_PROBE_EVERY + Duration::from_secs(5),
+        "resumed {:?} after the gateway came back",
+        back.elapsed()
+    );
     until_notice(b, &t_into, a2a_gateway::outbound::NOTICE_REACHABLE, false).await;
     same_on_both(b, &t_into, a, &into_a).await;
     same_on_both(a, &t_from, b, &from_a).await;
