@@ -861,10 +861,26 @@ impl Core {
         agent: &str,
         id: &str,
     ) -> Result<Task, GatewayError> {
+        self.cancel_with_reason(identity, agent, id, None).await
+    }
+
+    /// `CancelTask` with a reason (`metadata.reason`, as another gateway's
+    /// bridge sends its requester's): the text of the broker cancel's
+    /// message, so the task's history holds it on both hosts (issue 28).
+    pub async fn cancel_with_reason(
+        &self,
+        identity: &str,
+        agent: &str,
+        id: &str,
+        reason: Option<&str>,
+    ) -> Result<Task, GatewayError> {
         let ctx = self.task_context(identity, agent, id).await?;
+        let message = reason
+            .filter(|r| !r.is_empty())
+            .map(a2a_client::text_message);
         let pending = ctx
             .agent
-            .cancel_async(id, None)
+            .cancel_async(id, message)
             .map_err(|e| GatewayError::from_client(&e, Op::Cancel, id))?;
         self.published(&ctx, pending, true)
             .await

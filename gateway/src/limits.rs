@@ -46,3 +46,28 @@ pub const BODY_BUDGET_KIB: usize = 32 << 10;
 /// small call never queues behind large bodies); they are bounded by the
 /// connection cap instead (`MAX_CONNECTIONS` x this = 32 MiB).
 pub const SMALL_BODY_BYTES: usize = 64 << 10;
+
+/// Outbound (`remote add`, `serve --remote`): a remote agent whose calls
+/// have failed (no connection, no answer, or a 502/503) for this long is
+/// unreachable: every task waiting on it gets a status message saying so
+/// (its state kept), and another when the remote answers again, at which
+/// point the task takes the remote's real state. Detection bound: this,
+/// after the first failed call (a broken event stream fails at once; a
+/// silent one after [`REMOTE_STREAM_IDLE`]).
+pub const REMOTE_UNREACHABLE_AFTER: Duration = Duration::from_secs(5);
+/// Bound of one probe of a remote (`GetTask` while polling, `CancelTask`):
+/// a host that stopped answering counts as failed after this, not after
+/// the long bound of a blocking send.
+pub const REMOTE_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// While a remote is unreachable, its card is fetched this often (one fetch
+/// per remote, however many tasks wait on it), so its tasks resume within
+/// about this long of its return.
+pub const REMOTE_PROBE_EVERY: Duration = Duration::from_secs(1);
+/// An event stream from a remote silent this long is given up and its task
+/// polled instead (`a2a-gateway serve` writes a keep-alive every 15 s, so
+/// three missed ones).
+pub const REMOTE_STREAM_IDLE: Duration = Duration::from_secs(45);
+/// How long a cancel that cannot reach the remote (unreachable) is retried
+/// by the running bridge; past it the record stays in the state file and
+/// the next start of the bridge cancels the remote task.
+pub const REMOTE_CANCEL_RETRY: Duration = Duration::from_secs(600);

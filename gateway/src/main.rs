@@ -84,6 +84,16 @@ enum Cmd {
         /// or need input, in seconds (0: without bound).
         #[arg(long, default_value_t = 300)]
         reply_timeout: u64,
+        /// A remote A2A agent to bridge into the broker as well, as
+        /// `remote add` does, on the same state file (repeatable): one
+        /// process per host both serves and bridges. A remote not up yet
+        /// is tried again every second.
+        #[arg(long = "remote", value_name = "URL")]
+        remotes: Vec<String>,
+        /// With --remote: the environment variable holding the bearer
+        /// token the remotes require.
+        #[arg(long)]
+        remote_bearer_env: Option<String>,
     },
     /// Start a broker on a temporary database with the TCK's SUT agent and
     /// serve it (streaming and push notifications declared; loopback
@@ -169,6 +179,8 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
             kind,
             state,
             reply_timeout,
+            remotes,
+            remote_bearer_env,
         } => {
             let mut specs = tokens;
             if let Some(f) = token_file {
@@ -207,9 +219,24 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
                 Kind::Subagent => AgentKind::Subagent,
                 Kind::Parent => AgentKind::Parent,
             };
+            let bridge_to = (opts.socket.clone(), opts.secret.clone());
             let running = server::start(opts).await?;
+            let bridged = if remotes.is_empty() {
+                None
+            } else {
+                Some(a2a_gateway::outbound::cli::ServedRemotes::start(
+                    &bridge_to.0,
+                    &bridge_to.1,
+                    remotes,
+                    remote_bearer_env.as_deref(),
+                    running.core.store().clone(),
+                )?)
+            };
             ready_line(running.addr);
             wait_for_signal().await;
+            if let Some(b) = bridged {
+                b.suspend().await;
+            }
             running.stop().await;
             Ok(())
         }

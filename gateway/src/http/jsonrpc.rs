@@ -193,7 +193,10 @@ pub async fn handle(
         },
         "CancelTask" => match parse::<v1::TaskIdRequest>(&params) {
             Err(e) => Err(e),
-            Ok(req) => match core.cancel(&identity, &agent, &req.id).await {
+            Ok(req) => match core
+                .cancel_with_reason(&identity, &agent, &req.id, cancel_reason(&params))
+                .await
+            {
                 Err(e) => Err(e),
                 Ok(t) => to_value(&core::render(&t, TaskView::FULL)).map(|v| (v, Some(req.id))),
             },
@@ -354,6 +357,12 @@ async fn push_create(
     let checked = app.core.pusher.check(&cfg)?;
     let stored = app.core.pusher.store(identity, &task_id, checked)?;
     to_value(&stored).map(|v| (v, Some(task_id)))
+}
+
+/// A `CancelTask`'s reason: `metadata.reason` (a string), as a bridging
+/// gateway sends its requester's (outbound `bridge`, issue 28).
+fn cancel_reason(params: &Value) -> Option<&str> {
+    params.get("metadata")?.get("reason")?.as_str()
 }
 
 fn parse<T: DeserializeOwned>(params: &Value) -> Result<T, E> {

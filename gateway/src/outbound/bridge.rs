@@ -16,6 +16,17 @@
 //! sends a recorded message again, and cancels the remote side of tasks the
 //! broker ended meanwhile.
 //!
+//! An unreachable remote (calls failing without a word about the task for
+//! `limits::REMOTE_UNREACHABLE_AFTER`) is reported on each task waiting on
+//! it by a `working` status message marked `metadata.a2aGatewayNotice`
+//! ([`NOTICE_KEY`]); the task keeps its state and is polled, and takes the
+//! remote's real state when it answers again (after a second notice).
+//! Cancels are retried while it is unreachable, and owed ones stay
+//! recorded for the next start. The remote's echo of the requester's own
+//! message is never reflected (`translate::is_user_message`), and a
+//! cancel's reason crosses as `CancelTask` `metadata.reason`: both hosts
+//! hold one history.
+//!
 //! Architecture invariant: a broker task has at most one actor, and only
 //! that actor calls the broker about it, so the reflected states of one
 //! task follow the remote's order. The bridge loop never awaits a remote:
@@ -26,9 +37,12 @@ use super::rpc::{CardFetch, RemoteError, RemoteRpc};
 use super::translate::{
     artifact_from_v1, message_from_v1, reflect, send_params, status_steps, Reflect,
 };
+use crate::limits::{
+    REMOTE_CANCEL_RETRY, REMOTE_PROBE_EVERY, REMOTE_PROBE_TIMEOUT, REMOTE_UNREACHABLE_AFTER,
+};
 use crate::store::Store;
 use a2a_client::proto::limits::A2A_MAX_ID_BYTES;
-use a2a_client::proto::types::{Role, StreamEvent, TaskEventParams};
+use a2a_client::proto::types::{Object, Part, Role, StreamEvent, TaskEventParams};
 use a2a_client::{
     new_id, text_message, Agent, ClientError, Event, ListRole, Message, Pending, State, TaskQuery,
 };
@@ -84,6 +98,10 @@ pub(crate) struct Shared {
     pub card: RwLock<CachedCard>,
     /// When a failure last made the card be fetched (the debounce).
     pub failure_refresh: Mutex<Option<Instant>>,
+    /// When the remote last answered a card fetch: tasks waiting on an
+    /// unreachable remote resume as soon as this moves past their first
+    /// failure.
+    pub last_answer: Mutex<Option<Instant>>,
     /// Broker context id -> the remote context id its first task got, so
     /// that one local conversation stays one remote context.
     pub contexts: Mutex<HashMap<String, String>>,
@@ -127,7 +145,11 @@ impl Shared {
     /// fetched next. A failed fetch keeps the card in use.
     pub async fn refresh_card(&self) -> Duration {
         let cached = self.card.read().clone();
-        match self.rpc.fetch_card(&self.base_url, Some(&cached)).await {
+        let fetched = self.rpc.fetch_card(&self.base_url, Some(&cached)).await;
+        if fetched.is_ok() {
+            *self.last_answer.lock() = Some(Instant::now());
+        }
+        match fetched {
             Ok(CardFetch::NotModified(after)) => after,
             Ok(CardFetch::Fresh(fresh)) => {
                 if fresh.card.name != cached.card.name {
@@ -173,8 +195,9 @@ enum Cmd {
     /// Forward this requester message; the broker task was in `state`
     /// when it arrived.
     Forward { message: Message, state: State },
-    /// The requester canceled the task (or left).
-    Cancel,
+    /// The requester canceled the task (or left), with its reason (the
+    /// text of the message it canceled with), carried to the remote.
+    Cancel { reason: Option<String> },
     /// Take up a task an earlier bridge forwarded (its remote task is
     /// recorded); the broker task is in `state`.
     Resume { state: State },
@@ -245,7 +268,7 @@ pub(crate) async fn run(
                 // Leaving: the broker fails the tasks this peer serves.
                 // Their remote counterparts are canceled first.
                 for tx in actors.values() {
-                    let _ = tx.send(Cmd::Cancel);
+                    let _ = tx.send(Cmd::Cancel { reason: None });
                 }
                 // The actors end once their CancelTask is answered (each
                 // bounded by the call timeout; the wait by STOP_GRACE).
@@ -279,7 +302,8 @@ fn on_task_event(
     };
     if su.status.state.is_terminal() {
         if let Some(tx) = actors.get(&su.task_id) {
-            let _ = tx.send(Cmd::Cancel);
+            let reason = su.status.message.as_deref().and_then(reason_of);
+            let _ = tx.send(Cmd::Cancel { reason });
         }
         return;
     }
@@ -374,14 +398,32 @@ async fn sweep(
         if !t.status.state.is_terminal() {
             continue;
         }
-        if t.status.state == State::Canceled {
+        // Ended here while the bridge was away: canceled by the requester,
+        // or failed (the requester left, or gave up): the remote task must
+        // not run on (nor wait for input) forever. The record goes once
+        // the remote has answered; one that cannot be reached keeps it
+        // for the next start.
+        if t.status.state != State::Completed {
             let (endpoint, _) = shared.endpoint();
-            if let Err(e) = shared
+            let reason = t.status.message.as_deref().and_then(reason_of);
+            match shared
                 .rpc
-                .call(&endpoint, "CancelTask", json!({ "id": remote }))
+                .call_within(
+                    &endpoint,
+                    "CancelTask",
+                    cancel_params(&remote, reason.as_deref()),
+                    REMOTE_PROBE_TIMEOUT,
+                )
                 .await
             {
-                tracing::info!(task = %task_id, error = %e, "canceling the remote task failed");
+                Err(e) if e.is_unreachable() => {
+                    tracing::info!(task = %task_id, error = %e, "canceling the remote task failed; kept for the next start");
+                    continue;
+                }
+                Err(e) => {
+                    tracing::info!(task = %task_id, error = %e, "the remote did not cancel its task")
+                }
+                Ok(_) => {}
             }
         }
         shared.store.forget_remote_task(&shared.key, &task_id);
@@ -420,7 +462,8 @@ async fn resync(
         if let Ok(t) = broker(shared.agent.get_task_async(&id, Some(0))).await {
             if t.status.state.is_terminal() {
                 if let Some(tx) = actors.get(&id) {
-                    let _ = tx.send(Cmd::Cancel);
+                    let reason = t.status.message.as_deref().and_then(reason_of);
+                    let _ = tx.send(Cmd::Cancel { reason });
                 }
             }
         }
@@ -464,6 +507,43 @@ async fn broker<T>(p: Result<Pending<T>, ClientError>) -> Result<T, String> {
     }
 }
 
+/// The metadata key marking the status messages the gateway itself adds
+/// to a task (the remote unreachable, then reachable again): they are the
+/// requester host's alone, so a history compared with the remote's skips
+/// them. Its value is [`NOTICE_UNREACHABLE`] or [`NOTICE_REACHABLE`].
+pub const NOTICE_KEY: &str = "a2aGatewayNotice";
+/// [`NOTICE_KEY`]'s value when the remote stopped answering.
+pub const NOTICE_UNREACHABLE: &str = "remote-unreachable";
+/// [`NOTICE_KEY`]'s value when it answers again.
+pub const NOTICE_REACHABLE: &str = "remote-reachable";
+
+/// The reason a requester gave with its cancel: the text of its message
+/// (a cancel by the worker side, or one without a message, has none).
+fn reason_of(m: &Message) -> Option<String> {
+    if m.role != Role::User {
+        return None;
+    }
+    let text: Vec<&str> = m
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    (!text.is_empty()).then(|| text.join("\n"))
+}
+
+/// `CancelTask` params: the reason rides in `metadata.reason`, which
+/// `a2a-gateway serve` turns into the message of the broker cancel (so
+/// the remote host's history holds it too).
+fn cancel_params(remote: &str, reason: Option<&str>) -> Value {
+    match reason {
+        Some(r) => json!({ "id": remote, "metadata": { "reason": r } }),
+        None => json!({ "id": remote }),
+    }
+}
+
 /// The state of one broker task and of its remote counterpart.
 struct TaskActor {
     shared: Arc<Shared>,
@@ -483,6 +563,13 @@ struct TaskActor {
     messages: HashSet<String>,
     /// Broker message ids already forwarded.
     forwarded: HashSet<String>,
+    /// Since when calls to the remote have been failing (unreachable).
+    failing_since: Option<Instant>,
+    /// Whether the requester was told the remote is unreachable.
+    told_unreachable: bool,
+    /// A cancel of the remote task that never reached it: the records stay
+    /// for the bridge's next start, which cancels it then.
+    cancel_pending: bool,
 }
 
 impl TaskActor {
@@ -498,6 +585,9 @@ impl TaskActor {
             artifacts: HashSet::new(),
             messages: HashSet::new(),
             forwarded: HashSet::new(),
+            failing_since: None,
+            told_unreachable: false,
+            cancel_pending: false,
         }
     }
 
@@ -512,13 +602,13 @@ impl TaskActor {
                 },
             };
             let outcome = match cmd {
-                Cmd::Cancel => {
-                    self.cancel_remote().await;
-                    self.finish();
+                Cmd::Cancel { reason } => {
+                    self.cancel_and_finish(reason.as_deref()).await;
                     return;
                 }
                 Cmd::Resume { state } => {
                     self.state = state;
+                    self.seed_from_broker().await;
                     if let Some((t, c)) = self
                         .shared
                         .store
@@ -550,9 +640,8 @@ impl TaskActor {
                 }
             };
             match outcome {
-                Outcome::Canceled => {
-                    self.cancel_remote().await;
-                    self.finish();
+                Outcome::Canceled(reason) => {
+                    self.cancel_and_finish(reason.as_deref()).await;
                     return;
                 }
                 Outcome::Orphaned => return,
@@ -565,8 +654,38 @@ impl TaskActor {
         }
     }
 
-    /// The task is over here: its records go.
+    /// The requester ended the task: its remote counterpart is canceled
+    /// (retried while the remote is unreachable, see [`REMOTE_CANCEL_RETRY`])
+    /// and the records go once the remote answered; if it never did, they
+    /// stay for the bridge's next start, which cancels it then.
+    async fn cancel_and_finish(&mut self, reason: Option<&str>) {
+        self.cancel_pending = !self.cancel_remote(reason).await;
+        self.finish();
+    }
+
+    /// A resumed task: what an earlier bridge reflected already (its
+    /// messages and artifacts, as the broker task holds them) is not
+    /// reflected again when the remote's snapshot repeats it, so the two
+    /// hosts' histories stay equal across a restart.
+    async fn seed_from_broker(&mut self) {
+        let id = self.task_id.clone();
+        match broker(self.shared.agent.get_task_async(&id, None)).await {
+            Ok(t) => {
+                self.messages
+                    .extend(t.history.iter().map(|m| m.message_id.clone()));
+                self.artifacts
+                    .extend(t.artifacts.iter().map(|a| a.artifact_id.clone()));
+            }
+            Err(e) => tracing::warn!(task = %id, error = %e, "reading a resumed task failed"),
+        }
+    }
+
+    /// The task is over here: its records go (unless a cancel of its
+    /// remote task is still owed).
     fn finish(&self) {
+        if self.cancel_pending {
+            return;
+        }
         self.shared
             .store
             .forget_remote_task(&self.shared.key, &self.task_id);
@@ -625,7 +744,9 @@ impl TaskActor {
             !streaming,
         );
         self.remote_state = None;
-        let mut retried = false;
+        let settle = self.shared.settle.clone();
+        let deadline = Instant::now() + settle.timeout;
+        let mut interval = settle.poll_min;
         let result = loop {
             let (endpoint, streaming) = self.shared.endpoint();
             let r = if streaming {
@@ -634,11 +755,16 @@ impl TaskActor {
                 self.forward_unary(&endpoint, params.clone()).await
             };
             match r {
-                // The remote certainly did nothing: its address may have
-                // moved; fetch the card and try once more.
-                Err((e, false)) if !retried && e.nothing_was_done() => {
+                // The remote certainly did nothing (no connection, or a
+                // refusal before the call): its address may have moved, or
+                // it is down. Fetch the card and send again, under the
+                // same messageId, until it answers (the requester is told
+                // if that takes long) or the settle timeout.
+                Err((e, false)) if e.nothing_was_done() && Instant::now() < deadline => {
                     self.shared.refresh_after_failure().await;
-                    retried = true;
+                    self.unreachable(&e).await;
+                    self.pause(self.retry_wait(interval)).await;
+                    interval = (interval * 2).min(settle.poll_max);
                 }
                 other => break other,
             }
@@ -654,6 +780,7 @@ impl TaskActor {
                 return;
             }
             tracing::info!(task = %self.task_id, error = %e, "remote stream broke; polling the task");
+            self.unreachable(&e).await;
         }
         if !self.settled() {
             self.poll_until_settled().await;
@@ -688,6 +815,7 @@ impl TaskActor {
                 sending = None;
             }
             let ev = ev.map_err(|e| (e, true))?;
+            self.reachable().await;
             self.apply(&ev).await;
             if self.state.is_terminal() {
                 break;
@@ -712,6 +840,7 @@ impl TaskActor {
             .call(endpoint, "SendMessage", params)
             .await
             .map_err(|e| (e, false))?;
+        self.reachable().await;
         self.apply(&r).await;
         Ok(())
     }
@@ -731,23 +860,29 @@ impl TaskActor {
                     settle.timeout.as_secs()
                 ))
                 .await;
-                self.cancel_remote().await;
+                self.cancel_pending = !self
+                    .cancel_remote(Some("the requester's gateway gave up waiting"))
+                    .await;
                 return;
             }
-            tokio::time::sleep(interval).await;
+            self.pause(self.retry_wait(interval)).await;
             interval = (interval * 2).min(settle.poll_max);
             let (endpoint, _) = self.shared.endpoint();
             match self
                 .shared
                 .rpc
-                .call(
+                .call_within(
                     &endpoint,
                     "GetTask",
                     json!({"id": remote, "historyLength": 0}),
+                    REMOTE_PROBE_TIMEOUT,
                 )
                 .await
             {
-                Ok(task) => self.apply(&json!({ "task": task })).await,
+                Ok(task) => {
+                    self.reachable().await;
+                    self.apply(&json!({ "task": task })).await;
+                }
                 Err(e @ RemoteError::Rpc { .. }) => {
                     self.fail(&format!("{e}")).await;
                     return;
@@ -757,6 +892,7 @@ impl TaskActor {
                         self.shared.refresh_after_failure().await;
                     }
                     tracing::debug!(task = %self.task_id, error = %e, "polling the remote task failed; retrying");
+                    self.unreachable(&e).await;
                 }
             }
         }
@@ -782,17 +918,20 @@ impl TaskActor {
                     }
                     self.remote_task = Some(task_id);
                     if let Some(c) = context_id {
-                        if self.remote_context.as_deref() != Some(c.as_str()) {
+                        // Recorded once per conversation, not once per task
+                        // (a commit on every round trip's path otherwise).
+                        let known = self
+                            .shared
+                            .contexts
+                            .lock()
+                            .insert(self.context_id.clone(), c.clone());
+                        if known.as_deref() != Some(c.as_str()) {
                             self.shared.store.put_remote_context(
                                 &self.shared.key,
                                 &self.context_id,
                                 &c,
                             );
                         }
-                        self.shared
-                            .contexts
-                            .lock()
-                            .insert(self.context_id.clone(), c.clone());
                         self.remote_context = Some(c);
                     }
                 }
@@ -880,35 +1019,146 @@ impl TaskActor {
         self.set_state(State::Failed, Some(msg)).await;
     }
 
-    /// Cancels the remote task, if there is one and it may still run.
-    async fn cancel_remote(&mut self) {
+    /// Cancels the remote task, if there is one and it may still run,
+    /// with the requester's reason. A remote that cannot be reached is
+    /// tried again (backing off to the poll interval's bound) for
+    /// [`REMOTE_CANCEL_RETRY`]. Whether the remote answered (or there was
+    /// nothing to cancel).
+    async fn cancel_remote(&mut self, reason: Option<&str>) -> bool {
         let Some(remote) = self.remote_task.clone() else {
-            return;
+            return true;
         };
         if self.remote_state.is_some_and(State::is_terminal) {
-            return;
+            return true;
         }
-        let (endpoint, _) = self.shared.endpoint();
-        match self
-            .shared
-            .rpc
-            .call(&endpoint, "CancelTask", json!({ "id": remote }))
-            .await
-        {
-            Ok(_) => self.remote_state = Some(State::Canceled),
-            Err(e) => {
-                tracing::info!(task = %self.task_id, error = %e, "canceling the remote task failed")
+        let deadline = Instant::now() + REMOTE_CANCEL_RETRY;
+        let settle = self.shared.settle.clone();
+        let mut interval = settle.poll_min;
+        loop {
+            let (endpoint, _) = self.shared.endpoint();
+            match self
+                .shared
+                .rpc
+                .call_within(
+                    &endpoint,
+                    "CancelTask",
+                    cancel_params(&remote, reason),
+                    REMOTE_PROBE_TIMEOUT,
+                )
+                .await
+            {
+                Ok(_) => {
+                    self.remote_state = Some(State::Canceled);
+                    return true;
+                }
+                Err(e) if e.is_unreachable() && Instant::now() < deadline => {
+                    tracing::debug!(task = %self.task_id, error = %e, "canceling the remote task failed; retrying");
+                    if e.suggests_card_refresh() {
+                        self.shared.refresh_after_failure().await;
+                    }
+                    tokio::time::sleep(interval).await;
+                    interval = (interval * 2).min(settle.poll_max);
+                }
+                Err(e) => {
+                    tracing::info!(task = %self.task_id, error = %e, "canceling the remote task failed");
+                    // Answered (not cancelable: it ended; unknown): done.
+                    return !e.is_unreachable();
+                }
             }
         }
+    }
+
+    /// A call to the remote failed without a word about the task: from the
+    /// first such failure on, the remote counts as unreachable once
+    /// [`REMOTE_UNREACHABLE_AFTER`] passes, and the requester is told then
+    /// (once) by a status message; the task keeps its state.
+    async fn unreachable(&mut self, e: &RemoteError) {
+        let since = *self.failing_since.get_or_insert_with(Instant::now);
+        if self.told_unreachable || since.elapsed() < REMOTE_UNREACHABLE_AFTER {
+            return;
+        }
+        self.told_unreachable = true;
+        let name = self.shared.card.read().card.name.clone();
+        tracing::warn!(task = %self.task_id, remote = %name, error = %e, "remote agent unreachable");
+        let text = format!(
+            "remote agent {name} is unreachable ({e}); the task keeps its state and is checked again every {} s at most",
+            self.shared.settle.poll_max.as_secs().max(1)
+        );
+        self.notice(NOTICE_UNREACHABLE, &text).await;
+    }
+
+    /// The remote answered: if the requester was told it was unreachable,
+    /// it is told it is back (the task then takes the remote's state).
+    async fn reachable(&mut self) {
+        self.failing_since = None;
+        if std::mem::take(&mut self.told_unreachable) {
+            let name = self.shared.card.read().card.name.clone();
+            tracing::info!(task = %self.task_id, remote = %name, "remote agent reachable again");
+            let text = format!("remote agent {name} answers again");
+            self.notice(NOTICE_REACHABLE, &text).await;
+        }
+    }
+
+    /// How long to wait before the next try: the backoff `interval`, but
+    /// never past the moment the remote counts as unreachable (so the
+    /// requester is told within that bound, not a poll interval later).
+    fn retry_wait(&self, interval: Duration) -> Duration {
+        match (self.failing_since, self.told_unreachable) {
+            (Some(since), false) => {
+                let left =
+                    (since + REMOTE_UNREACHABLE_AFTER).saturating_duration_since(Instant::now());
+                interval.min(left).max(Duration::from_millis(10))
+            }
+            _ => interval,
+        }
+    }
+
+    /// Waits `wait` before the next try. While the remote is failing, its
+    /// card is fetched meanwhile every [`REMOTE_PROBE_EVERY`] (one fetch per
+    /// remote however many tasks wait: the refresh is debounced), and the
+    /// wait ends as soon as the remote answers, so a task resumes within
+    /// about that long of the remote's return, not a poll interval later.
+    async fn pause(&self, wait: Duration) {
+        let Some(since) = self.failing_since else {
+            tokio::time::sleep(wait).await;
+            return;
+        };
+        let end = Instant::now() + wait;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            tokio::time::sleep(left.min(REMOTE_PROBE_EVERY)).await;
+            self.shared.refresh_after_failure().await;
+            if self.shared.last_answer.lock().is_some_and(|t| t > since) {
+                return;
+            }
+        }
+    }
+
+    /// A `working` status message of the gateway's own (marked with
+    /// [`NOTICE_KEY`]), on a task that is working or about to; an
+    /// interrupted or ended task is left alone.
+    async fn notice(&mut self, kind: &str, text: &str) {
+        if !matches!(self.state, State::Submitted | State::Working) {
+            return;
+        }
+        let mut msg = text_message(text);
+        msg.role = Role::Agent;
+        let mut md = serde_json::Map::new();
+        md.insert(NOTICE_KEY.into(), Value::String(kind.into()));
+        msg.metadata = Some(Object::from(md));
+        self.set_state(State::Working, Some(msg)).await;
     }
 }
 
 /// How a piece of an actor's work ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Outcome {
     Done,
-    /// The requester canceled the task.
-    Canceled,
+    /// The requester canceled the task (with this reason).
+    Canceled(Option<String>),
     /// The bridge went away (stopping, suspending, or its connection
     /// closed): the task is left as it is, for a bridge that comes back.
     Orphaned,
@@ -926,7 +1176,7 @@ async fn cancellable(
         tokio::select! {
             () = &mut work => return Outcome::Done,
             c = rx.recv() => match c {
-                Some(Cmd::Cancel) => return Outcome::Canceled,
+                Some(Cmd::Cancel { reason }) => return Outcome::Canceled(reason),
                 None => return Outcome::Orphaned,
                 Some(other) => queued.push_back(other),
             },

@@ -151,3 +151,110 @@ pub async fn run(
         }
     }
 }
+
+/// `serve --remote URL`: remote agents bridged by the serving process
+/// itself, on its broker connection's socket and its state file, so one
+/// gateway per host both exposes its local agents and bridges the other
+/// host's. Each remote is added in the background and, while its card
+/// cannot be fetched (the other host's gateway not up yet: two hosts may
+/// start in any order), tried again every [`ADD_RETRY`].
+pub struct ServedRemotes {
+    suspend: tokio::sync::watch::Sender<bool>,
+    joins: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// How often `serve --remote` tries again to add a remote it could not
+/// reach.
+pub const ADD_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl ServedRemotes {
+    /// Starts bridging `urls` (on the current tokio runtime). Errors only
+    /// for what no retry can fix: the broker connection, the bearer
+    /// variable.
+    pub fn start(
+        socket: &std::path::Path,
+        secret: &str,
+        urls: Vec<String>,
+        bearer_env: Option<&str>,
+        store: Store,
+    ) -> Result<ServedRemotes, Box<RemoteAddError>> {
+        let options = ClientOptions {
+            client_name: "a2a-gateway".into(),
+            ..ClientOptions::default()
+        };
+        let client = Client::connect_with(socket, secret, options).map_err(|source| {
+            Box::new(RemoteAddError::Connect {
+                socket: socket.display().to_string(),
+                source,
+            })
+        })?;
+        let bearer = match bearer_env {
+            Some(var) => match std::env::var(var) {
+                Ok(v) if !v.is_empty() => Some(v),
+                _ => return Err(Box::new(RemoteAddError::BearerEnv(var.to_owned()))),
+            },
+            None => None,
+        };
+        let opts = OutboundOptions {
+            store: Some(store),
+            ..OutboundOptions::default()
+        };
+        let (suspend, suspend_rx) = tokio::sync::watch::channel(false);
+        let joins = urls
+            .into_iter()
+            .map(|url| {
+                let (client, opts, bearer) = (client.clone(), opts.clone(), bearer.clone());
+                let mut stop = suspend_rx.clone();
+                tokio::spawn(async move {
+                    let spec = RemoteSpec {
+                        url: url.clone(),
+                        bearer,
+                        bearer_origins: Vec::new(),
+                    };
+                    let mut logged = false;
+                    let mut r = loop {
+                        let added = tokio::select! {
+                            _ = stop.changed() => return,
+                            r = add_remote(&client, spec.clone(), &opts) => r,
+                        };
+                        match added {
+                            Ok(r) => break r,
+                            Err(e @ super::OutboundError::Broker { .. }) => {
+                                tracing::error!(remote = %url, error = %e, "cannot bridge the remote");
+                                return;
+                            }
+                            Err(e) => {
+                                if !logged {
+                                    tracing::warn!(remote = %url, error = %e, "remote not reachable yet; trying again every {} s", ADD_RETRY.as_secs());
+                                    logged = true;
+                                }
+                                tokio::select! {
+                                    _ = stop.changed() => return,
+                                    () = tokio::time::sleep(ADD_RETRY) => {}
+                                }
+                            }
+                        }
+                    };
+                    tracing::info!(remote = %url, peer = %r.peer_id, "remote bridged");
+                    let ended = tokio::select! {
+                        _ = stop.changed() => false,
+                        () = r.wait_ended() => true,
+                    };
+                    if ended {
+                        tracing::error!(remote = %url, "the broker connection closed; the remote is no longer bridged");
+                    } else {
+                        r.suspend().await;
+                    }
+                })
+            })
+            .collect();
+        Ok(ServedRemotes { suspend, joins })
+    }
+
+    /// Stops bridging to be started again (SIGTERM): sends under way get
+    /// their remote task recorded, nothing is canceled or deregistered.
+    pub async fn suspend(self) {
+        let _ = self.suspend.send(true);
+        futures_util::future::join_all(self.joins).await;
+    }
+}

@@ -28,8 +28,8 @@ pub mod sse;
 pub mod translate;
 
 use crate::store::Store;
-pub use bridge::SettleOptions;
 use bridge::Stop;
+pub use bridge::{SettleOptions, NOTICE_KEY, NOTICE_REACHABLE, NOTICE_UNREACHABLE};
 pub use rpc::{RemoteError, RpcOptions};
 
 use a2a_client::{Client, ClientError, Delivery};
@@ -232,6 +232,7 @@ pub async fn add_remote(
         base_url: spec.url.clone(),
         card: RwLock::new(cached),
         failure_refresh: Mutex::new(None),
+        last_answer: Mutex::new(None),
         contexts: Mutex::new(HashMap::new()),
         settle: opts.settle.clone(),
         gone,

@@ -69,6 +69,17 @@ impl RemoteError {
         }
     }
 
+    /// Does the error say nothing about the task, only that the remote
+    /// cannot be reached now (no connection, a broken or silent one, a
+    /// gateway or proxy in front of it answering 502/503/504)?
+    pub fn is_unreachable(&self) -> bool {
+        match self {
+            RemoteError::Connect(_) | RemoteError::Http(_) => true,
+            RemoteError::Status(s) => matches!(s, 502..=504),
+            _ => false,
+        }
+    }
+
     /// Did the remote certainly not act on the request, so that sending it
     /// again cannot do the work twice? (No connection; or a status saying
     /// the request was not taken there. A timeout, or 504, may hide work
@@ -116,7 +127,7 @@ impl Default for RpcOptions {
         RpcOptions {
             call_timeout: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(10),
-            stream_idle: Duration::from_secs(300),
+            stream_idle: crate::limits::REMOTE_STREAM_IDLE,
             refresh_min: Duration::from_secs(30),
             refresh_max: Duration::from_secs(600),
         }
@@ -153,6 +164,10 @@ impl RemoteRpc {
     ) -> Result<RemoteRpc, RemoteError> {
         let http = reqwest::Client::builder()
             .connect_timeout(opts.connect_timeout)
+            // Small JSON-RPC writes must leave at once: with Nagle's
+            // algorithm a kept-alive connection waits for the peer's
+            // delayed ACK (~40 ms) before the next one (issue 28).
+            .tcp_nodelay(true)
             // A redirect could take a call (and its bearer token) to another
             // host than the one the operator added.
             .redirect(reqwest::redirect::Policy::none())
@@ -253,13 +268,25 @@ impl RemoteRpc {
         method: &str,
         params: Value,
     ) -> Result<Value, RemoteError> {
+        self.call_within(endpoint, method, params, self.opts.call_timeout)
+            .await
+    }
+
+    /// A unary call bounded by `timeout` (a probe: `GetTask`, `CancelTask`).
+    pub async fn call_within(
+        &self,
+        endpoint: &str,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, RemoteError> {
         let (_, body) = self.envelope(method, params);
         let resp = self
             .http
             .post(endpoint)
             .headers(self.headers(endpoint, "application/json"))
             .json(&body)
-            .timeout(self.opts.call_timeout)
+            .timeout(timeout)
             .send()
             .await?;
         if !resp.status().is_success() {

@@ -207,7 +207,7 @@ pub fn reflect(response: &Value) -> Vec<Reflect> {
         if let Some(st) = task.get("status") {
             push_status(st, &mut out);
         }
-    } else if let Some(msg) = response.get("message") {
+    } else if let Some(msg) = response.get("message").filter(|m| !is_user_message(m)) {
         out.push(Reflect::Message(msg.clone()));
     } else if let Some(ev) = field(response, "statusUpdate", "status_update") {
         push_ids(ev, &mut out);
@@ -246,9 +246,22 @@ fn push_status(st: &Value, out: &mut Vec<Reflect>) {
     {
         out.push(Reflect::Status {
             state,
-            message: st.get("message").cloned(),
+            message: st.get("message").filter(|m| !is_user_message(m)).cloned(),
         });
     }
+}
+
+/// Whether a v1.0 message is the user's (`ROLE_USER`, or `user` as some
+/// SDKs write it). A remote echoes the requester's own message in the
+/// status that follows it (the `working` of a follow-up, the `canceled` of
+/// a cancel with a reason): the requester's host holds that message
+/// already, so it is never reflected back as a new one (issue 28: the echo
+/// came back as an agent message, and the two hosts' histories differed).
+pub fn is_user_message(m: &Value) -> bool {
+    matches!(
+        m.get("role"),
+        Some(Value::String(r)) if r == "ROLE_USER" || r == "user"
+    ) || m.get("role") == Some(&json!(1))
 }
 
 #[cfg(test)]
@@ -444,6 +457,50 @@ mod tests {
             Reflect::Message(_)
         ));
         assert!(reflect(&json!({"somethingElse": {}})).is_empty());
+    }
+
+    #[test]
+    fn the_remote_echo_of_the_users_message_is_not_reflected() {
+        // A follow-up's `working`, as `a2a-gateway serve` streams it: the
+        // status carries the user's own message.
+        for role in [json!("ROLE_USER"), json!("user"), json!(1)] {
+            let r = reflect(&json!({"statusUpdate": {"taskId": "t", "status": {
+                "state": "TASK_STATE_WORKING",
+                "message": {"role": role, "parts": [{"text": "the blue one"}], "messageId": "u2"}}}}));
+            assert_eq!(
+                r[1],
+                Reflect::Status {
+                    state: State::Working,
+                    message: None
+                },
+                "{role}"
+            );
+            let r = reflect(&json!({"task": {"id": "t", "status": {
+                "state": "TASK_STATE_CANCELED",
+                "message": {"role": role, "parts": [{"text": "not needed"}], "messageId": "u3"}}}}));
+            assert_eq!(
+                r[1],
+                Reflect::Status {
+                    state: State::Canceled,
+                    message: None
+                }
+            );
+        }
+        // The agent's messages still are.
+        let r = reflect(&json!({"statusUpdate": {"taskId": "t", "status": {
+            "state": "TASK_STATE_INPUT_REQUIRED",
+            "message": {"role": "ROLE_AGENT", "parts": [{"text": "which?"}], "messageId": "a1"}}}}));
+        assert!(matches!(
+            &r[1],
+            Reflect::Status {
+                message: Some(_),
+                ..
+            }
+        ));
+        assert!(
+            reflect(&json!({"message": {"role": "ROLE_USER", "parts": [{"text": "x"}]}}))
+                .is_empty()
+        );
     }
 
     #[test]

@@ -272,8 +272,20 @@ impl GatewayProc {
         state: &std::path::Path,
         extra: &[&str],
     ) -> GatewayProc {
+        Self::start_on("127.0.0.1:0", socket, secret, state, extra)
+    }
+
+    /// [`GatewayProc::start`] on a given address (a restart on the same
+    /// port, where another gateway bridges to it).
+    pub fn start_on(
+        listen: &str,
+        socket: &std::path::Path,
+        secret: &str,
+        state: &std::path::Path,
+        extra: &[&str],
+    ) -> GatewayProc {
         let mut child = Command::new(env!("CARGO_BIN_EXE_a2a-gateway"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--rate", "0"])
+            .args(["serve", "--listen", listen, "--rate", "0"])
             .args(["--expose", tck::SUT_NAME])
             .args(extra)
             .arg("--socket")
