@@ -391,8 +391,13 @@ fn uri_path(path: &Path) -> String {
 /// through the busy timeout. A log left non-empty (a reader outlasted the
 /// timeout) makes the next start read every page, as after a crash.
 pub fn close(conn: Connection) {
-    if let Err(e) = check::record_clean_exit(&conn, &crate::clock::now()) {
-        tracing::warn!(error = %e, "the clean exit could not be recorded: the next start reads every page");
+    match check::record_clean_exit(&conn, &crate::clock::now()) {
+        // Refused by the file guard: the file is gone or damaged, which the
+        // broker reports itself.
+        Err(rusqlite::Error::SqliteFailure(f, _))
+            if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_COMMITHOOK => {}
+        Err(e) => tracing::warn!(error = %e, "the clean exit could not be recorded: the next start reads every page"),
+        Ok(()) => {}
     }
     let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
     let _ = conn.close();
