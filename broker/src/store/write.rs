@@ -8,6 +8,13 @@
 //! costs its message's bytes once on disk, not three times. A status whose
 //! message is not in the history is written in full, splicing in the
 //! message's encoding ([`status_json`]).
+//!
+//! A message's row leaves out what the row and its task already hold
+//! ([`message_row_body`], issue 27's disk per task): its `taskId` (the
+//! row's `task_id`), `contextId` (the task's `context_id`: stamping gives
+//! every stored message its task's context, `engine::calls::stamp`) and
+//! `from` (the row's `from_peer`); readers put them back
+//! (`store::read::stored_message`). About 85 bytes a message.
 
 use crate::core::registry::Agent;
 use crate::core::task::{Party, TaskRecord};
@@ -201,7 +208,33 @@ pub fn update_task(
     Ok(())
 }
 
-/// Appends a stamped message to a task's history; `body` is its JSON.
+/// A stamped message's row body: its JSON without `taskId`, `contextId`
+/// and `from`, which the row and its task hold (see the module doc). The
+/// fields left are `Message`'s, in its order, as `serde_json` writes them.
+pub fn message_row_body(msg: &Message) -> Result<String, CoreError> {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Row<'a> {
+        role: a2a_proto::types::Role,
+        parts: &'a [a2a_proto::types::Part],
+        message_id: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        to: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        metadata: Option<&'a a2a_proto::types::Object>,
+    }
+    json(&Row {
+        role: msg.role,
+        parts: &msg.parts,
+        message_id: &msg.message_id,
+        to: msg.to.as_deref(),
+        metadata: msg.metadata.as_ref(),
+    })
+}
+
+/// Appends a stamped message to a task's history; `body` is its full
+/// JSON, stored as it is only for a message not stamped for this task
+/// (else the row form, [`message_row_body`]).
 pub fn insert_message(
     c: &Connection,
     task_id: &str,
@@ -209,6 +242,13 @@ pub fn insert_message(
     msg: &Message,
     body: &str,
 ) -> Result<(), CoreError> {
+    let row;
+    let body = if msg.task_id.as_deref() == Some(task_id) {
+        row = message_row_body(msg)?;
+        &row
+    } else {
+        body
+    };
     c.prepare_cached(
         "INSERT INTO a2a_messages (task_id, message_id, pos, from_peer, body) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
