@@ -69,7 +69,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let n: u64 = arg("--tasks").and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+    let n: u64 = arg("--tasks")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
     let rounds: usize = arg("--rounds").and_then(|s| s.parse().ok()).unwrap_or(7);
     let mut bins: Vec<(&str, PathBuf)> = vec![("new", broker_binary().to_path_buf())];
     if let Some(old) = arg("--old") {
@@ -92,7 +94,10 @@ fn main() {
     // page read), with the new broker; it creates the empty one too.
     let first = clean_start(&bins[0].1, &big);
     clean_start(&bins[0].1, &empty);
-    println!("first start on the built {n}-task database (pages read): {:.1} ms", ms(first));
+    println!(
+        "first start on the built {n}-task database (pages read): {:.1} ms",
+        ms(first)
+    );
     println!("load average {}", a2a_benches::report::load_average());
     println!();
     println!("| broker | empty, after a clean exit | {n} tasks, after a clean exit | ratio (median of rounds) | {n} tasks, after a kill -9 |");

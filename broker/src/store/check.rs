@@ -76,9 +76,7 @@ const TABLES: [&str; 6] = [
 /// Returns what is missing or unreadable.
 pub fn schema_problem(c: &Connection) -> Result<Option<String>, rusqlite::Error> {
     let mut st = c.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
-    let names: Vec<String> = st
-        .query_map([], |r| r.get(0))?
-        .collect::<Result<_, _>>()?;
+    let names: Vec<String> = st.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
     let missing: Vec<&str> = TABLES
         .iter()
         .copied()
@@ -236,7 +234,9 @@ mod tests {
         let at = Some("2026-12-01T14:00:00.000Z");
         assert_eq!(full_check_reason(0, v, at), None);
         assert!(full_check_reason(32, v, at).unwrap().contains("log"));
-        assert!(full_check_reason(0, v, None).unwrap().contains("clean-exit"));
+        assert!(full_check_reason(0, v, None)
+            .unwrap()
+            .contains("clean-exit"));
         assert!(full_check_reason(0, 11, at).unwrap().contains("migrated"));
         assert!(full_check_reason(0, 0, None).unwrap().contains("migrated"));
     }

@@ -396,7 +396,9 @@ pub fn close(conn: Connection) {
         // broker reports itself.
         Err(rusqlite::Error::SqliteFailure(f, _))
             if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_COMMITHOOK => {}
-        Err(e) => tracing::warn!(error = %e, "the clean exit could not be recorded: the next start reads every page"),
+        Err(e) => {
+            tracing::warn!(error = %e, "the clean exit could not be recorded: the next start reads every page")
+        }
         Ok(()) => {}
     }
     let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));

@@ -48,8 +48,8 @@ pub fn load_task(c: &Connection, id: &str) -> Result<Option<TaskRecord>, CoreErr
     let mut history: Vec<(i64, Message)> = Vec::new();
     let mut message_bytes: u64 = 0;
     {
-        let mut st = c
-            .prepare_cached("SELECT pos, body, from_peer FROM a2a_messages WHERE task_id = ?1")?;
+        let mut st =
+            c.prepare_cached("SELECT pos, body, from_peer FROM a2a_messages WHERE task_id = ?1")?;
         let mut rows = st.query([id])?;
         while let Some(r) = rows.next()? {
             let body: String = r.get(1)?;
