@@ -81,7 +81,8 @@ pub fn build(db: &Path, n: u64, text: &str) -> Vec<String> {
 /// Which broker's rows the builder writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Forms {
-    /// This broker's: compact status column and task log, start-up indexes.
+    /// This broker's: compact status column, task log and message rows,
+    /// start-up indexes.
     Compact,
     /// The broker's before issue 13: the full status JSON in the task row,
     /// the full event JSON in the log, no start-up indexes.
@@ -157,6 +158,10 @@ fn context(
         }))
         .expect("event"),
     };
+    let body_of = |msg: &a2a_proto::types::Message| match forms {
+        Forms::Compact => bench::message_row(msg),
+        Forms::Full => serde_json::to_string(msg).expect("message"),
+    };
     let ctx = format!("scale-ctx-{k}");
     let now = bench::now();
     let card = serde_json::json!({"name": "req", "kind": "subagent"});
@@ -173,7 +178,7 @@ fn context(
         let id = bench::uuid();
         let mid = format!("s{k}-{i}");
         let msg = stamped(text, &id, &ctx, Role::User, mid.clone());
-        let body = serde_json::to_string(&*msg).expect("message");
+        let body = body_of(&msg);
         let status = TaskStatus {
             state: State::Submitted,
             message: Some(msg),
@@ -209,7 +214,7 @@ fn context(
             Role::User,
             mid.clone(),
         );
-        let body = serde_json::to_string(&*note).expect("note");
+        let body = body_of(&note);
         message(c, id, &mid, 1, &body);
         let status = TaskStatus {
             state: State::Canceled,

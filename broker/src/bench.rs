@@ -48,6 +48,12 @@ pub fn log_status(
     crate::store::write::log_status(status, msg_pos, at).unwrap_or_default()
 }
 
+/// A message's `a2a_messages.body` as the broker writes it (the row form,
+/// without what the row and its task hold).
+pub fn message_row(msg: &a2a_proto::types::Message) -> String {
+    crate::store::write::message_row_body(msg).unwrap_or_default()
+}
+
 /// The task row's status column as the broker writes it.
 pub fn status_row(status: &a2a_proto::types::TaskStatus, msg_pos: Option<usize>) -> String {
     crate::store::write::status_row(status, msg_pos, None).unwrap_or_default()

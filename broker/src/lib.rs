@@ -41,5 +41,7 @@ pub(crate) mod store;
 pub mod bench;
 
 pub use broker::{Broker, BrokerStats};
+/// `a2a-broker check --db PATH`: header, schema, every page and index, read-only.
+pub use store::check::check_command as check_database;
 pub use store::Durability;
 pub use transport::memory::{MemoryBroker, MemoryConnection, MemoryError};

@@ -157,6 +157,16 @@ enum Cmd {
         #[arg(long, value_name = "TEXT")]
         description: Option<String>,
     },
+    /// Check a database: its header, schema, every page and every index,
+    /// read-only (also beside a running broker). Prints one line and exits
+    /// 0 if it is sound, else prints what is damaged and exits 1. A start
+    /// reads every page itself only after a run that did not end cleanly
+    /// (docs/protocol.md §10).
+    Check {
+        /// SQLite database file of a broker.
+        #[arg(long)]
+        db: PathBuf,
+    },
     /// Read-only audit of the durable task history.
     Tasks {
         #[command(subcommand)]
@@ -337,6 +347,9 @@ fn main() -> ExitCode {
             context_id,
             description,
         }),
+        Cmd::Check { db } => a2a_broker::check_database(&db)
+            .map(|line| println!("{line}"))
+            .map_err(|e| e.to_string()),
         Cmd::Tasks { cmd } => match cmd {
             TasksCmd::List {
                 db,

@@ -122,9 +122,10 @@ impl FileGuard {
     /// (debug build, this machine's ext4); with `synchronous=FULL` the
     /// fsync alone takes 37–65 µs (BENCHMARKS.md, benchmark 2), and one
     /// commit holds up to `batch_max` calls. Once the file is gone it stays
-    /// refused: the broker is stopping.
+    /// refused: the broker is stopping. A database a read found damaged
+    /// (`store::check::note`) is refused too, for good.
     pub fn refuse_commit(&self) -> bool {
-        if self.removed() {
+        if self.removed() || super::check::damaged().is_some() {
             return true;
         }
         if Identity::of(&self.path).is_ok_and(|now| now == self.identity) {

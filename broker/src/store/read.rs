@@ -48,12 +48,14 @@ pub fn load_task(c: &Connection, id: &str) -> Result<Option<TaskRecord>, CoreErr
     let mut history: Vec<(i64, Message)> = Vec::new();
     let mut message_bytes: u64 = 0;
     {
-        let mut st = c.prepare_cached("SELECT pos, body FROM a2a_messages WHERE task_id = ?1")?;
+        let mut st =
+            c.prepare_cached("SELECT pos, body, from_peer FROM a2a_messages WHERE task_id = ?1")?;
         let mut rows = st.query([id])?;
         while let Some(r) = rows.next()? {
             let body: String = r.get(1)?;
-            message_bytes += body.len() as u64;
-            history.push((r.get(0)?, decode(&body)?));
+            let (msg, len) = stored_message(&body, id, &ctx, &r.get::<_, String>(2)?)?;
+            message_bytes += len;
+            history.push((r.get(0)?, msg));
         }
     }
     history.sort_by_key(|(pos, _)| *pos);
@@ -281,14 +283,54 @@ fn is_compact(payload: &str) -> bool {
     payload.starts_with("{\"state\"")
 }
 
+/// A message row's body as the message it stores, and the length of the
+/// message's full JSON (what the task's size bound counts, as when it was
+/// written): a row body in the compact form (`store::write::message_row_body`,
+/// no `taskId`) gets back its task's id and context and the row's sender;
+/// a full body (earlier brokers) is the message itself.
+fn stored_message(
+    body: &str,
+    task_id: &str,
+    ctx: &str,
+    from_peer: &str,
+) -> Result<(Message, u64), CoreError> {
+    let mut msg: Message = decode(body)?;
+    let mut len = body.len();
+    if msg.task_id.is_none() {
+        // Each field put back was `,"name":"value"` in the full JSON.
+        let field = |name: &str, v: &str| name.len() + 4 + json_str_len(v);
+        len += field("taskId", task_id);
+        msg.task_id = Some(task_id.to_owned());
+        if msg.context_id.is_none() {
+            len += field("contextId", ctx);
+            msg.context_id = Some(ctx.to_owned());
+        }
+        if msg.from.is_none() && !from_peer.is_empty() {
+            len += field("from", from_peer);
+            msg.from = Some(from_peer.to_owned());
+        }
+    }
+    Ok((msg, len as u64))
+}
+
+/// The length of `v` as a JSON string, quotes and escapes included.
+fn json_str_len(v: &str) -> usize {
+    serde_json::to_string(v).map_or(v.len() + 2, |s| s.len())
+}
+
 /// A stored message of a task, by its place in the history.
 fn message_at(c: &Connection, task_id: &str, pos: usize) -> Result<Message, CoreError> {
-    let body: Option<String> = c
-        .prepare_cached("SELECT body FROM a2a_messages WHERE task_id = ?1 AND pos = ?2")?
-        .query_row(params![task_id, pos as i64], |r| r.get(0))
+    let row: Option<(String, String, String)> = c
+        .prepare_cached(
+            "SELECT m.body, m.from_peer, t.context_id FROM a2a_messages m
+             JOIN a2a_tasks t ON t.id = m.task_id WHERE m.task_id = ?1 AND m.pos = ?2",
+        )?
+        .query_row(params![task_id, pos as i64], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
         .optional()?;
-    match body {
-        Some(b) => decode(&b),
+    match row {
+        Some((body, from, ctx)) => stored_message(&body, task_id, &ctx, &from).map(|(m, _)| m),
         None => Err(CoreError::Internal(format!(
             "task {task_id} refers to message {pos} of its history, which is not stored"
         ))),
@@ -379,4 +421,44 @@ pub fn full_log(c: &Connection, task_id: &str) -> Result<Vec<LogEntry>, CoreErro
         }
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::write::{json, message_row_body};
+    use a2a_proto::types::{Part, Role};
+
+    /// The row form loses nothing: the message read back is the one
+    /// written, and its counted size is its full JSON's (as when written).
+    #[test]
+    fn a_message_row_reads_back_whole_and_counts_its_full_size() {
+        let mut map = serde_json::Map::new();
+        map.insert("k".into(), serde_json::json!({"taskId": "not this one"}));
+        let meta = a2a_proto::types::Object::from(map);
+        let ctx = "ctx \"quoted\" é \u{1}";
+        for (from, metadata) in [(Some("sender"), None), (None, Some(meta))] {
+            let msg = Message {
+                role: Role::Agent,
+                parts: vec![Part::text("hé \"x\"")],
+                message_id: "m1".into(),
+                task_id: Some("0193-task".into()),
+                context_id: Some(ctx.into()),
+                from: from.map(str::to_owned),
+                to: Some("b".into()),
+                metadata,
+            };
+            let full = json(&msg).unwrap();
+            let row = message_row_body(&msg).unwrap();
+            assert!(row.len() < full.len(), "{row}");
+            assert!(!row.contains("0193-task"), "{row}");
+            let (back, len) = stored_message(&row, "0193-task", ctx, from.unwrap_or("")).unwrap();
+            assert_eq!(back, msg);
+            assert_eq!(len, full.len() as u64);
+            // A full body (earlier brokers) reads as it is.
+            let (same, len) = stored_message(&full, "0193-task", "other", "other").unwrap();
+            assert_eq!(same, msg);
+            assert_eq!(len, full.len() as u64);
+        }
+    }
 }

@@ -8,6 +8,13 @@
 //! costs its message's bytes once on disk, not three times. A status whose
 //! message is not in the history is written in full, splicing in the
 //! message's encoding ([`status_json`]).
+//!
+//! A message's row leaves out what the row and its task already hold
+//! ([`message_row_body`], issue 27's disk per task): its `taskId` (the
+//! row's `task_id`), `contextId` (the task's `context_id`: stamping gives
+//! every stored message its task's context, `engine::calls::stamp`) and
+//! `from` (the row's `from_peer`); readers put them back
+//! (`store::read::stored_message`). About 85 bytes a message.
 
 use crate::core::registry::Agent;
 use crate::core::task::{Party, TaskRecord};
@@ -201,7 +208,78 @@ pub fn update_task(
     Ok(())
 }
 
-/// Appends a stamped message to a task's history; `body` is its JSON.
+/// A stamped message's row body: its JSON without `taskId`, `contextId`
+/// and `from`, which the row and its task hold (see the module doc). The
+/// fields left are `Message`'s, in its order, as `serde_json` writes them.
+pub fn message_row_body(msg: &Message) -> Result<String, CoreError> {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Row<'a> {
+        role: a2a_proto::types::Role,
+        parts: &'a [a2a_proto::types::Part],
+        message_id: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        to: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        metadata: Option<&'a a2a_proto::types::Object>,
+    }
+    json(&Row {
+        role: msg.role,
+        parts: &msg.parts,
+        message_id: &msg.message_id,
+        to: msg.to.as_deref(),
+        metadata: msg.metadata.as_ref(),
+    })
+}
+
+/// [`message_row_body`] cut out of the message's full JSON `body` (already
+/// made by the caller), without encoding its parts again: a message of
+/// megabytes costs a copy, not a second encoding. The three fields sit
+/// together between `messageId` and `to` in `serde_json`'s output; they
+/// are cut only where their exact encoding is found at the place the
+/// fields after them leave for it, else `None` (then the row is encoded).
+fn row_from_full(msg: &Message, body: &str) -> Option<String> {
+    let mut cut = String::new();
+    for (name, v) in [
+        ("taskId", &msg.task_id),
+        ("contextId", &msg.context_id),
+        ("from", &msg.from),
+    ] {
+        if let Some(v) = v {
+            cut.push_str(",\"");
+            cut.push_str(name);
+            cut.push_str("\":");
+            cut.push_str(&json(v).ok()?);
+        }
+    }
+    #[derive(serde::Serialize)]
+    struct After<'a> {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        to: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        metadata: Option<&'a a2a_proto::types::Object>,
+    }
+    let after = json(&After {
+        to: msg.to.as_deref(),
+        metadata: msg.metadata.as_ref(),
+    })
+    .ok()?;
+    // `{}` (nothing after: the body ends `}`) or `{...}` (it ends `,...}`).
+    let after_len = if after.len() == 2 { 1 } else { after.len() };
+    let end = body.len().checked_sub(after_len)?;
+    let start = end.checked_sub(cut.len())?;
+    if body.get(start..end)? != cut || !body.ends_with(&after[1..]) {
+        return None;
+    }
+    let mut row = String::with_capacity(body.len() - cut.len());
+    row.push_str(&body[..start]);
+    row.push_str(&body[end..]);
+    Some(row)
+}
+
+/// Appends a stamped message to a task's history; `body` is its full
+/// JSON, stored as it is only for a message not stamped for this task
+/// (else the row form, [`message_row_body`]).
 pub fn insert_message(
     c: &Connection,
     task_id: &str,
@@ -209,6 +287,16 @@ pub fn insert_message(
     msg: &Message,
     body: &str,
 ) -> Result<(), CoreError> {
+    let row;
+    let body = if msg.task_id.as_deref() == Some(task_id) {
+        row = match row_from_full(msg, body) {
+            Some(r) => r,
+            None => message_row_body(msg)?,
+        };
+        &row
+    } else {
+        body
+    };
     c.prepare_cached(
         "INSERT INTO a2a_messages (task_id, message_id, pos, from_peer, body) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
@@ -354,6 +442,31 @@ mod tests {
                     serde_json::to_string(&status).unwrap()
                 );
             }
+        }
+    }
+
+    #[test]
+    fn the_row_cut_from_the_full_json_is_the_row_encoded() {
+        let mut map = serde_json::Map::new();
+        map.insert("taskId".into(), serde_json::json!("inside metadata"));
+        let meta = a2a_proto::types::Object::from(map);
+        for (to, metadata, from) in [
+            (Some("b"), None, Some("a")),
+            (None, None, Some("a")),
+            (Some("b"), Some(meta.clone()), None),
+            (None, Some(meta), Some("a \"q\"")),
+        ] {
+            let msg = Message {
+                to: to.map(str::to_owned),
+                metadata,
+                from: from.map(str::to_owned),
+                ..message()
+            };
+            let full = json(&msg).unwrap();
+            let row = message_row_body(&msg).unwrap();
+            assert_eq!(row_from_full(&msg, &full).as_deref(), Some(row.as_str()));
+            // Not the message's own JSON: not cut.
+            assert_eq!(row_from_full(&msg, &row), None);
         }
     }
 
