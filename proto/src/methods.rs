@@ -10,11 +10,12 @@
 
 /// The table of every method. Each row:
 ///
-/// `Variant(params type) NAME_CONSTANT = "wire name", route, Result, handler;`
+/// `Variant(params type) NAME_CONSTANT, route, Result, handler;`
 ///
 /// - `Variant`: the [`Call`](crate::call::Call) variant. The rows are in
 ///   the binary codec's order (bincode numbers `Call`'s variants by their
 ///   place here, docs/protocol.md §1 Framing): append, never reorder.
+/// - `NAME_CONSTANT`: the constant below that holds its wire name.
 /// - `route`: where the broker answers the call ([`Route`](crate::call::Route)):
 ///   `session` (the connection's own state), `read` (without the writer),
 ///   `write` (on the writer thread), `wait` (parked in a pull queue).
@@ -28,39 +29,50 @@
 macro_rules! method_table {
     ($callback:ident) => {
         $callback! {
-            Handshake($crate::params::HandshakeParams) HANDSHAKE = "app.handshake", session, Handshake, handshake;
-            Register($crate::params::RegisterParams) AGENTS_REGISTER = "a2a.agents.register", write, Registered, agents_register;
-            Deregister($crate::params::TokenParams) AGENTS_DEREGISTER = "a2a.agents.deregister", write, Ok, agents_deregister;
-            ListAgents($crate::params::ListAgentsParams) AGENTS_LIST = "a2a.agents.list", read, Agents, agents_list;
-            Send($crate::params::SendParams) MESSAGE_SEND = "a2a.message.send", write, TaskOrTasks, message_send;
-            Stream($crate::params::SendParams) MESSAGE_STREAM = "a2a.message.stream", write, TaskOrTasks, message_stream;
-            Get($crate::params::GetParams) TASKS_GET = "a2a.tasks.get", read, Task, tasks_get;
-            Status($crate::params::StatusParams) TASKS_STATUS = "a2a.tasks.status", write, Task, tasks_status;
-            Cancel($crate::params::CancelParams) TASKS_CANCEL = "a2a.tasks.cancel", write, Task, tasks_cancel;
-            Resubscribe($crate::params::ResubscribeParams) TASKS_RESUBSCRIBE = "a2a.tasks.resubscribe", write, Task, tasks_resubscribe;
-            PushSet($crate::params::PushSetParams) PUSH_CONFIG_SET = "a2a.tasks.pushNotificationConfig.set", write, Config, push_config_set;
-            PushGet($crate::params::PushGetParams) PUSH_CONFIG_GET = "a2a.tasks.pushNotificationConfig.get", read, Config, push_config_get;
-            ListTasks($crate::params::ListTasksParams) TASKS_LIST = "a2a.tasks.list", read, TaskList, tasks_list;
-            Artifact($crate::params::ArtifactParams) TASKS_ARTIFACT = "a2a.tasks.artifact", write, Task, tasks_artifact;
-            Wait($crate::params::WaitParams) EVENTS_WAIT = "a2a.events.wait", wait, Events, events_wait;
+            Handshake($crate::params::HandshakeParams) HANDSHAKE, session, Handshake, handshake;
+            Register($crate::params::RegisterParams) AGENTS_REGISTER, write, Registered, agents_register;
+            Deregister($crate::params::TokenParams) AGENTS_DEREGISTER, write, Ok, agents_deregister;
+            ListAgents($crate::params::ListAgentsParams) AGENTS_LIST, read, Agents, agents_list;
+            Send($crate::params::SendParams) MESSAGE_SEND, write, TaskOrTasks, message_send;
+            Stream($crate::params::SendParams) MESSAGE_STREAM, write, TaskOrTasks, message_stream;
+            Get($crate::params::GetParams) TASKS_GET, read, Task, tasks_get;
+            Status($crate::params::StatusParams) TASKS_STATUS, write, Task, tasks_status;
+            Cancel($crate::params::CancelParams) TASKS_CANCEL, write, Task, tasks_cancel;
+            Resubscribe($crate::params::ResubscribeParams) TASKS_RESUBSCRIBE, write, Task, tasks_resubscribe;
+            PushSet($crate::params::PushSetParams) PUSH_CONFIG_SET, write, Config, push_config_set;
+            PushGet($crate::params::PushGetParams) PUSH_CONFIG_GET, read, Config, push_config_get;
+            ListTasks($crate::params::ListTasksParams) TASKS_LIST, read, TaskList, tasks_list;
+            Artifact($crate::params::ArtifactParams) TASKS_ARTIFACT, write, Task, tasks_artifact;
+            Wait($crate::params::WaitParams) EVENTS_WAIT, wait, Events, events_wait;
         }
     };
 }
 
-/// The name constants, one per row of the table.
-macro_rules! name_constants {
-    ($( $variant:ident($params:ty) $konst:ident = $name:literal, $route:ident, $result:ident, $handler:ident; )*) => {
-        $(
-            #[doc = concat!("`", $name, "`.")]
-            pub const $konst: &str = $name;
-        )*
+pub const HANDSHAKE: &str = "app.handshake";
+pub const AGENTS_REGISTER: &str = "a2a.agents.register";
+pub const AGENTS_DEREGISTER: &str = "a2a.agents.deregister";
+pub const AGENTS_LIST: &str = "a2a.agents.list";
+pub const MESSAGE_SEND: &str = "a2a.message.send";
+pub const MESSAGE_STREAM: &str = "a2a.message.stream";
+pub const TASKS_GET: &str = "a2a.tasks.get";
+pub const TASKS_STATUS: &str = "a2a.tasks.status";
+pub const TASKS_CANCEL: &str = "a2a.tasks.cancel";
+pub const TASKS_RESUBSCRIBE: &str = "a2a.tasks.resubscribe";
+pub const PUSH_CONFIG_SET: &str = "a2a.tasks.pushNotificationConfig.set";
+pub const PUSH_CONFIG_GET: &str = "a2a.tasks.pushNotificationConfig.get";
+pub const TASKS_LIST: &str = "a2a.tasks.list";
+pub const TASKS_ARTIFACT: &str = "a2a.tasks.artifact";
+pub const EVENTS_WAIT: &str = "a2a.events.wait";
 
-        /// Every method name, in the table's order.
-        pub const ALL: &[&str] = &[$($name),*];
-    };
-}
-
-method_table!(name_constants);
+/// Every method name, in the table's order.
+pub const ALL: &[&str] = {
+    macro_rules! all {
+        ($( $variant:ident($params:ty) $konst:ident, $route:ident, $result:ident, $handler:ident; )*) => {
+            &[$($konst),*]
+        };
+    }
+    method_table!(all)
+};
 
 /// Notification: a task's status or artifact changed.
 pub const TASK_EVENT: &str = "a2a.task.event";
