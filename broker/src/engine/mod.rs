@@ -240,12 +240,13 @@ struct Engine {
 }
 
 /// A call failed after some of its rows were written; the error it answers.
-struct Poisoned(RpcError);
+struct Poisoned(CoreError);
 
 /// One call's result, waiting for the commit.
 struct Done {
     reply: Responder,
-    result: Result<Effects, RpcError>,
+    /// The core's error: the wire's is made when the call is answered.
+    result: Result<Effects, CoreError>,
 }
 
 impl Engine {
@@ -313,20 +314,21 @@ impl Engine {
                 Command::Call { op, reply } => {
                     let result = match &began {
                         Ok(()) => self.run_call(*op, &mut undo),
-                        Err(e) => Ok(Err(RpcError::internal(format!("database: {e}")))),
+                        Err(e) => Ok(Err(CoreError::Internal(format!("database: {e}")))),
                     };
                     match result {
                         Ok(result) => done.push(Done { reply, result }),
                         Err(Poisoned(err)) => {
+                            let err = to_rpc(err);
                             // The call wrote part of its rows: nothing of
                             // this transaction may be kept.
                             let _ = self.sql("ROLLBACK");
                             self.restore(undo);
                             tracing::warn!(calls = done.len() + 1, error = %err.message, "a call failed after writing; the batch's calls are refused");
                             reply.send(Err(err));
-                            let others = RpcError::internal(
-                                "database: another call of the same commit failed halfway; this call was not applied",
-                            );
+                            let others = to_rpc(CoreError::Internal(
+                                "database: another call of the same commit failed halfway; this call was not applied".into(),
+                            ));
                             self.refuse_batch(done, &others, expired, closed);
                             let rest: Vec<Command> = cmds.collect();
                             let later = if rest.is_empty() {
@@ -388,7 +390,7 @@ impl Engine {
         for d in done {
             match d.result {
                 Ok(effects) => self.release(effects, d.reply),
-                Err(e) => d.reply.send(Err(e)),
+                Err(e) => d.reply.send(Err(to_rpc(e))),
             }
         }
         self.wake_waiters(undo.tasks.iter());
@@ -439,7 +441,7 @@ impl Engine {
         &mut self,
         op: Op,
         batch_undo: &mut Undo,
-    ) -> Result<Result<Effects, RpcError>, Poisoned> {
+    ) -> Result<Result<Effects, CoreError>, Poisoned> {
         let writes = crate::methods::writes(&op.call);
         let before = self.conn.total_changes();
         let mut undo = Undo::default();
@@ -449,8 +451,8 @@ impl Engine {
                 batch_undo.absorb(undo);
                 return Ok(Ok(effects));
             }
-            Ok(Err(e)) => to_rpc(e),
-            Err(_) => RpcError::internal("the call failed inside the broker"),
+            Ok(Err(e)) => e,
+            Err(_) => CoreError::Internal("the call failed inside the broker".into()),
         };
         self.restore(undo);
         // `total_changes` counts every row a completed statement changed

@@ -7,7 +7,7 @@ use super::WriteMethod;
 use crate::core::addressing::resolve_workers;
 use crate::core::idempotency::{self, Known};
 use crate::core::registry::Agent;
-use crate::core::task::TaskRecord;
+use crate::core::task::{Party, TaskRecord};
 use crate::core::CoreError;
 use crate::engine::{
     check_log_room, current_status_event, history_room, party_role, stamp, status_event,
@@ -112,20 +112,7 @@ fn create(
     let broadcast = to.as_deref() == Some("*");
 
     // A retry of a creation returns what the first one made.
-    let prior_ids = match cx.caches.creations.lookup(&me, &msg.message_id) {
-        Known::Tracked(ids) => ids,
-        Known::Untracked => read::creations(cx.conn, &me, &msg.message_id)?,
-        Known::Unchecked => {
-            let ids = read::creations(cx.conn, &me, &msg.message_id)?;
-            let any = !ids.is_empty() || read::has_created(cx.conn, &me)?;
-            cx.caches.creations.checked(me.clone(), any);
-            ids
-        }
-    };
-    let prior = prior_ids
-        .iter()
-        .map(|id| cx.task(id))
-        .collect::<Result<Vec<_>, _>>()?;
+    let prior = prior_creations(cx, &me, &msg.message_id)?;
     if let Some(same) = idempotency::creation_retry(prior, &msg)? {
         return Ok(Effects {
             blocking: blocking_spec(cfg, &same, broadcast),
@@ -153,26 +140,7 @@ fn create(
     // Every task's first message is encoded and checked before the
     // first row is written: a call must not fail halfway (the writer
     // keeps no savepoint per call).
-    let mut firsts = Vec::with_capacity(n);
-    for worker in &workers {
-        let id = ids::uuid();
-        let first = Encoded::new(stamp(
-            msg.clone(),
-            &id,
-            &me.context_id,
-            Role::User,
-            &me.peer_id,
-            &worker.peer_id,
-        ))?;
-        if first.body.len() > A2A_MAX_TASK_BYTES {
-            return Err(CoreError::PayloadTooLarge {
-                limit: "A2A_MAX_TASK_BYTES",
-                max: A2A_MAX_TASK_BYTES as u64,
-                actual: first.body.len() as u64,
-            });
-        }
-        firsts.push((id, first));
-    }
+    let firsts = first_messages(&msg, &me, &workers)?;
     for (i, (worker, (id, first))) in workers.iter().zip(firsts).enumerate() {
         let stamped = first.msg.clone();
         let mut rec = TaskRecord {
@@ -238,6 +206,56 @@ fn create(
         reply: views(cfg, recs, broadcast),
         events,
     })
+}
+
+/// The tasks an earlier call of the caller created with this `messageId`
+/// (memory knows, else the database says).
+fn prior_creations(
+    cx: &mut WriteCtx<'_>,
+    me: &Party,
+    message_id: &str,
+) -> Result<Vec<Arc<TaskRecord>>, CoreError> {
+    let prior_ids = match cx.caches.creations.lookup(me, message_id) {
+        Known::Tracked(ids) => ids,
+        Known::Untracked => read::creations(cx.conn, me, message_id)?,
+        Known::Unchecked => {
+            let ids = read::creations(cx.conn, me, message_id)?;
+            let any = !ids.is_empty() || read::has_created(cx.conn, me)?;
+            cx.caches.creations.checked(me.clone(), any);
+            ids
+        }
+    };
+    prior_ids.iter().map(|id| cx.task(id)).collect()
+}
+
+/// Each new task's id and first message (stamped for its worker), encoded
+/// and checked against the task size bound before anything is written.
+fn first_messages(
+    msg: &Message,
+    me: &Party,
+    workers: &[Arc<Agent>],
+) -> Result<Vec<(String, Encoded)>, CoreError> {
+    let mut firsts = Vec::with_capacity(workers.len());
+    for worker in workers {
+        let id = ids::uuid();
+        let first = Encoded::new(stamp(
+            msg.clone(),
+            &id,
+            &me.context_id,
+            Role::User,
+            &me.peer_id,
+            &worker.peer_id,
+        ))?;
+        if first.body.len() > A2A_MAX_TASK_BYTES {
+            return Err(CoreError::PayloadTooLarge {
+                limit: "A2A_MAX_TASK_BYTES",
+                max: A2A_MAX_TASK_BYTES as u64,
+                actual: first.body.len() as u64,
+            });
+        }
+        firsts.push((id, first));
+    }
+    Ok(firsts)
 }
 
 fn append(
