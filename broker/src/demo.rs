@@ -11,7 +11,8 @@ use a2a_broker::inspect;
 use a2a_client::proto::types::StreamEvent;
 use a2a_client::{
     agent_card, message_to, read_secret, skill, task_message, text_artifact, Agent, Client,
-    Delivery, Event, ListRole, Message, Notification, Part, SendConfiguration, State, TaskQuery,
+    Delivery, Event, ListRole, Message, Notification, Part, SendConfiguration, State, Task,
+    TaskQuery,
 };
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -239,22 +240,7 @@ fn drive(db: &Path, socket: &Path) -> Result<String, String> {
     let broker = BrokerProcess::start(db, socket)?;
 
     // One connection per agent, as three sidecars would have.
-    let mut agents = Vec::new();
-    for (name, sk) in [
-        ("planner", "plan"),
-        ("reviewer", "review"),
-        ("tester", "test"),
-    ] {
-        let client = broker.connect(name)?;
-        let mut card = agent_card(name);
-        card.description = format!("the {name}");
-        card.skills = vec![skill(sk, &[sk])];
-        let agent = client
-            .register("session-1", card, Delivery::Push)
-            .map_err(err)?;
-        println!("  registered {:<9} peer id {:?}", name, agent.id());
-        agents.push(agent);
-    }
+    let agents = register_agents(&broker)?;
     let [planner, reviewer, tester] = [&agents[0], &agents[1], &agents[2]];
     let all = [planner, reviewer, tester];
 
@@ -274,6 +260,62 @@ fn drive(db: &Path, socket: &Path) -> Result<String, String> {
     );
     show_events(&all)?;
 
+    let review = review_round(planner, reviewer, &all)?;
+
+    test_round(planner, tester, &all)?;
+
+    let list = planner
+        .list_tasks(TaskQuery {
+            role: ListRole::Requester,
+            ..TaskQuery::default()
+        })
+        .map_err(err)?;
+    println!("7. planner's tasks, newest first:");
+    for t in &list.tasks {
+        println!(
+            "      {} -> {:<9} {}",
+            t.id,
+            t.agent_name,
+            t.status.state.as_str()
+        );
+    }
+    tester.deregister().map_err(err)?;
+    println!("8. tester deregisters: its open broadcast task fails, the planner is told:");
+    show_events(&[planner, reviewer])?;
+    let review_id = review.id;
+    drop(agents);
+    let code = broker.finish()?;
+    println!("9. clients closed, broker stdin closed: the broker exited with status {code}");
+    if code != 0 {
+        return Err(format!("broker exited with {code}"));
+    }
+    Ok(review_id)
+}
+
+/// Connects and registers the planner, the reviewer and the tester.
+fn register_agents(broker: &BrokerProcess) -> Result<Vec<Agent>, String> {
+    let mut agents = Vec::new();
+    for (name, sk) in [
+        ("planner", "plan"),
+        ("reviewer", "review"),
+        ("tester", "test"),
+    ] {
+        let client = broker.connect(name)?;
+        let mut card = agent_card(name);
+        card.description = format!("the {name}");
+        card.skills = vec![skill(sk, &[sk])];
+        let agent = client
+            .register("session-1", card, Delivery::Push)
+            .map_err(err)?;
+        println!("  registered {:<9} peer id {:?}", name, agent.id());
+        agents.push(agent);
+    }
+    Ok(agents)
+}
+
+/// Steps 3 and 4: the planner asks for a review (and retries the send),
+/// the reviewer works, adds an artifact and completes.
+fn review_round(planner: &Agent, reviewer: &Agent, all: &[&Agent]) -> Result<Task, String> {
     let ask = message_to("reviewer", "Review src/lib.rs");
     let review = planner.send(ask.clone(), None).map_err(err)?;
     println!(
@@ -281,7 +323,7 @@ fn drive(db: &Path, socket: &Path) -> Result<String, String> {
         review.id,
         review.status.state.as_str()
     );
-    show_events(&all)?;
+    show_events(all)?;
     let again = planner.send(ask, None).map_err(err)?;
     println!(
         "   the same send retried (same messageId): same task {} returned, nothing new written or routed",
@@ -307,8 +349,13 @@ fn drive(db: &Path, socket: &Path) -> Result<String, String> {
         "4. reviewer works, adds an artifact, completes (task version {}):",
         done.version
     );
-    show_events(&all)?;
+    show_events(all)?;
+    Ok(review)
+}
 
+/// Steps 5 and 6: a blocking send to the tester, which asks a question;
+/// the planner answers and the tester completes.
+fn test_round(planner: &Agent, tester: &Agent, all: &[&Agent]) -> Result<(), String> {
     // A blocking send is submitted, not waited for: the planner's
     // connection stays free, and the answer completes a `Pending` later.
     let blocking = planner
@@ -354,7 +401,7 @@ fn drive(db: &Path, socket: &Path) -> Result<String, String> {
         "   tester asks a question; the blocking send returns: state {}",
         settled.status.state.as_str()
     );
-    show_events(&all)?;
+    show_events(all)?;
     let resumed = planner
         .send(task_message(&test_task, "unit"), None)
         .map_err(err)?;
@@ -362,7 +409,7 @@ fn drive(db: &Path, socket: &Path) -> Result<String, String> {
         "6. planner answers \"unit\": the task resumes ({})",
         resumed.status.state.as_str()
     );
-    show_events(&all)?;
+    show_events(all)?;
     tester
         .set_status(
             &test_task,
@@ -370,32 +417,6 @@ fn drive(db: &Path, socket: &Path) -> Result<String, String> {
             Some(task_message(&test_task, "212 passed")),
         )
         .map_err(err)?;
-    show_events(&all)?;
-
-    let list = planner
-        .list_tasks(TaskQuery {
-            role: ListRole::Requester,
-            ..TaskQuery::default()
-        })
-        .map_err(err)?;
-    println!("7. planner's tasks, newest first:");
-    for t in &list.tasks {
-        println!(
-            "      {} -> {:<9} {}",
-            t.id,
-            t.agent_name,
-            t.status.state.as_str()
-        );
-    }
-    tester.deregister().map_err(err)?;
-    println!("8. tester deregisters: its open broadcast task fails, the planner is told:");
-    show_events(&[planner, reviewer])?;
-    let review_id = review.id;
-    drop(agents);
-    let code = broker.finish()?;
-    println!("9. clients closed, broker stdin closed: the broker exited with status {code}");
-    if code != 0 {
-        return Err(format!("broker exited with {code}"));
-    }
-    Ok(review_id)
+    show_events(all)?;
+    Ok(())
 }

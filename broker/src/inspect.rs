@@ -34,7 +34,7 @@ pub enum InspectError {
     /// ends with.
     #[error("task id prefix or tail {prefix} is ambiguous: {candidates}")]
     Ambiguous { prefix: String, candidates: String },
-    /// `tasks list --state` of a name that is no §6 state.
+    /// `tasks list --state` of a name that is no §7 state.
     #[error("unknown state {given:?}; one of: {}", State::ALL.map(State::as_str).join(", "))]
     BadState { given: String },
     /// A query failed.
@@ -105,7 +105,7 @@ pub(crate) fn summarize(parts: &[Part]) -> String {
 pub struct ListQuery {
     /// Only tasks of this requester context.
     pub context: Option<String>,
-    /// Only tasks in this §6 state (a wire name, checked before the database is opened).
+    /// Only tasks in this §7 state (a wire name, checked before the database is opened).
     pub state: Option<String>,
     /// Only tasks where this agent is the requester or the worker.
     pub agent: Option<String>,

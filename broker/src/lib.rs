@@ -1,5 +1,5 @@
 //! The host-core A2A broker: durable `a2a.*` tasks in SQLite, routed between
-//! agents over local transports (PROTOCOL.md).
+//! agents over local transports (docs/protocol.md).
 //!
 //! One direction of flow:
 //! ```text
@@ -28,8 +28,8 @@ pub(crate) mod core;
 pub(crate) mod delivery;
 pub(crate) mod dispatch;
 pub(crate) mod engine;
-pub(crate) mod handshake;
 pub(crate) mod ids;
+pub(crate) mod methods;
 pub(crate) mod read_calls;
 pub(crate) mod reply;
 pub(crate) mod rpc_errors;

@@ -1,27 +1,20 @@
-//! The read-only methods, answered without the writer: on the connection's
-//! own thread when the committed-task cache has what they need, else on a
-//! reader thread with a read-only SQLite connection ([`ReadWorkers`]), so a
-//! slow read never stalls the socket runtime that serves every connection.
-//! They never queue behind the writer.
+//! What the read methods (`methods/`, route `read`) run on, without the
+//! writer: [`ReadCtx`], on the connection's own thread when the
+//! committed-task cache has what they need, else on a reader thread with a
+//! read-only SQLite connection ([`ReadWorkers`]), so a slow read never
+//! stalls the socket runtime that serves every connection. They never
+//! queue behind the writer.
 
-use crate::core::addressing::addressable;
 use crate::core::registry::Agent;
 use crate::core::task::TaskRecord;
 use crate::core::CoreError;
 use crate::engine::Shared;
-use crate::reply::{Reply, TaskView};
 use crate::store::{self, read};
-use a2a_proto::limits::{DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT};
-use a2a_proto::params::{GetParams, ListAgentsParams, ListTasksParams, PushGetParams};
 use crossbeam_channel::RecvTimeoutError;
 use parking_lot::Mutex;
 use rusqlite::Connection;
 use std::path::PathBuf;
 use std::sync::Arc;
-
-/// Bytes of tasks one `a2a.tasks.list` page may carry: the outgoing frame
-/// bound less room for the envelope.
-const LIST_REPLY_BUDGET: usize = a2a_proto::limits::A2A_MAX_OUT_FRAME_BYTES - 64 * 1024;
 
 /// Idle read-only connections shared by all sessions: a socket broker
 /// with hundreds of clients needs a few of them, not one each.
@@ -150,19 +143,19 @@ impl<'a> ReadCtx<'a> {
         }
     }
 
-    fn db(&mut self) -> Result<&Connection, CoreError> {
+    pub(crate) fn db(&mut self) -> Result<&Connection, CoreError> {
         if self.conn.is_none() {
             self.conn = Some(self.pool.take()?);
         }
         Ok(self.conn.as_ref().expect("just taken"))
     }
 
-    fn agent(&self, token: Option<&str>) -> Result<Arc<Agent>, CoreError> {
+    pub(crate) fn agent(&self, token: Option<&str>) -> Result<Arc<Agent>, CoreError> {
         self.shared.registry.read().resolve(token)
     }
 
     /// A committed task: cached, or loaded from SQLite.
-    fn task(&mut self, id: &str) -> Result<Arc<TaskRecord>, CoreError> {
+    pub(crate) fn task(&mut self, id: &str) -> Result<Arc<TaskRecord>, CoreError> {
         if let Some(rec) = self.shared.tasks.read().get(id) {
             return Ok(rec.clone());
         }
@@ -172,7 +165,11 @@ impl<'a> ReadCtx<'a> {
     }
 
     /// A task the caller is party to.
-    fn party_task(&mut self, agent: &Agent, id: &str) -> Result<Arc<TaskRecord>, CoreError> {
+    pub(crate) fn party_task(
+        &mut self,
+        agent: &Agent,
+        id: &str,
+    ) -> Result<Arc<TaskRecord>, CoreError> {
         let rec = self.task(id)?;
         if rec.role_of(&agent.party()).is_none() {
             return Err(CoreError::CrossContextDenied(
@@ -181,81 +178,4 @@ impl<'a> ReadCtx<'a> {
         }
         Ok(rec)
     }
-}
-
-/// `a2a.agents.list`: the cards the caller may address, itself excluded,
-/// sorted by name; with `skill`, only cards with a skill of that id or tag.
-pub fn list_agents(c: &mut ReadCtx<'_>, p: ListAgentsParams) -> Result<Reply, CoreError> {
-    let agent = c.agent(p.token.as_deref())?;
-    let reg = c.shared.registry.read();
-    let cards = addressable(&reg, &agent)
-        .filter(|a| {
-            p.skill.as_deref().is_none_or(|want| {
-                a.card
-                    .skills
-                    .iter()
-                    .any(|s| s.id == want || s.tags.iter().any(|t| t == want))
-            })
-        })
-        .map(|a| a.card.clone())
-        .collect();
-    Ok(Reply::Agents(cards))
-}
-
-/// `a2a.tasks.get`.
-pub fn get_task(c: &mut ReadCtx<'_>, p: GetParams) -> Result<Reply, CoreError> {
-    let agent = c.agent(p.token.as_deref())?;
-    let rec = c.party_task(&agent, &p.id)?;
-    Ok(Reply::task(rec, p.history_length.map(|n| n as usize)))
-}
-
-/// `a2a.tasks.pushNotificationConfig.get`: the task's config (one per
-/// task, whichever party set it), or null.
-pub fn push_config(c: &mut ReadCtx<'_>, p: PushGetParams) -> Result<Reply, CoreError> {
-    let agent = c.agent(p.token.as_deref())?;
-    let rec = c.party_task(&agent, &p.task_id)?;
-    Ok(Reply::Config(
-        rec.push_configs.first().map(|(_, c)| c.clone()),
-    ))
-}
-
-/// `a2a.tasks.list` (ext): the caller's tasks, newest first, paged.
-pub fn list_tasks(c: &mut ReadCtx<'_>, p: ListTasksParams) -> Result<Reply, CoreError> {
-    let agent = c.agent(p.token.as_deref())?;
-    let limit = p
-        .limit
-        .map_or(DEFAULT_LIST_LIMIT, |l| l as usize)
-        .clamp(1, MAX_LIST_LIMIT);
-    let before = match p.cursor.as_deref() {
-        None => None,
-        Some(cur) => Some(cur.parse::<i64>().map_err(|_| {
-            CoreError::InvalidParams(format!("cursor `{cur}` is not one this broker gave"))
-        })?),
-    };
-    let (page, more) =
-        read::list_task_ids(c.db()?, &agent.party(), p.role, p.state, limit, before)?;
-    // The answer must fit one outgoing frame (§1.1): past the budget the
-    // page ends early, and its cursor picks up where it stopped.
-    let mut budget = LIST_REPLY_BUDGET;
-    let mut tasks = Vec::with_capacity(page.len());
-    let mut last_seq = None;
-    let mut cut = false;
-    for (seq, id) in &page {
-        let view = TaskView::full(c.task(id)?);
-        let size = a2a_proto::check::json_len(&view).map_err(CoreError::from)?;
-        if size > budget && !tasks.is_empty() {
-            cut = true;
-            break;
-        }
-        budget = budget.saturating_sub(size);
-        tasks.push(view);
-        last_seq = Some(*seq);
-    }
-    Ok(Reply::TaskList {
-        tasks,
-        next_cursor: (more || cut)
-            .then_some(last_seq)
-            .flatten()
-            .map(|n| n.to_string()),
-    })
 }

@@ -1,4 +1,4 @@
-//! The one place where core failures become JSON-RPC errors (PROTOCOL.md §8).
+//! The one place where core failures become JSON-RPC errors (docs/protocol.md §8 Errors).
 
 use crate::core::CoreError;
 use a2a_proto::error::{A2aErrorCode as C, RpcError};

@@ -160,21 +160,7 @@ pub fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
         None => None,
     };
 
-    let mut ready = format!("{{\"ready\":true,\"pid\":{}", std::process::id());
-    if let Some(s) = &server {
-        ready.push_str(&format!(
-            ",\"socket\":{}",
-            serde_json::to_string(&s.path.display().to_string()).expect("string")
-        ));
-        if let Some(f) = &s.secret_file {
-            ready.push_str(&format!(
-                ",\"secretFile\":{}",
-                serde_json::to_string(&f.display().to_string()).expect("string")
-            ));
-        }
-    }
-    ready.push('}');
-    eprintln!("{ready}");
+    eprintln!("{}", ready_line(server.as_ref()));
     if let Some(note) = &cfg.serving_note {
         eprintln!("{note}");
     }
@@ -182,21 +168,9 @@ pub fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
     let stdio_out = if cfg.no_stdio {
         None
     } else {
-        let outbox = stdio::outbox();
-        let writer = stdio::spawn_writer(outbox.clone(), std::io::stdout());
-        let broker = broker.clone();
-        let out = outbox.clone();
-        let why = why.clone();
-        std::thread::Builder::new()
-            .name("a2a-stdin".into())
-            .spawn(move || {
-                let session = stdio::serve_lines(&broker, std::io::stdin().lock(), out);
-                broker.close(session);
-                let _ = why.set("stdin EOF");
-                let _ = stop_tx.send(());
-            })
+        let out = serve_stdio(&broker, stop_tx, why.clone())
             .map_err(|e| abandon(ServeError::Thread("stdin", e)))?;
-        Some((outbox, writer))
+        Some(out)
     };
 
     // Stdin closed, a signal arrived, or the database file is gone.
@@ -242,6 +216,48 @@ pub fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
     }
     tracing::info!(reason, "shutdown finished");
     Ok(())
+}
+
+/// Serves stdin and stdout: a thread reads stdin's lines and, when stdin
+/// ends, closes its session and says so on `stop_tx`.
+fn serve_stdio(
+    broker: &Arc<Broker>,
+    stop_tx: crossbeam_channel::Sender<()>,
+    why: Arc<std::sync::OnceLock<&'static str>>,
+) -> std::io::Result<(Arc<crate::delivery::Outbox>, std::thread::JoinHandle<()>)> {
+    let outbox = stdio::outbox();
+    let writer = stdio::spawn_writer(outbox.clone(), std::io::stdout());
+    let broker = broker.clone();
+    let out = outbox.clone();
+    std::thread::Builder::new()
+        .name("a2a-stdin".into())
+        .spawn(move || {
+            let session = stdio::serve_lines(&broker, std::io::stdin().lock(), out);
+            broker.close(session);
+            let _ = why.set("stdin EOF");
+            let _ = stop_tx.send(());
+        })?;
+    Ok((outbox, writer))
+}
+
+/// The ready line on stderr: the process id, and the socket and its
+/// secret file when there is one.
+fn ready_line(server: Option<&socket::SocketServer>) -> String {
+    let mut ready = format!("{{\"ready\":true,\"pid\":{}", std::process::id());
+    if let Some(s) = server {
+        ready.push_str(&format!(
+            ",\"socket\":{}",
+            serde_json::to_string(&s.path.display().to_string()).expect("string")
+        ));
+        if let Some(f) = &s.secret_file {
+            ready.push_str(&format!(
+                ",\"secretFile\":{}",
+                serde_json::to_string(&f.display().to_string()).expect("string")
+            ));
+        }
+    }
+    ready.push('}');
+    ready
 }
 
 /// Many socket clients each hold a descriptor: take the hard limit.

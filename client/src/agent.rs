@@ -1,5 +1,5 @@
 //! [`Agent`]: a registered agent, its token, and one typed method per
-//! `a2a.*` call (PROTOCOL.md §5), each in two forms: `name_async(..)`
+//! `a2a.*` call (docs/protocol.md §5 Methods), each in two forms: `name_async(..)`
 //! submits the call and returns a [`Pending`] at once; `name(..)` is
 //! `name_async(..)?.wait(call_timeout)`. Plus the agent's events: a handler
 //! ([`Agent::set_event_handler`]), a non-blocking drain
@@ -10,22 +10,25 @@
 //! cannot act as another agent by mistake.
 
 use crate::client::{unexpected, Client};
-use crate::conn::Hook;
 use crate::error::{ClientError, CloseReason};
-use crate::events::{EventHandler, EventQueue, Events, SharedQueue};
+use crate::events::{EventQueue, Owner, QueueHandler, SharedQueue};
 use crate::pending::{on_reader_thread, Convert, Pending};
+use crate::shared::Hook;
 use crate::Event;
 use a2a_proto::call::{Call, Outcome};
 use a2a_proto::limits::A2A_MAX_STREAM_WAIT_SECONDS;
 use a2a_proto::params::{
     ArtifactParams, CancelParams, GetParams, ListAgentsParams, ListRole, ListTasksParams,
-    PushGetParams, PushSetParams, RegisterResult, ResubscribeParams, SendConfiguration, SendParams,
-    StatusParams, TaskListResult, TokenParams, WaitParams,
+    PushGetParams, PushSetParams, RegisterParams, RegisterResult, ResubscribeParams,
+    SendConfiguration, SendParams, StatusParams, TaskListResult, TokenParams, WaitParams,
 };
 use a2a_proto::types::{AgentCard, Artifact, Delivery, Message, PushConfig, State, Task};
+use futures_core::Stream;
 use parking_lot::Mutex;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 /// Which of an agent's tasks [`Agent::list_tasks`] returns, and which page.
@@ -89,6 +92,14 @@ pub(crate) struct AgentInner {
     deregistered: AtomicBool,
 }
 
+impl AgentInner {
+    /// The weak handle the reader side keeps of this agent.
+    fn owner(self: &Arc<Self>) -> Owner {
+        let weak: Weak<AgentInner> = Arc::downgrade(self);
+        weak
+    }
+}
+
 impl Drop for AgentInner {
     fn drop(&mut self) {
         // Nobody can read this queue again: stop routing to it (later
@@ -107,6 +118,52 @@ impl std::fmt::Debug for Agent {
             .field("context_id", &self.inner.context_id)
             .field("delivery", &self.inner.delivery)
             .finish()
+    }
+}
+
+/// Registration lives here, beside the [`Agent`] it makes: the client
+/// (the connection) knows nothing of agents.
+impl Client {
+    /// Registers an agent in `context_id` (the card's `name` is the name it
+    /// asks for; the broker may suffix it). A push agent's events are
+    /// queued for [`Agent::wait`] from now on. Blocking:
+    /// [`Client::register_async`] waited for at most `call_timeout`.
+    pub fn register(
+        &self,
+        context_id: &str,
+        card: AgentCard,
+        delivery: Delivery,
+    ) -> Result<Agent, ClientError> {
+        self.register_async(context_id, card, delivery)?
+            .wait(self.options().call_timeout)
+    }
+
+    /// `a2a.agents.register`, submitted. The [`Agent`] is made when the
+    /// answer is taken (its events meanwhile wait among the unclaimed ones,
+    /// and are handed to it then, in order); if the `Pending` is dropped
+    /// untaken, the agent stays registered with no handle, like one made
+    /// through [`Client::call_json`].
+    pub fn register_async(
+        &self,
+        context_id: &str,
+        card: AgentCard,
+        delivery: Delivery,
+    ) -> Result<Pending<Agent>, ClientError> {
+        let call = Call::Register(RegisterParams {
+            context_id: context_id.to_owned(),
+            card,
+            delivery: Some(delivery),
+        });
+        let client = self.clone();
+        let context_id = context_id.to_owned();
+        self.submit(
+            call,
+            Convert::Boxed(Box::new(move |outcome| match outcome {
+                Outcome::Registered(r) => Ok(Agent::new(client, &context_id, r, delivery)),
+                other => Err(unexpected("a2a.agents.register", &other)),
+            })),
+            None,
+        )
     }
 }
 
@@ -165,7 +222,7 @@ impl Agent {
             &inner.id,
             &inner.context_id,
             &inner.queue,
-            Arc::downgrade(&inner),
+            inner.owner(),
         );
         Agent { inner }
     }
@@ -609,7 +666,18 @@ impl Agent {
     /// acknowledged by its next call.
     pub fn set_event_handler(&self, handler: Option<EventHandler>) {
         let install = handler.is_some();
-        self.inner.queue.set_handler(self, handler);
+        // Bound to this agent by a weak handle: the queue (and the reader
+        // side that runs it) holds no agent; it keeps the agent alive
+        // while the handler runs, so the upgrade below succeeds.
+        let handler = handler.map(|mut h| {
+            let agent = Arc::downgrade(&self.inner);
+            Box::new(move |ev: Event| {
+                if let Some(inner) = agent.upgrade() {
+                    h(&Agent { inner }, ev);
+                }
+            }) as QueueHandler
+        });
+        self.inner.queue.set_handler(handler);
         if install {
             self.kick_pump();
         }
@@ -680,9 +748,9 @@ impl Agent {
                         let mut ack = inner.pull_ack.lock();
                         *ack = Some(ack.map_or(max, |a| a.max(max)));
                     }
-                    let weak = Arc::downgrade(inner);
+                    let owner = inner.owner();
                     for ev in r.events {
-                        inner.queue.deliver(ev, &weak);
+                        inner.queue.deliver(ev, &owner);
                     }
                     false
                 }
@@ -808,5 +876,55 @@ impl Agent {
                 .close_reason()
                 .unwrap_or(CloseReason::ByBroker),
         )
+    }
+}
+
+/// An agent's event handler: called with the agent (so it can answer with
+/// `_async` calls without holding a clone that would keep the agent alive)
+/// and one event, on the connection's reader thread. It must not block for
+/// long: the reader thread delivers every answer and event of the
+/// connection. Blocking calls of its own client fail there with
+/// [`crate::ClientError::WouldDeadlock`].
+pub type EventHandler = Box<dyn FnMut(&Agent, Event) + Send + 'static>;
+
+/// An agent's events as a [`futures_core::Stream`], from
+/// [`crate::Agent::events`]. Yields each queued event once (shared with
+/// `wait` and `try_events`: each event goes to one reader), nothing while
+/// an event handler is installed, and ends when no event can come any more
+/// (connection closed, agent deregistered). For a pull agent, a live
+/// stream keeps the agent's pump fetching its events.
+///
+/// Threads: `Send + Sync + Unpin`; the reader thread wakes the polling
+/// task. Lifetime: holds its agent (and so the connection) open.
+#[derive(Debug)]
+pub struct Events {
+    agent: Agent,
+}
+
+impl Events {
+    pub(crate) fn new(agent: Agent) -> Events {
+        agent.pump_streams().fetch_add(1, Ordering::AcqRel);
+        agent.kick_pump();
+        Events { agent }
+    }
+}
+
+impl Clone for Events {
+    fn clone(&self) -> Events {
+        Events::new(self.agent.clone())
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        self.agent.pump_streams().fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Stream for Events {
+    type Item = Event;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        self.agent.queue().poll_next(cx)
     }
 }

@@ -4,15 +4,14 @@
 //! [`Client::call_async`]) and JSON ([`Client::call_json`],
 //! [`Client::call_json_async`]) escape hatches.
 
-use crate::agent::Agent;
-use crate::conn::{Conn, Hook};
+use crate::conn::Conn;
 use crate::error::{ClientError, CloseReason};
 use crate::pending::{Convert, Pending};
+use crate::shared::Hook;
 use crate::Event;
 use a2a_proto::call::{Call, Outcome};
 use a2a_proto::limits::A2A_MAX_STREAM_WAIT_SECONDS;
-use a2a_proto::params::{HandshakeParams, HandshakeResult, RegisterParams};
-use a2a_proto::types::{AgentCard, Delivery};
+use a2a_proto::params::{HandshakeParams, HandshakeResult};
 use a2a_proto::PROTOCOL_VERSION;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -62,7 +61,7 @@ pub struct ClientOptions {
     /// Sent as `clientVersion` in the handshake.
     pub client_version: String,
     /// Ask the broker for a shared-memory event ring of this many bytes
-    /// (PROTOCOL.md §1.3): push agents' events then arrive through it
+    /// (docs/protocol.md §1 Framing, the event ring): push agents' events then arrive through it
     /// instead of the socket. The broker may decline (see
     /// [`Client::uses_event_ring`]); events reach handlers, `try_events`,
     /// `events()` and `wait` the same way on either path.
@@ -176,48 +175,6 @@ impl Client {
     /// The options this client was made with.
     pub fn options(&self) -> &ClientOptions {
         &self.inner.options
-    }
-
-    /// Registers an agent in `context_id` (the card's `name` is the name it
-    /// asks for; the broker may suffix it). A push agent's events are
-    /// queued for [`Agent::wait`] from now on. Blocking:
-    /// [`Client::register_async`] waited for at most `call_timeout`.
-    pub fn register(
-        &self,
-        context_id: &str,
-        card: AgentCard,
-        delivery: Delivery,
-    ) -> Result<Agent, ClientError> {
-        self.register_async(context_id, card, delivery)?
-            .wait(self.inner.options.call_timeout)
-    }
-
-    /// `a2a.agents.register`, submitted. The [`Agent`] is made when the
-    /// answer is taken (its events meanwhile wait among the unclaimed ones,
-    /// and are handed to it then, in order); if the `Pending` is dropped
-    /// untaken, the agent stays registered with no handle, like one made
-    /// through [`Client::call_json`].
-    pub fn register_async(
-        &self,
-        context_id: &str,
-        card: AgentCard,
-        delivery: Delivery,
-    ) -> Result<Pending<Agent>, ClientError> {
-        let call = Call::Register(RegisterParams {
-            context_id: context_id.to_owned(),
-            card,
-            delivery: Some(delivery),
-        });
-        let client = self.clone();
-        let context_id = context_id.to_owned();
-        self.submit(
-            call,
-            Convert::Boxed(Box::new(move |outcome| match outcome {
-                Outcome::Registered(r) => Ok(Agent::new(client, &context_id, r, delivery)),
-                other => Err(unexpected("a2a.agents.register", &other)),
-            })),
-            None,
-        )
     }
 
     /// Sends one typed call and waits for its typed result (at most

@@ -1,4 +1,4 @@
-//! One local-socket connection speaking binary frames (PROTOCOL.md §1.2):
+//! One local-socket connection speaking binary frames (docs/protocol.md §1 Framing):
 //! submitters encode requests into a shared outgoing buffer, one writer
 //! thread writes whatever has gathered there in one system call, and one
 //! reader thread reads everything the broker sends.
@@ -32,17 +32,15 @@
 
 use crate::demux::Demux;
 use crate::error::{ClientError, CloseReason};
-use crate::pending::{mark_reader_thread, on_reader_thread, Answer, Convert, Pending, Slot};
-use a2a_proto::binary::{
-    decode_server_payload, encode_frame, preamble, split_frames_within, ClientFrame, ServerFrame,
-};
+use crate::pending::{mark_reader_thread, on_reader_thread, Answer, Convert, Pending};
+use crate::shared::{send_all, send_error, Hook, Outgoing, Shared, Stats, Table, Waiter};
+use a2a_proto::binary::{decode_server_payload, preamble, split_frames_within, ServerFrame};
 use a2a_proto::call::{Call, Outcome};
-use a2a_proto::limits::{A2A_MAX_OUT_FRAME_BYTES, MAX_FRAME_BYTES};
+use a2a_proto::limits::A2A_MAX_OUT_FRAME_BYTES;
 use interprocess::local_socket::{prelude::*, ConnectOptions, GenericFilePath, Stream};
 use interprocess::ConnectWaitMode;
 use parking_lot::{Condvar, Mutex};
-use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -64,294 +62,6 @@ const KEEP_OUT_BUF: usize = 1 << 20;
 
 /// Connection ids, for telling a connection's reader thread apart.
 static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
-
-/// Bookkeeping run on the reader thread when a call's answer arrives,
-/// before it is published (e.g. a deregistration closes the agent's
-/// queue, so nothing can be read as live after `deregister` returned).
-pub(crate) type Hook = Box<dyn FnOnce(&Answer) + Send + 'static>;
-
-/// One call waiting for its answer.
-struct Waiter {
-    slot: Arc<Slot>,
-    hook: Option<Hook>,
-}
-
-impl Waiter {
-    fn complete(self, answer: Answer) {
-        if let Some(hook) = self.hook {
-            hook(&answer);
-        }
-        self.slot.complete(answer);
-    }
-}
-
-/// The calls waiting for an answer, and whether any more may wait.
-#[derive(Default)]
-struct Table {
-    calls: HashMap<u64, Waiter>,
-    /// Set once, by whoever sees the end first; the first reason wins.
-    closed: Option<CloseReason>,
-}
-
-/// The encoded frames the writer thread has not taken yet.
-#[derive(Default)]
-struct Outgoing {
-    buf: Vec<u8>,
-    /// Frames in `buf`.
-    frames: u64,
-    /// Some thread (the writer, or a submitter on an idle connection) is
-    /// sending bytes taken out of `buf`: nobody else may send meanwhile.
-    writing: bool,
-    /// Set when the connection ends: the writer exits, nothing more queues.
-    closed: bool,
-}
-
-/// `send(2)` flags of every write: no `SIGPIPE` on a closed socket.
-#[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
-const NOSIGNAL: libc::c_int = libc::MSG_NOSIGNAL;
-#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
-const NOSIGNAL: libc::c_int = 0;
-
-/// The socket as `socket2` sees it, for `send` with flags.
-fn sock(stream: &Stream) -> Option<socket2::SockRef<'_>> {
-    match stream {
-        #[cfg(unix)]
-        Stream::UdSocket(s) => Some(socket2::SockRef::from(s.inner())),
-        #[allow(unreachable_patterns)]
-        _ => None,
-    }
-}
-
-/// Sends all of `bytes`, blocking (within the socket's send timeout).
-fn send_all(stream: &Stream, mut bytes: &[u8]) -> std::io::Result<()> {
-    let Some(s) = sock(stream) else {
-        return (&*stream).write_all(bytes);
-    };
-    while !bytes.is_empty() {
-        match s.send_with_flags(bytes, NOSIGNAL) {
-            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-            Ok(n) => bytes = &bytes[n..],
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-/// Sends what the socket takes of `bytes` without blocking; returns how
-/// many bytes it took.
-fn send_now(stream: &Stream, bytes: &[u8]) -> std::io::Result<usize> {
-    let Some(s) = sock(stream) else {
-        return Ok(0);
-    };
-    let mut sent = 0;
-    while sent < bytes.len() {
-        match s.send_with_flags(&bytes[sent..], NOSIGNAL | libc::MSG_DONTWAIT) {
-            Ok(0) => break,
-            Ok(n) => sent += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(sent)
-}
-
-/// Why a failed send ended the connection.
-fn send_error(e: &std::io::Error) -> CloseReason {
-    use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
-    if matches!(e.kind(), BrokenPipe | ConnectionReset) {
-        CloseReason::ByBroker
-    } else {
-        CloseReason::Io(e.to_string())
-    }
-}
-
-/// Frames and write system calls of one connection, for the benchmarks.
-#[derive(Default)]
-struct Stats {
-    frames: AtomicU64,
-    writes: AtomicU64,
-}
-
-/// State shared by the submitters, the writer and the reader.
-pub(crate) struct Shared {
-    /// This connection's id (see [`on_reader_thread`]).
-    pub(crate) id: u64,
-    /// Read by the reader, written by the writer (full-duplex on a Unix
-    /// socket), shut down by whoever closes.
-    stream: Stream,
-    table: Mutex<Table>,
-    out: Mutex<Outgoing>,
-    /// Wakes the writer when `out` stops being empty or closes.
-    out_cv: Condvar,
-    /// Request ids; unique per connection, which is all matching needs.
-    next_id: AtomicU64,
-    stats: Stats,
-    /// Where notifications go, by recipient.
-    pub(crate) demux: Demux,
-}
-
-impl Shared {
-    /// Why the connection ended, if it has.
-    pub(crate) fn closed(&self) -> Option<CloseReason> {
-        self.table.lock().closed.clone()
-    }
-
-    /// Starts closing: records the reason (the first wins), stops the
-    /// writer and shuts the socket down, which wakes the reader; the reader
-    /// fails the waiting calls. Safe from any thread, idempotent.
-    pub(crate) fn close(&self, reason: CloseReason) {
-        {
-            let mut t = self.table.lock();
-            if t.closed.is_none() {
-                t.closed = Some(reason);
-            }
-        }
-        {
-            let mut out = self.out.lock();
-            out.closed = true;
-            out.buf = Vec::new();
-        }
-        self.out_cv.notify_all();
-        shutdown(&self.stream);
-    }
-
-    /// The reader's last act: fails every waiting call and closes every
-    /// agent queue. Callbacks of the failed calls run here, on the reader.
-    fn finish(&self, reason: CloseReason) {
-        self.close(reason);
-        let (calls, reason) = {
-            let mut t = self.table.lock();
-            let reason = t.closed.clone().unwrap_or(CloseReason::ByBroker);
-            (std::mem::take(&mut t.calls), reason)
-        };
-        for (_, w) in calls {
-            w.complete(Err(ClientError::Closed(reason.clone())));
-        }
-        self.demux.close();
-    }
-
-    /// Encodes `call`, registers its waiter and queues the frame for the
-    /// writer; never blocks on the socket.
-    fn submit(&self, call: Call, hook: Option<Hook>) -> Result<Arc<Slot>, ClientError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let frame = ClientFrame::Request { id, call };
-        let slot = Slot::new();
-        let mut out = self.out.lock();
-        if out.closed {
-            drop(out);
-            return Err(self.closed_error());
-        }
-        let start = out.buf.len();
-        if let Err(e) = encode_frame(&frame, &mut out.buf) {
-            out.buf.truncate(start);
-            return Err(ClientError::Protocol(format!(
-                "cannot encode the request: {e}"
-            )));
-        }
-        let bytes = out.buf.len() - start - 4;
-        if bytes > MAX_FRAME_BYTES {
-            out.buf.truncate(start);
-            return Err(ClientError::FrameTooLarge {
-                bytes,
-                max: MAX_FRAME_BYTES,
-            });
-        }
-        let lone = {
-            let mut t = self.table.lock();
-            if let Some(reason) = &t.closed {
-                out.buf.truncate(start);
-                return Err(ClientError::Closed(reason.clone()));
-            }
-            t.calls.insert(
-                id,
-                Waiter {
-                    slot: slot.clone(),
-                    hook,
-                },
-            );
-            t.calls.len() == 1
-        };
-        out.frames += 1;
-        if lone && start == 0 && !out.writing {
-            // An idle connection: send it from here, no hand-off.
-            out.writing = true;
-            let bytes = std::mem::take(&mut out.buf);
-            let frames = std::mem::take(&mut out.frames);
-            drop(out);
-            self.send_inline(bytes, frames);
-            return Ok(slot);
-        }
-        drop(out);
-        // Cheap when the writer is busy (no waiter on the condvar): then it
-        // finds this frame in its next swap.
-        if start == 0 {
-            self.out_cv.notify_one();
-        }
-        Ok(slot)
-    }
-
-    /// The idle-connection shortcut of `submit`: sends `bytes` without
-    /// blocking, leaves any rest to the writer thread (in front of what
-    /// queued meanwhile), then gives the sending turn back.
-    fn send_inline(&self, mut bytes: Vec<u8>, frames: u64) {
-        let result = send_now(&self.stream, &bytes);
-        let mut out = self.out.lock();
-        out.writing = false;
-        if out.closed {
-            return;
-        }
-        match result {
-            Ok(sent) if sent == bytes.len() => {
-                self.stats.frames.fetch_add(frames, Ordering::Relaxed);
-                self.stats.writes.fetch_add(1, Ordering::Relaxed);
-                if out.buf.is_empty() {
-                    // Keep the buffer's capacity for the next submission.
-                    bytes.clear();
-                    out.buf = bytes;
-                    return;
-                }
-            }
-            Ok(sent) => {
-                bytes.drain(..sent);
-                bytes.extend_from_slice(&out.buf);
-                out.buf = bytes;
-                out.frames += frames;
-            }
-            Err(e) => {
-                drop(out);
-                self.close(send_error(&e));
-                return;
-            }
-        }
-        drop(out);
-        self.out_cv.notify_one();
-    }
-
-    fn closed_error(&self) -> ClientError {
-        ClientError::Closed(self.closed().unwrap_or(CloseReason::ByBroker))
-    }
-
-    /// Completes the calls answered in one read, taking the table's lock
-    /// once for all of them.
-    fn answer_all(&self, answers: &mut Vec<(u64, Answer)>, ready: &mut Vec<(Waiter, Answer)>) {
-        {
-            let mut t = self.table.lock();
-            for (id, answer) in answers.drain(..) {
-                // A missing id cannot happen for calls of this client (every
-                // call stays registered until answered); a broker answering
-                // an id twice loses the second answer here.
-                if let Some(w) = t.calls.remove(&id) {
-                    ready.push((w, answer));
-                }
-            }
-        }
-        for (w, answer) in ready.drain(..) {
-            w.complete(answer);
-        }
-    }
-}
 
 /// A connected, preamble-sent socket with its writer and reader threads.
 pub(crate) struct Conn {
@@ -524,20 +234,6 @@ fn connect(path: &Path, io_timeout: Duration, retry: Duration) -> Result<Stream,
     }
 }
 
-/// Shuts the socket down in both directions, which wakes a `read` blocked
-/// in the reader thread (dropping a handle would not: the reader holds one)
-/// and fails a `write` blocked in the writer.
-fn shutdown(stream: &Stream) {
-    match stream {
-        #[cfg(unix)]
-        Stream::UdSocket(s) => {
-            let _ = s.inner().shutdown(std::net::Shutdown::Both);
-        }
-        #[allow(unreachable_patterns)]
-        _ => {}
-    }
-}
-
 /// The writer thread: takes everything queued and writes it in one call.
 fn write_loop(shared: &Shared) {
     let mut spare: Vec<u8> = Vec::new();
@@ -626,8 +322,8 @@ struct Batch {
 /// Hands every complete frame at the front of `bytes` to its taker, in the
 /// order received; returns how many bytes they used.
 fn dispatch_frames(bytes: &[u8], shared: &Shared, batch: &mut Batch) -> Result<usize, CloseReason> {
-    // The broker's frames may reach A2A_MAX_OUT_FRAME_BYTES (PROTOCOL.md
-    // §1.1), twice what a client may send it: a task at its size bound
+    // The broker's frames may reach A2A_MAX_OUT_FRAME_BYTES (docs/protocol.md
+    // §1 Framing, §9 Bounds), twice what a client may send it: a task at its size bound
     // with its status message repeated from its history.
     let (frames, used) = split_frames_within(bytes, A2A_MAX_OUT_FRAME_BYTES)
         .map_err(|e| CloseReason::BadFrame(e.to_string()))?;

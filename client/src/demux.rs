@@ -3,9 +3,10 @@
 //! ([`EventQueue`]), chosen by the notification's `recipient` and
 //! `recipientContextId`.
 //!
-//! A route holds its agent weakly: the demux belongs to the connection,
-//! which the agent keeps open, so a strong handle here would keep both
-//! alive forever. An agent whose every handle is gone detaches itself; its
+//! A route holds its agent's queue and a weak handle of the agent
+//! ([`Owner`]), never the agent itself: the demux belongs to the
+//! connection, which the agent keeps open, so a strong handle here would
+//! keep both alive forever. An agent whose every handle is gone detaches itself; its
 //! later events are unclaimed.
 //!
 //! Events whose recipient has no queue yet (a registration made through
@@ -14,12 +15,11 @@
 //! when it is created, atomically with creating it, so none is lost or
 //! reordered.
 
-use crate::agent::AgentInner;
-use crate::events::{EventQueue, SharedQueue};
+use crate::events::{EventQueue, Owner, SharedQueue};
 use crate::Event;
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 /// Unclaimed events kept before the oldest are dropped.
 pub(crate) const UNCLAIMED_BOUND: usize = 1024;
@@ -29,7 +29,7 @@ struct Route {
     /// The agent's context: with the peer id, the full recipient identity.
     context_id: String,
     queue: SharedQueue,
-    agent: Weak<AgentInner>,
+    owner: Owner,
 }
 
 #[derive(Default)]
@@ -57,7 +57,7 @@ impl Demux {
             let (peer, ctx) = ev.recipient();
             match st.routes.get(peer) {
                 Some(route) if route.context_id == ctx => {
-                    (route.queue.clone(), route.agent.clone())
+                    (route.queue.clone(), route.owner.clone())
                 }
                 _ => return keep_unclaimed(&mut st, ev),
             }
@@ -66,7 +66,7 @@ impl Demux {
     }
 
     /// The shared-memory ring dropped `dropped` events of this connection
-    /// (PROTOCOL.md §1.3): every agent routed here gets an `a2a.lagged`,
+    /// (docs/protocol.md §1 Framing, the event ring): every agent routed here gets an `a2a.lagged`,
     /// since the ring does not say whose they were.
     pub(crate) fn lagged_all(&self, dropped: u64) {
         let recipients: Vec<(String, String)> = {
@@ -90,13 +90,7 @@ impl Demux {
     /// Creates the queue of agent `peer` in `context_id`, seeded with the
     /// unclaimed events addressed to it, and routes its events there from
     /// now on. On a closed connection the queue is born closed.
-    pub(crate) fn attach(
-        &self,
-        peer: &str,
-        context_id: &str,
-        queue: &SharedQueue,
-        agent: Weak<AgentInner>,
-    ) {
+    pub(crate) fn attach(&self, peer: &str, context_id: &str, queue: &SharedQueue, owner: Owner) {
         let mut st = self.state.lock();
         let mut rest = VecDeque::with_capacity(st.unclaimed.len());
         let mut mine = Vec::new();
@@ -110,7 +104,7 @@ impl Demux {
         st.unclaimed = rest;
         // The queue is new: no handler yet, so these only queue.
         for ev in mine {
-            queue.deliver(ev, &agent);
+            queue.deliver(ev, &owner);
         }
         if st.closed {
             queue.close();
@@ -120,7 +114,7 @@ impl Demux {
                 Route {
                     context_id: context_id.to_owned(),
                     queue: queue.clone(),
-                    agent,
+                    owner,
                 },
             );
         }
@@ -183,6 +177,10 @@ mod tests {
         })
     }
 
+    fn no_owner() -> Owner {
+        std::sync::Weak::<()>::new()
+    }
+
     fn take(q: &EventQueue) -> Vec<Event> {
         let mut v = Vec::new();
         q.try_take(&mut v, usize::MAX);
@@ -193,8 +191,8 @@ mod tests {
     fn routes_by_peer_and_context() {
         let d = Demux::default();
         let (a, b) = (new_queue(), new_queue());
-        d.attach("a", "c1", &a, Weak::new());
-        d.attach("b", "c2", &b, Weak::new());
+        d.attach("a", "c1", &a, no_owner());
+        d.attach("b", "c2", &b, no_owner());
         d.deliver(ev("a", "c1", 1));
         d.deliver(ev("b", "c2", 2));
         d.deliver(ev("a", "other", 3));
@@ -210,7 +208,7 @@ mod tests {
         d.deliver(ev("x", "c", 9));
         d.deliver(ev("a", "c", 2));
         let a = new_queue();
-        d.attach("a", "c", &a, Weak::new());
+        d.attach("a", "c", &a, no_owner());
         d.deliver(ev("a", "c", 3));
         assert_eq!(
             take(&a),
@@ -234,18 +232,18 @@ mod tests {
     fn close_and_detach_end_queues() {
         let d = Demux::default();
         let a = new_queue();
-        d.attach("a", "c", &a, Weak::new());
+        d.attach("a", "c", &a, no_owner());
         d.deliver(ev("a", "c", 1));
         d.detach("a", "c", &a);
         d.deliver(ev("a", "c", 2));
         assert_eq!(take(&a), vec![ev("a", "c", 1)]);
         assert_eq!(d.take_unclaimed(), vec![ev("a", "c", 2)]);
         let b = new_queue();
-        d.attach("b", "c", &b, Weak::new());
+        d.attach("b", "c", &b, no_owner());
         d.close();
         assert!(b.wait(None).is_err());
         let late = new_queue();
-        d.attach("l", "c", &late, Weak::new());
+        d.attach("l", "c", &late, no_owner());
         assert!(late.wait(None).is_err());
     }
 }

@@ -7,10 +7,11 @@
 //! the C ABI's status codes and the Node error `code`) and
 //! [`ClientError::a2a_code`] (the typed `A2A_*` code of a domain error).
 
-use crate::locate::{NoBroker, SecretError, SecretProblem};
 pub use a2a_proto::error::A2aErrorCode;
 use a2a_proto::error::RpcError;
+use a2a_proto::secret::SECRET_ENV;
 use std::fmt;
+use std::path::{Path, PathBuf};
 
 /// Why the connection is gone; carried by [`ClientError::Closed`] so that a
 /// call failing long after the cause still says what the cause was.
@@ -30,7 +31,7 @@ pub enum CloseReason {
     /// The shared-memory event ring became unusable (another process wrote
     /// something no broker writes into it): its events cannot be
     /// delivered, and the protocol has no way to move them back to the
-    /// socket, so this client closed the connection (PROTOCOL.md §1.3).
+    /// socket, so this client closed the connection (docs/protocol.md §1 Framing, the event ring).
     EventRing(String),
     /// This side closed it ([`crate::Client::close`], or the last handle
     /// was dropped).
@@ -228,5 +229,113 @@ impl Clone for ClientError {
 impl From<RpcError> for ClientError {
     fn from(e: RpcError) -> Self {
         ClientError::Rpc(e)
+    }
+}
+
+// ---- The locator's errors ([`crate::locate`]) ----
+
+/// Where the secret a client presents came from (said in errors, so a user
+/// knows which one to fix).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretFrom {
+    /// The caller passed it.
+    Given,
+    /// The `A2A_BROKER_SECRET` environment variable.
+    Env,
+    /// This file (the one beside the socket, or one the caller named).
+    File(PathBuf),
+}
+
+impl fmt::Display for SecretFrom {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SecretFrom::Given => write!(f, "the secret given"),
+            SecretFrom::Env => write!(f, "the secret in {SECRET_ENV}"),
+            SecretFrom::File(p) => write!(f, "the secret in {}", p.display()),
+        }
+    }
+}
+
+/// Nothing listens at a broker's socket: no socket file there, or one a
+/// broker that is gone left behind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoBroker {
+    /// The `--socket` argument (a NAME or a path).
+    pub given: String,
+    /// The socket it names.
+    pub socket: PathBuf,
+}
+
+impl fmt::Display for NoBroker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no broker is listening at {}", self.socket.display())?;
+        if Path::new(&self.given) != self.socket {
+            write!(f, " (from {})", self.given)?;
+        }
+        write!(
+            f,
+            ": start one with `a2a-broker serve --socket {}`",
+            self.given
+        )
+    }
+}
+
+/// The secret for a broker's socket could not be read, or the broker
+/// refused it.
+#[derive(Debug)]
+pub struct SecretError {
+    /// The broker's socket.
+    pub socket: PathBuf,
+    /// Where the secret came from, or was to come from.
+    pub from: SecretFrom,
+    /// What went wrong with it.
+    pub problem: SecretProblem,
+}
+
+/// What went wrong with a secret.
+#[derive(Debug)]
+pub enum SecretProblem {
+    /// It could not be read (the file is missing or not ours).
+    Unreadable(std::io::Error),
+    /// The broker answered the handshake with this error (a wrong secret).
+    Refused(RpcError),
+}
+
+impl Clone for SecretError {
+    fn clone(&self) -> Self {
+        SecretError {
+            socket: self.socket.clone(),
+            from: self.from.clone(),
+            problem: match &self.problem {
+                SecretProblem::Unreadable(e) => {
+                    SecretProblem::Unreadable(std::io::Error::new(e.kind(), e.to_string()))
+                }
+                SecretProblem::Refused(e) => SecretProblem::Refused(e.clone()),
+            },
+        }
+    }
+}
+
+impl fmt::Display for SecretError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let socket = self.socket.display();
+        match &self.problem {
+            SecretProblem::Unreadable(e) => write!(
+                f,
+                "cannot read {} for the broker at {socket}: {e}; set {SECRET_ENV} or make the file readable",
+                self.from
+            ),
+            SecretProblem::Refused(e) => {
+                write!(
+                    f,
+                    "the broker at {socket} refused {}: it is not that broker's secret ({e})",
+                    self.from
+                )?;
+                if self.from == SecretFrom::Env {
+                    write!(f, "; unset {SECRET_ENV} to use the file beside the socket")?;
+                }
+                Ok(())
+            }
+        }
     }
 }

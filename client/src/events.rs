@@ -2,8 +2,13 @@
 //! (a push agent's notifications; a pull agent's `a2a.events.wait` results
 //! while its pump runs, see [`crate::Agent::set_event_handler`]), read by
 //! [`crate::Agent::wait`] (blocking), [`crate::Agent::try_events`] (a
-//! non-blocking drain) and [`Events`] (a `futures_core::Stream`), or handed
-//! to an [`EventHandler`] instead.
+//! non-blocking drain) and [`crate::Events`] (a `futures_core::Stream`), or
+//! handed to an [`crate::EventHandler`] instead.
+//!
+//! The queue knows no agent: the reader side (the demux, a pull agent's
+//! pump) holds the queue and a weak [`Owner`] handle, which it upgrades
+//! only to keep the agent alive while its handler runs; the handler comes
+//! bound to its agent ([`QueueHandler`], made by `Agent::set_event_handler`).
 //!
 //! The handler protocol, per queue: whoever runs the handler (the reader
 //! thread, or a thread that just installed it and found events queued)
@@ -23,31 +28,29 @@
 //!   connection is sent (it drops events past its outbox bound and says so
 //!   with `a2a.lagged`).
 
-use crate::agent::{Agent, AgentInner};
 use crate::Event;
-use futures_core::Stream;
 use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::any::Any;
 use std::collections::VecDeque;
-use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll, Waker};
 use std::thread::ThreadId;
 use std::time::Instant;
 
-/// An agent's event handler: called with the agent (so it can answer with
-/// `_async` calls without holding a clone that would keep the agent alive)
-/// and one event, on the connection's reader thread. It must not block for
-/// long: the reader thread delivers every answer and event of the
-/// connection. Blocking calls of its own client fail there with
-/// [`crate::ClientError::WouldDeadlock`].
-pub type EventHandler = Box<dyn FnMut(&Agent, Event) + Send + 'static>;
+/// A handler as the queue runs it: already bound to its agent (see
+/// [`crate::EventHandler`], which `Agent::set_event_handler` wraps).
+pub(crate) type QueueHandler = Box<dyn FnMut(Event) + Send + 'static>;
+
+/// What the reader side holds of a queue's agent: a weak handle, upgraded
+/// only while the agent's handler runs (so the agent outlives that run,
+/// and a gone agent's events are not handled).
+pub(crate) type Owner = Weak<dyn Any + Send + Sync>;
 
 #[derive(Default)]
 struct QState {
     events: VecDeque<Event>,
     /// The installed handler; taken out by the runner while it runs.
-    installed: Option<EventHandler>,
+    installed: Option<QueueHandler>,
     /// Bumped by every install: a runner whose handler was replaced during
     /// a call drops it instead of putting it back.
     generation: u64,
@@ -72,9 +75,9 @@ pub(crate) struct EventQueue {
 
 impl EventQueue {
     /// Adds an event (reader thread); runs the handler if one is installed
-    /// and nobody is running it. `agent` is the handle passed to the
-    /// handler; if the agent is gone the event is dropped with the queue.
-    pub(crate) fn deliver(&self, ev: Event, agent: &Weak<AgentInner>) {
+    /// and nobody is running it. `owner` is kept alive while the handler
+    /// runs; if it is gone the event is dropped with the queue.
+    pub(crate) fn deliver(&self, ev: Event, owner: &Owner) {
         let mut st = self.st.lock();
         if st.closed {
             return;
@@ -85,13 +88,14 @@ impl EventQueue {
             return;
         }
         if st.installed.is_some() {
-            let Some(inner) = agent.upgrade() else { return };
+            let Some(owner) = owner.upgrade() else {
+                return;
+            };
             drop(st);
-            let agent = Agent::from_inner(inner);
-            self.run(&agent);
+            self.run();
             // May drop the last handle of the agent and of its client:
             // after `run`, with no lock held.
-            drop(agent);
+            drop(owner);
             return;
         }
         self.wake(st);
@@ -109,7 +113,7 @@ impl EventQueue {
 
     /// Drains the queue into the installed handler on this thread, unless
     /// another thread is already doing it.
-    fn run(&self, agent: &Agent) {
+    fn run(&self) {
         let me = std::thread::current().id();
         let mut st = self.st.lock();
         if st.running.is_some() {
@@ -136,7 +140,7 @@ impl EventQueue {
                 return;
             };
             drop(st);
-            handler(agent, ev);
+            handler(ev);
             st = self.st.lock();
             if st.generation != generation {
                 // Replaced from inside the call: continue with the new one,
@@ -167,7 +171,8 @@ impl EventQueue {
     /// Installs `handler` (or removes it, with `None`), then hands it the
     /// events already queued, on this thread. See the module doc for the
     /// guarantees.
-    pub(crate) fn set_handler(&self, agent: &Agent, handler: Option<EventHandler>) {
+    /// The caller holds the agent (so it lives while queued events run).
+    pub(crate) fn set_handler(&self, handler: Option<QueueHandler>) {
         let me = std::thread::current().id();
         let mut st = self.st.lock();
         if st.running == Some(me) {
@@ -192,7 +197,7 @@ impl EventQueue {
             drop(st);
             drop(old);
             if queued {
-                self.run(agent);
+                self.run();
             }
         } else {
             // Events queue again: whoever waits may find some.
@@ -265,7 +270,8 @@ impl EventQueue {
         drop(handler);
     }
 
-    fn poll_next(&self, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+    /// The next event for a stream, or its end.
+    pub(crate) fn poll_next(&self, cx: &mut Context<'_>) -> Poll<Option<Event>> {
         let mut st = self.st.lock();
         let handled = st.installed.is_some() || st.running.is_some();
         if !handled {
@@ -280,48 +286,6 @@ impl EventQueue {
             st.wakers.push(cx.waker().clone());
         }
         Poll::Pending
-    }
-}
-
-/// An agent's events as a [`futures_core::Stream`], from
-/// [`crate::Agent::events`]. Yields each queued event once (shared with
-/// `wait` and `try_events`: each event goes to one reader), nothing while
-/// an event handler is installed, and ends when no event can come any more
-/// (connection closed, agent deregistered). For a pull agent, a live
-/// stream keeps the agent's pump fetching its events.
-///
-/// Threads: `Send + Sync + Unpin`; the reader thread wakes the polling
-/// task. Lifetime: holds its agent (and so the connection) open.
-#[derive(Debug)]
-pub struct Events {
-    agent: Agent,
-}
-
-impl Events {
-    pub(crate) fn new(agent: Agent) -> Events {
-        agent.pump_streams().fetch_add(1, Ordering::AcqRel);
-        agent.kick_pump();
-        Events { agent }
-    }
-}
-
-impl Clone for Events {
-    fn clone(&self) -> Events {
-        Events::new(self.agent.clone())
-    }
-}
-
-impl Drop for Events {
-    fn drop(&mut self) {
-        self.agent.pump_streams().fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-impl Stream for Events {
-    type Item = Event;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
-        self.agent.queue().poll_next(cx)
     }
 }
 

@@ -1,4 +1,4 @@
-//! The typed client of `a2a-broker`'s local socket (PROTOCOL.md), over
+//! The typed client of `a2a-broker`'s local socket (docs/protocol.md), over
 //! binary frames: no JSON on the hot path, and no async runtime required.
 //! Plain threads can use it, which is what the C ABI and the Node addon
 //! that wrap it need.
@@ -89,10 +89,11 @@ pub mod client;
 mod conn;
 mod demux;
 pub mod error;
-pub mod events;
+mod events;
 pub mod locate;
 pub mod pending;
 mod ring;
+mod shared;
 
 pub use a2a_proto as proto;
 pub use a2a_proto::error::RpcError;
@@ -100,13 +101,12 @@ pub use a2a_proto::params::{HandshakeResult, ListRole, SendConfiguration, TaskLi
 pub use a2a_proto::types::{
     AgentCard, Artifact, Delivery, Message, Notification, Part, PushConfig, State, Task,
 };
-pub use agent::{Agent, TaskQuery};
+pub use agent::{Agent, EventHandler, Events, TaskQuery};
 pub use builders::{
     agent_card, message_to, new_id, skill, task_message, text_artifact, text_message,
 };
 pub use client::{read_secret, secret_file, Client, ClientOptions, SECRET_ENV};
 pub use error::{A2aErrorCode, ClientError, CloseReason, ErrorKind};
-pub use events::{EventHandler, Events};
 pub use locate::{locate, Located, NoBroker, SecretError, SecretFrom, SecretProblem};
 pub use pending::Pending;
 

@@ -20,10 +20,11 @@
 
 use crate::client::{secret_file, Client, ClientOptions, SECRET_ENV};
 use crate::error::ClientError;
+/// The locator's errors, defined with the crate's other errors.
+pub use crate::error::{NoBroker, SecretError, SecretFrom, SecretProblem};
 use a2a_proto::error::RpcError;
 pub use a2a_proto::socket_path::{default_dir, socket_path};
-use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// A broker as a user named it: the `--socket` argument and the socket
 /// path it names. Made by [`locate`]; nothing is checked until
@@ -41,112 +42,6 @@ pub fn locate(name_or_path: &str) -> Located {
     Located {
         given: name_or_path.to_owned(),
         socket: socket_path(name_or_path),
-    }
-}
-
-/// Where the secret a client presents came from (said in errors, so a user
-/// knows which one to fix).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SecretFrom {
-    /// The caller passed it.
-    Given,
-    /// The `A2A_BROKER_SECRET` environment variable.
-    Env,
-    /// This file (the one beside the socket, or one the caller named).
-    File(PathBuf),
-}
-
-impl fmt::Display for SecretFrom {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SecretFrom::Given => write!(f, "the secret given"),
-            SecretFrom::Env => write!(f, "the secret in {SECRET_ENV}"),
-            SecretFrom::File(p) => write!(f, "the secret in {}", p.display()),
-        }
-    }
-}
-
-/// Nothing listens at a broker's socket: no socket file there, or one a
-/// broker that is gone left behind.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NoBroker {
-    /// The `--socket` argument (a NAME or a path).
-    pub given: String,
-    /// The socket it names.
-    pub socket: PathBuf,
-}
-
-impl fmt::Display for NoBroker {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "no broker is listening at {}", self.socket.display())?;
-        if Path::new(&self.given) != self.socket {
-            write!(f, " (from {})", self.given)?;
-        }
-        write!(
-            f,
-            ": start one with `a2a-broker serve --socket {}`",
-            self.given
-        )
-    }
-}
-
-/// The secret for a broker's socket could not be read, or the broker
-/// refused it.
-#[derive(Debug)]
-pub struct SecretError {
-    /// The broker's socket.
-    pub socket: PathBuf,
-    /// Where the secret came from, or was to come from.
-    pub from: SecretFrom,
-    /// What went wrong with it.
-    pub problem: SecretProblem,
-}
-
-/// What went wrong with a secret.
-#[derive(Debug)]
-pub enum SecretProblem {
-    /// It could not be read (the file is missing or not ours).
-    Unreadable(std::io::Error),
-    /// The broker answered the handshake with this error (a wrong secret).
-    Refused(RpcError),
-}
-
-impl Clone for SecretError {
-    fn clone(&self) -> Self {
-        SecretError {
-            socket: self.socket.clone(),
-            from: self.from.clone(),
-            problem: match &self.problem {
-                SecretProblem::Unreadable(e) => {
-                    SecretProblem::Unreadable(std::io::Error::new(e.kind(), e.to_string()))
-                }
-                SecretProblem::Refused(e) => SecretProblem::Refused(e.clone()),
-            },
-        }
-    }
-}
-
-impl fmt::Display for SecretError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let socket = self.socket.display();
-        match &self.problem {
-            SecretProblem::Unreadable(e) => write!(
-                f,
-                "cannot read {} for the broker at {socket}: {e}; set {SECRET_ENV} or make the file readable",
-                self.from
-            ),
-            SecretProblem::Refused(e) => {
-                write!(
-                    f,
-                    "the broker at {socket} refused {}: it is not that broker's secret ({e})",
-                    self.from
-                )?;
-                if self.from == SecretFrom::Env {
-                    write!(f, "; unset {SECRET_ENV} to use the file beside the socket")?;
-                }
-                Ok(())
-            }
-        }
     }
 }
 
@@ -231,8 +126,8 @@ fn nobody_listens(e: &std::io::Error) -> bool {
     matches!(e.kind(), K::NotFound | K::ConnectionRefused)
 }
 
-/// The broker's answer to a handshake with a wrong secret (PROTOCOL.md,
-/// ext: local socket): `-32600` with `data.reason = "bad secret"`.
+/// The broker's answer to a handshake with a wrong secret (ext, local
+/// socket: docs/protocol.md §2 Opening a connection): `-32600` with `data.reason = "bad secret"`.
 fn is_bad_secret(e: &RpcError) -> bool {
     e.code == a2a_proto::error::INVALID_REQUEST
         && e.data

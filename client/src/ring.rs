@@ -29,8 +29,8 @@
 //! and [`crate::Client::close_reason`] reports it. (Only a process of the
 //! same user can write the segment; see SECURITY.md.)
 
-use crate::conn::Shared;
 use crate::error::{ClientError, CloseReason};
+use crate::shared::Shared;
 use a2a_proto::binary::{decode_server_payload, ServerFrame};
 use a2a_ring::{Record, Segment};
 use std::sync::Arc;

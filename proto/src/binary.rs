@@ -130,7 +130,7 @@ pub fn decode_payload<T: Decode<()>>(payload: &[u8]) -> Result<T, FrameError> {
 }
 
 /// Decodes one payload the broker sent: its frames may reach
-/// `A2A_MAX_OUT_FRAME_BYTES` (§1.1), which clients must accept.
+/// `A2A_MAX_OUT_FRAME_BYTES` (§1 Framing, §9 Bounds), which clients must accept.
 pub fn decode_server_payload<T: Decode<()>>(payload: &[u8]) -> Result<T, FrameError> {
     decode_with(payload, config::<A2A_MAX_OUT_FRAME_BYTES>())
 }

@@ -2,126 +2,128 @@
 //! are parsed into a [`Call`] from their method name and params, binary
 //! frames carry it as is. Results likewise are one [`Outcome`] enum.
 
+use crate::check::{CheckError, Precheck};
 use crate::error::RpcError;
 use crate::methods as m;
 use crate::params::*;
 use bincode::{Decode, Encode};
 use serde::Serialize;
 
-/// A request's method and typed params.
-#[derive(Debug, Clone, PartialEq, Encode, Decode)]
-pub enum Call {
-    Handshake(HandshakeParams),
-    Register(RegisterParams),
-    Deregister(TokenParams),
-    ListAgents(ListAgentsParams),
-    Send(SendParams),
-    Stream(SendParams),
-    Get(GetParams),
-    Status(StatusParams),
-    Cancel(CancelParams),
-    Resubscribe(ResubscribeParams),
-    PushSet(PushSetParams),
-    PushGet(PushGetParams),
-    ListTasks(ListTasksParams),
-    Artifact(ArtifactParams),
-    Wait(WaitParams),
+/// Where the broker answers a method (the table's `route` column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// The connection's own state (`app.handshake`).
+    Session,
+    /// Without the writer: the committed-task cache, else a reader.
+    Read,
+    /// On the writer thread, ordered with every other write.
+    Write,
+    /// Parked in the caller's pull queue (`a2a.events.wait`).
+    Wait,
+}
+
+/// `Call`, and each per-method match over it, from the method table.
+macro_rules! define_call {
+    ($( $variant:ident($params:ty) $konst:ident, $route:ident, $result:ident, $handler:ident; )*) => {
+        /// A request's method and typed params (one variant per row of
+        /// [`method_table!`](crate::method_table), in its order: the binary
+        /// codec numbers them so).
+        #[derive(Debug, Clone, PartialEq, Encode, Decode)]
+        pub enum Call {
+            $( $variant($params), )*
+        }
+
+        impl Call {
+            /// Is `method` one this protocol has?
+            pub fn is_method(method: &str) -> bool {
+                matches!(method, $( m::$konst )|*)
+            }
+
+            /// Parses JSON params for `method`: `-32601` for an unknown method,
+            /// `-32602` for params of the wrong shape.
+            pub fn from_json(method: &str, params: &str) -> Result<Call, RpcError> {
+                Ok(match method {
+                    $( m::$konst => Call::$variant(parse(params)?), )*
+                    other => return Err(RpcError::method_not_found(other)),
+                })
+            }
+
+            /// The method name.
+            pub fn method(&self) -> &'static str {
+                match self {
+                    $( Call::$variant(_) => m::$konst, )*
+                }
+            }
+
+            /// Where the broker answers this call.
+            pub fn route(&self) -> Route {
+                match self {
+                    $( Call::$variant(_) => route!($route), )*
+                }
+            }
+
+            /// The params as JSON.
+            pub fn params_json(&self) -> serde_json::Value {
+                match self {
+                    $( Call::$variant(p) => serde_json::to_value(p).expect("params serialize"), )*
+                }
+            }
+
+            /// Runs the params' pre-checks ([`crate::check::precheck`]).
+            pub(crate) fn precheck(&mut self) -> Result<(), CheckError> {
+                match self {
+                    $( Call::$variant(p) => Precheck::precheck(p), )*
+                }
+            }
+        }
+
+        /// Reads the JSON result of `method` into its typed form (a method
+        /// this protocol does not have reads as a task).
+        fn outcome_from_json(
+            method: &str,
+            result: serde_json::Value,
+        ) -> Result<Outcome, serde_json::Error> {
+            Ok(match method {
+                $( m::$konst => outcome!($result, result), )*
+                _ => Outcome::Task(serde_json::from_value(result)?),
+            })
+        }
+    };
+}
+
+macro_rules! route {
+    (session) => {
+        Route::Session
+    };
+    (read) => {
+        Route::Read
+    };
+    (write) => {
+        Route::Write
+    };
+    (wait) => {
+        Route::Wait
+    };
+}
+
+macro_rules! outcome {
+    (TaskOrTasks, $result:ident) => {
+        if $result.get("tasks").is_some() {
+            Outcome::Tasks(serde_json::from_value($result)?)
+        } else {
+            Outcome::Task(serde_json::from_value($result)?)
+        }
+    };
+    ($variant:ident, $result:ident) => {
+        Outcome::$variant(serde_json::from_value($result)?)
+    };
 }
 
 fn parse<T: serde::de::DeserializeOwned>(params: &str) -> Result<T, RpcError> {
     serde_json::from_str(params).map_err(RpcError::invalid_params)
 }
 
-impl Call {
-    /// Is `method` one this protocol has?
-    pub fn is_method(method: &str) -> bool {
-        matches!(
-            method,
-            m::HANDSHAKE
-                | m::AGENTS_REGISTER
-                | m::AGENTS_DEREGISTER
-                | m::AGENTS_LIST
-                | m::MESSAGE_SEND
-                | m::MESSAGE_STREAM
-                | m::TASKS_GET
-                | m::TASKS_STATUS
-                | m::TASKS_CANCEL
-                | m::TASKS_RESUBSCRIBE
-                | m::PUSH_CONFIG_SET
-                | m::PUSH_CONFIG_GET
-                | m::TASKS_LIST
-                | m::TASKS_ARTIFACT
-                | m::EVENTS_WAIT
-        )
-    }
-
-    /// Parses JSON params for `method`: `-32601` for an unknown method,
-    /// `-32602` for params of the wrong shape.
-    pub fn from_json(method: &str, params: &str) -> Result<Call, RpcError> {
-        Ok(match method {
-            m::HANDSHAKE => Call::Handshake(parse(params)?),
-            m::AGENTS_REGISTER => Call::Register(parse(params)?),
-            m::AGENTS_DEREGISTER => Call::Deregister(parse(params)?),
-            m::AGENTS_LIST => Call::ListAgents(parse(params)?),
-            m::MESSAGE_SEND => Call::Send(parse(params)?),
-            m::MESSAGE_STREAM => Call::Stream(parse(params)?),
-            m::TASKS_GET => Call::Get(parse(params)?),
-            m::TASKS_STATUS => Call::Status(parse(params)?),
-            m::TASKS_CANCEL => Call::Cancel(parse(params)?),
-            m::TASKS_RESUBSCRIBE => Call::Resubscribe(parse(params)?),
-            m::PUSH_CONFIG_SET => Call::PushSet(parse(params)?),
-            m::PUSH_CONFIG_GET => Call::PushGet(parse(params)?),
-            m::TASKS_LIST => Call::ListTasks(parse(params)?),
-            m::TASKS_ARTIFACT => Call::Artifact(parse(params)?),
-            m::EVENTS_WAIT => Call::Wait(parse(params)?),
-            other => return Err(RpcError::method_not_found(other)),
-        })
-    }
-
-    /// The method name.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Call::Handshake(_) => m::HANDSHAKE,
-            Call::Register(_) => m::AGENTS_REGISTER,
-            Call::Deregister(_) => m::AGENTS_DEREGISTER,
-            Call::ListAgents(_) => m::AGENTS_LIST,
-            Call::Send(_) => m::MESSAGE_SEND,
-            Call::Stream(_) => m::MESSAGE_STREAM,
-            Call::Get(_) => m::TASKS_GET,
-            Call::Status(_) => m::TASKS_STATUS,
-            Call::Cancel(_) => m::TASKS_CANCEL,
-            Call::Resubscribe(_) => m::TASKS_RESUBSCRIBE,
-            Call::PushSet(_) => m::PUSH_CONFIG_SET,
-            Call::PushGet(_) => m::PUSH_CONFIG_GET,
-            Call::ListTasks(_) => m::TASKS_LIST,
-            Call::Artifact(_) => m::TASKS_ARTIFACT,
-            Call::Wait(_) => m::EVENTS_WAIT,
-        }
-    }
-
-    /// The params as JSON.
-    pub fn params_json(&self) -> serde_json::Value {
-        fn v<T: Serialize>(t: &T) -> serde_json::Value {
-            serde_json::to_value(t).expect("params serialize")
-        }
-        match self {
-            Call::Handshake(p) => v(p),
-            Call::Register(p) => v(p),
-            Call::Deregister(p) => v(p),
-            Call::ListAgents(p) => v(p),
-            Call::Send(p) | Call::Stream(p) => v(p),
-            Call::Get(p) => v(p),
-            Call::Status(p) => v(p),
-            Call::Cancel(p) => v(p),
-            Call::Resubscribe(p) => v(p),
-            Call::PushSet(p) => v(p),
-            Call::PushGet(p) => v(p),
-            Call::ListTasks(p) => v(p),
-            Call::Artifact(p) => v(p),
-            Call::Wait(p) => v(p),
-        }
-    }
-}
+crate::method_table!(define_call);
 
 /// A method's result, typed.
 #[derive(Debug, Clone, PartialEq, Encode, Decode)]
@@ -200,24 +202,7 @@ impl Outcome {
         method: &str,
         result: serde_json::Value,
     ) -> Result<Outcome, serde_json::Error> {
-        use serde_json::from_value as f;
-        Ok(match method {
-            m::HANDSHAKE => Outcome::Handshake(f(result)?),
-            m::AGENTS_REGISTER => Outcome::Registered(f(result)?),
-            m::AGENTS_DEREGISTER => Outcome::Ok(f(result)?),
-            m::AGENTS_LIST => Outcome::Agents(f(result)?),
-            m::MESSAGE_SEND | m::MESSAGE_STREAM => {
-                if result.get("tasks").is_some() {
-                    Outcome::Tasks(f(result)?)
-                } else {
-                    Outcome::Task(f(result)?)
-                }
-            }
-            m::PUSH_CONFIG_SET | m::PUSH_CONFIG_GET => Outcome::Config(f(result)?),
-            m::TASKS_LIST => Outcome::TaskList(f(result)?),
-            m::EVENTS_WAIT => Outcome::Events(f(result)?),
-            _ => Outcome::Task(f(result)?),
-        })
+        outcome_from_json(method, result)
     }
 }
 

@@ -1,6 +1,6 @@
 //! The request pre-checks: everything a call can be refused for without
 //! the broker's state. Checks of messages, artifacts, cards and ids beyond
-//! their shape (base64, ids, the size bounds of §7), and [`precheck`], which
+//! their shape (base64, ids, the size bounds of §9), and [`precheck`], which
 //! applies them to a whole [`Call`].
 //!
 //! The broker runs these on the connection's thread before a call reaches
@@ -14,7 +14,11 @@ use crate::limits::{
     A2A_MAX_ARTIFACT_BYTES, A2A_MAX_CARD_BYTES, A2A_MAX_FILE_BYTES, A2A_MAX_ID_BYTES,
     A2A_MAX_METADATA_BYTES, A2A_MAX_TEXT_CHARS,
 };
-use crate::params::{CancelParams, GetParams, ResubscribeParams, StatusParams};
+use crate::params::{
+    ArtifactParams, CancelParams, GetParams, HandshakeParams, ListAgentsParams, ListTasksParams,
+    PushGetParams, PushSetParams, RegisterParams, ResubscribeParams, SendParams, StatusParams,
+    TokenParams, WaitParams,
+};
 use crate::types::{AgentCard, Artifact, Message, Object, Part};
 use base64::engine::{general_purpose::GeneralPurpose, DecodePaddingMode, GeneralPurposeConfig};
 use base64::Engine as _;
@@ -27,14 +31,14 @@ pub enum CheckError {
     /// The params are well-formed JSON of the wrong shape or meaning.
     #[error("{0}")]
     InvalidParams(String),
-    /// An id is longer than `A2A_MAX_ID_BYTES`: `-32602` (§7), with the
+    /// An id is longer than `A2A_MAX_ID_BYTES`: `-32602` (§9), with the
     /// bound's `data.limit`, `data.max` and `data.actual` (§8).
     #[error(
         "{field} is {actual} bytes long; ids are at most {max} bytes (A2A_MAX_ID_BYTES)",
         max = A2A_MAX_ID_BYTES
     )]
     IdTooLong { field: &'static str, actual: u64 },
-    /// A size bound of §7 would be exceeded.
+    /// A size bound of §9 would be exceeded.
     #[error("payload exceeds {limit}")]
     PayloadTooLarge {
         limit: &'static str,
@@ -47,51 +51,99 @@ pub enum CheckError {
 }
 
 /// Everything a call can be refused for without the broker's state: ids'
-/// lengths, message, artifact and card bounds (§7), blank `to`/`taskId`
-/// read as omitted (§3).
+/// lengths, message, artifact and card bounds (§9 Bounds), blank
+/// `to`/`taskId` read as omitted (§3 Shapes). Each method's params say
+/// theirs ([`Precheck`]); the dispatch is the method table's.
 pub fn precheck(call: &mut Call) -> Result<(), CheckError> {
-    match call {
-        Call::Register(p) => {
-            check_id("contextId", &p.context_id)?;
-            check_card(&p.card)
+    call.precheck()
+}
+
+/// A method's params' own pre-checks: one impl per params type of the
+/// method table (an empty one for params with nothing to check).
+pub trait Precheck {
+    fn precheck(&mut self) -> Result<(), CheckError> {
+        Ok(())
+    }
+}
+
+impl Precheck for HandshakeParams {}
+impl Precheck for TokenParams {}
+impl Precheck for ListAgentsParams {}
+impl Precheck for ListTasksParams {}
+impl Precheck for WaitParams {}
+
+impl Precheck for RegisterParams {
+    fn precheck(&mut self) -> Result<(), CheckError> {
+        check_id("contextId", &self.context_id)?;
+        check_card(&self.card)
+    }
+}
+
+impl Precheck for SendParams {
+    fn precheck(&mut self) -> Result<(), CheckError> {
+        normalize_message(&mut self.message);
+        check_message(&self.message)?;
+        match self
+            .configuration
+            .as_ref()
+            .and_then(|c| c.push_notification_config.as_ref())
+        {
+            Some(c) => check_id("config.id", &c.id),
+            None => Ok(()),
         }
-        Call::Send(p) | Call::Stream(p) => {
-            normalize_message(&mut p.message);
-            check_message(&p.message)?;
-            match p
-                .configuration
-                .as_ref()
-                .and_then(|c| c.push_notification_config.as_ref())
-            {
-                Some(c) => check_id("config.id", &c.id),
-                None => Ok(()),
-            }
-        }
-        Call::Status(StatusParams { id, message, .. })
-        | Call::Cancel(CancelParams { id, message, .. }) => {
-            check_id("id", id)?;
-            message.as_mut().map_or(Ok(()), |m| {
-                normalize_message(m);
-                check_message(m)
-            })
-        }
-        Call::Artifact(p) => {
-            check_id("id", &p.id)?;
-            check_artifact(&p.artifact).map(|_| ())
-        }
-        Call::Get(GetParams { id, .. }) | Call::Resubscribe(ResubscribeParams { id, .. }) => {
-            check_id("id", id)
-        }
-        Call::PushSet(p) => {
-            check_id("taskId", &p.task_id)?;
-            check_id("config.id", &p.config.id)
-        }
-        Call::PushGet(p) => check_id("taskId", &p.task_id),
-        Call::Handshake(_)
-        | Call::ListAgents(_)
-        | Call::ListTasks(_)
-        | Call::Wait(_)
-        | Call::Deregister(_) => Ok(()),
+    }
+}
+
+/// A task id and an optional status message (`a2a.tasks.status`, `.cancel`).
+fn check_task_message(id: &str, message: Option<&mut Message>) -> Result<(), CheckError> {
+    check_id("id", id)?;
+    message.map_or(Ok(()), |m| {
+        normalize_message(m);
+        check_message(m)
+    })
+}
+
+impl Precheck for StatusParams {
+    fn precheck(&mut self) -> Result<(), CheckError> {
+        check_task_message(&self.id, self.message.as_mut())
+    }
+}
+
+impl Precheck for CancelParams {
+    fn precheck(&mut self) -> Result<(), CheckError> {
+        check_task_message(&self.id, self.message.as_mut())
+    }
+}
+
+impl Precheck for ArtifactParams {
+    fn precheck(&mut self) -> Result<(), CheckError> {
+        check_id("id", &self.id)?;
+        check_artifact(&self.artifact).map(|_| ())
+    }
+}
+
+impl Precheck for GetParams {
+    fn precheck(&mut self) -> Result<(), CheckError> {
+        check_id("id", &self.id)
+    }
+}
+
+impl Precheck for ResubscribeParams {
+    fn precheck(&mut self) -> Result<(), CheckError> {
+        check_id("id", &self.id)
+    }
+}
+
+impl Precheck for PushSetParams {
+    fn precheck(&mut self) -> Result<(), CheckError> {
+        check_id("taskId", &self.task_id)?;
+        check_id("config.id", &self.config.id)
+    }
+}
+
+impl Precheck for PushGetParams {
+    fn precheck(&mut self) -> Result<(), CheckError> {
+        check_id("taskId", &self.task_id)
     }
 }
 
@@ -111,7 +163,7 @@ pub fn normalize_message(msg: &mut Message) {
     }
 }
 
-/// Refuses an id over `A2A_MAX_ID_BYTES` (`-32602`, §7).
+/// Refuses an id over `A2A_MAX_ID_BYTES` (`-32602`, §9).
 pub fn check_id(field: &'static str, id: &str) -> Result<(), CheckError> {
     if id.len() > A2A_MAX_ID_BYTES {
         return Err(CheckError::IdTooLong {

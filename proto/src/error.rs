@@ -120,7 +120,7 @@ impl RpcError {
         )
     }
 
-    /// `-32602` for a bound of §7 whose refusal is `-32602` (an id over
+    /// `-32602` for a bound of §9 whose refusal is `-32602` (an id over
     /// `A2A_MAX_ID_BYTES`): `data.reason` and, as every bound error (§8),
     /// `data.limit` (the constant's name), `data.max` and `data.actual`.
     pub fn invalid_params_bound(

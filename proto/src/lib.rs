@@ -6,12 +6,12 @@
 //!
 //! - [`call`]: every method as one typed value ([`call::Call`]), and every result ([`call::Outcome`]).
 //! - [`binary`]: the binary frame codec (ext): magic, length prefix, bincode payloads.
-//! - [`check`]: the request pre-checks (ids, parts, the §7 size bounds), [`check::precheck`].
+//! - [`check`]: the request pre-checks (ids, parts, the §9 size bounds), [`check::precheck`].
 //! - [`lines`]: NDJSON line splitting under a size cap.
-//! - [`limits`]: the §7 bounds, named exactly as in the contract.
-//! - [`methods`]: method and notification names.
+//! - [`limits`]: the §9 bounds, named exactly as in the contract.
+//! - [`methods`]: the method table ([`method_table!`]: every per-method list is generated from it), method and notification names.
 //! - [`error`]: JSON-RPC error codes, the A2A error codes and the error object.
-//! - [`types`]: parts, messages, artifacts, tasks, cards, events (§3, §5 Events).
+//! - [`types`]: parts, messages, artifacts, tasks, cards, events (§3, §6 Events).
 //! - [`params`]: the params and results of every method (§2, §5).
 //! - [`json`]: free-form JSON inside typed messages (raw JSON text in binary frames).
 //! - [`secret`]: the local socket's secret: its environment variable and file name.

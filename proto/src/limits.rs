@@ -46,7 +46,7 @@ pub const TASK_CACHE_BYTES: usize = 32 * 1024 * 1024;
 /// requesters remembered longest are looked up in SQLite instead.
 pub const CREATIONS_TRACKED: usize = 16_384;
 
-// ---- Bounds (ext) on everything else a client can make the broker store or hold (§7) ----
+// ---- Bounds (ext) on everything else a client can make the broker store or hold (§9) ----
 
 /// `messageId`, `taskId`, `artifactId`, `contextId`, `card.name`, a push config's `id`.
 pub const A2A_MAX_ID_BYTES: usize = 256;
@@ -68,14 +68,14 @@ pub const A2A_MAX_TASK_LOG: u64 = 10_000;
 pub const A2A_MAX_BATCH: usize = 256;
 /// Unanswered `a2a.events.wait` / blocking sends per connection.
 pub const A2A_MAX_PARKED_WAITS: usize = 64;
-/// Longest line or frame the broker writes (§1.1); clients accept up to this.
+/// Longest line or frame the broker writes (§1 Framing); clients accept up to this.
 pub const A2A_MAX_OUT_FRAME_BYTES: usize = 64 * 1024 * 1024;
 
-/// Largest shared-memory event ring a connection may ask for (§1.3); a
+/// Largest shared-memory event ring a connection may ask for (§1 Framing, the event ring); a
 /// larger request is granted this size.
 pub const MAX_EVENT_RING_BYTES: usize = 16 * 1024 * 1024;
 /// The shared memory all of a broker's event rings may take together
-/// (§1.3), at most: this, and never more than half of `/dev/shm`'s size
+/// (§1 Framing, the event ring), at most: this, and never more than half of `/dev/shm`'s size
 /// (`RingBudget` in the broker's `delivery/ring.rs`). A ring that would go
 /// past it is not granted (the connection's events go over the socket).
 pub const MAX_EVENT_RINGS_TOTAL_BYTES: u64 = 1024 * 1024 * 1024;

@@ -1,4 +1,52 @@
-//! Method and notification names (docs/protocol.md §2, §5, §6).
+//! The method table, and method and notification names (docs/protocol.md
+//! §2 Opening a connection, §5 Methods, §6 Events).
+//!
+//! [`method_table!`](crate::method_table) is the one list of the methods:
+//! every per-method list of this crate ([`crate::call::Call`], its parsing
+//! and names, [`crate::call::Route`], the pre-checks' dispatch, the result
+//! each method answers) and of the broker (its dispatch and its writer's)
+//! is generated from it, so adding a method is a row here, not a line in
+//! each of those matches.
+
+/// The table of every method. Each row:
+///
+/// `Variant(params type) NAME_CONSTANT, route, Result, handler;`
+///
+/// - `Variant`: the [`Call`](crate::call::Call) variant. The rows are in
+///   the binary codec's order (bincode numbers `Call`'s variants by their
+///   place here, docs/protocol.md §1 Framing): append, never reorder.
+/// - `NAME_CONSTANT`: the constant below that holds its wire name.
+/// - `route`: where the broker answers the call ([`Route`](crate::call::Route)):
+///   `session` (the connection's own state), `read` (without the writer),
+///   `write` (on the writer thread), `wait` (parked in a pull queue).
+/// - `Result`: the [`Outcome`](crate::call::Outcome) variant of its result
+///   (`TaskOrTasks`: `Tasks` for a broadcast, else `Task`).
+/// - `handler`: the broker's module for the method (`broker/src/methods/`).
+///
+/// It expands to `$callback! { rows }`: a crate generates its own
+/// per-method code with a `macro_rules!` of its own that takes the rows.
+#[macro_export]
+macro_rules! method_table {
+    ($callback:ident) => {
+        $callback! {
+            Handshake($crate::params::HandshakeParams) HANDSHAKE, session, Handshake, handshake;
+            Register($crate::params::RegisterParams) AGENTS_REGISTER, write, Registered, agents_register;
+            Deregister($crate::params::TokenParams) AGENTS_DEREGISTER, write, Ok, agents_deregister;
+            ListAgents($crate::params::ListAgentsParams) AGENTS_LIST, read, Agents, agents_list;
+            Send($crate::params::SendParams) MESSAGE_SEND, write, TaskOrTasks, message_send;
+            Stream($crate::params::SendParams) MESSAGE_STREAM, write, TaskOrTasks, message_stream;
+            Get($crate::params::GetParams) TASKS_GET, read, Task, tasks_get;
+            Status($crate::params::StatusParams) TASKS_STATUS, write, Task, tasks_status;
+            Cancel($crate::params::CancelParams) TASKS_CANCEL, write, Task, tasks_cancel;
+            Resubscribe($crate::params::ResubscribeParams) TASKS_RESUBSCRIBE, write, Task, tasks_resubscribe;
+            PushSet($crate::params::PushSetParams) PUSH_CONFIG_SET, write, Config, push_config_set;
+            PushGet($crate::params::PushGetParams) PUSH_CONFIG_GET, read, Config, push_config_get;
+            ListTasks($crate::params::ListTasksParams) TASKS_LIST, read, TaskList, tasks_list;
+            Artifact($crate::params::ArtifactParams) TASKS_ARTIFACT, write, Task, tasks_artifact;
+            Wait($crate::params::WaitParams) EVENTS_WAIT, wait, Events, events_wait;
+        }
+    };
+}
 
 pub const HANDSHAKE: &str = "app.handshake";
 pub const AGENTS_REGISTER: &str = "a2a.agents.register";
@@ -15,6 +63,16 @@ pub const PUSH_CONFIG_GET: &str = "a2a.tasks.pushNotificationConfig.get";
 pub const TASKS_LIST: &str = "a2a.tasks.list";
 pub const TASKS_ARTIFACT: &str = "a2a.tasks.artifact";
 pub const EVENTS_WAIT: &str = "a2a.events.wait";
+
+/// Every method name, in the table's order.
+pub const ALL: &[&str] = {
+    macro_rules! all {
+        ($( $variant:ident($params:ty) $konst:ident, $route:ident, $result:ident, $handler:ident; )*) => {
+            &[$($konst),*]
+        };
+    }
+    method_table!(all)
+};
 
 /// Notification: a task's status or artifact changed.
 pub const TASK_EVENT: &str = "a2a.task.event";

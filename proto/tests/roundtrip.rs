@@ -313,6 +313,47 @@ fn every_call_round_trips_in_both_codecs() {
     }
 }
 
+/// The binary codec numbers `Call`'s variants in the method table's order:
+/// these are the numbers every binary client already sends, so the table
+/// may grow at its end but never reorder (docs/protocol.md §1 Framing).
+#[test]
+fn the_method_table_keeps_the_binary_numbers_and_routes() {
+    use a2a_proto::call::Route::{self, *};
+    let wire: [(&str, Route); 15] = [
+        ("app.handshake", Session),
+        ("a2a.agents.register", Write),
+        ("a2a.agents.deregister", Write),
+        ("a2a.agents.list", Read),
+        ("a2a.message.send", Write),
+        ("a2a.message.stream", Write),
+        ("a2a.tasks.get", Read),
+        ("a2a.tasks.status", Write),
+        ("a2a.tasks.cancel", Write),
+        ("a2a.tasks.resubscribe", Write),
+        ("a2a.tasks.pushNotificationConfig.set", Write),
+        ("a2a.tasks.pushNotificationConfig.get", Read),
+        ("a2a.tasks.list", Read),
+        ("a2a.tasks.artifact", Write),
+        ("a2a.events.wait", Wait),
+    ];
+    let calls = every_call();
+    assert_eq!(calls.len(), wire.len(), "one sample call per method");
+    assert_eq!(
+        a2a_proto::methods::ALL,
+        wire.map(|(name, _)| name).as_slice(),
+        "the table's names, in its order"
+    );
+    let cfg = bincode::config::standard();
+    for (i, (call, (name, route))) in calls.iter().zip(wire).enumerate() {
+        assert_eq!((call.method(), call.route()), (name, route));
+        assert!(Call::is_method(name));
+        let whole = bincode::encode_to_vec(call, cfg).unwrap();
+        let tag = bincode::encode_to_vec(i as u32, cfg).unwrap();
+        assert!(whole.starts_with(&tag), "{name} is variant {i} on the wire");
+    }
+    assert!(!Call::is_method("a2a.tasks.nope"));
+}
+
 #[test]
 fn every_result_round_trips_in_both_codecs() {
     let methods = [

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The variable through which a broker's starter may hand it its socket
-/// secret (PROTOCOL.md §2). Spawned brokers never inherit it from the
+/// secret (docs/protocol.md §2 Opening a connection). Spawned brokers never inherit it from the
 /// test's environment; [`Spawn::env`] sets it explicitly.
 pub const SECRET_ENV: &str = "A2A_BROKER_SECRET";
 

@@ -1,6 +1,6 @@
 //! A task's artifacts as the broker stores them: the call that created an
 //! artifact and the chunks appended to it since, kept apart so that an
-//! append costs the size of the chunk, not of the artifact (§7), in memory
+//! append costs the size of the chunk, not of the artifact (§9 Bounds), in memory
 //! (a clone copies pointers), in SQLite (one new row per chunk) and on the
 //! writer thread (no re-encoding of what was stored before).
 //!

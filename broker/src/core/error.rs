@@ -31,7 +31,7 @@ pub enum CoreError {
     /// The task is in a terminal state.
     #[error("task is {} and can no longer change", .0.as_str())]
     TaskTerminal(State),
-    /// A count bound of §7 would be exceeded.
+    /// A count bound of §9 would be exceeded.
     #[error("{limit} reached")]
     SendCap {
         limit: &'static str,
@@ -41,7 +41,7 @@ pub enum CoreError {
     /// The caller has no peer to address.
     #[error("no peers to address")]
     NoPeers,
-    /// A size bound of §7 would be exceeded.
+    /// A size bound of §9 would be exceeded.
     #[error("payload exceeds {limit}")]
     PayloadTooLarge {
         limit: &'static str,
@@ -51,7 +51,7 @@ pub enum CoreError {
     /// The params are well-formed JSON of the wrong shape or meaning.
     #[error("{0}")]
     InvalidParams(String),
-    /// An id over `A2A_MAX_ID_BYTES` (`-32602` with the bound's data, §7/§8).
+    /// An id over `A2A_MAX_ID_BYTES` (`-32602` with the bound's data, §9/§8).
     #[error(
         "{field} is {actual} bytes long; ids are at most {max} bytes (A2A_MAX_ID_BYTES)",
         max = a2a_proto::limits::A2A_MAX_ID_BYTES

@@ -1,7 +1,7 @@
 //! The broker's rules, free of JSON framing and transports.
 //!
 //! - [`error`]: every caller-visible failure of the core, one variant each.
-//! - [`state`]: the task state machine of PROTOCOL.md §6.
+//! - [`state`]: the task state machine of docs/protocol.md §7 Task states.
 //! - [`task`]: the in-memory task record and its parties.
 //! - [`artifact`]: an artifact as stored (first call + appended chunks), and its merge rule.
 //! - [`idempotency`]: when a send is a retry by `messageId`, and when reuse is refused.

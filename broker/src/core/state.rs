@@ -1,4 +1,4 @@
-//! The task state machine (PROTOCOL.md §6).
+//! The task state machine (docs/protocol.md §7 Task states).
 
 use super::CoreError;
 use a2a_proto::types::State;

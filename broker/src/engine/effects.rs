@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 /// A notification to route once the call is committed.
 #[derive(Debug)]
-pub(super) enum Routed {
+pub(crate) enum Routed {
     /// `a2a.task.event` to a party.
     Task {
         to: Party,
@@ -31,7 +31,7 @@ pub(super) enum Routed {
 
 /// A blocking send's wait: which tasks must settle, and how to answer.
 #[derive(Debug)]
-pub(super) struct BlockingSpec {
+pub(crate) struct BlockingSpec {
     pub task_ids: Vec<String>,
     pub history_length: Option<usize>,
     pub broadcast: bool,
@@ -47,7 +47,7 @@ pub(super) struct Blocking {
 
 /// A committed call's aftermath.
 #[derive(Debug)]
-pub(super) struct Effects {
+pub(crate) struct Effects {
     pub reply: Reply,
     pub events: Vec<Routed>,
     pub blocking: Option<BlockingSpec>,

@@ -19,31 +19,37 @@
 //! Architecture invariant: nothing a client can observe (a response, an
 //! event, a task read) reflects a write before the commit that holds it.
 //!
-//! - [`calls`]: what each mutating method does (validation and writes).
+//! - [`context`]: [`WriteCtx`], what each mutating method (`crate::methods`)
+//!   runs against, and the steps the methods share.
 //! - [`effects`]: what a call leaves to do after the commit: events, replies,
 //!   blocking waits.
 //! - [`cache`]: the task records kept in memory, bounded by count and bytes.
 
 mod cache;
-mod calls;
+mod context;
 mod effects;
 pub(crate) mod trim;
+
+pub(crate) use context::{
+    check_bytes_room, check_log_room, check_status_message, current_status_event, history_room,
+    party_role, stamp, status_event, worker_only, Caches, Encoded, Move, Origin, WriteCtx, Written,
+};
+pub(crate) use effects::{BlockingSpec, Effects, Routed};
 
 use crate::core::idempotency::Creations;
 use crate::core::registry::{ConnId, Registry};
 use crate::core::task::Party;
 use crate::core::task::TaskRecord;
 use crate::core::CoreError;
-use crate::delivery::{Outbox, Responder, RingPublishes, Timer};
+use crate::delivery::{Responder, RingPublishes, Timer};
 use crate::rpc_errors::to_rpc;
 use crate::store::checkpoint::Checkpointer;
 use crate::store::read;
 use a2a_proto::call::Call;
 use a2a_proto::error::RpcError;
-use a2a_proto::params::RegisterParams;
 use cache::TaskCache;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use effects::{Blocking, Effects};
+use effects::Blocking;
 use parking_lot::RwLock;
 use rusqlite::Connection;
 use std::collections::{HashMap, HashSet};
@@ -70,6 +76,13 @@ pub struct Shared {
     pub stats: EngineStats,
 }
 
+impl Shared {
+    /// Is this task in the committed-task cache (a read of it needs no SQLite)?
+    pub fn is_cached(&self, id: &str) -> bool {
+        self.tasks.read().contains_key(id)
+    }
+}
+
 /// How the writer has grouped calls into commits so far.
 #[derive(Default, Debug)]
 pub struct EngineStats {
@@ -79,28 +92,12 @@ pub struct EngineStats {
     pub calls: std::sync::atomic::AtomicU64,
 }
 
-/// A call for the writer: the parsed [`Call`] as it came, plus what only
-/// the connection knows where the call needs it.
+/// A call for the writer: the parsed [`Call`] as it came (a `write`
+/// method of the table), and the connection it came from.
 #[derive(Debug)]
-pub enum Op {
-    /// `a2a.agents.register`: the agent lives on this connection and its
-    /// events go to this outbox.
-    Register {
-        conn: ConnId,
-        outbox: Arc<Outbox>,
-        params: RegisterParams,
-    },
-    /// Every other call the writer runs (the mutating methods and
-    /// `a2a.tasks.resubscribe`); reads never come here.
-    Call(Call),
-}
-
-impl Op {
-    /// Does this call write rows? (Those that do not still go through the
-    /// writer, so that their events are ordered with everyone else's.)
-    fn writes(&self) -> bool {
-        !matches!(self, Op::Call(Call::Resubscribe(_)))
-    }
+pub struct Op {
+    pub call: Call,
+    pub from: Origin,
 }
 
 /// What the writer's queue carries.
@@ -168,10 +165,12 @@ pub fn start(
         checkpointer,
         conn,
         shared,
-        tasks: TaskCache::default(),
-        open_counts,
-        next_seq,
-        creations: Creations::default(),
+        caches: Caches {
+            tasks: TaskCache::default(),
+            open_counts,
+            next_seq,
+            creations: Creations::default(),
+        },
         waiters: HashMap::new(),
         waiters_by_task: HashMap::new(),
         next_waiter: 0,
@@ -187,20 +186,20 @@ pub fn start(
 
 /// What a batch changed in the writer's memory, to restore if its commit fails.
 #[derive(Default)]
-struct Undo {
+pub(crate) struct Undo {
     /// Each task the batch (or call) changed in the writer's cache. To undo
     /// them the cache drops them: SQLite, rolled back, has them as they were.
-    tasks: HashSet<String>,
-    open_counts: HashMap<String, usize>,
-    sends: Vec<(Arc<crate::core::registry::Agent>, u32)>,
+    pub(crate) tasks: HashSet<String>,
+    pub(crate) open_counts: HashMap<String, usize>,
+    pub(crate) sends: Vec<(Arc<crate::core::registry::Agent>, u32)>,
     /// Agents registered: removed again if the commit fails, made visible if it succeeds.
-    registered: Vec<Arc<crate::core::registry::Agent>>,
+    pub(crate) registered: Vec<Arc<crate::core::registry::Agent>>,
     /// Agents deregistered: kept if the commit fails, removed (and their
     /// pull queues closed) only once it succeeds.
-    leaving: Vec<Arc<crate::core::registry::Agent>>,
-    next_seq: Option<i64>,
+    pub(crate) leaving: Vec<Arc<crate::core::registry::Agent>>,
+    pub(crate) next_seq: Option<i64>,
     /// Creations recorded in memory: `(party, messageId, length before)`.
-    creations: Vec<(Party, String, usize)>,
+    pub(crate) creations: Vec<(Party, String, usize)>,
 }
 
 impl Undo {
@@ -230,17 +229,8 @@ struct Engine {
     checkpointer: Option<Checkpointer>,
     conn: Connection,
     shared: Arc<Shared>,
-    /// The writer's view of the tasks it holds in memory, including the
-    /// open batch's changes; bounded (`cache`), the rest is in SQLite.
-    tasks: TaskCache,
-    /// Non-terminal tasks per requester context (`A2A_MAX_TASKS_PER_CONTEXT`);
-    /// a context without any has no entry.
-    open_counts: HashMap<String, usize>,
-    /// The next task creation sequence number.
-    next_seq: i64,
-    /// Which tasks requesters created with which `messageId`, where memory
-    /// knows exactly (`core::idempotency::Creations`).
-    creations: Creations,
+    /// The tasks, counts and creations the calls change.
+    caches: Caches,
     waiters: HashMap<u64, Blocking>,
     waiters_by_task: HashMap<String, Vec<u64>>,
     next_waiter: u64,
@@ -250,12 +240,13 @@ struct Engine {
 }
 
 /// A call failed after some of its rows were written; the error it answers.
-struct Poisoned(RpcError);
+struct Poisoned(CoreError);
 
 /// One call's result, waiting for the commit.
 struct Done {
     reply: Responder,
-    result: Result<Effects, RpcError>,
+    /// The core's error: the wire's is made when the call is answered.
+    result: Result<Effects, CoreError>,
 }
 
 impl Engine {
@@ -323,20 +314,21 @@ impl Engine {
                 Command::Call { op, reply } => {
                     let result = match &began {
                         Ok(()) => self.run_call(*op, &mut undo),
-                        Err(e) => Ok(Err(RpcError::internal(format!("database: {e}")))),
+                        Err(e) => Ok(Err(CoreError::Internal(format!("database: {e}")))),
                     };
                     match result {
                         Ok(result) => done.push(Done { reply, result }),
                         Err(Poisoned(err)) => {
+                            let err = to_rpc(err);
                             // The call wrote part of its rows: nothing of
                             // this transaction may be kept.
                             let _ = self.sql("ROLLBACK");
                             self.restore(undo);
                             tracing::warn!(calls = done.len() + 1, error = %err.message, "a call failed after writing; the batch's calls are refused");
                             reply.send(Err(err));
-                            let others = RpcError::internal(
-                                "database: another call of the same commit failed halfway; this call was not applied",
-                            );
+                            let others = to_rpc(CoreError::Internal(
+                                "database: another call of the same commit failed halfway; this call was not applied".into(),
+                            ));
                             self.refuse_batch(done, &others, expired, closed);
                             let rest: Vec<Command> = cmds.collect();
                             let later = if rest.is_empty() {
@@ -398,7 +390,7 @@ impl Engine {
         for d in done {
             match d.result {
                 Ok(effects) => self.release(effects, d.reply),
-                Err(e) => d.reply.send(Err(e)),
+                Err(e) => d.reply.send(Err(to_rpc(e))),
             }
         }
         self.wake_waiters(undo.tasks.iter());
@@ -449,8 +441,8 @@ impl Engine {
         &mut self,
         op: Op,
         batch_undo: &mut Undo,
-    ) -> Result<Result<Effects, RpcError>, Poisoned> {
-        let writes = op.writes();
+    ) -> Result<Result<Effects, CoreError>, Poisoned> {
+        let writes = crate::methods::writes(&op.call);
         let before = self.conn.total_changes();
         let mut undo = Undo::default();
         let result = catch_unwind(AssertUnwindSafe(|| self.execute(op, &mut undo)));
@@ -459,8 +451,8 @@ impl Engine {
                 batch_undo.absorb(undo);
                 return Ok(Ok(effects));
             }
-            Ok(Err(e)) => to_rpc(e),
-            Err(_) => RpcError::internal("the call failed inside the broker"),
+            Ok(Err(e)) => e,
+            Err(_) => CoreError::Internal("the call failed inside the broker".into()),
         };
         self.restore(undo);
         // `total_changes` counts every row a completed statement changed
@@ -479,37 +471,17 @@ impl Engine {
         self.conn.prepare_cached(stmt)?.execute([]).map(|_| ())
     }
 
+    /// Runs one call's method against the writer's state.
     fn execute(&mut self, op: Op, undo: &mut Undo) -> Result<Effects, CoreError> {
-        match op {
-            Op::Register {
-                conn,
-                outbox,
-                params,
-            } => self.register(conn, outbox, params, undo),
-            Op::Call(call) => match call {
-                Call::Deregister(p) => self.deregister(p.token.as_deref(), undo),
-                Call::Send(p) => self.send(p, false, undo),
-                Call::Stream(p) => self.send(p, true, undo),
-                Call::Status(p) => self.status(p, undo),
-                Call::Cancel(p) => self.cancel(p, undo),
-                Call::Artifact(p) => self.artifact(p, undo),
-                Call::Resubscribe(p) => self.resubscribe(p),
-                Call::PushSet(p) => self.push_set(p, undo),
-                Call::Register(_) => Err(CoreError::Internal(format!(
-                    "{} reached the writer without its connection",
-                    a2a_proto::methods::AGENTS_REGISTER
-                ))),
-                read @ (Call::Handshake(_)
-                | Call::ListAgents(_)
-                | Call::Get(_)
-                | Call::PushGet(_)
-                | Call::ListTasks(_)
-                | Call::Wait(_)) => Err(CoreError::Internal(format!(
-                    "{} is answered without the writer",
-                    read.method()
-                ))),
-            },
-        }
+        let mut cx = WriteCtx {
+            conn: &self.conn,
+            shared: &self.shared,
+            caches: &mut self.caches,
+            undo,
+            from: &op.from,
+            pinned: &self.waiters_by_task,
+        };
+        crate::methods::execute(op.call, &mut cx)
     }
 
     /// Restores the writer's memory after a failed call or commit. The
@@ -520,25 +492,25 @@ impl Engine {
         if !undo.tasks.is_empty() {
             let mut shared = self.shared.tasks.write();
             for id in &undo.tasks {
-                self.tasks.remove(id);
+                self.caches.tasks.remove(id);
                 shared.remove(id);
             }
         }
         for (ctx, n) in undo.open_counts {
             if n == 0 {
-                self.open_counts.remove(&ctx);
+                self.caches.open_counts.remove(&ctx);
             } else {
-                self.open_counts.insert(ctx, n);
+                self.caches.open_counts.insert(ctx, n);
             }
         }
         for (agent, n) in undo.sends {
             agent.sends.store(n, std::sync::atomic::Ordering::Relaxed);
         }
         if let Some(seq) = undo.next_seq {
-            self.next_seq = seq;
+            self.caches.next_seq = seq;
         }
         for (party, mid, before) in undo.creations.iter().rev() {
-            self.creations.unrecord(party, mid, *before);
+            self.caches.creations.unrecord(party, mid, *before);
         }
         for agent in &undo.leaving {
             agent.set_leaving(false);
@@ -564,7 +536,7 @@ impl Engine {
         }
         let mut reg = self.shared.registry.write();
         for agent in &undo.leaving {
-            self.creations.forget(&agent.party());
+            self.caches.creations.forget(&agent.party());
             reg.remove(agent);
             tracing::info!(conn = agent.conn, peer = %agent.peer_id, context = %agent.context_id, "agent deregistered");
         }
@@ -585,36 +557,16 @@ impl Engine {
         }
         let mut shared = self.shared.tasks.write();
         for id in &undo.tasks {
-            match self.tasks.peek(id) {
+            match self.caches.tasks.peek(id) {
                 Some(rec) => shared.insert(id.clone(), rec.clone()),
                 None => shared.remove(id),
             };
         }
     }
 
-    /// Drops the least recently used task records, open or terminal,
-    /// from both caches while the writer's is over its bounds (count and
-    /// bytes, `cache`). A task a blocking send waits on stays. Costs one
-    /// step per record dropped.
+    /// Brings the writer's cache back within its bounds (`context::evict`).
     fn evict(&mut self) {
-        let waiting = &self.waiters_by_task;
-        let victims = self.tasks.evict(|id| waiting.contains_key(id));
-        if victims.is_empty() {
-            return;
-        }
-        let mut shared = self.shared.tasks.write();
-        for id in &victims {
-            shared.remove(id);
-        }
-    }
-
-    /// Within a batch, lets the cache grow to twice its bounds before
-    /// evicting (a deregistration may settle thousands of tasks in one
-    /// call); the batch's end brings it back within them.
-    fn evict_if_far_over(&mut self) {
-        if self.tasks.far_over() {
-            self.evict();
-        }
+        context::evict(&mut self.caches, &self.shared, &self.waiters_by_task);
     }
 
     fn connection_closed(&mut self, conn: ConnId) {
@@ -627,53 +579,22 @@ impl Engine {
             );
         }
         for agent in gone {
-            self.creations.forget(&agent.party());
+            self.caches.creations.forget(&agent.party());
             if let crate::delivery::Endpoint::Pull(q) = &agent.endpoint {
                 q.close(to_rpc(CoreError::UnknownToken));
             }
         }
     }
 
-    // ---- helpers shared by the calls ----
-
-    /// The writer's current record of a task, loading it if needed (from
-    /// its own connection, which sees the open batch's writes).
+    /// The writer's current record of a task, loading it if needed (for
+    /// the blocking sends' answers, after the commit).
     fn task(&mut self, id: &str) -> Result<Arc<TaskRecord>, CoreError> {
-        if let Some(rec) = self.tasks.get(id) {
-            return Ok(rec);
-        }
-        let rec = read::load_task(&self.conn, id)?
-            .ok_or_else(|| CoreError::UnknownTask(id.to_owned()))?;
-        let rec = Arc::new(rec);
-        self.tasks.insert(rec.clone());
-        self.evict_if_far_over();
-        Ok(rec)
-    }
-
-    /// Replaces a task record, noting it as changed by the call (to publish
-    /// after the commit, or to drop if the call or batch fails).
-    fn put_task(&mut self, rec: TaskRecord, undo: &mut Undo) -> Arc<TaskRecord> {
-        undo.tasks.insert(rec.id.clone());
-        let rec = Arc::new(rec);
-        self.tasks.insert(rec.clone());
-        self.evict_if_far_over();
-        rec
-    }
-
-    fn add_open(&mut self, ctx: &str, delta: isize, undo: &mut Undo) {
-        let cur = self.open_counts.get(ctx).copied().unwrap_or(0);
-        undo.open_counts.entry(ctx.to_owned()).or_insert(cur);
-        let next = cur.saturating_add_signed(delta);
-        // A context without open tasks leaves no entry behind: contexts
-        // come and go without bound.
-        if next == 0 {
-            self.open_counts.remove(ctx);
-        } else {
-            self.open_counts.insert(ctx.to_owned(), next);
-        }
-    }
-
-    fn open_count(&self, ctx: &str) -> usize {
-        self.open_counts.get(ctx).copied().unwrap_or(0)
+        context::task(
+            &self.conn,
+            &self.shared,
+            &mut self.caches,
+            &self.waiters_by_task,
+            id,
+        )
     }
 }

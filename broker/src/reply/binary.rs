@@ -1,4 +1,4 @@
-//! Replies as bincode (the binary codec, PROTOCOL.md §1.2), encoded
+//! Replies as bincode (the binary codec, docs/protocol.md §1 Framing), encoded
 //! straight from the broker's shared task records with the exact bytes
 //! `ServerFrame::Response { result: Ok(Outcome::..) }` would have, so a
 //! response costs no copy of the task. Variant numbers come from

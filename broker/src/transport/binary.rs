@@ -1,4 +1,4 @@
-//! Binary frames (PROTOCOL.md §1.2) on a local-socket connection: the
+//! Binary frames (docs/protocol.md §1 Framing) on a local-socket connection: the
 //! outbox's typed items become `ServerFrame`s (replies rendered by
 //! `crate::reply::binary`).
 
@@ -22,7 +22,7 @@ pub fn write_outgoing(out: &mut Vec<u8>, item: &Outgoing) -> Result<(), EncodeEr
         Outgoing::Event(n) => {
             let start = out.len();
             encode_frame(&(index::NOTIFICATION, &**n), out)?;
-            // Never written past the bound (§1.1); the task bounds keep
+            // Never written past the bound (§1 Framing); the task bounds keep
             // every event far below it.
             if out.len() - start - 4 > A2A_MAX_OUT_FRAME_BYTES {
                 out.truncate(start);
@@ -34,7 +34,7 @@ pub fn write_outgoing(out: &mut Vec<u8>, item: &Outgoing) -> Result<(), EncodeEr
 }
 
 /// One response frame, answered `-32603` instead if it would exceed the
-/// outgoing frame bound (§1.1).
+/// outgoing frame bound (§1 Framing).
 fn response(out: &mut Vec<u8>, r: &crate::delivery::Response) -> Result<(), EncodeError> {
     let start = out.len();
     encode_frame(&ResponseRef(&r.id, &r.result), out)?;

@@ -1,4 +1,4 @@
-//! The outgoing frame bound (§1.1): the errors that stand in for a
+//! The outgoing frame bound (docs/protocol.md §1 Framing, §9 Bounds): the errors that stand in for a
 //! response that would be written larger than `A2A_MAX_OUT_FRAME_BYTES`,
 //! shared by both codecs' writers.
 

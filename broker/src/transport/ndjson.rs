@@ -1,4 +1,4 @@
-//! NDJSON framing (PROTOCOL.md §1.1): the async line reader of socket
+//! NDJSON framing (docs/protocol.md §1 Framing): the async line reader of socket
 //! connections (a thin wrapper over `a2a_proto::lines::Splitter`, whose
 //! blocking `LineReader` serves stdio), and writing the outbox's typed
 //! items as JSON lines.
@@ -52,7 +52,7 @@ impl<R: tokio::io::AsyncBufRead + Unpin> AsyncLineReader<R> {
 }
 
 /// Appends one outbox item as a JSON line (a batch as one array line),
-/// never longer than `A2A_MAX_OUT_FRAME_BYTES` (§1.1): a response that
+/// never longer than `A2A_MAX_OUT_FRAME_BYTES` (§1 Framing, §9 Bounds): a response that
 /// would be is answered `-32603` instead, and in a batch each response that
 /// would take the reply past the bound is replaced by `-32600`.
 pub fn write_outgoing(out: &mut Vec<u8>, item: &Outgoing) -> io::Result<()> {

@@ -23,7 +23,7 @@ pub const FEATURES: &[&str] = &[
 ];
 
 /// Answers a handshake; a bad secret also marks the session closing.
-pub(crate) fn handshake(s: &mut Session, p: HandshakeParams) -> Result<Reply, RpcError> {
+pub(crate) fn run(s: &mut Session, p: HandshakeParams) -> Result<Reply, RpcError> {
     if p.protocol_version != PROTOCOL_VERSION {
         tracing::info!(
             conn = s.conn,
@@ -56,7 +56,7 @@ pub(crate) fn handshake(s: &mut Session, p: HandshakeParams) -> Result<Reply, Rp
         // Granted once; a repeated handshake answers the same ring.
         // Only a local socket's outbox has a ring slot (stdio is the
         // host's own pipe and gets no ring). A ring the broker cannot back
-        // is declined (§1.3): no `eventRing`, events over the socket.
+        // is declined (§1 Framing, the event ring): no `eventRing`, events over the socket.
         event_ring: match (&p.event_ring, s.outbox.ring()) {
             (Some(req), Some(slot)) => match slot.grant(req.bytes) {
                 Ok(info) => Some(info),

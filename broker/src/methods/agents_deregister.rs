@@ -1,58 +1,25 @@
-//! `a2a.agents.register` and `a2a.agents.deregister`.
+//! `a2a.agents.deregister` (docs/protocol.md §5 Methods): the agent
+//! leaves: its token dies at once, the tasks it serves fail, the tasks it
+//! asked for are canceled, and each counterpart is told.
 
-use super::super::effects::Effects;
-use super::super::{Engine, Undo};
-use super::{stamp, Move};
-use crate::core::registry::{ConnId, Registration};
+use super::WriteMethod;
 use crate::core::CoreError;
-use crate::delivery::Outbox;
+use crate::engine::{stamp, Effects, Move, WriteCtx};
 use crate::reply::Reply;
 use crate::store::{read, write};
 use crate::{clock, ids};
-use a2a_proto::params::{RegisterParams, RegisterResult};
+use a2a_proto::params::TokenParams;
 use a2a_proto::types::{Message, Part, Role, State};
-use std::sync::Arc;
 
-impl Engine {
-    pub(in crate::engine) fn register(
-        &mut self,
-        conn: ConnId,
-        outbox: Arc<Outbox>,
-        p: RegisterParams,
-        undo: &mut Undo,
-    ) -> Result<Effects, CoreError> {
-        if p.context_id.is_empty() {
-            return Err(CoreError::InvalidParams(
-                "contextId must not be empty".into(),
-            ));
-        }
-        let (agent, token) = self.shared.registry.write().register(Registration {
-            context_id: p.context_id,
-            card: p.card,
-            delivery: p.delivery.unwrap_or_default(),
-            conn,
-            outbox,
-        })?;
-        // Not visible to anyone until the batch commits (`Engine::commit_registry`).
-        undo.registered.push(agent.clone());
-        write::put_agent(&self.conn, &agent, &clock::now())?;
-        Ok(Effects::reply(Reply::Registered(RegisterResult {
-            agent_id: agent.peer_id.clone(),
-            token,
-            card: agent.card.clone(),
-        })))
-    }
+pub(crate) struct Handler;
 
-    /// The agent leaves: its token dies at once, the tasks it serves fail,
-    /// the tasks it asked for are canceled, and each counterpart is told.
-    pub(in crate::engine) fn deregister(
-        &mut self,
-        token: Option<&str>,
-        undo: &mut Undo,
-    ) -> Result<Effects, CoreError> {
+impl WriteMethod for Handler {
+    type Params = TokenParams;
+
+    fn run(p: TokenParams, cx: &mut WriteCtx<'_>) -> Result<Effects, CoreError> {
         // Idempotent (§5): a token we do not know (already deregistered, or
         // never valid) is answered `{ok: true}`; only a missing one is an error.
-        let agent = match self.caller(token) {
+        let agent = match cx.caller(p.token.as_deref()) {
             Ok(a) => a,
             Err(CoreError::UnknownToken) => return Ok(Effects::reply(Reply::Ok)),
             Err(e) => return Err(e),
@@ -61,17 +28,17 @@ impl Engine {
         // the batch commits (`Engine::commit_registry`), so a failed commit
         // leaves the agent as it was.
         agent.set_leaving(true);
-        undo.leaving.push(agent.clone());
+        cx.undo.leaving.push(agent.clone());
         let me = agent.party();
         let now = clock::now();
-        write::mark_deregistered(&self.conn, &me, &now)?;
+        write::mark_deregistered(cx.conn, &me, &now)?;
         let mut effects = Effects::reply(Reply::Ok);
         for (as_worker, state, role, verb) in [
             (true, State::Failed, Role::Agent, "failed"),
             (false, State::Canceled, Role::User, "canceled"),
         ] {
-            for id in read::open_tasks_of(&self.conn, &me, as_worker)? {
-                let rec = self.task(&id)?;
+            for id in read::open_tasks_of(cx.conn, &me, as_worker)? {
+                let rec = cx.task(&id)?;
                 if rec.state().is_terminal() {
                     continue;
                 }
@@ -99,7 +66,7 @@ impl Engine {
                 );
                 // A terminal move: past the history or size bound, the
                 // note rides on the status only (`Engine::transition`).
-                self.transition(
+                cx.transition(
                     Move {
                         rec: &rec,
                         state,
@@ -107,7 +74,6 @@ impl Engine {
                         actor: &me,
                     },
                     &mut effects.events,
-                    undo,
                 )?;
             }
         }
