@@ -26,6 +26,14 @@
 //! writer thread that commits them in batches. WAL with `synchronous =
 //! NORMAL`: a commit survives a killed process (not a power loss, which
 //! the broker's own database guards against for the tasks themselves).
+//!
+//! Group commit (issue 27): a new task's row goes through the same queue,
+//! and its `SendMessage` waits for the commit that holds it. The rule: a
+//! task's row is committed before the call that created it is answered,
+//! never after; concurrent sends share one transaction (with the state
+//! updates queued beside them) instead of one commit each under a shared
+//! lock. Reads use a connection of their own (WAL lets them run beside
+//! the writer), so a `GetTask` never waits for a commit in progress.
 
 use a2a_proto::types::State;
 use parking_lot::Mutex;
@@ -132,6 +140,12 @@ enum Write {
         task_id: String,
         version: u64,
     },
+    /// A task the gateway created: answered once its row is committed.
+    Insert {
+        row: TaskRow,
+        ts_ms: i64,
+        done: tokio::sync::oneshot::Sender<Result<(), String>>,
+    },
     /// Answered once the writes queued before it are committed.
     Flush(mpsc::Sender<()>),
 }
@@ -139,8 +153,15 @@ enum Write {
 /// The state file (cheap to clone).
 #[derive(Clone)]
 pub struct Store {
+    /// The write connection (the writer thread's, and the few writes made
+    /// in place), with the updates waiting for their rows.
     conn: Arc<Mutex<Shared>>,
+    /// The read connection: reads never wait behind a commit.
+    read: Arc<Mutex<Connection>>,
     writes: mpsc::Sender<Write>,
+    /// The directory of an in-memory store's file (removed with the last
+    /// clone).
+    _dir: Option<Arc<tempfile::TempDir>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -185,30 +206,35 @@ fn state_of(s: &str) -> State {
 impl Store {
     /// Opens (creating) the state file at `path`.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Self::init(path, None)
+    }
+
+    /// A store of the process's lifetime (tests, and `serve-tck`, whose
+    /// broker is temporary too): a file in a temporary directory, so that
+    /// reads and writes have a connection each as in [`Store::open`].
+    pub fn in_memory() -> Result<Store, StoreError> {
+        let dir = tempfile::tempdir().map_err(|e| StoreError {
+            path: "a temporary directory".into(),
+            source: rusqlite::Error::ToSqlConversionFailure(Box::new(e)),
+        })?;
+        let path = dir.path().join("gateway.db");
+        Self::init(&path, Some(Arc::new(dir)))
+    }
+
+    fn init(path: &Path, dir: Option<Arc<tempfile::TempDir>>) -> Result<Store, StoreError> {
         let err = |source| StoreError {
             path: path.display().to_string(),
             source,
         };
         let conn = Connection::open(path).map_err(err)?;
-        Self::init(conn).map_err(err)
-    }
-
-    /// A store in memory (tests, and `serve-tck`, whose broker is
-    /// temporary too).
-    pub fn in_memory() -> Result<Store, StoreError> {
-        let err = |source| StoreError {
-            path: ":memory:".into(),
-            source,
-        };
-        let conn = Connection::open_in_memory().map_err(err)?;
-        Self::init(conn).map_err(err)
-    }
-
-    fn init(conn: Connection) -> Result<Store, rusqlite::Error> {
         conn.execute_batch(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 10000;",
-        )?;
-        conn.execute_batch(SCHEMA)?;
+        )
+        .map_err(err)?;
+        conn.execute_batch(SCHEMA).map_err(err)?;
+        let read = Connection::open(path).map_err(err)?;
+        read.execute_batch("PRAGMA busy_timeout = 10000;")
+            .map_err(err)?;
         let conn = Arc::new(Mutex::new(Shared {
             conn,
             early: HashMap::new(),
@@ -218,37 +244,34 @@ impl Store {
         std::thread::Builder::new()
             .name("a2a-gateway-store".into())
             .spawn(move || write_loop(&writer, &rx))
-            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-        Ok(Store { conn, writes: tx })
+            .map_err(|e| err(rusqlite::Error::ToSqlConversionFailure(Box::new(e))))?;
+        Ok(Store {
+            conn,
+            read: Arc::new(Mutex::new(read)),
+            writes: tx,
+            _dir: dir,
+        })
     }
 
-    /// Records a task the gateway just created (committed on return).
-    pub fn insert_task(&self, row: &TaskRow, ts: &str) -> Result<(), rusqlite::Error> {
-        let mut shared = self.conn.lock();
-        let early = shared.early.remove(&row.id);
-        let (state, ts_ms, version) = match early {
-            Some((s, t, v)) if v > row.version => (s, t, v),
-            _ => (row.state, ts_ms(ts), row.version),
-        };
-        shared.execute(
-            "INSERT OR REPLACE INTO tasks (id, identity, agent, context, state, ts_ms, version)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                row.id,
-                row.identity,
-                row.agent,
-                row.context,
-                state.as_str(),
-                ts_ms,
-                version as i64
-            ],
-        )?;
-        Ok(())
+    /// Records a task the gateway just created: returns once the row is
+    /// committed (in the writer thread's next transaction, shared with
+    /// whatever else has queued up: see the module's group-commit rule).
+    pub async fn insert_task(&self, row: &TaskRow, ts: &str) -> Result<(), String> {
+        let (done, rx) = tokio::sync::oneshot::channel();
+        self.writes
+            .send(Write::Insert {
+                row: row.clone(),
+                ts_ms: ts_ms(ts),
+                done,
+            })
+            .map_err(|_| "the state writer has stopped".to_owned())?;
+        rx.await
+            .unwrap_or_else(|_| Err("the state writer has stopped".into()))
     }
 
     /// The task `id`, if the gateway created it.
     pub fn task(&self, id: &str) -> Option<TaskRow> {
-        self.conn
+        self.read
             .lock()
             .query_row(
                 "SELECT id, identity, agent, context, state, version FROM tasks WHERE id = ?1",
@@ -303,7 +326,7 @@ impl Store {
             args.push(a.into());
             sql.push_str(&format!(" AND ts_ms > ?{}", args.len()));
         }
-        let conn = self.conn.lock();
+        let conn = self.read.lock();
         let total: i64 = conn.query_row(
             &format!("SELECT COUNT(*){sql}"),
             rusqlite::params_from_iter(args.iter()),
@@ -325,7 +348,7 @@ impl Store {
 
     /// Tasks not yet in a terminal state (what a restarted gateway resumes).
     pub fn open_tasks(&self) -> Vec<TaskRow> {
-        let conn = self.conn.lock();
+        let conn = self.read.lock();
         let Ok(mut stmt) = conn.prepare(
             "SELECT id, identity, agent, context, state, version FROM tasks
              WHERE state NOT IN ('completed', 'canceled', 'failed', 'rejected')",
@@ -339,7 +362,7 @@ impl Store {
 
     /// Open tasks of one identity (its bound).
     pub fn open_task_count(&self, identity: &str) -> usize {
-        self.conn
+        self.read
             .lock()
             .query_row(
                 "SELECT COUNT(*) FROM tasks WHERE identity = ?1
@@ -352,7 +375,7 @@ impl Store {
 
     /// Open tasks in one A2A context of an identity.
     pub fn context_has_open_tasks(&self, identity: &str, context: &str) -> bool {
-        self.conn
+        self.read
             .lock()
             .query_row(
                 "SELECT EXISTS (SELECT 1 FROM tasks WHERE identity = ?1 AND context = ?2
@@ -392,7 +415,7 @@ impl Store {
 
     /// Every push config, in creation order: (task, identity, config JSON).
     pub fn all_push(&self) -> Vec<(String, String, String)> {
-        let conn = self.conn.lock();
+        let conn = self.read.lock();
         let Ok(mut stmt) =
             conn.prepare("SELECT task_id, identity, config FROM push_configs ORDER BY seq")
         else {
@@ -405,7 +428,7 @@ impl Store {
 
     /// The version of the last event queued for delivery, per task.
     pub fn all_push_sent(&self) -> Vec<(String, u64)> {
-        let conn = self.conn.lock();
+        let conn = self.read.lock();
         let Ok(mut stmt) = conn.prepare("SELECT task_id, version FROM push_sent") else {
             return Vec::new();
         };
@@ -443,7 +466,7 @@ impl Store {
 
     /// The remote task and context of a broker task.
     pub fn remote_task(&self, peer: &str, task_id: &str) -> Option<(String, Option<String>)> {
-        self.conn
+        self.read
             .lock()
             .query_row(
                 "SELECT remote_task, remote_context FROM remote_tasks WHERE peer = ?1 AND task_id = ?2 AND remote_task IS NOT NULL",
@@ -457,7 +480,7 @@ impl Store {
 
     /// Every recorded remote task of a bridge: (broker task, remote task).
     pub fn remote_tasks_of(&self, peer: &str) -> Vec<(String, String)> {
-        let conn = self.conn.lock();
+        let conn = self.read.lock();
         let Ok(mut stmt) = conn.prepare(
             "SELECT task_id, remote_task FROM remote_tasks WHERE peer = ?1 AND remote_task IS NOT NULL",
         ) else {
@@ -520,7 +543,7 @@ impl Store {
 
     /// The remote context of a local conversation.
     pub fn remote_context(&self, peer: &str, context: &str) -> Option<String> {
-        self.conn
+        self.read
             .lock()
             .query_row(
                 "SELECT remote_context FROM remote_contexts WHERE peer = ?1 AND context = ?2",
@@ -562,8 +585,10 @@ fn apply(shared: &mut Shared, w: &Write) -> rusqlite::Result<()> {
             ts_ms,
             version,
         } => {
+            // Only a newer version writes (the same event can be noted
+            // twice: from the broker and from the call's own result).
             let n = conn.execute(
-                "UPDATE tasks SET state = ?2, ts_ms = ?3, version = ?4 WHERE id = ?1 AND version <= ?4",
+                "UPDATE tasks SET state = ?2, ts_ms = ?3, version = ?4 WHERE id = ?1 AND version < ?4",
                 params![id, state.as_str(), ts_ms, *version as i64],
             )?;
             let exists = n > 0
@@ -591,8 +616,32 @@ fn apply(shared: &mut Shared, w: &Write) -> rusqlite::Result<()> {
                 params![task_id, *version as i64],
             )?;
         }
+        Write::Insert { row, ts_ms, .. } => insert(shared, row, *ts_ms)?,
         Write::Flush(_) => {}
     }
+    Ok(())
+}
+
+/// Writes a new task's row, with the newest update that came before it.
+fn insert(shared: &mut Shared, row: &TaskRow, ts_ms: i64) -> rusqlite::Result<()> {
+    let early = shared.early.remove(&row.id);
+    let (state, ts_ms, version) = match early {
+        Some((s, t, v)) if v > row.version => (s, t, v),
+        _ => (row.state, ts_ms, row.version),
+    };
+    shared.conn.execute(
+        "INSERT OR REPLACE INTO tasks (id, identity, agent, context, state, ts_ms, version)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            row.id,
+            row.identity,
+            row.agent,
+            row.context,
+            state.as_str(),
+            ts_ms,
+            version as i64
+        ],
+    )?;
     Ok(())
 }
 
@@ -608,21 +657,34 @@ fn write_loop(conn: &Mutex<Shared>, rx: &mpsc::Receiver<Write>) {
             }
         }
         let mut c = conn.lock();
-        let began = c.execute_batch("BEGIN").is_ok();
+        let began = c.execute_batch("BEGIN").map_err(|e| e.to_string());
+        let mut applied = Vec::with_capacity(batch.len());
         for w in &batch {
-            if let Err(e) = apply(&mut c, w) {
+            let r = apply(&mut c, w).map_err(|e| e.to_string());
+            if let Err(e) = &r {
                 tracing::warn!(error = %e, "gateway state update failed");
             }
+            applied.push(r);
         }
-        if began {
-            if let Err(e) = c.execute_batch("COMMIT") {
+        let committed = match began {
+            Ok(()) => c.execute_batch("COMMIT").map_err(|e| {
                 tracing::warn!(error = %e, "gateway state commit failed");
-            }
-        }
+                let _ = c.execute_batch("ROLLBACK");
+                e.to_string()
+            }),
+            // Without a transaction each write committed on its own.
+            Err(_) => Ok(()),
+        };
         drop(c);
-        for w in batch {
-            if let Write::Flush(done) = w {
-                let _ = done.send(());
+        for (w, r) in batch.into_iter().zip(applied) {
+            match w {
+                Write::Flush(done) => {
+                    let _ = done.send(());
+                }
+                Write::Insert { done, .. } => {
+                    let _ = done.send(committed.clone().and(r));
+                }
+                Write::Task { .. } | Write::PushSent { .. } => {}
             }
         }
     }
