@@ -6,7 +6,7 @@
 use super::{rpc_error, sse, App};
 use crate::core::{self, SendOutcome};
 use crate::mapping::{self, GatewayError as E, TaskView};
-use crate::security::audit;
+use crate::security::{audit, AuditLog};
 use crate::v1;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -43,7 +43,18 @@ pub async fn handle(
     let started = Instant::now();
     let Envelope { id, method, params } = match envelope(headers, body) {
         Ok(env) => env,
-        Err((e, id)) => return fail(&identity, &agent, "-", None, started, e, id),
+        Err((e, id)) => {
+            return fail(
+                &app.config.audit,
+                &identity,
+                &agent,
+                "-",
+                None,
+                started,
+                e,
+                id,
+            )
+        }
     };
     // Capabilities are checked before extensions (a streaming call to an
     // agent without streaming is -32004 whatever its headers).
@@ -64,6 +75,7 @@ pub async fn handle(
             .find(|uri| !listed.contains(&uri.as_str()))
         {
             return fail(
+                &app.config.audit,
                 &identity,
                 &agent,
                 &method,
@@ -80,7 +92,7 @@ pub async fn handle(
         artifacts: true,
     };
     let result: Result<(Value, Option<String>), E> = match method.as_str() {
-        "SendMessage" => match parse::<v1::SendMessageRequest>(&params) {
+        "SendMessage" => match parse_send(&params) {
             Err(e) => Err(e),
             Ok(req) => {
                 let conf = req.configuration.clone().unwrap_or_default();
@@ -117,16 +129,37 @@ pub async fn handle(
             Err(E::Unsupported("no extended agent card is offered".into()))
         }
         "SendStreamingMessage" => {
-            let req = match parse::<v1::SendMessageRequest>(&params) {
+            let req = match parse_send(&params) {
                 Ok(r) => r,
-                Err(e) => return fail(&identity, &agent, &method, None, started, e, id),
+                Err(e) => {
+                    return fail(
+                        &app.config.audit,
+                        &identity,
+                        &agent,
+                        &method,
+                        None,
+                        started,
+                        e,
+                        id,
+                    )
+                }
             };
             let conf = req.configuration.clone().unwrap_or_default();
             return match core.send(&identity, &agent, &req, false, true).await {
-                Err(e) => fail(&identity, &agent, &method, None, started, e, id),
+                Err(e) => fail(
+                    &app.config.audit,
+                    &identity,
+                    &agent,
+                    &method,
+                    None,
+                    started,
+                    e,
+                    id,
+                ),
                 Ok((_, task, rx)) => {
                     let tid = task.id.clone();
                     audit(
+                        &app.config.audit,
                         &identity,
                         &agent,
                         &method,
@@ -144,6 +177,7 @@ pub async fn handle(
                             app.config.max_stream,
                         ),
                         None => fail(
+                            &app.config.audit,
                             &identity,
                             &agent,
                             &method,
@@ -159,12 +193,33 @@ pub async fn handle(
         "SubscribeToTask" => {
             let req = match parse::<v1::TaskIdRequest>(&params) {
                 Ok(r) => r,
-                Err(e) => return fail(&identity, &agent, &method, None, started, e, id),
+                Err(e) => {
+                    return fail(
+                        &app.config.audit,
+                        &identity,
+                        &agent,
+                        &method,
+                        None,
+                        started,
+                        e,
+                        id,
+                    )
+                }
             };
             return match core.subscribe(&identity, &agent, &req.id).await {
-                Err(e) => fail(&identity, &agent, &method, Some(&req.id), started, e, id),
+                Err(e) => fail(
+                    &app.config.audit,
+                    &identity,
+                    &agent,
+                    &method,
+                    Some(&req.id),
+                    started,
+                    e,
+                    id,
+                ),
                 Ok(sub) => {
                     audit(
+                        &app.config.audit,
                         &identity,
                         &agent,
                         &method,
@@ -241,11 +296,17 @@ pub async fn handle(
                 .map(|v| (v, None))
                 .map_err(|e| E::Internal(e.to_string())),
         },
-        other => Err(E::MethodNotFound(other.to_owned())),
+        other => Err(match v03_method(other) {
+            Some(v1) => E::MethodNotFound(format!(
+                "{other} (an A2A v0.3 method name: this gateway speaks A2A v1.0, where it is {v1})"
+            )),
+            None => E::MethodNotFound(other.to_owned()),
+        }),
     };
     match result {
         Ok((v, task)) => {
             audit(
+                &app.config.audit,
                 &identity,
                 &agent,
                 &method,
@@ -259,7 +320,16 @@ pub async fn handle(
             )
                 .into_response()
         }
-        Err(e) => fail(&identity, &agent, &method, None, started, e, id),
+        Err(e) => fail(
+            &app.config.audit,
+            &identity,
+            &agent,
+            &method,
+            None,
+            started,
+            e,
+            id,
+        ),
     }
 }
 
@@ -356,6 +426,38 @@ async fn push_create(
     to_value(&stored).map(|v| (v, Some(task_id)))
 }
 
+/// The v1.0 name of an A2A v0.3 JSON-RPC method (issue 24: a v0.3 client
+/// is told what to call, not only that its method is unknown).
+fn v03_method(method: &str) -> Option<&'static str> {
+    Some(match method {
+        "message/send" => "SendMessage",
+        "message/stream" => "SendStreamingMessage",
+        "tasks/get" => "GetTask",
+        "tasks/list" => "ListTasks",
+        "tasks/cancel" => "CancelTask",
+        "tasks/resubscribe" => "SubscribeToTask",
+        "tasks/pushNotificationConfig/set" => "CreateTaskPushNotificationConfig",
+        "tasks/pushNotificationConfig/get" => "GetTaskPushNotificationConfig",
+        "tasks/pushNotificationConfig/list" => "ListTaskPushNotificationConfigs",
+        "tasks/pushNotificationConfig/delete" => "DeleteTaskPushNotificationConfig",
+        "agent/getAuthenticatedExtendedCard" => "GetExtendedAgentCard",
+        _ => return None,
+    })
+}
+
+/// `SendMessage` params. v0.3's `configuration.blocking: false` would be
+/// ignored by the v1.0 reading (and the call would block): it is refused
+/// with the v1.0 field to use instead. (`blocking: true` is what v1.0
+/// does by default, so it is let through.)
+fn parse_send(params: &Value) -> Result<v1::SendMessageRequest, E> {
+    if params.pointer("/configuration/blocking") == Some(&Value::Bool(false)) {
+        return Err(E::InvalidParams(
+            "configuration.blocking is the A2A v0.3 field; in A2A v1.0 `\"blocking\": false` is `\"returnImmediately\": true`".into(),
+        ));
+    }
+    parse(params)
+}
+
 fn parse<T: DeserializeOwned>(params: &Value) -> Result<T, E> {
     if !params.is_object() {
         return Err(E::InvalidParams("params must be an object".into()));
@@ -370,6 +472,7 @@ fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, E> {
 /// An error answer (HTTP 200: the binding carries errors in the body),
 /// with its audit line.
 fn fail(
+    log: &AuditLog,
     identity: &str,
     agent: &str,
     method: &str,
@@ -379,6 +482,7 @@ fn fail(
     id: Value,
 ) -> Response {
     audit(
+        log,
         identity,
         agent,
         method,
@@ -392,6 +496,21 @@ fn fail(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn v03_names_and_blocking_false_get_the_v1_hint() {
+        assert_eq!(v03_method("message/send"), Some("SendMessage"));
+        assert_eq!(v03_method("tasks/resubscribe"), Some("SubscribeToTask"));
+        assert_eq!(v03_method("SendMessage"), None);
+        let p = json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+                       "configuration": {"blocking": false}});
+        let e = parse_send(&p).unwrap_err();
+        assert_eq!(e.code(), -32602);
+        assert!(e.to_string().contains("returnImmediately"), "{e}");
+        let mut ok = p.clone();
+        ok["configuration"] = json!({"blocking": true});
+        assert!(parse_send(&ok).is_ok());
+    }
 
     #[test]
     fn versions_one_point_zero_and_patches_are_spoken() {

@@ -33,6 +33,7 @@ impl Engine {
             conn,
             outbox,
         })?;
+        agent.set_hidden(p.hidden);
         // Not visible to anyone until the batch commits (`Engine::commit_registry`).
         undo.registered.push(agent.clone());
         write::put_agent(&self.conn, &agent, &clock::now())?;
