@@ -35,6 +35,7 @@
 //! lock. Reads use a connection of their own (WAL lets them run beside
 //! the writer), so a `GetTask` never waits for a commit in progress.
 
+use crate::limits;
 use a2a_proto::types::State;
 use parking_lot::Mutex;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -158,7 +159,7 @@ pub struct Store {
     conn: Arc<Mutex<Shared>>,
     /// The read connection: reads never wait behind a commit.
     read: Arc<Mutex<Connection>>,
-    writes: mpsc::Sender<Write>,
+    writes: Arc<Writes>,
     /// The directory of an in-memory store's file (removed with the last
     /// clone).
     _dir: Option<Arc<tempfile::TempDir>>,
@@ -239,8 +240,8 @@ impl Store {
             conn,
             early: HashMap::new(),
         }));
-        let (tx, rx) = mpsc::channel();
-        let writer = Arc::clone(&conn);
+        let queue = Arc::new(Queue::default());
+        let (writer, rx) = (Arc::clone(&conn), Arc::clone(&queue));
         std::thread::Builder::new()
             .name("a2a-gateway-store".into())
             .spawn(move || write_loop(&writer, &rx))
@@ -248,7 +249,7 @@ impl Store {
         Ok(Store {
             conn,
             read: Arc::new(Mutex::new(read)),
-            writes: tx,
+            writes: Arc::new(Writes(queue)),
             _dir: dir,
         })
     }
@@ -258,40 +259,44 @@ impl Store {
     /// whatever else has queued up: see the module's group-commit rule).
     pub async fn insert_task(&self, row: &TaskRow, ts: &str) -> Result<(), String> {
         let (done, rx) = tokio::sync::oneshot::channel();
-        self.writes
-            .send(Write::Insert {
+        let queued = self.writes.push(
+            Write::Insert {
                 row: row.clone(),
                 ts_ms: ts_ms(ts),
                 done,
-            })
-            .map_err(|_| "the state writer has stopped".to_owned())?;
+            },
+            true,
+        );
+        if !queued {
+            return Err("the state writer has stopped".to_owned());
+        }
         rx.await
             .unwrap_or_else(|_| Err("the state writer has stopped".into()))
     }
 
     /// The task `id`, if the gateway created it.
     pub fn task(&self, id: &str) -> Option<TaskRow> {
-        self.read
-            .lock()
-            .query_row(
-                "SELECT id, identity, agent, context, state, version FROM tasks WHERE id = ?1",
-                [id],
-                row_of,
-            )
-            .optional()
-            .ok()
-            .flatten()
+        let conn = self.read.lock();
+        conn.prepare_cached(
+            "SELECT id, identity, agent, context, state, version FROM tasks WHERE id = ?1",
+        )
+        .and_then(|mut s| s.query_row([id], row_of).optional())
+        .ok()
+        .flatten()
     }
 
     /// Queues a task's new state (from an event or a call's result): never
     /// blocks; an older version never overwrites a newer one.
     pub fn note_task(&self, id: &str, state: State, ts: &str, version: u64) {
-        let _ = self.writes.send(Write::Task {
-            id: id.to_owned(),
-            state,
-            ts_ms: ts_ms(ts),
-            version,
-        });
+        self.writes.push(
+            Write::Task {
+                id: id.to_owned(),
+                state,
+                ts_ms: ts_ms(ts),
+                version,
+            },
+            false,
+        );
     }
 
     /// Commits a task's new state at once (the answer of `ListTasks` reads
@@ -362,28 +367,24 @@ impl Store {
 
     /// Open tasks of one identity (its bound).
     pub fn open_task_count(&self, identity: &str) -> usize {
-        self.read
-            .lock()
-            .query_row(
-                "SELECT COUNT(*) FROM tasks WHERE identity = ?1
-                 AND state NOT IN ('completed', 'canceled', 'failed', 'rejected')",
-                [identity],
-                |r| r.get::<_, i64>(0),
-            )
-            .map_or(0, |n| usize::try_from(n).unwrap_or(0))
+        let conn = self.read.lock();
+        conn.prepare_cached(
+            "SELECT COUNT(*) FROM tasks WHERE identity = ?1
+             AND state NOT IN ('completed', 'canceled', 'failed', 'rejected')",
+        )
+        .and_then(|mut s| s.query_row([identity], |r| r.get::<_, i64>(0)))
+        .map_or(0, |n| usize::try_from(n).unwrap_or(0))
     }
 
     /// Open tasks in one A2A context of an identity.
     pub fn context_has_open_tasks(&self, identity: &str, context: &str) -> bool {
-        self.read
-            .lock()
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM tasks WHERE identity = ?1 AND context = ?2
-                 AND state NOT IN ('completed', 'canceled', 'failed', 'rejected'))",
-                [identity, context],
-                |r| r.get::<_, bool>(0),
-            )
-            .unwrap_or(true)
+        let conn = self.read.lock();
+        conn.prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM tasks WHERE identity = ?1 AND context = ?2
+             AND state NOT IN ('completed', 'canceled', 'failed', 'rejected'))",
+        )
+        .and_then(|mut s| s.query_row([identity, context], |r| r.get::<_, bool>(0)))
+        .unwrap_or(true)
     }
 
     // ---- push configs ----
@@ -439,10 +440,13 @@ impl Store {
 
     /// Queues the version of the last event queued for a task's webhooks.
     pub fn note_push_sent(&self, task_id: &str, version: u64) {
-        let _ = self.writes.send(Write::PushSent {
-            task_id: task_id.to_owned(),
-            version,
-        });
+        self.writes.push(
+            Write::PushSent {
+                task_id: task_id.to_owned(),
+                version,
+            },
+            false,
+        );
     }
 
     // ---- remote add ----
@@ -559,7 +563,7 @@ impl Store {
     /// (tests, and a stopping gateway).
     pub fn flush(&self) {
         let (tx, rx) = mpsc::channel();
-        if self.writes.send(Write::Flush(tx)).is_ok() {
+        if self.writes.push(Write::Flush(tx), true) {
             let _ = rx.recv_timeout(std::time::Duration::from_secs(5));
         }
     }
@@ -587,13 +591,17 @@ fn apply(shared: &mut Shared, w: &Write) -> rusqlite::Result<()> {
         } => {
             // Only a newer version writes (the same event can be noted
             // twice: from the broker and from the call's own result).
-            let n = conn.execute(
-                "UPDATE tasks SET state = ?2, ts_ms = ?3, version = ?4 WHERE id = ?1 AND version < ?4",
-                params![id, state.as_str(), ts_ms, *version as i64],
-            )?;
+            // Statements are prepared once and cached: parsing SQL was a
+            // large part of the writer's time per call (issue 27 profile).
+            let n = conn
+                .prepare_cached(
+                    "UPDATE tasks SET state = ?2, ts_ms = ?3, version = ?4 WHERE id = ?1 AND version < ?4",
+                )?
+                .execute(params![id, state.as_str(), ts_ms, *version as i64])?;
             let exists = n > 0
                 || conn
-                    .query_row("SELECT 1 FROM tasks WHERE id = ?1", [id], |_| Ok(()))
+                    .prepare_cached("SELECT 1 FROM tasks WHERE id = ?1")?
+                    .query_row([id], |_| Ok(()))
                     .optional()?
                     .is_some();
             if !exists {
@@ -610,11 +618,11 @@ fn apply(shared: &mut Shared, w: &Write) -> rusqlite::Result<()> {
             }
         }
         Write::PushSent { task_id, version } => {
-            conn.execute(
+            conn.prepare_cached(
                 "INSERT INTO push_sent (task_id, version) VALUES (?1, ?2)
                  ON CONFLICT (task_id) DO UPDATE SET version = MAX(version, excluded.version)",
-                params![task_id, *version as i64],
-            )?;
+            )?
+            .execute(params![task_id, *version as i64])?;
         }
         Write::Insert { row, ts_ms, .. } => insert(shared, row, *ts_ms)?,
         Write::Flush(_) => {}
@@ -629,10 +637,13 @@ fn insert(shared: &mut Shared, row: &TaskRow, ts_ms: i64) -> rusqlite::Result<()
         Some((s, t, v)) if v > row.version => (s, t, v),
         _ => (row.state, ts_ms, row.version),
     };
-    shared.conn.execute(
-        "INSERT OR REPLACE INTO tasks (id, identity, agent, context, state, ts_ms, version)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![
+    shared
+        .conn
+        .prepare_cached(
+            "INSERT OR REPLACE INTO tasks (id, identity, agent, context, state, ts_ms, version)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?
+        .execute(params![
             row.id,
             row.identity,
             row.agent,
@@ -640,21 +651,91 @@ fn insert(shared: &mut Shared, row: &TaskRow, ts_ms: i64) -> rusqlite::Result<()
             state.as_str(),
             ts_ms,
             version as i64
-        ],
-    )?;
+        ])?;
     Ok(())
 }
 
-/// The writer thread: commits queued updates in batches (one transaction
-/// for whatever has queued up), until every sender is gone.
-fn write_loop(conn: &Mutex<Shared>, rx: &mpsc::Receiver<Write>) {
-    while let Ok(first) = rx.recv() {
-        let mut batch = vec![first];
-        while let Ok(w) = rx.try_recv() {
-            batch.push(w);
-            if batch.len() >= 512 {
-                break;
+/// The writer thread's queue. Writes someone waits for (a new task's row,
+/// a flush) wake the writer at once; state updates (which nobody waits
+/// for) wake it only when the queue was empty, and then it gathers for up
+/// to [`limits::STATE_UPDATE_DELAY`] before committing: under load they
+/// ride along with the next waited-for commit, so an event costs no
+/// wake-up and no commit of its own.
+#[derive(Default)]
+struct Queue {
+    state: Mutex<Queued>,
+    wake: parking_lot::Condvar,
+}
+
+#[derive(Default)]
+struct Queued {
+    items: Vec<Write>,
+    /// A waited-for write is queued.
+    urgent: bool,
+    /// Every `Store` is gone: commit what is left and stop.
+    closed: bool,
+}
+
+/// The stores' end of the queue; closes it when the last clone goes.
+struct Writes(Arc<Queue>);
+
+impl Writes {
+    /// Queues `w` (false if the writer has stopped).
+    fn push(&self, w: Write, urgent: bool) -> bool {
+        let mut q = self.0.state.lock();
+        if q.closed {
+            return false;
+        }
+        let was_empty = q.items.is_empty();
+        q.items.push(w);
+        let wake = (urgent && !q.urgent) || was_empty;
+        q.urgent |= urgent;
+        drop(q);
+        if wake {
+            self.0.wake.notify_one();
+        }
+        true
+    }
+}
+
+impl Drop for Writes {
+    fn drop(&mut self) {
+        self.0.state.lock().closed = true;
+        self.0.wake.notify_one();
+    }
+}
+
+/// The writer thread: commits queued writes in batches (one transaction
+/// for whatever has queued up), until every store is gone.
+fn write_loop(conn: &Mutex<Shared>, queue: &Queue) {
+    loop {
+        let batch = {
+            let mut q = queue.state.lock();
+            loop {
+                if q.urgent || q.closed {
+                    break;
+                }
+                if q.items.is_empty() {
+                    queue.wake.wait(&mut q);
+                    continue;
+                }
+                // Only updates nobody waits for: gather a little longer.
+                if queue
+                    .wake
+                    .wait_for(&mut q, limits::STATE_UPDATE_DELAY)
+                    .timed_out()
+                {
+                    break;
+                }
             }
+            if q.items.is_empty() && q.closed {
+                return;
+            }
+            q.urgent = false;
+            std::mem::take(&mut q.items)
+        };
+        if batch.is_empty() {
+            continue;
         }
         let mut c = conn.lock();
         let began = c.execute_batch("BEGIN").map_err(|e| e.to_string());
