@@ -41,20 +41,14 @@ pub async fn handle(
     body: &[u8],
 ) -> Response {
     let started = Instant::now();
+    let who = Who {
+        log: &app.config.audit,
+        identity: &identity,
+        agent: &agent,
+    };
     let Envelope { id, method, params } = match envelope(headers, body) {
         Ok(env) => env,
-        Err((e, id)) => {
-            return fail(
-                &app.config.audit,
-                &identity,
-                &agent,
-                "-",
-                None,
-                started,
-                e,
-                id,
-            )
-        }
+        Err((e, id)) => return fail(&who, "-", None, started, e, id),
     };
     // Capabilities are checked before extensions (a streaming call to an
     // agent without streaming is -32004 whatever its headers).
@@ -75,9 +69,7 @@ pub async fn handle(
             .find(|uri| !listed.contains(&uri.as_str()))
         {
             return fail(
-                &app.config.audit,
-                &identity,
-                &agent,
+                &who,
                 &method,
                 None,
                 started,
@@ -131,31 +123,11 @@ pub async fn handle(
         "SendStreamingMessage" => {
             let req = match parse_send(&params) {
                 Ok(r) => r,
-                Err(e) => {
-                    return fail(
-                        &app.config.audit,
-                        &identity,
-                        &agent,
-                        &method,
-                        None,
-                        started,
-                        e,
-                        id,
-                    )
-                }
+                Err(e) => return fail(&who, &method, None, started, e, id),
             };
             let conf = req.configuration.clone().unwrap_or_default();
             return match core.send(&identity, &agent, &req, false, true).await {
-                Err(e) => fail(
-                    &app.config.audit,
-                    &identity,
-                    &agent,
-                    &method,
-                    None,
-                    started,
-                    e,
-                    id,
-                ),
+                Err(e) => fail(&who, &method, None, started, e, id),
                 Ok((_, task, rx)) => {
                     let tid = task.id.clone();
                     audit(
@@ -177,9 +149,7 @@ pub async fn handle(
                             app.config.max_stream,
                         ),
                         None => fail(
-                            &app.config.audit,
-                            &identity,
-                            &agent,
+                            &who,
                             &method,
                             None,
                             started,
@@ -193,30 +163,10 @@ pub async fn handle(
         "SubscribeToTask" => {
             let req = match parse::<v1::TaskIdRequest>(&params) {
                 Ok(r) => r,
-                Err(e) => {
-                    return fail(
-                        &app.config.audit,
-                        &identity,
-                        &agent,
-                        &method,
-                        None,
-                        started,
-                        e,
-                        id,
-                    )
-                }
+                Err(e) => return fail(&who, &method, None, started, e, id),
             };
             return match core.subscribe(&identity, &agent, &req.id).await {
-                Err(e) => fail(
-                    &app.config.audit,
-                    &identity,
-                    &agent,
-                    &method,
-                    Some(&req.id),
-                    started,
-                    e,
-                    id,
-                ),
+                Err(e) => fail(&who, &method, Some(&req.id), started, e, id),
                 Ok(sub) => {
                     audit(
                         &app.config.audit,
@@ -320,16 +270,7 @@ pub async fn handle(
             )
                 .into_response()
         }
-        Err(e) => fail(
-            &app.config.audit,
-            &identity,
-            &agent,
-            &method,
-            None,
-            started,
-            e,
-            id,
-        ),
+        Err(e) => fail(&who, &method, None, started, e, id),
     }
 }
 
@@ -469,12 +410,17 @@ fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, E> {
     serde_json::to_value(v).map_err(|e| E::Internal(e.to_string()))
 }
 
+/// Who a request is from, for its audit line.
+struct Who<'a> {
+    log: &'a AuditLog,
+    identity: &'a str,
+    agent: &'a str,
+}
+
 /// An error answer (HTTP 200: the binding carries errors in the body),
 /// with its audit line.
 fn fail(
-    log: &AuditLog,
-    identity: &str,
-    agent: &str,
+    who: &Who<'_>,
     method: &str,
     task: Option<&str>,
     started: Instant,
@@ -482,9 +428,9 @@ fn fail(
     id: Value,
 ) -> Response {
     audit(
-        log,
-        identity,
-        agent,
+        who.log,
+        who.identity,
+        who.agent,
         method,
         task,
         Err(e.code()),
