@@ -149,10 +149,24 @@ impl Client {
         card: AgentCard,
         delivery: Delivery,
     ) -> Result<Pending<Agent>, ClientError> {
+        self.register_with_async(context_id, card, delivery, false)
+    }
+
+    /// [`Client::register_async`], `hidden` (ext) as asked: a hidden
+    /// agent is left out of other agents' discovery (`a2a.agents.list`,
+    /// `to: "*"`); the A2A gateway registers its requesters so.
+    pub fn register_with_async(
+        &self,
+        context_id: &str,
+        card: AgentCard,
+        delivery: Delivery,
+        hidden: bool,
+    ) -> Result<Pending<Agent>, ClientError> {
         let call = Call::Register(RegisterParams {
             context_id: context_id.to_owned(),
             card,
             delivery: Some(delivery),
+            hidden,
         });
         let client = self.clone();
         let context_id = context_id.to_owned();

@@ -155,6 +155,7 @@ fn rude_client(b: &Broker, binary: bool, name: &str, cap: u64) -> bool {
         context_id: format!("ctx-{name}"),
         card: agent_card(name),
         delivery: None,
+        hidden: false,
     };
     // The handshake and the registration are the only replies it reads.
     let token = if binary {

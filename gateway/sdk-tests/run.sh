@@ -8,6 +8,13 @@
 #     (python/remote_agent.py) is added with `a2a-gateway remote add`; a local
 #     delegate (the Rust example `remote_delegate`, plain a2a-client) calls it
 #     through the broker and checks the events and the completed task.
+#  3. restarts: `a2a-gateway serve` in front of the TCK agent and a sink
+#     (the Rust example `tck_agent`, a process of its own) is stopped with
+#     SIGTERM, then with SIGKILL, and started again on its state file; the
+#     Python SDK (python/restart_clients.py) makes tasks in every state and
+#     push configs before, and checks after that every read is as before,
+#     that a follow-up, a subscription and a cancel still work, and that a
+#     webhook registered before hears the terminal states.
 #
 # Installs what it needs first: a venv at gateway/sdk-tests/.venv from PyPI
 # (python/requirements.txt, pinned by python/constraints.txt) and the npm
@@ -38,11 +45,12 @@ if [ ! -d "$HERE/js/node_modules/@a2a-js/sdk" ] ||
   cp "$HERE/js/package-lock.json" "$HERE/js/node_modules/.package-lock.json.stamp"
 fi
 
-run cargo build -q -p a2a-broker -p a2a-gateway --example remote_delegate || die "cargo build failed"
+run cargo build -q -p a2a-broker -p a2a-gateway --example remote_delegate --example tck_agent || die "cargo build failed"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}/debug"
 BROKER="$TARGET/a2a-broker"
 GATEWAY="$TARGET/a2a-gateway"
 DELEGATE="$TARGET/examples/remote_delegate"
+TCK_AGENT="$TARGET/examples/tck_agent"
 
 # ---------------------------------------------------------------- helpers
 WORK="$(mktemp -d)"
@@ -128,6 +136,55 @@ if wait_for "$WORK/broker.log" '"ready":true' "$BPID" "a2a-broker" &&
   fi
 else
   FAILED=$((FAILED + 2))
+fi
+
+# ---------------------------------------------------------------- 3. restarts
+R="$WORK/restart"
+mkdir -p "$R"
+RSOCK="$R/run/sock"
+RESTART="$HERE/python/restart_clients.py"
+echo "+ $BROKER serve --db $R/db --socket $RSOCK --no-stdio" >&2
+"$BROKER" serve --db "$R/db" --socket "$RSOCK" --no-stdio 2>"$R/broker.log" &
+RBPID=$!
+PIDS+=($RBPID)
+HPORT="$(free_port)"
+GWPID=""
+# start_gateway: `a2a-gateway serve` on the state file, on a fresh port.
+start_gateway() {
+  local port
+  port="$(free_port)"
+  echo "+ $GATEWAY serve --socket $RSOCK --listen 127.0.0.1:$port --expose tck --expose sink --state $R/gateway.db" >&2
+  "$GATEWAY" serve --socket "$RSOCK" --listen "127.0.0.1:$port" --expose tck --expose sink \
+    --state "$R/gateway.db" --allow-loopback-webhooks --rate 0 >/dev/null 2>"$R/gateway.log" &
+  GWPID=$!
+  PIDS+=($GWPID)
+  GWURL="http://127.0.0.1:$port"
+  wait_for "$R/gateway.log" '"ready":true' "$GWPID" "a2a-gateway serve"
+}
+# stop_gateway SIGNAL: and wait (10 s at most) until it is gone.
+stop_gateway() {
+  echo "+ kill -$1 $GWPID" >&2
+  kill "-$1" "$GWPID"
+  for _ in $(seq 100); do kill -0 "$GWPID" 2>/dev/null || return 0; sleep 0.1; done
+  echo "--- a2a-gateway did not exit on SIG$1" >&2
+  return 1
+}
+if wait_for "$R/broker.log" '"ready":true' "$RBPID" "a2a-broker" &&
+  { "$TCK_AGENT" --socket "$RSOCK" >"$R/agent.out" 2>"$R/agent.log" & APID=$!; PIDS+=($APID); wait_for "$R/agent.out" '^READY' "$APID" "tck_agent"; } &&
+  { "$VENV/bin/python" "$RESTART" webhook --port "$HPORT" --out "$R/hook.jsonl" >"$R/hook.log" 2>&1 & HPID=$!; PIDS+=($HPID); wait_for "$R/hook.log" '^READY' "$HPID" "webhook"; } &&
+  start_gateway; then
+  for SIG in TERM KILL; do
+    if step "python a2a-sdk: tasks and push configs before SIG$SIG" \
+      timeout 120 "$VENV/bin/python" "$RESTART" before --url "$GWURL" --hook "http://127.0.0.1:$HPORT/hook" --out "$R/saved.json" &&
+      stop_gateway "$SIG" && start_gateway; then
+      step "python a2a-sdk: the same after SIG$SIG and a restart" \
+        timeout 120 "$VENV/bin/python" "$RESTART" after --url "$GWURL" --in "$R/saved.json" --hook-file "$R/hook.jsonl"
+    else
+      FAILED=$((FAILED + 1))
+    fi
+  done
+else
+  FAILED=$((FAILED + 4))
 fi
 
 echo "sdk-tests: $PASSED passed, $FAILED failed"

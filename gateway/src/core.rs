@@ -397,7 +397,7 @@ impl Core {
             card.description = "A2A gateway requester".into();
             card.kind = Some(self.config.kind);
             let agent = client
-                .register_async(broker_ctx, card, Delivery::Push)
+                .register_with_async(broker_ctx, card, Delivery::Push, true)
                 .map_err(|e| GatewayError::from_client(&e, Op::Other, ""))?
                 .await
                 .map_err(|e| GatewayError::from_client(&e, Op::Other, ""))?;
@@ -702,8 +702,10 @@ impl Core {
                 state: task.status.state,
                 version: task.version,
             };
+            // Committed before the answer (the store's group commit).
             self.store
                 .insert_task(&row, &task.status.timestamp)
+                .await
                 .map_err(|e| GatewayError::Internal(format!("gateway state: {e}")))?;
         } else {
             self.store.note_task(

@@ -28,6 +28,10 @@ pub const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(300);
 /// reply timeout shorter than this is waited for by the gateway instead.
 pub const BROKER_BLOCKING_WAIT: Duration = Duration::from_secs(30);
 
+/// Longest a task's state update (from an event) waits in the state
+/// writer's queue for a commit to share (see `store`'s group commit).
+pub const STATE_UPDATE_DELAY: Duration = Duration::from_millis(5);
+
 /// The HTTP edge: time to receive a request's headers.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time to receive a request's whole body.

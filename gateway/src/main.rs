@@ -31,10 +31,11 @@ enum Kind {
 enum Cmd {
     /// Serve local agents of a running broker over A2A v1.0 (JSON-RPC + SSE).
     Serve {
-        /// The broker's local socket (its --socket path). The secret is read
-        /// from A2A_BROKER_SECRET, else from the file beside the socket.
+        /// The broker's socket: a NAME (as given to `a2a-broker serve
+        /// --socket NAME`) or a path. The secret is read from
+        /// A2A_BROKER_SECRET, else from the file beside the socket.
         #[arg(long)]
-        socket: PathBuf,
+        socket: String,
         /// Address to listen on. Anything but loopback needs --token.
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
@@ -94,6 +95,10 @@ enum Cmd {
         /// token the remotes require.
         #[arg(long)]
         remote_bearer_env: Option<String>,
+        /// Append one JSON line per call answered and per request refused
+        /// to FILE (no message bodies, no secrets).
+        #[arg(long, value_name = "FILE")]
+        audit: Option<PathBuf>,
     },
     /// Start a broker on a temporary database with the TCK's SUT agent and
     /// serve it (streaming and push notifications declared; loopback
@@ -181,6 +186,7 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
             reply_timeout,
             remotes,
             remote_bearer_env,
+            audit,
         } => {
             let mut specs = tokens;
             if let Some(f) = token_file {
@@ -194,8 +200,12 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
                 );
             }
             let tokens = Tokens::parse(specs.iter().map(String::as_str))?;
-            let secret = a2a_client::read_secret(&socket)
-                .map_err(|e| format!("broker secret for {}: {e}", socket.display()))?;
+            // The one locator of every front end (issue 24): a NAME or a
+            // path, "no broker is listening" told apart from a bad secret.
+            let located = a2a_client::locate(&socket);
+            located.check_listening()?;
+            let (secret, _) = located.secret()?;
+            let socket = located.socket;
             let state = state.unwrap_or_else(|| {
                 let mut p = socket.clone().into_os_string();
                 p.push(".gateway.db");
@@ -204,6 +214,7 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
             let mut opts = ServeOptions::new(socket, secret, expose);
             opts.state = Some(state);
             opts.reply_timeout = (reply_timeout > 0).then(|| Duration::from_secs(reply_timeout));
+            opts.audit = audit;
             opts.listen = listen;
             opts.public_url = public_url;
             opts.tokens = tokens;

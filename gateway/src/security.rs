@@ -339,10 +339,58 @@ pub fn is_public(ip: IpAddr) -> bool {
     }
 }
 
+/// The audit file (`--audit FILE`): one JSON object per line, per call
+/// answered and per request refused, never a message body or a secret.
+/// Appended to (never truncated), written whole line by whole line with
+/// `O_APPEND`, so lines of concurrent requests do not interleave; a
+/// failed write is logged and does not fail the call. Without a file,
+/// audit lines go to the log only (target `a2a_gateway::audit`).
+#[derive(Default)]
+pub struct AuditLog {
+    file: Option<parking_lot::Mutex<std::fs::File>>,
+}
+
+impl AuditLog {
+    /// Opens (creating) `path` for appending.
+    pub fn open(path: &std::path::Path) -> std::io::Result<AuditLog> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        Ok(AuditLog {
+            file: Some(parking_lot::Mutex::new(file)),
+        })
+    }
+
+    fn write(&self, line: &serde_json::Value) {
+        let Some(file) = &self.file else {
+            return;
+        };
+        let mut text = line.to_string();
+        text.push('\n');
+        if let Err(e) = std::io::Write::write_all(&mut *file.lock(), text.as_bytes()) {
+            tracing::warn!(error = %e, "audit file write failed");
+        }
+    }
+}
+
+/// The time now, RFC 3339 (UTC, milliseconds).
+fn audit_time() -> String {
+    format!("{:.3}", jiff::Timestamp::now())
+}
+
 /// Writes the audit line of a request refused before it was read (401,
 /// 413, 429...): the identity if known (`-` if not), the agent of the
 /// URL, the HTTP status and why.
-pub fn audit_refusal(identity: Option<&str>, agent: &str, status: u16, why: &str) {
+pub fn audit_refusal(log: &AuditLog, identity: Option<&str>, agent: &str, status: u16, why: &str) {
+    log.write(&serde_json::json!({
+        "time": audit_time(),
+        "kind": "refused",
+        "identity": identity,
+        "agent": agent,
+        "status": status,
+        "why": why,
+    }));
     tracing::info!(
         target: "a2a_gateway::audit",
         identity = identity.unwrap_or("-"),
@@ -357,6 +405,7 @@ pub fn audit_refusal(identity: Option<&str>, agent: &str, status: u16, why: &str
 
 /// Writes the audit line of one call (never a message body or a secret).
 pub fn audit(
+    log: &AuditLog,
     identity: &str,
     agent: &str,
     method: &str,
@@ -364,6 +413,16 @@ pub fn audit(
     outcome: Result<(), i64>,
     micros: u128,
 ) {
+    log.write(&serde_json::json!({
+        "time": audit_time(),
+        "kind": "call",
+        "identity": identity,
+        "agent": agent,
+        "method": method,
+        "task": task,
+        "error": outcome.err(),
+        "micros": micros as u64,
+    }));
     let outcome = match outcome {
         Ok(()) => "ok".to_owned(),
         Err(code) => format!("error {code}"),

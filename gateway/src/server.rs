@@ -6,7 +6,7 @@ use crate::http::edge::{self, EdgeConfig};
 use crate::http::{self, card::Cards, App, HttpConfig};
 use crate::limits;
 use crate::push::Pusher;
-use crate::security::{self, RateLimiter, StartError, Tokens, WebhookPolicy};
+use crate::security::{self, AuditLog, RateLimiter, StartError, Tokens, WebhookPolicy};
 use crate::store::{Store, StoreError};
 use a2a_client::{Client, ClientError, ClientOptions, Delivery};
 use a2a_proto::types::AgentKind;
@@ -62,6 +62,8 @@ pub struct ServeOptions {
     /// Extension URIs declared as required: message requests must list
     /// them in `A2A-Extensions`.
     pub required_extensions: Vec<String>,
+    /// The audit file (JSON lines), if any.
+    pub audit: Option<PathBuf>,
 }
 
 impl ServeOptions {
@@ -92,6 +94,7 @@ impl ServeOptions {
             streaming: true,
             extended_card: true,
             required_extensions: Vec::new(),
+            audit: None,
         }
     }
 }
@@ -206,6 +209,11 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         Some(p) => Store::open(p)?,
         None => Store::in_memory()?,
     };
+    let audit = match &opts.audit {
+        Some(p) => AuditLog::open(p)
+            .map_err(|e| ServeError::Other(format!("audit file {}: {e}", p.display())))?,
+        None => AuditLog::default(),
+    };
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
         .map_err(|e| ServeError::Bind(opts.listen, e))?;
@@ -274,6 +282,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
             streaming: opts.streaming,
             extended_card: opts.extended_card,
             required_extensions: opts.required_extensions.clone(),
+            audit,
         },
         cards,
     });

@@ -26,7 +26,16 @@
 //! writer thread that commits them in batches. WAL with `synchronous =
 //! NORMAL`: a commit survives a killed process (not a power loss, which
 //! the broker's own database guards against for the tasks themselves).
+//!
+//! Group commit (issue 27): a new task's row goes through the same queue,
+//! and its `SendMessage` waits for the commit that holds it. The rule: a
+//! task's row is committed before the call that created it is answered,
+//! never after; concurrent sends share one transaction (with the state
+//! updates queued beside them) instead of one commit each under a shared
+//! lock. Reads use a connection of their own (WAL lets them run beside
+//! the writer), so a `GetTask` never waits for a commit in progress.
 
+use crate::limits;
 use a2a_proto::types::State;
 use parking_lot::Mutex;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -132,6 +141,12 @@ enum Write {
         task_id: String,
         version: u64,
     },
+    /// A task the gateway created: answered once its row is committed.
+    Insert {
+        row: TaskRow,
+        ts_ms: i64,
+        done: tokio::sync::oneshot::Sender<Result<(), String>>,
+    },
     /// Answered once the writes queued before it are committed.
     Flush(mpsc::Sender<()>),
 }
@@ -139,8 +154,15 @@ enum Write {
 /// The state file (cheap to clone).
 #[derive(Clone)]
 pub struct Store {
+    /// The write connection (the writer thread's, and the few writes made
+    /// in place), with the updates waiting for their rows.
     conn: Arc<Mutex<Shared>>,
-    writes: mpsc::Sender<Write>,
+    /// The read connection: reads never wait behind a commit.
+    read: Arc<Mutex<Connection>>,
+    writes: Arc<Writes>,
+    /// The directory of an in-memory store's file (removed with the last
+    /// clone).
+    _dir: Option<Arc<tempfile::TempDir>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -185,90 +207,96 @@ fn state_of(s: &str) -> State {
 impl Store {
     /// Opens (creating) the state file at `path`.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Self::init(path, None)
+    }
+
+    /// A store of the process's lifetime (tests, and `serve-tck`, whose
+    /// broker is temporary too): a file in a temporary directory, so that
+    /// reads and writes have a connection each as in [`Store::open`].
+    pub fn in_memory() -> Result<Store, StoreError> {
+        let dir = tempfile::tempdir().map_err(|e| StoreError {
+            path: "a temporary directory".into(),
+            source: rusqlite::Error::ToSqlConversionFailure(Box::new(e)),
+        })?;
+        let path = dir.path().join("gateway.db");
+        Self::init(&path, Some(Arc::new(dir)))
+    }
+
+    fn init(path: &Path, dir: Option<Arc<tempfile::TempDir>>) -> Result<Store, StoreError> {
         let err = |source| StoreError {
             path: path.display().to_string(),
             source,
         };
         let conn = Connection::open(path).map_err(err)?;
-        Self::init(conn).map_err(err)
-    }
-
-    /// A store in memory (tests, and `serve-tck`, whose broker is
-    /// temporary too).
-    pub fn in_memory() -> Result<Store, StoreError> {
-        let err = |source| StoreError {
-            path: ":memory:".into(),
-            source,
-        };
-        let conn = Connection::open_in_memory().map_err(err)?;
-        Self::init(conn).map_err(err)
-    }
-
-    fn init(conn: Connection) -> Result<Store, rusqlite::Error> {
         conn.execute_batch(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 10000;",
-        )?;
-        conn.execute_batch(SCHEMA)?;
+        )
+        .map_err(err)?;
+        conn.execute_batch(SCHEMA).map_err(err)?;
+        let read = Connection::open(path).map_err(err)?;
+        read.execute_batch("PRAGMA busy_timeout = 10000;")
+            .map_err(err)?;
         let conn = Arc::new(Mutex::new(Shared {
             conn,
             early: HashMap::new(),
         }));
-        let (tx, rx) = mpsc::channel();
-        let writer = Arc::clone(&conn);
+        let queue = Arc::new(Queue::default());
+        let (writer, rx) = (Arc::clone(&conn), Arc::clone(&queue));
         std::thread::Builder::new()
             .name("a2a-gateway-store".into())
             .spawn(move || write_loop(&writer, &rx))
-            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-        Ok(Store { conn, writes: tx })
+            .map_err(|e| err(rusqlite::Error::ToSqlConversionFailure(Box::new(e))))?;
+        Ok(Store {
+            conn,
+            read: Arc::new(Mutex::new(read)),
+            writes: Arc::new(Writes(queue)),
+            _dir: dir,
+        })
     }
 
-    /// Records a task the gateway just created (committed on return).
-    pub fn insert_task(&self, row: &TaskRow, ts: &str) -> Result<(), rusqlite::Error> {
-        let mut shared = self.conn.lock();
-        let early = shared.early.remove(&row.id);
-        let (state, ts_ms, version) = match early {
-            Some((s, t, v)) if v > row.version => (s, t, v),
-            _ => (row.state, ts_ms(ts), row.version),
-        };
-        shared.execute(
-            "INSERT OR REPLACE INTO tasks (id, identity, agent, context, state, ts_ms, version)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                row.id,
-                row.identity,
-                row.agent,
-                row.context,
-                state.as_str(),
-                ts_ms,
-                version as i64
-            ],
-        )?;
-        Ok(())
+    /// Records a task the gateway just created: returns once the row is
+    /// committed (in the writer thread's next transaction, shared with
+    /// whatever else has queued up: see the module's group-commit rule).
+    pub async fn insert_task(&self, row: &TaskRow, ts: &str) -> Result<(), String> {
+        let (done, rx) = tokio::sync::oneshot::channel();
+        let queued = self.writes.push(
+            Write::Insert {
+                row: row.clone(),
+                ts_ms: ts_ms(ts),
+                done,
+            },
+            true,
+        );
+        if !queued {
+            return Err("the state writer has stopped".to_owned());
+        }
+        rx.await
+            .unwrap_or_else(|_| Err("the state writer has stopped".into()))
     }
 
     /// The task `id`, if the gateway created it.
     pub fn task(&self, id: &str) -> Option<TaskRow> {
-        self.conn
-            .lock()
-            .query_row(
-                "SELECT id, identity, agent, context, state, version FROM tasks WHERE id = ?1",
-                [id],
-                row_of,
-            )
-            .optional()
-            .ok()
-            .flatten()
+        let conn = self.read.lock();
+        conn.prepare_cached(
+            "SELECT id, identity, agent, context, state, version FROM tasks WHERE id = ?1",
+        )
+        .and_then(|mut s| s.query_row([id], row_of).optional())
+        .ok()
+        .flatten()
     }
 
     /// Queues a task's new state (from an event or a call's result): never
     /// blocks; an older version never overwrites a newer one.
     pub fn note_task(&self, id: &str, state: State, ts: &str, version: u64) {
-        let _ = self.writes.send(Write::Task {
-            id: id.to_owned(),
-            state,
-            ts_ms: ts_ms(ts),
-            version,
-        });
+        self.writes.push(
+            Write::Task {
+                id: id.to_owned(),
+                state,
+                ts_ms: ts_ms(ts),
+                version,
+            },
+            false,
+        );
     }
 
     /// Commits a task's new state at once (the answer of `ListTasks` reads
@@ -303,7 +331,7 @@ impl Store {
             args.push(a.into());
             sql.push_str(&format!(" AND ts_ms > ?{}", args.len()));
         }
-        let conn = self.conn.lock();
+        let conn = self.read.lock();
         let total: i64 = conn.query_row(
             &format!("SELECT COUNT(*){sql}"),
             rusqlite::params_from_iter(args.iter()),
@@ -325,7 +353,7 @@ impl Store {
 
     /// Tasks not yet in a terminal state (what a restarted gateway resumes).
     pub fn open_tasks(&self) -> Vec<TaskRow> {
-        let conn = self.conn.lock();
+        let conn = self.read.lock();
         let Ok(mut stmt) = conn.prepare(
             "SELECT id, identity, agent, context, state, version FROM tasks
              WHERE state NOT IN ('completed', 'canceled', 'failed', 'rejected')",
@@ -339,28 +367,24 @@ impl Store {
 
     /// Open tasks of one identity (its bound).
     pub fn open_task_count(&self, identity: &str) -> usize {
-        self.conn
-            .lock()
-            .query_row(
-                "SELECT COUNT(*) FROM tasks WHERE identity = ?1
-                 AND state NOT IN ('completed', 'canceled', 'failed', 'rejected')",
-                [identity],
-                |r| r.get::<_, i64>(0),
-            )
-            .map_or(0, |n| usize::try_from(n).unwrap_or(0))
+        let conn = self.read.lock();
+        conn.prepare_cached(
+            "SELECT COUNT(*) FROM tasks WHERE identity = ?1
+             AND state NOT IN ('completed', 'canceled', 'failed', 'rejected')",
+        )
+        .and_then(|mut s| s.query_row([identity], |r| r.get::<_, i64>(0)))
+        .map_or(0, |n| usize::try_from(n).unwrap_or(0))
     }
 
     /// Open tasks in one A2A context of an identity.
     pub fn context_has_open_tasks(&self, identity: &str, context: &str) -> bool {
-        self.conn
-            .lock()
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM tasks WHERE identity = ?1 AND context = ?2
-                 AND state NOT IN ('completed', 'canceled', 'failed', 'rejected'))",
-                [identity, context],
-                |r| r.get::<_, bool>(0),
-            )
-            .unwrap_or(true)
+        let conn = self.read.lock();
+        conn.prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM tasks WHERE identity = ?1 AND context = ?2
+             AND state NOT IN ('completed', 'canceled', 'failed', 'rejected'))",
+        )
+        .and_then(|mut s| s.query_row([identity, context], |r| r.get::<_, bool>(0)))
+        .unwrap_or(true)
     }
 
     // ---- push configs ----
@@ -392,7 +416,7 @@ impl Store {
 
     /// Every push config, in creation order: (task, identity, config JSON).
     pub fn all_push(&self) -> Vec<(String, String, String)> {
-        let conn = self.conn.lock();
+        let conn = self.read.lock();
         let Ok(mut stmt) =
             conn.prepare("SELECT task_id, identity, config FROM push_configs ORDER BY seq")
         else {
@@ -405,7 +429,7 @@ impl Store {
 
     /// The version of the last event queued for delivery, per task.
     pub fn all_push_sent(&self) -> Vec<(String, u64)> {
-        let conn = self.conn.lock();
+        let conn = self.read.lock();
         let Ok(mut stmt) = conn.prepare("SELECT task_id, version FROM push_sent") else {
             return Vec::new();
         };
@@ -416,10 +440,13 @@ impl Store {
 
     /// Queues the version of the last event queued for a task's webhooks.
     pub fn note_push_sent(&self, task_id: &str, version: u64) {
-        let _ = self.writes.send(Write::PushSent {
-            task_id: task_id.to_owned(),
-            version,
-        });
+        self.writes.push(
+            Write::PushSent {
+                task_id: task_id.to_owned(),
+                version,
+            },
+            false,
+        );
     }
 
     // ---- remote add ----
@@ -443,7 +470,7 @@ impl Store {
 
     /// The remote task and context of a broker task.
     pub fn remote_task(&self, peer: &str, task_id: &str) -> Option<(String, Option<String>)> {
-        self.conn
+        self.read
             .lock()
             .query_row(
                 "SELECT remote_task, remote_context FROM remote_tasks WHERE peer = ?1 AND task_id = ?2 AND remote_task IS NOT NULL",
@@ -457,7 +484,7 @@ impl Store {
 
     /// Every recorded remote task of a bridge: (broker task, remote task).
     pub fn remote_tasks_of(&self, peer: &str) -> Vec<(String, String)> {
-        let conn = self.conn.lock();
+        let conn = self.read.lock();
         let Ok(mut stmt) = conn.prepare(
             "SELECT task_id, remote_task FROM remote_tasks WHERE peer = ?1 AND remote_task IS NOT NULL",
         ) else {
@@ -520,7 +547,7 @@ impl Store {
 
     /// The remote context of a local conversation.
     pub fn remote_context(&self, peer: &str, context: &str) -> Option<String> {
-        self.conn
+        self.read
             .lock()
             .query_row(
                 "SELECT remote_context FROM remote_contexts WHERE peer = ?1 AND context = ?2",
@@ -536,7 +563,7 @@ impl Store {
     /// (tests, and a stopping gateway).
     pub fn flush(&self) {
         let (tx, rx) = mpsc::channel();
-        if self.writes.send(Write::Flush(tx)).is_ok() {
+        if self.writes.push(Write::Flush(tx), true) {
             let _ = rx.recv_timeout(std::time::Duration::from_secs(5));
         }
     }
@@ -562,13 +589,19 @@ fn apply(shared: &mut Shared, w: &Write) -> rusqlite::Result<()> {
             ts_ms,
             version,
         } => {
-            let n = conn.execute(
-                "UPDATE tasks SET state = ?2, ts_ms = ?3, version = ?4 WHERE id = ?1 AND version <= ?4",
-                params![id, state.as_str(), ts_ms, *version as i64],
-            )?;
+            // Only a newer version writes (the same event can be noted
+            // twice: from the broker and from the call's own result).
+            // Statements are prepared once and cached: parsing SQL was a
+            // large part of the writer's time per call (issue 27 profile).
+            let n = conn
+                .prepare_cached(
+                    "UPDATE tasks SET state = ?2, ts_ms = ?3, version = ?4 WHERE id = ?1 AND version < ?4",
+                )?
+                .execute(params![id, state.as_str(), ts_ms, *version as i64])?;
             let exists = n > 0
                 || conn
-                    .query_row("SELECT 1 FROM tasks WHERE id = ?1", [id], |_| Ok(()))
+                    .prepare_cached("SELECT 1 FROM tasks WHERE id = ?1")?
+                    .query_row([id], |_| Ok(()))
                     .optional()?
                     .is_some();
             if !exists {
@@ -585,44 +618,154 @@ fn apply(shared: &mut Shared, w: &Write) -> rusqlite::Result<()> {
             }
         }
         Write::PushSent { task_id, version } => {
-            conn.execute(
+            conn.prepare_cached(
                 "INSERT INTO push_sent (task_id, version) VALUES (?1, ?2)
                  ON CONFLICT (task_id) DO UPDATE SET version = MAX(version, excluded.version)",
-                params![task_id, *version as i64],
-            )?;
+            )?
+            .execute(params![task_id, *version as i64])?;
         }
+        Write::Insert { row, ts_ms, .. } => insert(shared, row, *ts_ms)?,
         Write::Flush(_) => {}
     }
     Ok(())
 }
 
-/// The writer thread: commits queued updates in batches (one transaction
-/// for whatever has queued up), until every sender is gone.
-fn write_loop(conn: &Mutex<Shared>, rx: &mpsc::Receiver<Write>) {
-    while let Ok(first) = rx.recv() {
-        let mut batch = vec![first];
-        while let Ok(w) = rx.try_recv() {
-            batch.push(w);
-            if batch.len() >= 512 {
-                break;
+/// Writes a new task's row, with the newest update that came before it.
+fn insert(shared: &mut Shared, row: &TaskRow, ts_ms: i64) -> rusqlite::Result<()> {
+    let early = shared.early.remove(&row.id);
+    let (state, ts_ms, version) = match early {
+        Some((s, t, v)) if v > row.version => (s, t, v),
+        _ => (row.state, ts_ms, row.version),
+    };
+    shared
+        .conn
+        .prepare_cached(
+            "INSERT OR REPLACE INTO tasks (id, identity, agent, context, state, ts_ms, version)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?
+        .execute(params![
+            row.id,
+            row.identity,
+            row.agent,
+            row.context,
+            state.as_str(),
+            ts_ms,
+            version as i64
+        ])?;
+    Ok(())
+}
+
+/// The writer thread's queue. Writes someone waits for (a new task's row,
+/// a flush) wake the writer at once; state updates (which nobody waits
+/// for) wake it only when the queue was empty, and then it gathers for up
+/// to [`limits::STATE_UPDATE_DELAY`] before committing: under load they
+/// ride along with the next waited-for commit, so an event costs no
+/// wake-up and no commit of its own.
+#[derive(Default)]
+struct Queue {
+    state: Mutex<Queued>,
+    wake: parking_lot::Condvar,
+}
+
+#[derive(Default)]
+struct Queued {
+    items: Vec<Write>,
+    /// A waited-for write is queued.
+    urgent: bool,
+    /// Every `Store` is gone: commit what is left and stop.
+    closed: bool,
+}
+
+/// The stores' end of the queue; closes it when the last clone goes.
+struct Writes(Arc<Queue>);
+
+impl Writes {
+    /// Queues `w` (false if the writer has stopped).
+    fn push(&self, w: Write, urgent: bool) -> bool {
+        let mut q = self.0.state.lock();
+        if q.closed {
+            return false;
+        }
+        let was_empty = q.items.is_empty();
+        q.items.push(w);
+        let wake = (urgent && !q.urgent) || was_empty;
+        q.urgent |= urgent;
+        drop(q);
+        if wake {
+            self.0.wake.notify_one();
+        }
+        true
+    }
+}
+
+impl Drop for Writes {
+    fn drop(&mut self) {
+        self.0.state.lock().closed = true;
+        self.0.wake.notify_one();
+    }
+}
+
+/// The writer thread: commits queued writes in batches (one transaction
+/// for whatever has queued up), until every store is gone.
+fn write_loop(conn: &Mutex<Shared>, queue: &Queue) {
+    loop {
+        let batch = {
+            let mut q = queue.state.lock();
+            loop {
+                if q.urgent || q.closed {
+                    break;
+                }
+                if q.items.is_empty() {
+                    queue.wake.wait(&mut q);
+                    continue;
+                }
+                // Only updates nobody waits for: gather a little longer.
+                if queue
+                    .wake
+                    .wait_for(&mut q, limits::STATE_UPDATE_DELAY)
+                    .timed_out()
+                {
+                    break;
+                }
             }
+            if q.items.is_empty() && q.closed {
+                return;
+            }
+            q.urgent = false;
+            std::mem::take(&mut q.items)
+        };
+        if batch.is_empty() {
+            continue;
         }
         let mut c = conn.lock();
-        let began = c.execute_batch("BEGIN").is_ok();
+        let began = c.execute_batch("BEGIN").map_err(|e| e.to_string());
+        let mut applied = Vec::with_capacity(batch.len());
         for w in &batch {
-            if let Err(e) = apply(&mut c, w) {
+            let r = apply(&mut c, w).map_err(|e| e.to_string());
+            if let Err(e) = &r {
                 tracing::warn!(error = %e, "gateway state update failed");
             }
+            applied.push(r);
         }
-        if began {
-            if let Err(e) = c.execute_batch("COMMIT") {
+        let committed = match began {
+            Ok(()) => c.execute_batch("COMMIT").map_err(|e| {
                 tracing::warn!(error = %e, "gateway state commit failed");
-            }
-        }
+                let _ = c.execute_batch("ROLLBACK");
+                e.to_string()
+            }),
+            // Without a transaction each write committed on its own.
+            Err(_) => Ok(()),
+        };
         drop(c);
-        for w in batch {
-            if let Write::Flush(done) = w {
-                let _ = done.send(());
+        for (w, r) in batch.into_iter().zip(applied) {
+            match w {
+                Write::Flush(done) => {
+                    let _ = done.send(());
+                }
+                Write::Insert { done, .. } => {
+                    let _ = done.send(committed.clone().and(r));
+                }
+                Write::Task { .. } | Write::PushSent { .. } => {}
             }
         }
     }

@@ -1,5 +1,6 @@
 //! One audit line per call: identity, agent, method, task and outcome,
 //! never a message body or a token; and one per refusal (401, 413, 429).
+//! The same, as JSON lines, in the `--audit` file.
 
 mod common;
 
@@ -32,7 +33,13 @@ async fn every_call_leaves_one_audit_line_without_its_body() {
             "a2a_gateway::audit=info",
         ))
         .init();
-    let h = Harness::start(|o| {
+    let dir = tempfile::tempdir().unwrap();
+    let audit_path = dir.path().join("audit.jsonl");
+    // An earlier line is kept (appended to, never truncated).
+    std::fs::write(&audit_path, "{\"earlier\":true}\n").unwrap();
+    let file = audit_path.clone();
+    let h = Harness::start(move |o| {
+        o.audit = Some(file);
         o.tokens = a2a_gateway::security::Tokens::parse(["carol=carol-secret-0123456789"]).unwrap();
         o.rate = 0.001;
         o.burst = 3;
@@ -115,4 +122,47 @@ async fn every_call_leaves_one_audit_line_without_its_body() {
     assert!(!log.contains(secret_text));
     assert!(!log.contains("carol-secret"));
     assert!(!log.contains("not-a-token"));
+
+    // The --audit file: the same five, one JSON object a line, after the
+    // line that was there.
+    let text = std::fs::read_to_string(&audit_path).unwrap();
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(rows.len(), 6, "{text}");
+    assert_eq!(rows[0], json!({"earlier": true}));
+    let call = &rows[1];
+    assert_eq!(
+        (&call["kind"], &call["identity"], &call["agent"]),
+        (&json!("call"), &json!("carol"), &json!("tck"))
+    );
+    assert_eq!(
+        (&call["method"], &call["task"]),
+        (&json!("SendMessage"), &json!(id))
+    );
+    assert!(call["error"].is_null() && call["micros"].is_u64(), "{call}");
+    assert!(
+        call["time"].as_str().is_some_and(|t| t.ends_with('Z')),
+        "{call}"
+    );
+    assert_eq!(
+        (&rows[2]["method"], &rows[2]["error"]),
+        (&json!("GetTask"), &json!(-32001))
+    );
+    for (row, status) in rows[3..].iter().zip([413, 429, 401]) {
+        assert_eq!(
+            (&row["kind"], &row["status"]),
+            (&json!("refused"), &json!(status)),
+            "{row}"
+        );
+        assert_eq!(row["agent"], "tck", "{row}");
+    }
+    assert_eq!(rows[3]["identity"], "carol");
+    assert!(rows[5]["identity"].is_null(), "{}", rows[5]);
+    assert!(
+        !text.contains(secret_text)
+            && !text.contains("carol-secret")
+            && !text.contains("not-a-token")
+    );
 }

@@ -474,3 +474,101 @@ async fn a_required_extension_must_be_listed_by_message_requests() {
     h.ok("GetTask", json!({"id": id})).await;
     h.gateway.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v03_method_names_and_blocking_false_are_answered_with_the_v1_names() {
+    let h = Harness::start(|_| {}).await;
+    let r = h
+        .rpc(
+            "message/send",
+            json!({"message": message("tck-complete-task-v03", "hi")}),
+        )
+        .await;
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    let text = string(&r["error"]["message"]);
+    assert!(
+        text.contains("message/send") && text.contains("v0.3") && text.contains("SendMessage"),
+        "{text}"
+    );
+    let r = h.rpc("tasks/resubscribe", json!({"id": "x"})).await;
+    assert!(
+        string(&r["error"]["message"]).contains("SubscribeToTask"),
+        "{r}"
+    );
+    // An unknown name that is no v0.3 one gets no hint.
+    let r = h.rpc("NoSuchMethod", json!({})).await;
+    assert_eq!(r["error"]["code"], -32601);
+    assert!(!string(&r["error"]["message"]).contains("v0.3"), "{r}");
+    // v0.3's `blocking: false` would be ignored by v1.0 (and block): refused
+    // with the v1.0 field, and nothing was sent.
+    let r = h
+        .rpc(
+            "SendMessage",
+            json!({"message": message("tck-complete-task-v03b", "hi"),
+                   "configuration": {"blocking": false}}),
+        )
+        .await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(
+        string(&r["error"]["message"]).contains("returnImmediately"),
+        "{r}"
+    );
+    let listed = h.ok("ListTasks", json!({})).await;
+    assert_eq!(listed["totalSize"], 0, "{listed}");
+    // `blocking: true` is v1.0's default: let through.
+    let ok = h
+        .ok(
+            "SendMessage",
+            json!({"message": message("tck-complete-task-v03c", "hi"),
+                   "configuration": {"blocking": true}}),
+        )
+        .await;
+    assert_eq!(
+        ok["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{ok}"
+    );
+    h.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_requesters_are_hidden_from_local_agents() {
+    let h = Harness::start(|_| {}).await;
+    for c in ["hidden-1", "hidden-2"] {
+        let mut m = message(&format!("tck-complete-task-{c}"), "hi");
+        m["contextId"] = json!(c);
+        h.ok("SendMessage", json!({"message": m})).await;
+    }
+    assert!(h.gateway.core.registered_contexts() >= 2);
+    let sink = h.sink.clone();
+    let listed = tokio::task::spawn_blocking(move || sink.list_agents(None))
+        .await
+        .unwrap()
+        .expect("a2a.agents.list");
+    let names: Vec<&str> = listed.iter().map(|c| c.name.as_str()).collect();
+    assert!(names.contains(&a2a_gateway::tck::SUT_NAME), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("a2a-gateway-")),
+        "the gateway's requesters are listed: {names:?}"
+    );
+    h.gateway.stop().await;
+}
+
+#[test]
+fn serve_names_a_missing_broker_not_its_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    for socket in [
+        "no-such-broker",
+        &dir.path().join("gone.sock").display().to_string(),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_a2a-gateway"))
+            .args(["serve", "--expose", "x", "--socket", socket])
+            .env("XDG_RUNTIME_DIR", dir.path())
+            .env_remove(a2a_client::SECRET_ENV)
+            .output()
+            .expect("the gateway binary runs");
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("no broker is listening at"), "{err}");
+        assert!(!err.contains("secret"), "{err}");
+    }
+}

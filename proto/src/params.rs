@@ -69,6 +69,11 @@ pub struct RegisterParams {
     pub card: AgentCard,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<Delivery>,
+    /// (ext) Plumbing, not a peer to discover (the A2A gateway's
+    /// requesters): not listed by `a2a.agents.list`, not chosen by `to: "*"`
+    /// nor by an omitted `to`; still addressable by its exact peer id.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
 }
 
 /// `a2a.agents.register` result.

@@ -140,6 +140,7 @@ fn every_call() -> Vec<Call> {
             context_id: "c".into(),
             card: card(),
             delivery: Some(Delivery::Pull),
+            hidden: true,
         }),
         Call::Deregister(TokenParams { token: tok() }),
         Call::ListAgents(ListAgentsParams {

@@ -9,12 +9,15 @@ pub fn may_address(caller: &Agent, target: &Agent) -> bool {
     caller.kind == target.kind && !caller.same(target)
 }
 
-/// The live agents the caller may address, sorted by peer id.
+/// The live agents the caller may discover and address, sorted by peer id
+/// (`a2a.agents.list`, `to: "*"`, an omitted `to`): hidden ones are left
+/// out; they stay addressable by exact peer id.
 pub fn addressable<'r>(
     reg: &'r Registry,
     caller: &'r Agent,
 ) -> impl Iterator<Item = &'r Arc<Agent>> {
-    reg.all().filter(move |a| may_address(caller, a))
+    reg.all()
+        .filter(move |a| !a.hidden() && may_address(caller, a))
 }
 
 /// Resolves the workers of a new task from `message.to`.

@@ -46,6 +46,9 @@ pub struct Agent {
     /// treats the agent as gone, while readers still see it until the
     /// commit (a failed commit clears the flag).
     leaving: AtomicBool,
+    /// Registered `hidden` (ext): left out of discovery (see
+    /// `addressing::addressable`). Set before the registration commits.
+    hidden: AtomicBool,
     key: u64,
     secret: [u8; 16],
 }
@@ -67,6 +70,16 @@ impl Agent {
     /// The next sequence number for a notification to this agent.
     pub fn next_seq(&self) -> u64 {
         self.seq.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Left out of discovery (registered `hidden`)?
+    pub fn hidden(&self) -> bool {
+        self.hidden.load(Ordering::Relaxed)
+    }
+
+    /// Marks the agent hidden (before its registration commits).
+    pub fn set_hidden(&self, hidden: bool) {
+        self.hidden.store(hidden, Ordering::Relaxed);
     }
 
     /// Sends charged so far.
@@ -239,6 +252,7 @@ impl Registry {
             seq: AtomicU64::new(0),
             committed: AtomicBool::new(false),
             leaving: AtomicBool::new(false),
+            hidden: AtomicBool::new(false),
             key,
             secret,
         });

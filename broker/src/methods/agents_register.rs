@@ -29,6 +29,7 @@ impl WriteMethod for Handler {
             conn: cx.from.conn,
             outbox: cx.from.outbox.clone(),
         })?;
+        agent.set_hidden(p.hidden);
         // Not visible to anyone until the batch commits (`Engine::commit_registry`).
         cx.undo.registered.push(agent.clone());
         write::put_agent(cx.conn, &agent, &clock::now())?;

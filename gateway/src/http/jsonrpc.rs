@@ -6,7 +6,7 @@
 use super::{rpc_error, sse, App};
 use crate::core::{self, SendOutcome};
 use crate::mapping::{self, GatewayError as E, TaskView};
-use crate::security::audit;
+use crate::security::{audit, AuditLog};
 use crate::v1;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -41,9 +41,14 @@ pub async fn handle(
     body: &[u8],
 ) -> Response {
     let started = Instant::now();
+    let who = Who {
+        log: &app.config.audit,
+        identity: &identity,
+        agent: &agent,
+    };
     let Envelope { id, method, params } = match envelope(headers, body) {
         Ok(env) => env,
-        Err((e, id)) => return fail(&identity, &agent, "-", None, started, e, id),
+        Err((e, id)) => return fail(&who, "-", None, started, e, id),
     };
     // Capabilities are checked before extensions (a streaming call to an
     // agent without streaming is -32004 whatever its headers).
@@ -64,8 +69,7 @@ pub async fn handle(
             .find(|uri| !listed.contains(&uri.as_str()))
         {
             return fail(
-                &identity,
-                &agent,
+                &who,
                 &method,
                 None,
                 started,
@@ -74,183 +78,22 @@ pub async fn handle(
             );
         }
     }
-    let core = &app.core;
-    let view_of = |h: Option<i64>| TaskView {
-        history_length: mapping::history_length(h),
-        artifacts: true,
-    };
-    let result: Result<(Value, Option<String>), E> = match method.as_str() {
-        "SendMessage" => match parse::<v1::SendMessageRequest>(&params) {
-            Err(e) => Err(e),
-            Ok(req) => {
-                let conf = req.configuration.clone().unwrap_or_default();
-                match core
-                    .send(&identity, &agent, &req, !conf.return_immediately, false)
-                    .await
-                {
-                    Err(e) => Err(e),
-                    Ok((_, task, _)) => {
-                        let tid = task.id.clone();
-                        let out = match core::send_outcome(task) {
-                            SendOutcome::Message(t) => core::response_message(&t)
-                                .map(v1::SendMessageResponse::Message)
-                                .unwrap_or_else(|| {
-                                    v1::SendMessageResponse::Task(core::render(
-                                        &t,
-                                        view_of(conf.history_length),
-                                    ))
-                                }),
-                            SendOutcome::Task(t) => v1::SendMessageResponse::Task(core::render(
-                                &t,
-                                view_of(conf.history_length),
-                            )),
-                        };
-                        to_value(&out).map(|v| (v, Some(tid)))
-                    }
-                }
-            }
-        },
-        "SendStreamingMessage" | "SubscribeToTask" if !app.config.streaming => {
-            Err(E::Unsupported("streaming is not offered".into()))
+    // The streaming methods answer an SSE stream (or a JSON error).
+    match method.as_str() {
+        "SendStreamingMessage" if app.config.streaming => {
+            return send_streaming(&app, &who, &method, started, id, &params).await;
         }
-        "GetExtendedAgentCard" if !app.config.extended_card => {
-            Err(E::Unsupported("no extended agent card is offered".into()))
+        "SubscribeToTask" if app.config.streaming => {
+            return subscribe(&app, &who, &method, started, id, &params).await;
         }
-        "SendStreamingMessage" => {
-            let req = match parse::<v1::SendMessageRequest>(&params) {
-                Ok(r) => r,
-                Err(e) => return fail(&identity, &agent, &method, None, started, e, id),
-            };
-            let conf = req.configuration.clone().unwrap_or_default();
-            return match core.send(&identity, &agent, &req, false, true).await {
-                Err(e) => fail(&identity, &agent, &method, None, started, e, id),
-                Ok((_, task, rx)) => {
-                    let tid = task.id.clone();
-                    audit(
-                        &identity,
-                        &agent,
-                        &method,
-                        Some(&tid),
-                        Ok(()),
-                        started.elapsed().as_micros(),
-                    );
-                    match rx {
-                        Some(rx) => sse::stream_task(
-                            id,
-                            task,
-                            rx,
-                            view_of(conf.history_length),
-                            true,
-                            app.config.max_stream,
-                        ),
-                        None => fail(
-                            &identity,
-                            &agent,
-                            &method,
-                            None,
-                            started,
-                            E::Internal("no subscription".into()),
-                            Value::Null,
-                        ),
-                    }
-                }
-            };
-        }
-        "SubscribeToTask" => {
-            let req = match parse::<v1::TaskIdRequest>(&params) {
-                Ok(r) => r,
-                Err(e) => return fail(&identity, &agent, &method, None, started, e, id),
-            };
-            return match core.subscribe(&identity, &agent, &req.id).await {
-                Err(e) => fail(&identity, &agent, &method, Some(&req.id), started, e, id),
-                Ok(sub) => {
-                    audit(
-                        &identity,
-                        &agent,
-                        &method,
-                        Some(&req.id),
-                        Ok(()),
-                        started.elapsed().as_micros(),
-                    );
-                    sse::stream_task(
-                        id,
-                        sub.snapshot,
-                        sub.rx,
-                        TaskView::FULL,
-                        false,
-                        app.config.max_stream,
-                    )
-                }
-            };
-        }
-        "GetTask" => match parse::<v1::GetTaskRequest>(&params) {
-            Err(e) => Err(e),
-            Ok(req) => match core.get(&identity, &agent, &req.id).await {
-                Err(e) => Err(e),
-                Ok(t) => to_value(&core::render(&t, view_of(req.history_length)))
-                    .map(|v| (v, Some(req.id))),
-            },
-        },
-        "CancelTask" => match parse::<v1::TaskIdRequest>(&params) {
-            Err(e) => Err(e),
-            Ok(req) => match core
-                .cancel_with_reason(&identity, &agent, &req.id, cancel_reason(&params))
-                .await
-            {
-                Err(e) => Err(e),
-                Ok(t) => to_value(&core::render(&t, TaskView::FULL)).map(|v| (v, Some(req.id))),
-            },
-        },
-        "ListTasks" => match parse::<v1::ListTasksRequest>(&params) {
-            Err(e) => Err(e),
-            Ok(req) => match core.list(&identity, &agent, &req).await {
-                Err(e) => Err(e),
-                Ok(r) => to_value(&r).map(|v| (v, None)),
-            },
-        },
-        "CreateTaskPushNotificationConfig" => push_create(&app, &identity, &agent, &params).await,
-        "GetTaskPushNotificationConfig" => match parse::<v1::PushConfigIdRequest>(&params) {
-            Err(e) => Err(e),
-            Ok(req) => push_task(&app, &identity, &agent, &req.task_id).and_then(|_| {
-                match app.core.pusher.get(&req.task_id, &req.id) {
-                    Some(c) => to_value(&c).map(|v| (v, Some(req.task_id.clone()))),
-                    None => Err(E::InvalidParams(format!(
-                        "no push config `{}` on task {}",
-                        req.id, req.task_id
-                    ))),
-                }
-            }),
-        },
-        "ListTaskPushNotificationConfigs" => match parse::<v1::ListPushConfigsRequest>(&params) {
-            Err(e) => Err(e),
-            Ok(req) => push_task(&app, &identity, &agent, &req.task_id).and_then(|_| {
-                let r = v1::ListPushConfigsResponse {
-                    configs: app.core.pusher.list(&req.task_id),
-                    next_page_token: String::new(),
-                };
-                to_value(&r).map(|v| (v, Some(req.task_id.clone())))
-            }),
-        },
-        "DeleteTaskPushNotificationConfig" => match parse::<v1::PushConfigIdRequest>(&params) {
-            Err(e) => Err(e),
-            Ok(req) => push_task(&app, &identity, &agent, &req.task_id).map(|_| {
-                app.core.pusher.delete(&req.task_id, &req.id);
-                (json!({}), Some(req.task_id.clone()))
-            }),
-        },
-        "GetExtendedAgentCard" => match app.cards.get(&agent) {
-            None => Err(E::ExtendedCardNotConfigured),
-            Some(c) => serde_json::from_str(&c.body)
-                .map(|v| (v, None))
-                .map_err(|e| E::Internal(e.to_string())),
-        },
-        other => Err(E::MethodNotFound(other.to_owned())),
-    };
-    match result {
+        _ => {}
+    }
+    match unary(&app, &who, &method, &params).await {
         Ok((v, task)) => {
             audit(
-                &identity,
-                &agent,
+                who.log,
+                who.identity,
+                who.agent,
                 &method,
                 task.as_deref(),
                 Ok(()),
@@ -262,7 +105,238 @@ pub async fn handle(
             )
                 .into_response()
         }
-        Err(e) => fail(&identity, &agent, &method, None, started, e, id),
+        Err(e) => fail(&who, &method, None, started, e, id),
+    }
+}
+
+/// What a unary method answers: its result, and the task it concerns (for
+/// the audit line).
+type Unary = Result<(Value, Option<String>), E>;
+
+/// Dispatches a unary method (one JSON answer).
+async fn unary(app: &App, who: &Who<'_>, method: &str, params: &Value) -> Unary {
+    match method {
+        "SendMessage" => send_message(app, who, params).await,
+        // Reached only when streaming is not offered.
+        "SendStreamingMessage" | "SubscribeToTask" => {
+            Err(E::Unsupported("streaming is not offered".into()))
+        }
+        "GetTask" => get_task(app, who, params).await,
+        "CancelTask" => cancel_task(app, who, params).await,
+        "ListTasks" => list_tasks(app, who, params).await,
+        "CreateTaskPushNotificationConfig" => {
+            push_create(app, who.identity, who.agent, params).await
+        }
+        "GetTaskPushNotificationConfig" => push_get(app, who, params),
+        "ListTaskPushNotificationConfigs" => push_list(app, who, params),
+        "DeleteTaskPushNotificationConfig" => push_delete(app, who, params),
+        "GetExtendedAgentCard" => extended_card(app, who),
+        other => Err(match v03_method(other) {
+            Some(v1) => E::MethodNotFound(format!(
+                "{other} (an A2A v0.3 method name: this gateway speaks A2A v1.0, where it is {v1})"
+            )),
+            None => E::MethodNotFound(other.to_owned()),
+        }),
+    }
+}
+
+/// How a task is rendered for a request with this `historyLength`.
+fn view_of(history_length: Option<i64>) -> TaskView {
+    TaskView {
+        history_length: mapping::history_length(history_length),
+        artifacts: true,
+    }
+}
+
+/// `SendMessage`.
+async fn send_message(app: &App, who: &Who<'_>, params: &Value) -> Unary {
+    let req = parse_send(params)?;
+    let conf = req.configuration.clone().unwrap_or_default();
+    let (_, task, _) = app
+        .core
+        .send(
+            who.identity,
+            who.agent,
+            &req,
+            !conf.return_immediately,
+            false,
+        )
+        .await?;
+    let tid = task.id.clone();
+    let out = match core::send_outcome(task) {
+        SendOutcome::Message(t) => core::response_message(&t)
+            .map(v1::SendMessageResponse::Message)
+            .unwrap_or_else(|| {
+                v1::SendMessageResponse::Task(core::render(&t, view_of(conf.history_length)))
+            }),
+        SendOutcome::Task(t) => {
+            v1::SendMessageResponse::Task(core::render(&t, view_of(conf.history_length)))
+        }
+    };
+    to_value(&out).map(|v| (v, Some(tid)))
+}
+
+/// `SendStreamingMessage`: the task, then its updates, as SSE.
+async fn send_streaming(
+    app: &App,
+    who: &Who<'_>,
+    method: &str,
+    started: Instant,
+    id: Value,
+    params: &Value,
+) -> Response {
+    let req = match parse_send(params) {
+        Ok(r) => r,
+        Err(e) => return fail(who, method, None, started, e, id),
+    };
+    let conf = req.configuration.clone().unwrap_or_default();
+    match app
+        .core
+        .send(who.identity, who.agent, &req, false, true)
+        .await
+    {
+        Err(e) => fail(who, method, None, started, e, id),
+        Ok((_, task, rx)) => {
+            let tid = task.id.clone();
+            audit(
+                who.log,
+                who.identity,
+                who.agent,
+                method,
+                Some(&tid),
+                Ok(()),
+                started.elapsed().as_micros(),
+            );
+            match rx {
+                Some(rx) => sse::stream_task(
+                    id,
+                    task,
+                    rx,
+                    view_of(conf.history_length),
+                    true,
+                    app.config.max_stream,
+                ),
+                None => fail(
+                    who,
+                    method,
+                    None,
+                    started,
+                    E::Internal("no subscription".into()),
+                    Value::Null,
+                ),
+            }
+        }
+    }
+}
+
+/// `SubscribeToTask`: the task as it is, then its updates, as SSE.
+async fn subscribe(
+    app: &App,
+    who: &Who<'_>,
+    method: &str,
+    started: Instant,
+    id: Value,
+    params: &Value,
+) -> Response {
+    let req = match parse::<v1::TaskIdRequest>(params) {
+        Ok(r) => r,
+        Err(e) => return fail(who, method, None, started, e, id),
+    };
+    match app.core.subscribe(who.identity, who.agent, &req.id).await {
+        Err(e) => fail(who, method, Some(&req.id), started, e, id),
+        Ok(sub) => {
+            audit(
+                who.log,
+                who.identity,
+                who.agent,
+                method,
+                Some(&req.id),
+                Ok(()),
+                started.elapsed().as_micros(),
+            );
+            sse::stream_task(
+                id,
+                sub.snapshot,
+                sub.rx,
+                TaskView::FULL,
+                false,
+                app.config.max_stream,
+            )
+        }
+    }
+}
+
+/// `GetTask`.
+async fn get_task(app: &App, who: &Who<'_>, params: &Value) -> Unary {
+    let req = parse::<v1::GetTaskRequest>(params)?;
+    let t = app.core.get(who.identity, who.agent, &req.id).await?;
+    to_value(&core::render(&t, view_of(req.history_length))).map(|v| (v, Some(req.id)))
+}
+
+/// `CancelTask`, with its reason: `metadata.reason` (a string), as a
+/// bridging gateway sends its requester's (outbound `bridge`, issue 28).
+async fn cancel_task(app: &App, who: &Who<'_>, params: &Value) -> Unary {
+    let req = parse::<v1::TaskIdRequest>(params)?;
+    let reason = params
+        .get("metadata")
+        .and_then(|m| m.get("reason"))
+        .and_then(Value::as_str);
+    let t = app
+        .core
+        .cancel_with_reason(who.identity, who.agent, &req.id, reason)
+        .await?;
+    to_value(&core::render(&t, TaskView::FULL)).map(|v| (v, Some(req.id)))
+}
+
+/// `ListTasks`.
+async fn list_tasks(app: &App, who: &Who<'_>, params: &Value) -> Unary {
+    let req = parse::<v1::ListTasksRequest>(params)?;
+    let r = app.core.list(who.identity, who.agent, &req).await?;
+    to_value(&r).map(|v| (v, None))
+}
+
+/// `GetTaskPushNotificationConfig`.
+fn push_get(app: &App, who: &Who<'_>, params: &Value) -> Unary {
+    let req = parse::<v1::PushConfigIdRequest>(params)?;
+    push_task(app, who.identity, who.agent, &req.task_id)?;
+    match app.core.pusher.get(&req.task_id, &req.id) {
+        Some(c) => to_value(&c).map(|v| (v, Some(req.task_id.clone()))),
+        None => Err(E::InvalidParams(format!(
+            "no push config `{}` on task {}",
+            req.id, req.task_id
+        ))),
+    }
+}
+
+/// `ListTaskPushNotificationConfigs`.
+fn push_list(app: &App, who: &Who<'_>, params: &Value) -> Unary {
+    let req = parse::<v1::ListPushConfigsRequest>(params)?;
+    push_task(app, who.identity, who.agent, &req.task_id)?;
+    let r = v1::ListPushConfigsResponse {
+        configs: app.core.pusher.list(&req.task_id),
+        next_page_token: String::new(),
+    };
+    to_value(&r).map(|v| (v, Some(req.task_id.clone())))
+}
+
+/// `DeleteTaskPushNotificationConfig`.
+fn push_delete(app: &App, who: &Who<'_>, params: &Value) -> Unary {
+    let req = parse::<v1::PushConfigIdRequest>(params)?;
+    push_task(app, who.identity, who.agent, &req.task_id)?;
+    app.core.pusher.delete(&req.task_id, &req.id);
+    Ok((json!({}), Some(req.task_id.clone())))
+}
+
+/// `GetExtendedAgentCard`.
+fn extended_card(app: &App, who: &Who<'_>) -> Unary {
+    if !app.config.extended_card {
+        return Err(E::Unsupported("no extended agent card is offered".into()));
+    }
+    match app.cards.get(who.agent) {
+        None => Err(E::ExtendedCardNotConfigured),
+        Some(c) => serde_json::from_str(&c.body)
+            .map(|v| (v, None))
+            .map_err(|e| E::Internal(e.to_string())),
     }
 }
 
@@ -359,10 +433,36 @@ async fn push_create(
     to_value(&stored).map(|v| (v, Some(task_id)))
 }
 
-/// A `CancelTask`'s reason: `metadata.reason` (a string), as a bridging
-/// gateway sends its requester's (outbound `bridge`, issue 28).
-fn cancel_reason(params: &Value) -> Option<&str> {
-    params.get("metadata")?.get("reason")?.as_str()
+/// The v1.0 name of an A2A v0.3 JSON-RPC method (issue 24: a v0.3 client
+/// is told what to call, not only that its method is unknown).
+fn v03_method(method: &str) -> Option<&'static str> {
+    Some(match method {
+        "message/send" => "SendMessage",
+        "message/stream" => "SendStreamingMessage",
+        "tasks/get" => "GetTask",
+        "tasks/list" => "ListTasks",
+        "tasks/cancel" => "CancelTask",
+        "tasks/resubscribe" => "SubscribeToTask",
+        "tasks/pushNotificationConfig/set" => "CreateTaskPushNotificationConfig",
+        "tasks/pushNotificationConfig/get" => "GetTaskPushNotificationConfig",
+        "tasks/pushNotificationConfig/list" => "ListTaskPushNotificationConfigs",
+        "tasks/pushNotificationConfig/delete" => "DeleteTaskPushNotificationConfig",
+        "agent/getAuthenticatedExtendedCard" => "GetExtendedAgentCard",
+        _ => return None,
+    })
+}
+
+/// `SendMessage` params. v0.3's `configuration.blocking: false` would be
+/// ignored by the v1.0 reading (and the call would block): it is refused
+/// with the v1.0 field to use instead. (`blocking: true` is what v1.0
+/// does by default, so it is let through.)
+fn parse_send(params: &Value) -> Result<v1::SendMessageRequest, E> {
+    if params.pointer("/configuration/blocking") == Some(&Value::Bool(false)) {
+        return Err(E::InvalidParams(
+            "configuration.blocking is the A2A v0.3 field; in A2A v1.0 `\"blocking\": false` is `\"returnImmediately\": true`".into(),
+        ));
+    }
+    parse(params)
 }
 
 fn parse<T: DeserializeOwned>(params: &Value) -> Result<T, E> {
@@ -376,11 +476,17 @@ fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, E> {
     serde_json::to_value(v).map_err(|e| E::Internal(e.to_string()))
 }
 
+/// Who a request is from, for its audit line.
+struct Who<'a> {
+    log: &'a AuditLog,
+    identity: &'a str,
+    agent: &'a str,
+}
+
 /// An error answer (HTTP 200: the binding carries errors in the body),
 /// with its audit line.
 fn fail(
-    identity: &str,
-    agent: &str,
+    who: &Who<'_>,
     method: &str,
     task: Option<&str>,
     started: Instant,
@@ -388,8 +494,9 @@ fn fail(
     id: Value,
 ) -> Response {
     audit(
-        identity,
-        agent,
+        who.log,
+        who.identity,
+        who.agent,
         method,
         task,
         Err(e.code()),
@@ -401,6 +508,21 @@ fn fail(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn v03_names_and_blocking_false_get_the_v1_hint() {
+        assert_eq!(v03_method("message/send"), Some("SendMessage"));
+        assert_eq!(v03_method("tasks/resubscribe"), Some("SubscribeToTask"));
+        assert_eq!(v03_method("SendMessage"), None);
+        let p = json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+                       "configuration": {"blocking": false}});
+        let e = parse_send(&p).unwrap_err();
+        assert_eq!(e.code(), -32602);
+        assert!(e.to_string().contains("returnImmediately"), "{e}");
+        let mut ok = p.clone();
+        ok["configuration"] = json!({"blocking": true});
+        assert!(parse_send(&ok).is_ok());
+    }
 
     #[test]
     fn versions_one_point_zero_and_patches_are_spoken() {

@@ -18,7 +18,7 @@ pub mod jsonrpc;
 pub mod sse;
 
 use crate::core::Core;
-use crate::security::{audit_refusal, RateLimiter, Tokens};
+use crate::security::{audit_refusal, AuditLog, RateLimiter, Tokens};
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -52,6 +52,8 @@ pub struct HttpConfig {
     pub extended_card: bool,
     /// Extensions a message request must list in `A2A-Extensions`.
     pub required_extensions: Vec<String>,
+    /// The audit file, if any (`--audit`).
+    pub audit: AuditLog,
 }
 
 /// The shared state of every handler.
@@ -110,7 +112,7 @@ async fn rpc(
         } else {
             "no credentials"
         };
-        audit_refusal(None, &agent, 401, why);
+        audit_refusal(&app.config.audit, None, &agent, 401, why);
         let mut r = rpc_error(
             StatusCode::UNAUTHORIZED,
             Value::Null,
@@ -121,7 +123,13 @@ async fn rpc(
         return r;
     };
     if let Err(wait) = app.config.limiter.check(&identity) {
-        audit_refusal(Some(&identity), &agent, 429, "rate limit");
+        audit_refusal(
+            &app.config.audit,
+            Some(&identity),
+            &agent,
+            429,
+            "rate limit",
+        );
         let mut r = rpc_error(
             StatusCode::TOO_MANY_REQUESTS,
             Value::Null,
@@ -136,7 +144,13 @@ async fn rpc(
     let (bytes, _held) = match read_body(&app.config, &headers, body).await {
         Ok(b) => b,
         Err(BodyError::TooLarge) => {
-            audit_refusal(Some(&identity), &agent, 413, "body too large");
+            audit_refusal(
+                &app.config.audit,
+                Some(&identity),
+                &agent,
+                413,
+                "body too large",
+            );
             return rpc_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 Value::Null,
@@ -148,7 +162,13 @@ async fn rpc(
             );
         }
         Err(BodyError::Timeout) => {
-            audit_refusal(Some(&identity), &agent, 408, "body too slow");
+            audit_refusal(
+                &app.config.audit,
+                Some(&identity),
+                &agent,
+                408,
+                "body too slow",
+            );
             return rpc_error(
                 StatusCode::REQUEST_TIMEOUT,
                 Value::Null,
@@ -160,7 +180,13 @@ async fn rpc(
             );
         }
         Err(BodyError::Broken) => {
-            audit_refusal(Some(&identity), &agent, 400, "body broken off");
+            audit_refusal(
+                &app.config.audit,
+                Some(&identity),
+                &agent,
+                400,
+                "body broken off",
+            );
             return rpc_error(
                 StatusCode::BAD_REQUEST,
                 Value::Null,
@@ -169,7 +195,13 @@ async fn rpc(
         }
     };
     if app.core.agent(&agent).is_none() {
-        audit_refusal(Some(&identity), &agent, 404, "no such agent");
+        audit_refusal(
+            &app.config.audit,
+            Some(&identity),
+            &agent,
+            404,
+            "no such agent",
+        );
         return rpc_error(
             StatusCode::NOT_FOUND,
             Value::Null,
