@@ -19,6 +19,11 @@ scripts/fetch.sh
 
 echo "== cargo test --workspace"
 cargo test --workspace
+# What the later stages run was built just now (binaries and examples, with
+# the workspace's features): they use it instead of building single
+# packages, whose own feature sets would compile dependencies again.
+export A2A_PREBUILT=1
+export A2A_BROKER_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/a2a-broker"
 
 echo "== node addon (node-binding/ci.sh)"
 node-binding/ci.sh

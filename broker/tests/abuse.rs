@@ -1,5 +1,5 @@
 //! Abuse: what a hostile or broken client must not be able to do to the
-//! broker (PROTOCOL.md §4, issue "hostile input and trust boundaries").
+//! broker (docs/protocol.md §4 Identity and addressing, issue "hostile input and trust boundaries").
 //! In process (the library's memory connection) against the real writer and SQLite; the socket-level abuse
 //! tests (flooding, never reading, killed clients) live with the client crate.
 

@@ -1,4 +1,4 @@
-//! The database is the broker's alone (PROTOCOL.md §9), against the real
+//! The database is the broker's alone (docs/protocol.md §10 Durability), against the real
 //! binary over stdio: one broker per file (the read-only audit still works
 //! beside it), another user's file refused and loose permission bits
 //! removed, refused files left byte-identical, clear errors for bad paths,

@@ -762,8 +762,8 @@ fn oversized_payloads_are_refused_and_the_connection_stays_usable() {
     assert_eq!(c.close_reason(), None);
 }
 
-/// The broker's frames may be twice what a client may send (PROTOCOL.md
-/// §1.1): a 20 MiB file part comes back in a reply of over 53 MiB (its
+/// The broker's frames may be twice what a client may send (docs/protocol.md
+/// §1 Framing): a 20 MiB file part comes back in a reply of over 53 MiB (its
 /// base64 in the status message and in the history), which the client
 /// reads like any other.
 #[test]

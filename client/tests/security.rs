@@ -1,4 +1,4 @@
-//! The local socket's guards (PROTOCOL.md §2): the secret, owner-only
+//! The local socket's guards (docs/protocol.md §2 Opening a connection): the secret, owner-only
 //! files and directory, one broker per socket path, and reuse of a socket
 //! file left by a killed broker.
 

@@ -51,7 +51,10 @@ if [ ! -d "$HERE/js/node_modules/@modelcontextprotocol/inspector" ] ||
   cp "$HERE/js/package-lock.json" "$HERE/js/node_modules/.package-lock.json.stamp"
 fi
 
-run cargo build -q -p a2a-broker || die "cargo build failed"
+# scripts/test-all.sh sets A2A_PREBUILT after `cargo test --workspace`, which
+# built these with the workspace's features: a build of single packages
+# would resolve other features and compile dependencies again.
+[ -n "${A2A_PREBUILT:-}" ] || run cargo build -q -p a2a-broker || die "cargo build failed"
 BROKER="${CARGO_TARGET_DIR:-$ROOT/target}/debug/a2a-broker"
 # The Node addon (built by the node stage before this one; else here).
 if [ ! -f "$ROOT/node-binding/a2a.node" ]; then

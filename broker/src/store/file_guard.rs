@@ -1,4 +1,4 @@
-//! The database file is the broker's alone (PROTOCOL.md §9): who may own it,
+//! The database file is the broker's alone (docs/protocol.md §10 Durability): who may own it,
 //! who may read it, and noticing when it is removed or replaced under a
 //! running broker.
 //!

@@ -73,7 +73,7 @@ pub enum OpenError {
     NoDirectory { path: String, dir: String },
     #[error("database {path}: {dir} is not a directory")]
     ParentNotDirectory { path: String, dir: String },
-    /// Another broker runs on it (PROTOCOL.md §9: one broker per database).
+    /// Another broker runs on it (docs/protocol.md §10 Durability: one broker per database).
     #[error(
         "database {path} is in use by another broker ({holder}, lock file {lock}); stop it first"
     )]

@@ -13,8 +13,9 @@
 //! be left out silently.
 //!
 //! What the test changes in a block, and why: `cargo run [--release] -p
-//! PKG --` becomes the built `PKG` (no build here), and `127.0.0.1:8080`
-//! a free port (other tests share the machine). Each block runs in its own
+//! PKG --` becomes the built `PKG` (no build here), and each example
+//! address (`127.0.0.1:8080`, `:8081`, `:8082`) a free port of its own
+//! (other tests share the machine). Each block runs in its own
 //! `bash -euo pipefail`; what one starts in the background (a broker, the
 //! gateway) lives on, in one process group that is ended at the end.
 //!
@@ -35,8 +36,9 @@ const BLOCK_TIMEOUT: Duration = Duration::from_secs(60);
 /// The marker of a block that is not run, on the line before its fence.
 const NOT_RUN: &str = "<!-- not run: ";
 
-/// The README's example port, replaced by a free one.
-const EXAMPLE_ADDR: &str = "127.0.0.1:8080";
+/// The README's example addresses (the gateway quick start's, and the two
+/// hosts' of "Two hosts"), each replaced by a free port of its own.
+const EXAMPLE_ADDRS: [&str; 3] = ["127.0.0.1:8080", "127.0.0.1:8081", "127.0.0.1:8082"];
 
 /// One fenced block of a Markdown file.
 #[derive(Debug)]
@@ -135,7 +137,7 @@ struct Sandbox {
     home: PathBuf,
     tmp: PathBuf,
     bin_dir: PathBuf,
-    port: u16,
+    ports: [u16; 3],
 }
 
 impl Sandbox {
@@ -153,23 +155,26 @@ impl Sandbox {
                 bin_dir.join(tool).display()
             );
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        // Bound together so that the three differ; freed before the
+        // blocks run (a race with another test's bind is possible but rare).
+        let listeners = EXAMPLE_ADDRS.map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap());
+        let ports = listeners.each_ref().map(|l| l.local_addr().unwrap().port());
+        drop(listeners);
         Sandbox {
             _dir: dir,
             home,
             tmp,
             bin_dir,
-            port,
+            ports,
         }
     }
 
     /// The block as this test runs it (see the module's doc).
     fn rewrite(&self, body: &str) -> String {
-        let mut s = body.replace(EXAMPLE_ADDR, &format!("127.0.0.1:{}", self.port));
+        let mut s = body.to_string();
+        for (addr, port) in EXAMPLE_ADDRS.iter().zip(self.ports) {
+            s = s.replace(addr, &format!("127.0.0.1:{port}"));
+        }
         for pkg in ["a2a-broker", "a2a-fanout", "a2a-gateway"] {
             for profile in ["--release ", ""] {
                 s = s.replace(

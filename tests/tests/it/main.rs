@@ -1,7 +1,7 @@
 //! The integration suite of `a2a-broker`, as one test binary (one link
 //! instead of one per file): every test spawns the real
 //! `a2a-broker serve` binary through `a2a-testkit` and speaks the `a2a.*`
-//! protocol (PROTOCOL.md) to it over NDJSON, on stdio and on the local
+//! protocol (docs/protocol.md) to it over NDJSON, on stdio and on the local
 //! socket (`on_both_transports!`), except the transcripts, which run in
 //! memory and over stdio.
 //!
