@@ -442,13 +442,10 @@ fn verify(db: &std::path::Path, acked: &[Acked], seed: u64, n: usize) -> usize {
     tasks.len()
 }
 
-#[test]
-fn sigkill_at_random_instants_loses_nothing_acknowledged() {
-    let trials: usize = std::env::var("A2A_CRASH_TRIALS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20);
-    let seed: u64 = std::env::var("A2A_CRASH_SEED")
+/// The seed of a run: `A2A_CRASH_SEED` when set (to replay a failure),
+/// else the clock.
+fn crash_seed() -> u64 {
+    std::env::var("A2A_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| {
@@ -456,7 +453,16 @@ fn sigkill_at_random_instants_loses_nothing_acknowledged() {
                 .duration_since(std::time::UNIX_EPOCH)
                 .unwrap()
                 .as_nanos() as u64
-        });
+        })
+}
+
+#[test]
+fn sigkill_at_random_instants_loses_nothing_acknowledged() {
+    let trials: usize = std::env::var("A2A_CRASH_TRIALS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    let seed = crash_seed();
     eprintln!("crash harness: {trials} trials, A2A_CRASH_SEED={seed}");
     let mut rng = Rng(seed | 1);
     let acked: usize = (0..trials).map(|n| trial(rng.next(), n, &SMALL)).sum();
@@ -468,15 +474,7 @@ fn sigkill_at_random_instants_loses_nothing_acknowledged() {
 /// messages, the log restarted several times before the kill.
 #[test]
 fn sigkill_at_soak_scale_loses_nothing_and_recovers_a_bounded_log() {
-    let seed: u64 = std::env::var("A2A_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
+    let seed = crash_seed();
     eprintln!("crash harness at soak scale: A2A_CRASH_SEED={seed}");
     let mut rng = Rng(seed | 1);
     for n in 0..2 {

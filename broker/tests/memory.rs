@@ -174,16 +174,6 @@ fn an_evicted_open_task_answers_every_call_as_a_cached_one() {
     assert_eq!(got.artifacts.len(), 1);
 }
 
-fn register(c: &mut common::Conn, ctx: &str, name: &str) -> String {
-    let r = c
-        .call(
-            "a2a.agents.register",
-            json!({"contextId": ctx, "card": {"name": name}}),
-        )
-        .0;
-    r["result"]["token"].as_str().unwrap().to_owned()
-}
-
 /// A task evicted from the caches, then reloaded and changed by a call
 /// that fails after that change (its push config's row is refused, after
 /// its message row and the task's were written and the writer's record
@@ -204,15 +194,15 @@ fn a_rolled_back_call_leaves_an_evicted_task_as_stored() {
         .unwrap();
     let b = common::broker(&dir, "m.db", Some(256));
     let mut c = common::Conn::open(&b);
-    let req = register(&mut c, "c", "req");
-    let wrk = register(&mut c, "w", "wrk");
+    let req = c.register("c", "req");
+    let wrk = c.register("w", "wrk");
     let text = "z".repeat(15_000);
     let send = |mid: &str, token: &str| json!({"token": token, "message": {"parts": [{"kind": "text", "text": text}], "messageId": mid, "to": "wrk"}});
     let (r, _) = c.call("a2a.message.send", send("target", &req));
     let id = r["result"]["task"]["id"].as_str().unwrap().to_owned();
     // Push the target out: 1,500 tasks of 15 KB from 12 contexts.
     for k in 0..12 {
-        let t = register(&mut c, &format!("fill{k}"), "filler");
+        let t = c.register(&format!("fill{k}"), "filler");
         let lines: Vec<Value> = (0..125)
             .map(|i| {
                 common::request(

@@ -21,16 +21,6 @@ fn db_conn(db: &Path) -> rusqlite::Connection {
     rusqlite::Connection::open(db).unwrap()
 }
 
-fn register(c: &mut Conn, ctx: &str, name: &str) -> String {
-    let r = c
-        .call(
-            "a2a.agents.register",
-            json!({"contextId": ctx, "card": {"name": name}}),
-        )
-        .0;
-    r["result"]["token"].as_str().unwrap().to_owned()
-}
-
 fn send(mid: &str, token: &str) -> Value {
     json!({"token": token, "message": {"parts": [{"kind": "text", "text": "go"}], "messageId": mid, "to": "wrk"}})
 }
@@ -50,9 +40,9 @@ fn a_call_failing_after_its_first_write_rolls_its_batch_back() {
         .unwrap();
     let b = common::broker(&dir, "w.db", Some(256));
     let mut c = Conn::open(&b);
-    let req = register(&mut c, "c", "req");
-    let doomed = register(&mut c, "c", "doomed");
-    register(&mut c, "c", "wrk");
+    let req = c.register("c", "req");
+    let doomed = c.register("c", "doomed");
+    c.register("c", "wrk");
 
     let mut together = false;
     let mut answers: HashMap<u64, Value> = HashMap::new();
@@ -209,8 +199,8 @@ fn replay_and_audit_read_both_log_forms_alike() {
     let task = {
         let b = common::broker(&dir, "r.db", None);
         let mut c = Conn::open(&b);
-        let req = register(&mut c, "c1", "req");
-        let wrk = register(&mut c, "c1", "wrk");
+        let req = c.register("c1", "req");
+        let wrk = c.register("c1", "wrk");
         let (r, _) = c.call("a2a.message.send", send("m0", &req));
         let id = r["result"]["task"]["id"].as_str().unwrap().to_owned();
         let msg = |mid: &str, text: &str| json!({"messageId": mid, "parts": [{"kind": "text", "text": text}]});

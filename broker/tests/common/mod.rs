@@ -82,4 +82,14 @@ impl Conn {
             }
         }
     }
+    /// Registers `name` in context `ctx`: its bearer token.
+    pub fn register(&mut self, ctx: &str, name: &str) -> String {
+        let r = self
+            .call(
+                "a2a.agents.register",
+                json!({"contextId": ctx, "card": {"name": name}}),
+            )
+            .0;
+        r["result"]["token"].as_str().unwrap().to_owned()
+    }
 }

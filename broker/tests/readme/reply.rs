@@ -9,6 +9,15 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// `a2a-broker reply --socket SOCKET --as NAME --exec EXEC`, for the caller
+/// to add its own flags and environment to.
+fn reply_command(socket: &Path, name: &str, exec: &str) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(["reply", "--socket", socket.to_str().unwrap(), "--as", name])
+        .args(["--exec", exec]);
+    c
+}
+
 fn broker(dir: &Path) -> BrokerProcess {
     Spawn::new(dir.join("db"))
         .bin(BIN)
@@ -23,9 +32,7 @@ struct Reply(Child);
 
 impl Reply {
     fn start(socket: &Path, name: &str, exec: &str, extra: &[&str]) -> Reply {
-        let child = Command::new(BIN)
-            .args(["reply", "--socket", socket.to_str().unwrap(), "--as", name])
-            .args(["--exec", exec])
+        let child = reply_command(socket, name, exec)
             .args(extra)
             .env_remove("A2A_BROKER_SECRET")
             .stdin(Stdio::null())
@@ -127,15 +134,8 @@ fn reply_waits_for_a_broker_started_after_it() {
 fn reply_without_a_broker_says_so_once_its_wait_is_over() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("main.sock");
-    let out = Command::new(BIN)
-        .args([
-            "reply",
-            "--socket",
-            socket.to_str().unwrap(),
-            "--as",
-            "coder",
-        ])
-        .args(["--exec", "cat", "--wait", "0"])
+    let out = reply_command(&socket, "coder", "cat")
+        .args(["--wait", "0"])
         .output()
         .unwrap();
     assert!(!out.status.success());
@@ -158,15 +158,7 @@ fn reply_refuses_a_name_another_connection_holds() {
     let _coder = holder
         .register("elsewhere", agent_card("coder"), Delivery::Push)
         .unwrap();
-    let out = Command::new(BIN)
-        .args([
-            "reply",
-            "--socket",
-            socket.to_str().unwrap(),
-            "--as",
-            "coder",
-        ])
-        .args(["--exec", "cat"])
+    let out = reply_command(&socket, "coder", "cat")
         .env_remove("A2A_BROKER_SECRET")
         .output()
         .unwrap();
