@@ -115,6 +115,21 @@ fn run_cli(xdg: &Path, secret: Option<&str>, args: &[&str]) -> (bool, String, St
     )
 }
 
+/// `a2a-broker call --socket main --as AS a2a.tasks.status PARAMS`, with no
+/// secret in the environment.
+fn status_as(xdg: &Path, as_: &str, params: &str) -> (bool, String, String) {
+    let args = [
+        "call",
+        "--socket",
+        "main",
+        "--as",
+        as_,
+        "a2a.tasks.status",
+        params,
+    ];
+    run_cli(xdg, None, &args)
+}
+
 /// A socket-only broker at `--socket NAME` under `xdg`.
 fn broker_named(dir: &Path, xdg: &Path, name: &str) -> BrokerProcess {
     Spawn::new(dir.join("db"))
@@ -252,19 +267,7 @@ fn call_as_a_name_held_elsewhere_says_why_and_what_to_do() {
         .unwrap();
     assert!(line.contains("watching coder"), "{line}");
 
-    let (ok, out, err) = run_cli(
-        &xdg,
-        None,
-        &[
-            "call",
-            "--socket",
-            "main",
-            "--as",
-            "coder",
-            "a2a.tasks.status",
-            r#"{"id":"t","state":"working"}"#,
-        ],
-    );
+    let (ok, out, err) = status_as(&xdg, "coder", r#"{"id":"t","state":"working"}"#);
     let _ = watcher.kill();
     let _ = watcher.wait();
     assert!(!ok, "{out}");
@@ -287,19 +290,7 @@ fn call_errors_point_into_the_users_own_json_and_name_as() {
     // A wrong field name: the missing field is reported at the end of what
     // the user typed (column 32), not of the JSON with the token put in.
     let typed = r#"{"task": "t1", "state": "working"}"#;
-    let (ok, _, err) = run_cli(
-        &xdg,
-        None,
-        &[
-            "call",
-            "--socket",
-            "main",
-            "--as",
-            "me",
-            "a2a.tasks.status",
-            typed,
-        ],
-    );
+    let (ok, _, err) = status_as(&xdg, "me", typed);
     assert!(!ok);
     assert!(
         err.contains(&format!(
@@ -310,19 +301,7 @@ fn call_errors_point_into_the_users_own_json_and_name_as() {
     );
     // A value of the wrong type: its own column in the user's text.
     let typed = r#"{"id": 7, "state": "working"}"#;
-    let (ok, _, err) = run_cli(
-        &xdg,
-        None,
-        &[
-            "call",
-            "--socket",
-            "main",
-            "--as",
-            "me",
-            "a2a.tasks.status",
-            typed,
-        ],
-    );
+    let (ok, _, err) = status_as(&xdg, "me", typed);
     assert!(!ok);
     assert!(
         err.contains("expected a string at line 1 column 8"),

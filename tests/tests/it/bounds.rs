@@ -144,14 +144,17 @@ fn file_bound_counts_decoded_bytes() {
         "a2a.message.send",
         json!({"token": req.token, "message": parts_msg(over, &wrk.id)}),
     );
-    let (max, actual) = (MAX_FILE as u64, Some(MAX_FILE as u64 + 1));
-    assert_bound_error(
-        &resp,
-        "A2A_PAYLOAD_TOO_LARGE",
-        "A2A_MAX_FILE_BYTES",
-        max,
-        actual,
-    );
+    let too_large = |resp: &Value| {
+        let (max, actual) = (MAX_FILE as u64, Some(MAX_FILE as u64 + 1));
+        assert_bound_error(
+            resp,
+            "A2A_PAYLOAD_TOO_LARGE",
+            "A2A_MAX_FILE_BYTES",
+            max,
+            actual,
+        )
+    };
+    too_large(&resp);
     assert!(listed_task_ids(&mut b, &req).is_empty());
     // Exactly at the limit: accepted (28 MB of base64 stays under the frame bound).
     let at = json!([{"kind": "file", "file": {"name": "big.bin", "bytes": at_b64}}]);
@@ -174,13 +177,7 @@ fn file_bound_counts_decoded_bytes() {
         "a2a.tasks.artifact",
         json!({"token": wrk.token, "id": id, "artifact": art}),
     );
-    assert_bound_error(
-        &resp,
-        "A2A_PAYLOAD_TOO_LARGE",
-        "A2A_MAX_FILE_BYTES",
-        max,
-        actual,
-    );
+    too_large(&resp);
     let t = b.ok(
         "a2a.tasks.get",
         json!({"token": req.token, "id": id, "historyLength": 0}),
@@ -211,21 +208,34 @@ fn data_part_bound_counts_serialized_size(t: Transport) {
     });
 }
 
-fn history_bound_refuses_the_257th_message_but_not_status_changes(t: Transport) {
-    let db = TestDb::new();
-    let mut b = Broker::open_on(t, &db.path);
-    let (req, wrk) = pair(&mut b);
-    let id = tid(&b.create_task(&req, &wrk, "m1"));
-    // 255 more messages, as worker status messages (not charged as sends).
+/// The worker appends 255 status messages to task `id` (ids `{prefix}0`
+/// and up, the text of message `i` `text(i)`), each accepted: with the
+/// creation's message, a full history.
+fn fill_with_status_messages(
+    b: &mut Broker,
+    wrk: &Agent,
+    id: &str,
+    prefix: &str,
+    text: impl Fn(usize) -> String,
+) {
     let reqs = (0..255)
         .map(|i| {
-            let m = json!({"role": "agent", "messageId": format!("h{i}"), "parts": [{"kind": "text", "text": format!("m{}", i + 2)}]});
+            let m = json!({"role": "agent", "messageId": format!("{prefix}{i}"), "parts": [{"kind": "text", "text": text(i)}]});
             ("a2a.tasks.status", json!({"token": wrk.token, "id": id, "state": "working", "message": m}))
         })
         .collect();
     for resp in b.pipeline(reqs) {
         result(&resp);
     }
+}
+
+fn history_bound_refuses_the_257th_message_but_not_status_changes(t: Transport) {
+    let db = TestDb::new();
+    let mut b = Broker::open_on(t, &db.path);
+    let (req, wrk) = pair(&mut b);
+    let id = tid(&b.create_task(&req, &wrk, "m1"));
+    // 255 more messages, as worker status messages (not charged as sends).
+    fill_with_status_messages(&mut b, &wrk, &id, "h", |i| format!("m{}", i + 2));
     let t = b.get_task(&req, &id);
     assert_eq!(t["history"].as_array().unwrap().len(), 256);
     assert_eq!(t["version"], 256);
@@ -415,15 +425,7 @@ fn send_bound_counts_successful_sends_per_registration(t: Transport) {
         errors.first()
     );
     // The 200th succeeds, the 201st is refused.
-    b.ok(
-        "a2a.message.send",
-        json!({"token": a.token, "message": text_msg_on("200th", &id)}),
-    );
-    let resp = b.call(
-        "a2a.message.send",
-        json!({"token": a.token, "message": text_msg_on("201st", &id)}),
-    );
-    assert_bound_error(&resp, "A2A_SEND_CAP", "A2A_MAX_SENDS_PER_RUN", 200, None);
+    the_200th_send_passes_the_201st_is_refused(&mut b, &a, &id);
     let resp = b.call(
         "a2a.message.stream",
         json!({"token": a.token, "message": text_msg_to("new", &w.id)}),
@@ -441,6 +443,20 @@ fn send_bound_counts_successful_sends_per_registration(t: Transport) {
     b.ok("a2a.agents.deregister", json!({"token": a.token}));
     let a = b.agent("ctx-req", "req");
     b.create_task(&a, &w, "fresh start");
+}
+
+/// `a` has made 199 sends: the 200th, on task `id`, succeeds; the 201st
+/// is refused with the send cap.
+fn the_200th_send_passes_the_201st_is_refused(b: &mut Broker, a: &Agent, id: &str) {
+    b.ok(
+        "a2a.message.send",
+        json!({"token": a.token, "message": text_msg_on("200th", id)}),
+    );
+    let resp = b.call(
+        "a2a.message.send",
+        json!({"token": a.token, "message": text_msg_on("201st", id)}),
+    );
+    assert_bound_error(&resp, "A2A_SEND_CAP", "A2A_MAX_SENDS_PER_RUN", 200, None);
 }
 
 fn a_broadcast_is_charged_one_send_per_task(t: Transport) {
@@ -465,15 +481,7 @@ fn a_broadcast_is_charged_one_send_per_task(t: Transport) {
     for resp in b.pipeline(reqs) {
         result(&resp); // 199
     }
-    b.ok(
-        "a2a.message.send",
-        json!({"token": a.token, "message": text_msg_on("200th", &id)}),
-    );
-    let resp = b.call(
-        "a2a.message.send",
-        json!({"token": a.token, "message": text_msg_on("201st", &id)}),
-    );
-    assert_bound_error(&resp, "A2A_SEND_CAP", "A2A_MAX_SENDS_PER_RUN", 200, None);
+    the_200th_send_passes_the_201st_is_refused(&mut b, &a, &id);
     assert_eq!(peers.len(), 4);
 }
 
@@ -482,15 +490,7 @@ fn deregister_settles_a_task_whose_history_is_full(t: Transport) {
     let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let id = tid(&b.create_task(&req, &wrk, "m1"));
-    let reqs = (0..255)
-        .map(|i| {
-            let m = json!({"role": "agent", "messageId": format!("h{i}"), "parts": [{"kind": "text", "text": "x"}]});
-            ("a2a.tasks.status", json!({"token": wrk.token, "id": id, "state": "working", "message": m}))
-        })
-        .collect();
-    for resp in b.pipeline(reqs) {
-        result(&resp);
-    }
+    fill_with_status_messages(&mut b, &wrk, &id, "h", |_| "x".into());
     b.expect_event(&wrk.id);
     // The requester leaves: the task is canceled although no message fits.
     b.ok("a2a.agents.deregister", json!({"token": req.token}));
@@ -504,15 +504,7 @@ fn deregister_settles_a_task_whose_history_is_full(t: Transport) {
     // And a cancel without a message on a full task works too.
     let req = b.agent("ctx-req", "req");
     let id = tid(&b.create_task(&req, &wrk, "m1"));
-    let reqs = (0..255)
-        .map(|i| {
-            let m = json!({"role": "agent", "messageId": format!("k{i}"), "parts": [{"kind": "text", "text": "x"}]});
-            ("a2a.tasks.status", json!({"token": wrk.token, "id": id, "state": "working", "message": m}))
-        })
-        .collect();
-    for resp in b.pipeline(reqs) {
-        result(&resp);
-    }
+    fill_with_status_messages(&mut b, &wrk, &id, "k", |_| "x".into());
     let t = b.ok("a2a.tasks.cancel", json!({"token": req.token, "id": id}))["task"].clone();
     assert_eq!(t["status"]["state"], "canceled");
 }

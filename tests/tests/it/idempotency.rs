@@ -13,21 +13,22 @@ on_both_transports!(
     replays_succeed_at_every_cap,
 );
 
+/// `req` sends `m` with `a2a.message.send`: the task it answers.
+fn send_task(b: &mut Broker, req: &Agent, m: &Value) -> Value {
+    b.ok(
+        "a2a.message.send",
+        json!({"token": req.token, "message": m}),
+    )["task"]
+        .clone()
+}
+
 fn replayed_creation_returns_the_same_task_and_routes_nothing(t: Transport) {
     let db = TestDb::new();
     let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let m = text_msg_to("do it once", &wrk.id);
-    let first = b.ok(
-        "a2a.message.send",
-        json!({"token": req.token, "message": m}),
-    )["task"]
-        .clone();
-    let again = b.ok(
-        "a2a.message.send",
-        json!({"token": req.token, "message": m}),
-    )["task"]
-        .clone();
+    let first = send_task(&mut b, &req, &m);
+    let again = send_task(&mut b, &req, &m);
     assert_eq!(again, first);
     // Through stream as well.
     let again = b.ok(
@@ -47,11 +48,7 @@ fn replayed_creation_returns_the_same_task_and_routes_nothing(t: Transport) {
     });
     // A replay answers with the task as it is now.
     b.set_state(&wrk, &tid(&first), "working");
-    let now = b.ok(
-        "a2a.message.send",
-        json!({"token": req.token, "message": m}),
-    )["task"]
-        .clone();
+    let now = send_task(&mut b, &req, &m);
     assert_eq!(now["id"], first["id"]);
     assert_eq!(now["status"]["state"], "working");
     assert_eq!(now["version"], 3);
@@ -65,18 +62,10 @@ fn replayed_append_does_not_append_again(t: Transport) {
     let id = tid(&b.create_task(&req, &wrk, "one"));
     b.expect_event(&wrk.id);
     let m = text_msg_on("two", &id);
-    let first = b.ok(
-        "a2a.message.send",
-        json!({"token": req.token, "message": m}),
-    )["task"]
-        .clone();
+    let first = send_task(&mut b, &req, &m);
     assert_eq!(first["version"], 2);
     b.expect_event(&wrk.id);
-    let again = b.ok(
-        "a2a.message.send",
-        json!({"token": req.token, "message": m}),
-    )["task"]
-        .clone();
+    let again = send_task(&mut b, &req, &m);
     assert_eq!(again, first);
     let t = b.get_task(&req, &id);
     assert_eq!(t["version"], 2);
@@ -106,11 +95,7 @@ fn same_message_id_with_different_parts_is_invalid_params(t: Transport) {
     let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
     let m = text_msg_to("original", &wrk.id);
-    let t = b.ok(
-        "a2a.message.send",
-        json!({"token": req.token, "message": m}),
-    )["task"]
-        .clone();
+    let t = send_task(&mut b, &req, &m);
     let mut changed = m.clone();
     changed["parts"] = json!([{"kind": "text", "text": "changed"}]);
     let resp = b.call(
@@ -145,18 +130,10 @@ fn the_same_message_id_elsewhere_is_not_a_replay(t: Transport) {
     let other = b.agent("ctx-o", "other");
     let mut m = text_msg_to("same id", &wrk.id);
     m["messageId"] = json!("shared-id");
-    let t1 = b.ok(
-        "a2a.message.send",
-        json!({"token": req.token, "message": m}),
-    )["task"]
-        .clone();
+    let t1 = send_task(&mut b, &req, &m);
     // To another worker: a new task.
     m["to"] = json!(wrk2.id);
-    let t2 = b.ok(
-        "a2a.message.send",
-        json!({"token": req.token, "message": m}),
-    )["task"]
-        .clone();
+    let t2 = send_task(&mut b, &req, &m);
     assert_ne!(t1["id"], t2["id"]);
     // From another sender in another context: a new task.
     m["to"] = json!(wrk.id);

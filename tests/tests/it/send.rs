@@ -402,14 +402,20 @@ fn terminal_unknown_and_foreign_tasks_refuse_messages(t: Transport) {
     assert_eq!(b.get_task(&req, &tid)["version"], 1);
 }
 
+/// `req` sends "work" to `wrk` with `blocking: true`: the request's id,
+/// whose answer waits for the task to settle.
+fn blocking_send(b: &mut Broker, req: &Agent, wrk: &Agent) -> u64 {
+    b.request(
+        "a2a.message.send",
+        json!({"token": req.token, "message": text_msg_to("work", &wrk.id), "configuration": {"blocking": true}}),
+    )
+}
+
 fn blocking_send_answers_when_the_task_completes(t: Transport) {
     let db = TestDb::new();
     let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
-    let id = b.request(
-        "a2a.message.send",
-        json!({"token": req.token, "message": text_msg_to("work", &wrk.id), "configuration": {"blocking": true}}),
-    );
+    let id = blocking_send(&mut b, &req, &wrk);
     // While it is outstanding, the worker acts on the same connection.
     let n = b.expect_event(&wrk.id);
     let tid = n["params"]["event"]["taskId"].as_str().unwrap().to_string();
@@ -609,6 +615,15 @@ fn a2a_v1_parts_without_kind_are_normalised(t: Transport) {
     assert_eq!(&n["params"]["event"]["status"]["message"]["parts"], p);
 }
 
+/// `req` sends a message of `parts` to `wrk`: the task it creates.
+fn send_parts(b: &mut Broker, req: &Agent, wrk: &Agent, parts: &Value) -> Value {
+    b.ok(
+        "a2a.message.send",
+        json!({"token": req.token, "message": parts_msg(parts.clone(), &wrk.id)}),
+    )["task"]
+        .clone()
+}
+
 fn file_parts_round_trip(t: Transport) {
     use base64::Engine;
     let db = TestDb::new();
@@ -620,11 +635,7 @@ fn file_parts_round_trip(t: Transport) {
         {"kind": "file", "file": {"uri": "file:///tmp/x"}},
         {"kind": "data", "data": {"nested": {"a": [true, null, 1.5]}}}
     ]);
-    let t = b.ok(
-        "a2a.message.send",
-        json!({"token": req.token, "message": parts_msg(parts.clone(), &wrk.id)}),
-    )["task"]
-        .clone();
+    let t = send_parts(&mut b, &req, &wrk, &parts);
     assert_eq!(t["history"][0]["parts"], parts);
     let tid = t["id"].as_str().unwrap();
     assert_eq!(b.get_task(&wrk, tid)["history"][0]["parts"], parts);
@@ -664,10 +675,7 @@ fn blocking_send_answers_when_the_worker_leaves(t: Transport) {
     let db = TestDb::new();
     let mut b = Broker::open_on(t, &db.path);
     let (req, wrk) = pair(&mut b);
-    let id = b.request(
-        "a2a.message.send",
-        json!({"token": req.token, "message": text_msg_to("work", &wrk.id), "configuration": {"blocking": true}}),
-    );
+    let id = blocking_send(&mut b, &req, &wrk);
     b.expect_event(&wrk.id);
     assert!(!b.has_response(id));
     b.ok("a2a.agents.deregister", json!({"token": wrk.token}));
@@ -687,11 +695,7 @@ fn pi_desktop_lenient_forms_are_accepted(t: Transport) {
         json!([{"kind": "file", "file": {"name": "n.txt", "mimeType": "text/plain"}}]),
         json!([{"kind": "file", "file": {"uri": "https://x/y", "bytes": "aGk="}}]),
     ] {
-        let t = b.ok(
-            "a2a.message.send",
-            json!({"token": req.token, "message": parts_msg(parts.clone(), &wrk.id)}),
-        )["task"]
-            .clone();
+        let t = send_parts(&mut b, &req, &wrk, &parts);
         assert_eq!(t["history"][0]["parts"], parts);
     }
     // Blank `to` is omitted: the only peer; blank `taskId` creates a task.

@@ -283,14 +283,20 @@ fn get_returns_the_task_to_parties_only_and_trims_history(t: Transport) {
     assert_rpc_error(&resp, -32602);
 }
 
+/// A requester, a worker, a third agent (`ctx-s`) and a task from the
+/// requester to the worker, whose creation event the worker has had.
+fn task_and_stranger(b: &mut Broker) -> (Agent, Agent, Agent, String) {
+    let (req, wrk) = pair(b);
+    let stranger = b.agent("ctx-s", "stranger");
+    let id = tid(&b.create_task(&req, &wrk, "x"));
+    b.expect_event(&wrk.id);
+    (req, wrk, stranger, id)
+}
+
 fn cancel_by_either_party_routes_to_the_other(t: Transport) {
     let db = TestDb::new();
     let mut b = Broker::open_on(t, &db.path);
-    let (req, wrk) = pair(&mut b);
-    let stranger = b.agent("ctx-s", "stranger");
-
-    let id = tid(&b.create_task(&req, &wrk, "x"));
-    b.expect_event(&wrk.id);
+    let (req, wrk, stranger, id) = task_and_stranger(&mut b);
     let resp = b.call(
         "a2a.tasks.cancel",
         json!({"token": stranger.token, "id": id}),
@@ -543,10 +549,7 @@ fn list_filters_by_role_and_state_newest_first_with_cursor_paging(t: Transport) 
 fn resubscribe_emits_the_current_status_to_the_caller(t: Transport) {
     let db = TestDb::new();
     let mut b = Broker::open_on(t, &db.path);
-    let (req, wrk) = pair(&mut b);
-    let stranger = b.agent("ctx-s", "stranger");
-    let id = tid(&b.create_task(&req, &wrk, "x"));
-    b.expect_event(&wrk.id);
+    let (req, wrk, stranger, id) = task_and_stranger(&mut b);
     b.set_state(&wrk, &id, "working");
     b.expect_event(&req.id);
     let r = b.ok(
