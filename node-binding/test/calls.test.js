@@ -7,14 +7,11 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const { randomBytes } = require('node:crypto')
 const { textMessage, textOf } = require('..')
-const { spawnBroker, deadline } = require('./helpers')
+const { brokerForFile, deadline } = require('./helpers')
 
 let broker
-test.before(async () => {
-  broker = await deadline(spawnBroker(), 900_000, 'spawn broker')
-})
-test.after(async () => {
-  await broker.close()
+brokerForFile((b) => {
+  broker = b
 })
 
 /** Collects `onEvent` events until `pred(all)` holds. */

@@ -6,14 +6,11 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const path = require('node:path')
 const { Broker, textMessage } = require('..')
-const { spawnBroker, deadline, rejection, tempDir } = require('./helpers')
+const { brokerForFile, rejection, tempDir } = require('./helpers')
 
 let broker
-test.before(async () => {
-  broker = await deadline(spawnBroker(), 900_000, 'spawn broker')
-})
-test.after(async () => {
-  await broker.close()
+brokerForFile((b) => {
+  broker = b
 })
 
 function assertA2A(e, errorCode) {

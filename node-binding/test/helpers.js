@@ -6,6 +6,7 @@ const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
+const test = require('node:test')
 const { Broker } = require('..')
 
 let bin = null
@@ -43,6 +44,40 @@ function deadline(p, ms, what) {
   return Promise.race([p, t]).finally(() => clearTimeout(timer))
 }
 
+/**
+ * One broker for a whole test file: spawned before its first test (handed
+ * to `set`), closed after its last.
+ */
+function brokerForFile(set) {
+  let broker
+  test.before(async () => {
+    broker = await deadline(spawnBroker(), 900_000, 'spawn broker')
+    set(broker)
+  })
+  test.after(async () => {
+    await broker.close()
+  })
+}
+
+/**
+ * The TypeScript diagnostics of `file` (a path) compiled under `strict`
+ * for ES2022/CommonJS, as the addon's users compile: their messages.
+ */
+function typeErrors(file) {
+  const ts = require('typescript')
+  const program = ts.createProgram([file], {
+    strict: true,
+    noEmit: true,
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.CommonJS,
+    moduleResolution: ts.ModuleResolutionKind.Node10,
+    lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
+    types: [],
+    skipLibCheck: false,
+  })
+  return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))
+}
+
 /** Resolves with the rejection of `p` (fails if it resolves). */
 async function rejection(p) {
   let v
@@ -54,4 +89,4 @@ async function rejection(p) {
   throw new Error(`expected a rejection, got ${JSON.stringify(v)}`)
 }
 
-module.exports = { brokerBin, tempDir, spawnBroker, deadline, rejection }
+module.exports = { brokerBin, tempDir, spawnBroker, brokerForFile, deadline, rejection, typeErrors }

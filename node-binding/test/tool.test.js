@@ -5,8 +5,7 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const path = require('node:path')
-const ts = require('typescript')
-const { spawnBroker, deadline } = require('./helpers')
+const { spawnBroker, deadline, typeErrors } = require('./helpers')
 
 async function pair() {
   const broker = await spawnBroker()
@@ -37,17 +36,7 @@ test('the tool has the Pi runtime shape and no token in its schema', async () =>
 })
 
 test('agent.tool() type-checks as the Pi runtime\'s AgentTool', () => {
-  const program = ts.createProgram([path.join(__dirname, 'fixtures', 'tool-usage.ts')], {
-    strict: true,
-    noEmit: true,
-    target: ts.ScriptTarget.ES2022,
-    module: ts.ModuleKind.CommonJS,
-    moduleResolution: ts.ModuleResolutionKind.Node10,
-    lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
-    types: [],
-  })
-  const d = ts.getPreEmitDiagnostics(program).map((x) => ts.flattenDiagnosticMessageText(x.messageText, '\n'))
-  assert.deepEqual(d, [])
+  assert.deepEqual(typeErrors(path.join(__dirname, 'fixtures', 'tool-usage.ts')), [])
 })
 
 test('a whole delegation through execute()', async () => {

@@ -9,23 +9,12 @@ const assert = require('node:assert/strict')
 const path = require('node:path')
 const Module = require('node:module')
 const ts = require('typescript')
-const { spawnBroker, deadline } = require('./helpers')
+const { spawnBroker, deadline, typeErrors } = require('./helpers')
 
 const fixtures = path.join(__dirname, 'fixtures')
-const options = {
-  strict: true,
-  noEmit: true,
-  target: ts.ScriptTarget.ES2022,
-  module: ts.ModuleKind.CommonJS,
-  moduleResolution: ts.ModuleResolutionKind.Node10,
-  lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
-  types: [],
-  skipLibCheck: false,
-}
 
 function diagnostics(file) {
-  const program = ts.createProgram([path.join(fixtures, file)], options)
-  return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))
+  return typeErrors(path.join(fixtures, file))
 }
 
 test('code written against a2a.ts type-checks against index.d.ts', () => {
