@@ -10,6 +10,8 @@
 //! (a follow-up completes it), `slow` (works until canceled), `message` (a
 //! direct Message answer), `error` (a JSON-RPC error).
 
+mod common;
+
 use a2a_client::proto::types::StreamEvent;
 use a2a_client::{
     agent_card, message_to, task_message, Agent, Client, Delivery, Event, Part, State, Task,
@@ -274,14 +276,8 @@ async fn serve_fake(streaming: bool) -> (Arc<Fake>, String) {
         .route("/rpc-a", post(|s, h, b| rpc(s, "rpc-a", h, b)))
         .route("/rpc-b", post(|s, h, b| rpc(s, "rpc-b", h, b)))
         .with_state(f.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let port = listener.local_addr().expect("addr").port();
+    let port = common::serve_loopback(app).await;
     f.port.store(port as usize, Ordering::Relaxed);
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
     (f, format!("http://127.0.0.1:{port}"))
 }
 
@@ -293,6 +289,26 @@ struct Setup {
     _remote: Remote,
     delegate: Agent,
     peer: String,
+}
+
+impl Setup {
+    /// The gateway dies (its bridge, actors and broker connection go, as in
+    /// a crash): what is left, the broker's folder and process, the
+    /// delegate and the remote's peer name.
+    fn gateway_dies(self) -> (tempfile::TempDir, BrokerProcess, Agent, String) {
+        drop(self._remote);
+        (self._dir, self._broker, self.delegate, self.peer)
+    }
+}
+
+/// Bridge options with a state file in `dir` (`remotes.db`).
+fn stateful_options(dir: &tempfile::TempDir) -> OutboundOptions {
+    let store =
+        a2a_gateway::store::Store::open(&dir.path().join("remotes.db")).expect("state file");
+    OutboundOptions {
+        store: Some(store),
+        ..OutboundOptions::default()
+    }
 }
 
 async fn setup(url: &str) -> Setup {
@@ -336,8 +352,16 @@ async fn setup_with(url: &str, opts: OutboundOptions) -> Setup {
 /// A streaming remote, bridged, with a slow task the delegate sent it,
 /// once the task is working.
 async fn a_working_remote_task() -> (Arc<Fake>, String, Setup, Task) {
-    let (fake, url) = serve_fake(true).await;
-    let s = setup(&url).await;
+    a_working_remote_task_with(true, OutboundOptions::default()).await
+}
+
+/// The same with a streaming remote or not, and the bridge's options.
+async fn a_working_remote_task_with(
+    streaming: bool,
+    opts: OutboundOptions,
+) -> (Arc<Fake>, String, Setup, Task) {
+    let (fake, url) = serve_fake(streaming).await;
+    let s = setup_with(&url, opts).await;
     let task = send(&s.delegate, message_to(&s.peer, "slow work")).await;
     statuses_until(&s.delegate, &task.id, &[State::Working]).await;
     (fake, url, s, task)
@@ -350,6 +374,16 @@ async fn listed(a: &Agent, name: &str) -> bool {
         .expect("in time")
         .expect("list ok");
     cards.iter().any(|c| c.name == name)
+}
+
+/// Waits (within TIMEOUT) until the remote has been asked to cancel its
+/// one task.
+async fn until_the_remote_task_is_canceled(fake: &Fake) {
+    until_called(fake, "CancelTask").await;
+    assert_eq!(
+        fake.calls_of("CancelTask")[0]["id"],
+        json!(fake.only_task())
+    );
 }
 
 /// Waits (within TIMEOUT) until the remote has received a `method` call.
@@ -402,6 +436,13 @@ async fn statuses_until(a: &Agent, task: &str, until: &[State]) -> Vec<(State, O
             return seen;
         }
     }
+}
+
+async fn cancel(a: &Agent, id: &str) {
+    tokio::time::timeout(TIMEOUT, a.cancel_async(id, None).expect("submit"))
+        .await
+        .expect("in time")
+        .expect("cancel ok");
 }
 
 async fn get_task(a: &Agent, id: &str) -> Task {
@@ -495,16 +536,8 @@ async fn a_delegate_cancel_cancels_the_remote_task() {
     let task = send(&s.delegate, message_to(&s.peer, "slow work")).await;
     let seen = statuses_until(&s.delegate, &task.id, &[State::Working]).await;
     assert_eq!(seen.last(), Some(&(State::Working, Some("working".into()))));
-    tokio::time::timeout(
-        TIMEOUT,
-        s.delegate.cancel_async(&task.id, None).expect("submit"),
-    )
-    .await
-    .expect("in time")
-    .expect("cancel ok");
-    until_called(&fake, "CancelTask").await;
-    let remote_task = fake.only_task();
-    assert_eq!(fake.calls_of("CancelTask")[0]["id"], json!(remote_task));
+    cancel(&s.delegate, &task.id).await;
+    until_the_remote_task_is_canceled(&fake).await;
     assert_eq!(
         get_task(&s.delegate, &task.id).await.status.state,
         State::Canceled
@@ -524,18 +557,8 @@ async fn a_cancel_reaches_a_unary_remote_while_its_task_runs() {
         fake.calls_of("SendMessage")[0]["configuration"]["returnImmediately"],
         true
     );
-    tokio::time::timeout(
-        TIMEOUT,
-        s.delegate.cancel_async(&task.id, None).expect("submit"),
-    )
-    .await
-    .expect("in time")
-    .expect("cancel ok");
-    until_called(&fake, "CancelTask").await;
-    assert_eq!(
-        fake.calls_of("CancelTask")[0]["id"],
-        json!(fake.only_task())
-    );
+    cancel(&s.delegate, &task.id).await;
+    until_the_remote_task_is_canceled(&fake).await;
 }
 
 /// A remote task forwarded by a gateway that then dies three times (its
@@ -543,27 +566,13 @@ async fn a_cancel_reaches_a_unary_remote_while_its_task_runs() {
 /// file): the remote is sent the message once, the task resumes each
 /// time, and the delegate's cancel reaches the remote.
 async fn forwarded_once_across_restarts(streaming: bool) {
-    let (fake, url) = serve_fake(streaming).await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let store =
-        a2a_gateway::store::Store::open(&dir.path().join("remotes.db")).expect("state file");
-    let opts = OutboundOptions {
-        store: Some(store.clone()),
-        ..OutboundOptions::default()
-    };
-    let s = setup_with(&url, opts.clone()).await;
-    let task = send(&s.delegate, message_to(&s.peer, "slow work")).await;
-    statuses_until(&s.delegate, &task.id, &[State::Working]).await;
-    let Setup {
-        _dir: bdir,
-        _broker: broker,
-        _remote: remote,
-        delegate,
-        peer,
-    } = s;
-    let socket = bdir.path().join("run").join("sock");
-    let secret = broker.secret().expect("secret");
-    let mut remote = Some(remote);
+    let opts = stateful_options(&dir);
+    let (fake, url, s, task) = a_working_remote_task_with(streaming, opts.clone()).await;
+    let socket = s._dir.path().join("run").join("sock");
+    let secret = s._broker.secret().expect("secret");
+    let (_bdir, _broker, delegate, peer) = s.gateway_dies();
+    let mut remote = None;
     for round in 0..3 {
         drop(remote.take());
         let deadline = tokio::time::Instant::now() + TIMEOUT;
@@ -585,18 +594,8 @@ async fn forwarded_once_across_restarts(streaming: bool) {
     }
     let sends = fake.calls_of("SendMessage").len() + fake.calls_of("SendStreamingMessage").len();
     assert_eq!(sends, 1, "the remote task ran once");
-    tokio::time::timeout(
-        TIMEOUT,
-        delegate.cancel_async(&task.id, None).expect("submit"),
-    )
-    .await
-    .expect("in time")
-    .expect("cancel ok");
-    until_called(&fake, "CancelTask").await;
-    assert_eq!(
-        fake.calls_of("CancelTask")[0]["id"],
-        json!(fake.only_task())
-    );
+    cancel(&delegate, &task.id).await;
+    until_the_remote_task_is_canceled(&fake).await;
     drop(remote);
 }
 
@@ -612,46 +611,21 @@ async fn a_unary_remote_task_is_forwarded_once_across_three_restarts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_made_while_the_gateway_was_down_reaches_the_remote() {
-    let (fake, url) = serve_fake(false).await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let store =
-        a2a_gateway::store::Store::open(&dir.path().join("remotes.db")).expect("state file");
-    let opts = OutboundOptions {
-        store: Some(store),
-        ..OutboundOptions::default()
-    };
-    let s = setup_with(&url, opts.clone()).await;
-    let task = send(&s.delegate, message_to(&s.peer, "slow work")).await;
-    statuses_until(&s.delegate, &task.id, &[State::Working]).await;
-    let Setup {
-        _dir: bdir,
-        _broker: broker,
-        _remote: remote,
-        delegate,
-        peer,
-    } = s;
-    drop(remote);
+    let opts = stateful_options(&dir);
+    let (fake, url, s, task) = a_working_remote_task_with(false, opts.clone()).await;
+    let (bdir, broker, delegate, peer) = s.gateway_dies();
     while listed(&delegate, &peer).await {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    tokio::time::timeout(
-        TIMEOUT,
-        delegate.cancel_async(&task.id, None).expect("submit"),
-    )
-    .await
-    .expect("in time")
-    .expect("cancel ok");
+    cancel(&delegate, &task.id).await;
     assert!(fake.calls_of("CancelTask").is_empty());
     let socket = bdir.path().join("run").join("sock");
     let gateway = Client::connect(&socket, &broker.secret().expect("secret")).expect("connect");
     let _again = add_remote(&gateway, RemoteSpec::new(&url), &opts)
         .await
         .expect("re-added");
-    until_called(&fake, "CancelTask").await;
-    assert_eq!(
-        fake.calls_of("CancelTask")[0]["id"],
-        json!(fake.only_task())
-    );
+    until_the_remote_task_is_canceled(&fake).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -733,14 +707,7 @@ async fn an_unreachable_remote_cannot_be_added() {
 async fn a_gateway_that_comes_back_fails_the_tasks_it_lost() {
     let (_fake, url, s, task) = a_working_remote_task().await;
     // The gateway dies (its bridge, actors and broker connection go).
-    let Setup {
-        _dir: dir,
-        _broker: broker,
-        _remote: remote,
-        delegate,
-        peer,
-    } = s;
-    drop(remote);
+    let (dir, broker, delegate, peer) = s.gateway_dies();
     let deadline = tokio::time::Instant::now() + TIMEOUT;
     loop {
         if !listed(&delegate, &peer).await {
@@ -823,13 +790,7 @@ async fn serve_odd() -> (String, Arc<Mutex<Vec<String>>>) {
                 ([("content-type", "text/event-stream")], body).into_response()
             }),
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let port = common::serve_loopback(app).await;
     (format!("http://127.0.0.1:{port}"), auth)
 }
 
@@ -930,13 +891,7 @@ async fn the_token_goes_only_to_the_origin_that_was_added() {
                 }
             }),
         );
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let port = l.local_addr().expect("addr").port();
-        tokio::spawn(async move {
-            let _ = axum::serve(l, app).await;
-        });
+        let port = common::serve_loopback(app).await;
         format!("http://127.0.0.1:{port}/rpc")
     };
     let card_origin = {
@@ -953,13 +908,7 @@ async fn the_token_goes_only_to_the_origin_that_was_added() {
                 }
             }),
         );
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let port = l.local_addr().expect("addr").port();
-        tokio::spawn(async move {
-            let _ = axum::serve(l, app).await;
-        });
+        let port = common::serve_loopback(app).await;
         format!("http://127.0.0.1:{port}")
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -1068,13 +1017,7 @@ async fn remote_add_stopped_by_sigterm_resumes_when_started_again() {
         State::Working
     );
     assert_eq!(fake.calls_of("SendMessage").len(), 1);
-    tokio::time::timeout(
-        TIMEOUT,
-        delegate.cancel_async(&task.id, None).expect("submit"),
-    )
-    .await
-    .expect("in time")
-    .expect("cancel ok");
+    cancel(&delegate, &task.id).await;
     until_called(&fake, "CancelTask").await;
     let _ = second.kill();
     let _ = second.wait();

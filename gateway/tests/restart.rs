@@ -31,12 +31,8 @@ async fn receiver() -> (String, mpsc::UnboundedReceiver<Value>) {
             }
         }),
     );
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/webhook", l.local_addr().unwrap());
-    tokio::spawn(async move {
-        let _ = axum::serve(l, app).await;
-    });
-    (url, rx)
+    let port = common::serve_loopback(app).await;
+    (format!("http://127.0.0.1:{port}/webhook"), rx)
 }
 
 /// Waits for a webhook POST whose status is `state` for `task`.

@@ -380,3 +380,16 @@ impl Drop for GatewayProc {
         let _ = self.child.wait();
     }
 }
+
+/// Serves `app` on a free loopback port, in the background of the current
+/// tokio runtime: the port.
+pub async fn serve_loopback(app: axum::Router) -> u16 {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        let _ = axum::serve(l, app).await;
+    });
+    port
+}
