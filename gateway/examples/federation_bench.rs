@@ -22,8 +22,11 @@
 //! target/release/examples/federation_bench --rounds 200 --concurrency 16
 //! ```
 
-use a2a_client::{message_to, Agent, Client, Delivery, SendConfiguration, State};
+mod bench;
+
+use a2a_client::{message_to, Agent, Client, Delivery, State};
 use a2a_gateway::tck;
+use bench::{blocking, exe_dir, pct, post, print_rates};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -62,16 +65,7 @@ async fn http_send(http: &reqwest::Client, url: &str, n: &mut u64) -> Duration {
     let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
         "message": {"messageId": format!("m-{n}"), "role": "ROLE_USER", "parts": [{"text": "bench"}], "contextId": ctx}}});
     let t = Instant::now();
-    let r: Value = http
-        .post(url)
-        .header("a2a-version", "1.0")
-        .json(&body)
-        .send()
-        .await
-        .expect("post")
-        .json()
-        .await
-        .expect("json");
+    let r = post(http, url, &body).await;
     let d = t.elapsed();
     assert_eq!(
         r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
@@ -141,14 +135,7 @@ impl Requester {
         let t = Instant::now();
         let task = self
             .agent
-            .send_async(
-                message_to(&self.worker, "bench"),
-                Some(SendConfiguration {
-                    blocking: Some(true),
-                    history_length: None,
-                    push_notification_config: None,
-                }),
-            )
+            .send_async(message_to(&self.worker, "bench"), blocking())
             .expect("submit")
             .await
             .expect("send");
@@ -169,14 +156,6 @@ async fn register(client: &Client) -> Agent {
         .expect("submit")
         .await
         .expect("register")
-}
-
-fn pct(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i].as_secs_f64() * 1e6
 }
 
 /// A gateway child (`args` after the binary, the broker's secret in its
@@ -222,10 +201,7 @@ fn spawn_gateway(bin: &Path, args: &[&str], secret: &str, ready_on_stdout: bool)
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let a = args();
-    let dir = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().and_then(|d| d.parent()).map(|d| d.to_path_buf()))
-        .expect("exe dir");
+    let dir = exe_dir();
     let gateway_bin = dir.join("a2a-gateway");
     // Host A: broker, worker, `serve` on a fixed free port.
     let broker_a = tck::spawn_broker(&dir.join("a2a-broker")).expect("broker A");
@@ -360,17 +336,11 @@ async fn main() {
         "phase 2: {} concurrent conversations per mode, {} slices of {:?} per mode, alternating",
         a.concurrency, a.slices, a.slice
     );
-    let base = total[0].0 as f64 / total[0].1.as_secs_f64();
-    for m in MODES {
-        let (n, t) = total[m as usize];
-        let rps = n as f64 / t.as_secs_f64();
-        println!(
-            "{:<10} {:>9.0} tasks/s  x{:.2} of local",
-            m.name(),
-            rps,
-            rps / base
-        );
-    }
+    let rows: Vec<_> = MODES
+        .iter()
+        .map(|&m| (m.name(), total[m as usize].0, total[m as usize].1))
+        .collect();
+    print_rates(&rows, 10, "tasks", "local");
     let _ = bridge.kill();
     let _ = bridge.wait();
     let _ = serve.kill();

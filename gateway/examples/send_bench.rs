@@ -24,8 +24,11 @@
 //! target/release/examples/send_bench --rounds 2000 --concurrency 16
 //! ```
 
-use a2a_client::{message_to, Agent, Client, Delivery, SendConfiguration, State};
+mod bench;
+
+use a2a_client::{message_to, Agent, Client, Delivery, State};
 use a2a_gateway::tck;
+use bench::{blocking, exe_dir, pct, post, print_rates};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -131,14 +134,7 @@ impl SocketSide {
         let t = Instant::now();
         let task = self
             .agent
-            .send_async(
-                m,
-                Some(SendConfiguration {
-                    blocking: Some(true),
-                    history_length: None,
-                    push_notification_config: None,
-                }),
-            )
+            .send_async(m, blocking())
             .expect("submit")
             .await
             .expect("send");
@@ -173,17 +169,7 @@ impl HttpSide {
         let body =
             json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": msg}});
         let t = Instant::now();
-        let r: Value = self
-            .http
-            .post(&self.url)
-            .header("a2a-version", "1.0")
-            .json(&body)
-            .send()
-            .await
-            .expect("post")
-            .json()
-            .await
-            .expect("json");
+        let r = post(&self.http, &self.url, &body).await;
         let d = t.elapsed();
         assert_eq!(
             r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
@@ -191,14 +177,6 @@ impl HttpSide {
         );
         d
     }
-}
-
-fn pct(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i].as_secs_f64() * 1e6
 }
 
 fn spawn_gateway(
@@ -244,10 +222,7 @@ fn spawn_gateway(
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let a = args();
-    let dir = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().and_then(|d| d.parent()).map(|d| d.to_path_buf()))
-        .expect("exe dir");
+    let dir = exe_dir();
     let broker = tck::spawn_broker(&dir.join("a2a-broker")).expect("broker");
     let (socket, secret) = (broker.socket.clone(), broker.secret.clone());
     let worker_client = Client::connect(&socket, &secret).expect("connect");
@@ -414,17 +389,11 @@ async fn main() {
         "phase 2: {} callers per mode, {} slices of {:?} per mode, alternating",
         a.concurrency, a.slices, a.slice
     );
-    let base = total[0].0 as f64 / total[0].1.as_secs_f64();
-    for m in MODES {
-        let (n, t) = total[m as usize];
-        let rps = n as f64 / t.as_secs_f64();
-        println!(
-            "{:<9} {:>9.0} calls/s  x{:.2} of socket",
-            m.name(),
-            rps,
-            rps / base
-        );
-    }
+    let rows: Vec<_> = MODES
+        .iter()
+        .map(|&m| (m.name(), total[m as usize].0, total[m as usize].1))
+        .collect();
+    print_rates(&rows, 9, "calls", "socket");
     let _ = gw.kill();
     let _ = gw.wait();
 }

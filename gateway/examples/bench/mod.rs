@@ -1,0 +1,67 @@
+//! What the gateway's benchmark examples (`send_bench`, `federation_bench`)
+//! share: where the built binaries are, the blocking send they time, an
+//! A2A `SendMessage` over HTTP, and the figures they print.
+
+use a2a_client::SendConfiguration;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The folder of the built binaries (`target/<profile>`): the example runs
+/// from its `examples/` subfolder.
+pub fn exe_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().and_then(|d| d.parent()).map(|d| d.to_path_buf()))
+        .expect("exe dir")
+}
+
+/// The send configuration of every timed send: answered once the task is
+/// settled.
+pub fn blocking() -> Option<SendConfiguration> {
+    Some(SendConfiguration {
+        blocking: Some(true),
+        history_length: None,
+        push_notification_config: None,
+    })
+}
+
+/// POSTs `body` (a JSON-RPC request) to a gateway's `url` with the A2A
+/// version header: the JSON answer.
+pub async fn post(http: &reqwest::Client, url: &str, body: &Value) -> Value {
+    http.post(url)
+        .header("a2a-version", "1.0")
+        .json(body)
+        .send()
+        .await
+        .expect("post")
+        .json()
+        .await
+        .expect("json")
+}
+
+/// The `p` percentile of `sorted`, in microseconds.
+pub fn pct(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1e6
+}
+
+/// Phase 2's table: per mode (its name padded to `width`), the `unit`s
+/// (`tasks`, `calls`) per second and their ratio to the first mode's, named
+/// `base`.
+pub fn print_rates(rows: &[(&str, u64, Duration)], width: usize, unit: &str, base: &str) {
+    let rate = |n: u64, t: Duration| n as f64 / t.as_secs_f64();
+    let first = rate(rows[0].1, rows[0].2);
+    for &(name, n, t) in rows {
+        let rps = rate(n, t);
+        println!(
+            "{:<width$} {:>9.0} {unit}/s  x{:.2} of {base}",
+            name,
+            rps,
+            rps / first
+        );
+    }
+}
