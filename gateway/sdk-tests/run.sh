@@ -25,25 +25,12 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 cd "$ROOT"
 
-run() { echo "+ $*" >&2; "$@"; }
-die() { echo "sdk-tests: $*" >&2; exit 1; }
+NAME=sdk-tests
+# shellcheck source=../../scripts/lib.sh
+. "$ROOT/scripts/lib.sh"
 
 # ---------------------------------------------------------------- install
-PY="$(command -v python3.11 || command -v python3)" || die "python3 is required"
-"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' || die "a2a-sdk needs Python >= 3.10 ($PY)"
-VENV="$HERE/.venv"
-STAMP="$VENV/.installed"
-if [ ! -x "$VENV/bin/python" ] || ! cmp -s "$HERE/python/constraints.txt" "$STAMP"; then
-  run "$PY" -m venv "$VENV" || die "cannot create $VENV (python3-venv missing?)"
-  run "$VENV/bin/pip" install -q --disable-pip-version-check \
-    -r "$HERE/python/requirements.txt" -c "$HERE/python/constraints.txt" || die "pip install failed"
-  cp "$HERE/python/constraints.txt" "$STAMP"
-fi
-if [ ! -d "$HERE/js/node_modules/@a2a-js/sdk" ] ||
-  ! cmp -s "$HERE/js/package-lock.json" "$HERE/js/node_modules/.package-lock.json.stamp"; then
-  (cd "$HERE/js" && run npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed"
-  cp "$HERE/js/package-lock.json" "$HERE/js/node_modules/.package-lock.json.stamp"
-fi
+install_deps a2a-sdk @a2a-js/sdk
 
 # scripts/test-all.sh sets A2A_PREBUILT after `cargo test --workspace`, which
 # built these with the workspace's features: a build of single packages
@@ -81,14 +68,6 @@ wait_for() {
   echo "--- $4 not ready within 60 s; its log:" >&2
   cat "$1" >&2
   return 1
-}
-
-PASSED=0
-FAILED=0
-step() { # step NAME COMMAND...: runs it, counts it
-  local name="$1"; shift
-  if run "$@"; then PASSED=$((PASSED + 1)); echo "== ok: $name"
-  else FAILED=$((FAILED + 1)); echo "== FAILED: $name"; fi
 }
 
 # ---------------------------------------------------------------- 1. inbound

@@ -30,26 +30,12 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 cd "$ROOT"
 
-run() { echo "+ $*" >&2; "$@"; }
-die() { echo "tests-mcp: $*" >&2; exit 1; }
+NAME=tests-mcp
+# shellcheck source=../../scripts/lib.sh
+. "$ROOT/scripts/lib.sh"
 
 # ---------------------------------------------------------------- install
-PY="$(command -v python3.11 || command -v python3)" || die "python3 is required"
-"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' || die "mcp needs Python >= 3.10 ($PY)"
-VENV="$HERE/.venv"
-STAMP="$VENV/.installed"
-if [ ! -x "$VENV/bin/python" ] || ! cmp -s "$HERE/python/constraints.txt" "$STAMP"; then
-  run "$PY" -m venv "$VENV" || die "cannot create $VENV (python3-venv missing?)"
-  run "$VENV/bin/pip" install -q --disable-pip-version-check \
-    -r "$HERE/python/requirements.txt" -c "$HERE/python/constraints.txt" || die "pip install failed"
-  cp "$HERE/python/constraints.txt" "$STAMP"
-fi
-
-if [ ! -d "$HERE/js/node_modules/@modelcontextprotocol/inspector" ] ||
-  ! cmp -s "$HERE/js/package-lock.json" "$HERE/js/node_modules/.package-lock.json.stamp"; then
-  (cd "$HERE/js" && run npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed"
-  cp "$HERE/js/package-lock.json" "$HERE/js/node_modules/.package-lock.json.stamp"
-fi
+install_deps mcp @modelcontextprotocol/inspector
 
 # scripts/test-all.sh sets A2A_PREBUILT after `cargo test --workspace`, which
 # built these with the workspace's features: a build of single packages
@@ -90,14 +76,6 @@ for _ in $(seq 600); do
   sleep 0.1
 done
 grep -q '"ready":true' "$WORK/broker.log" || { cat "$WORK/broker.log" >&2; die "the broker is not ready within 60 s"; }
-
-PASSED=0
-FAILED=0
-step() { # step NAME COMMAND...: runs it, counts it
-  local name="$1"; shift
-  if run "$@"; then PASSED=$((PASSED + 1)); echo "== ok: $name"
-  else FAILED=$((FAILED + 1)); echo "== FAILED: $name"; fi
-}
 
 step "python mcp SDK: two a2a-broker mcp servers through a delegation" \
   timeout 300 "$VENV/bin/python" "$HERE/python/test_mcp.py" --broker "$BROKER" --socket "$SOCK"
