@@ -25,16 +25,7 @@ fn call_makes_one_call_and_watch_prints_events() {
     let socket = socket.to_str().unwrap();
 
     // One call, its result as JSON on stdout.
-    let out = Command::new(BIN)
-        .args(["call", "--socket", socket, "--as", "me", "a2a.agents.list"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = call_ok(socket, "me", &["a2a.agents.list"]);
     assert_eq!(v["agents"], serde_json::json!([]));
 
     // A watcher prints the events its agent receives.
@@ -49,24 +40,7 @@ fn call_makes_one_call_and_watch_prints_events() {
     err.read_line(&mut line).unwrap();
     assert!(line.contains("watching watcher"), "{line}");
     let msg = r#"{"message":{"role":"user","messageId":"m1","to":"watcher","parts":[{"kind":"text","text":"hello from a shell"}]}}"#;
-    let out = Command::new(BIN)
-        .args([
-            "call",
-            "--socket",
-            socket,
-            "--as",
-            "sender",
-            "a2a.message.send",
-            msg,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let sent: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sent = call_ok(socket, "sender", &["a2a.message.send", msg]);
     assert_eq!(sent["task"]["agentName"], "watcher");
     let mut events = BufReader::new(watcher.stdout.take().unwrap());
     let deadline = Instant::now() + TIMEOUT;
@@ -95,6 +69,22 @@ fn call_makes_one_call_and_watch_prints_events() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("params are not JSON"));
+}
+
+/// `a2a-broker call --socket SOCKET --as AS ARGS` (the environment as it
+/// is), which must succeed: its result, the JSON it prints.
+fn call_ok(socket: &str, as_: &str, args: &[&str]) -> Value {
+    let out = Command::new(BIN)
+        .args(["call", "--socket", socket, "--as", as_])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// Runs `a2a-broker ARGS` with `XDG_RUNTIME_DIR` set to `xdg` and no secret
