@@ -405,12 +405,43 @@ pub fn files(dir: &Path) -> Vec<std::path::PathBuf> {
     v
 }
 
+/// The lines a thread of its own reads from a broker's output, for a
+/// [`Lines::recv_line`] to wait on.
+#[derive(Debug)]
+pub struct LineQueue(Receiver<String>);
+
+impl LineQueue {
+    /// Reads `output`'s lines until it ends (or fails, or the queue is
+    /// dropped).
+    pub fn spawn(output: impl std::io::Read + Send + 'static) -> LineQueue {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(output).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        LineQueue(rx)
+    }
+
+    /// The next line, waiting `timeout` at most.
+    pub fn recv(&self, timeout: Duration) -> Recv {
+        match self.0.recv_timeout(timeout) {
+            Ok(l) => Recv::Line(l),
+            Err(RecvTimeoutError::Timeout) => Recv::Timeout,
+            Err(RecvTimeoutError::Disconnected) => Recv::Closed,
+        }
+    }
+}
+
 /// [`Lines`] over a broker child's stdin/stdout.
 #[derive(Debug)]
 pub struct StdioLines {
     process: BrokerProcess,
     stdin: Option<std::process::ChildStdin>,
-    lines: Receiver<String>,
+    lines: LineQueue,
 }
 
 impl StdioLines {
@@ -419,19 +450,10 @@ impl StdioLines {
         let mut process = Spawn::new(db).start(TIMEOUT)?;
         let stdin = process.take_stdin();
         let stdout = process.take_stdout().expect("stdout is piped");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
         Ok(StdioLines {
             process,
             stdin,
-            lines: rx,
+            lines: LineQueue::spawn(stdout),
         })
     }
 
@@ -455,11 +477,7 @@ impl Lines for StdioLines {
     }
 
     fn recv_line(&mut self, timeout: Duration) -> Recv {
-        match self.lines.recv_timeout(timeout) {
-            Ok(l) => Recv::Line(l),
-            Err(RecvTimeoutError::Timeout) => Recv::Timeout,
-            Err(RecvTimeoutError::Disconnected) => Recv::Closed,
-        }
+        self.lines.recv(timeout)
     }
 
     fn close(&mut self) {

@@ -27,14 +27,13 @@
 //! new method or error without an example fails here.
 
 use crate::transcripts::Memory;
-use a2a_testkit::transcript::{self, Lines, Recv, UPDATE_ENV};
+use a2a_testkit::transcript::{self, LineQueue, Lines, Recv, UPDATE_ENV};
 use a2a_testkit::{socket_path_for, BrokerProcess, Spawn, TestDb, SECRET_ENV, TIMEOUT};
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 /// The secret the `socket` sessions' broker is started with (the pages
@@ -208,7 +207,7 @@ fn macros(line: &str, at: &str) -> String {
 /// A local-socket connection to a real broker as the runner's [`Lines`].
 struct Socket {
     stream: UnixStream,
-    lines: Receiver<String>,
+    lines: LineQueue,
     _process: BrokerProcess,
     _db: TestDb,
 }
@@ -224,18 +223,9 @@ impl Socket {
         let path = process.socket().expect("the ready line names the socket");
         let stream = UnixStream::connect(&path).unwrap_or_else(|e| panic!("connect: {e}"));
         let reader = stream.try_clone().expect("clone the socket");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(reader).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
         Socket {
             stream,
-            lines: rx,
+            lines: LineQueue::spawn(reader),
             _process: process,
             _db: db,
         }
@@ -249,11 +239,7 @@ impl Lines for Socket {
     }
 
     fn recv_line(&mut self, timeout: Duration) -> Recv {
-        match self.lines.recv_timeout(timeout) {
-            Ok(l) => Recv::Line(l),
-            Err(RecvTimeoutError::Timeout) => Recv::Timeout,
-            Err(RecvTimeoutError::Disconnected) => Recv::Closed,
-        }
+        self.lines.recv(timeout)
     }
 
     fn close(&mut self) {
