@@ -129,6 +129,21 @@ mod bench {
     /// Record size, pace, events, producer CPU, consumer CPU.
     type Run = (usize, Duration, usize, usize, usize);
 
+    /// The producer's side of a run, on CPU `pcpu`: `events` records of
+    /// `size` bytes, one per `interval`, each stamped with its age's start
+    /// and handed to `send`.
+    fn produce((size, interval, events, pcpu, _): Run, base: Instant, mut send: impl FnMut(&[u8])) {
+        pin(pcpu);
+        let mut rec = vec![0u8; size];
+        let mut next = Instant::now() + interval;
+        for _ in 0..events {
+            pace(next, interval);
+            next += interval;
+            stamp(base, &mut rec);
+            send(&rec);
+        }
+    }
+
     fn ring_latency((size, interval, events, pcpu, ccpu): Run, policy: SpinPolicy) -> Vec<u64> {
         let (mut producer, name) = Segment::create_with_prefix("a2a-ring-bench-", 1 << 16).unwrap();
         let mut consumer = Segment::open(&name, producer.capacity()).unwrap();
@@ -151,17 +166,11 @@ mod bench {
             }
             ages
         });
-        pin(pcpu);
-        let mut rec = vec![0u8; size];
-        let mut next = Instant::now() + interval;
-        for _ in 0..events {
-            pace(next, interval);
-            next += interval;
-            stamp(base, &mut rec);
-            while producer.try_push(&rec).is_err() {
+        produce((size, interval, events, pcpu, ccpu), base, |rec| {
+            while producer.try_push(rec).is_err() {
                 std::thread::yield_now();
             }
-        }
+        });
         reader.join().unwrap()
     }
 
@@ -177,15 +186,9 @@ mod bench {
             }
             ages
         });
-        pin(pcpu);
-        let mut rec = vec![0u8; size];
-        let mut next = Instant::now() + interval;
-        for _ in 0..events {
-            pace(next, interval);
-            next += interval;
-            stamp(base, &mut rec);
-            tx.write_all(&rec).unwrap();
-        }
+        produce((size, interval, events, pcpu, ccpu), base, |rec| {
+            tx.write_all(rec).unwrap()
+        });
         reader.join().unwrap()
     }
 }
