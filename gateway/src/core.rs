@@ -758,12 +758,19 @@ impl Core {
             .agent
             .send_async(msg.clone(), Some(configuration.clone()))?;
         match self.published(&ctx, pending, follow_up).await {
-            Err(e)
-                if e.a2a_code() == Some(A2aErrorCode::SendCap)
-                    && !self
-                        .store
-                        .context_has_open_tasks(&ctx.identity, &ctx.v1_context) =>
-            {
+            Err(e) if e.a2a_code() == Some(A2aErrorCode::SendCap) => {
+                // The state store commits task updates in groups, a few
+                // milliseconds after their events: what it answers must
+                // include every update queued before this (the task that
+                // just ended may not be written yet).
+                let store = self.store.clone();
+                let _ = tokio::task::spawn_blocking(move || store.flush()).await;
+                if self
+                    .store
+                    .context_has_open_tasks(&ctx.identity, &ctx.v1_context)
+                {
+                    return Err(e);
+                }
                 let fresh = self
                     .reregister(&ctx)
                     .await
