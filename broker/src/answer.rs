@@ -11,7 +11,7 @@
 //! with its exit status and the end of its stderr. Tasks are answered one
 //! at a time, in the order they came.
 
-use a2a_client::proto::types::{Notification, Part, State, StreamEvent, Task};
+use a2a_client::proto::types::{Notification, State, StreamEvent, Task};
 use a2a_client::{agent_card, task_message, Agent, Client, ClientError, ClientOptions, Delivery};
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -159,18 +159,7 @@ fn report(task_id: &str, e: ClientError) -> Result<(), String> {
 
 /// The text of the task's latest message: what the command reads.
 fn latest_text(task: &Task) -> String {
-    let Some(m) = task.history.last() else {
-        return String::new();
-    };
-    let texts: Vec<&str> = m
-        .parts
-        .iter()
-        .filter_map(|p| match p {
-            Part::Text { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    texts.join("\n")
+    task.history.last().map(|m| m.text()).unwrap_or_default()
 }
 
 /// Runs `sh -c exec` with the task's text on stdin: its stdout (without the

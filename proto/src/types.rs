@@ -126,6 +126,14 @@ pub enum Part {
 }
 
 impl Part {
+    /// The text of a text part (`None` for data and file parts).
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Part::Text { text, .. } => Some(text),
+            _ => None,
+        }
+    }
+
     /// A text part without metadata.
     pub fn text(text: impl Into<String>) -> Part {
         Part::Text {
@@ -238,6 +246,14 @@ pub struct Message {
     pub to: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Object>,
+}
+
+impl Message {
+    /// Its text parts, joined by newlines (data and file parts left out).
+    pub fn text(&self) -> String {
+        let texts: Vec<&str> = self.parts.iter().filter_map(Part::as_text).collect();
+        texts.join("\n")
+    }
 }
 
 /// A named, multi-part output of a task.

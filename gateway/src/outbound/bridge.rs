@@ -42,7 +42,7 @@ use crate::limits::{
 };
 use crate::store::Store;
 use a2a_client::proto::limits::A2A_MAX_ID_BYTES;
-use a2a_client::proto::types::{Object, Part, Role, StreamEvent, TaskEventParams};
+use a2a_client::proto::types::{Object, Role, StreamEvent, TaskEventParams};
 use a2a_client::{
     new_id, text_message, Agent, ClientError, Event, ListRole, Message, Pending, State, TaskQuery,
 };
@@ -523,15 +523,10 @@ fn reason_of(m: &Message) -> Option<String> {
     if m.role != Role::User {
         return None;
     }
-    let text: Vec<&str> = m
-        .parts
+    m.parts
         .iter()
-        .filter_map(|p| match p {
-            Part::Text { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    (!text.is_empty()).then(|| text.join("\n"))
+        .any(|p| p.as_text().is_some())
+        .then(|| m.text())
 }
 
 /// `CancelTask` params: the reason rides in `metadata.reason`, which
@@ -609,14 +604,7 @@ impl TaskActor {
                 Cmd::Resume { state } => {
                     self.state = state;
                     self.seed_from_broker().await;
-                    if let Some((t, c)) = self
-                        .shared
-                        .store
-                        .remote_task(&self.shared.key, &self.task_id)
-                    {
-                        self.remote_task = Some(t);
-                        self.remote_context = c;
-                    }
+                    self.recall_remote_task();
                     if state.is_interrupted() {
                         // The remote waits for the next message, as here.
                         self.remote_state = Some(state);
@@ -667,6 +655,23 @@ impl TaskActor {
     /// messages and artifacts, as the broker task holds them) is not
     /// reflected again when the remote's snapshot repeats it, so the two
     /// hosts' histories stay equal across a restart.
+    /// Takes the remote task id (and context) this task's forward
+    /// recorded, if any; says whether there was one.
+    fn recall_remote_task(&mut self) -> bool {
+        match self
+            .shared
+            .store
+            .remote_task(&self.shared.key, &self.task_id)
+        {
+            Some((t, c)) => {
+                self.remote_task = Some(t);
+                self.remote_context = c;
+                true
+            }
+            None => false,
+        }
+    }
+
     async fn seed_from_broker(&mut self) {
         let id = self.task_id.clone();
         match broker(self.shared.agent.get_task_async(&id, None)).await {
@@ -709,23 +714,15 @@ impl TaskActor {
                     return;
                 }
             };
-        if sent_before {
-            if let Some((t, c)) = self
-                .shared
-                .store
-                .remote_task(&self.shared.key, &self.task_id)
-            {
-                self.remote_task = Some(t);
-                self.remote_context = c;
-                self.remote_state = None;
-                tracing::info!(task = %self.task_id, "message forwarded before; resuming its remote task");
-                self.poll_until_settled().await;
-                return;
-            }
-            // Recorded, but the remote never named a task (the process
-            // ended between the two): sent again under the same
-            // messageId, which a remote that deduplicates recognises.
+        if sent_before && self.recall_remote_task() {
+            self.remote_state = None;
+            tracing::info!(task = %self.task_id, "message forwarded before; resuming its remote task");
+            self.poll_until_settled().await;
+            return;
         }
+        // Sent before but the remote never named a task (the process ended
+        // between the two): sent again under the same messageId, which a
+        // remote that deduplicates recognises.
         let remote_context = self
             .remote_context
             .clone()
