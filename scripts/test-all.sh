@@ -14,10 +14,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "== fetch crates, npm and PyPI packages (scripts/fetch.sh)"
+# Each stage's line says how long the run has taken so far, and the last
+# line the whole time: README states the time from an empty target
+# directory, and these lines are how it is measured.
+stage() { echo "== [$SECONDS s] $*"; }
+trap 'echo "== test command: exit $? after $SECONDS s"' EXIT
+
+stage "fetch crates, npm and PyPI packages (scripts/fetch.sh)"
 scripts/fetch.sh
 
-echo "== cargo test --workspace"
+stage "cargo test --workspace"
 cargo test --workspace
 # What the later stages run was built just now (binaries and examples, with
 # the workspace's features): they use it instead of building single
@@ -25,17 +31,17 @@ cargo test --workspace
 export A2A_PREBUILT=1
 export A2A_BROKER_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/a2a-broker"
 
-echo "== node addon (node-binding/ci.sh)"
+stage "node addon (node-binding/ci.sh)"
 node-binding/ci.sh
 
 # Its own target directory (under CARGO_TARGET_DIR when set): `--cfg loom`
 # rebuilds everything it touches, which must not invalidate the
 # workspace's build.
-echo "== event ring under loom (a2a-ring, tests/loom.rs)"
+stage "event ring under loom (a2a-ring, tests/loom.rs)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom" cargo test -p a2a-ring --release --test loom
 
-echo "== A2A SDK tests (gateway/sdk-tests/run.sh)"
+stage "A2A SDK tests (gateway/sdk-tests/run.sh)"
 gateway/sdk-tests/run.sh
 
-echo "== the A2A tool by clients nobody here wrote: MCP Python SDK, MCP Inspector CLI, Pi agent loop (tool/tests-mcp/run.sh)"
+stage "the A2A tool by clients nobody here wrote: MCP Python SDK, MCP Inspector CLI, Pi agent loop (tool/tests-mcp/run.sh)"
 tool/tests-mcp/run.sh
