@@ -14,7 +14,14 @@
 #     Python SDK (python/restart_clients.py) makes tasks in every state and
 #     push configs before, and checks after that every read is as before,
 #     that a follow-up, a subscription and a cancel still work, and that a
-#     webhook registered before hears the terminal states.
+#     webhook registered before hears the terminal states. The JS SDK
+#     (js/restart_reads.mjs) reads the same tasks first, after each restart.
+#  4. restarts of `remote add`: the Python SDK's server, streaming and then
+#     not (`--no-streaming`: the gateway forwards with unary calls), behind a
+#     `remote add` that the delegate (`remote_delegate --restarts`) stops
+#     three times (SIGTERM, SIGKILL, SIGTERM) and starts again on its state
+#     file: both open tasks resume, a follow-up and a cancel reach the
+#     remote, and the remote ran each message exactly once.
 #
 # Installs what it needs first: a venv at gateway/sdk-tests/.venv from PyPI
 # (python/requirements.txt, pinned by python/constraints.txt) and the npm
@@ -159,6 +166,8 @@ if wait_for "$R/broker.log" '"ready":true' "$RBPID" "a2a-broker" &&
     if step "python a2a-sdk: tasks and push configs before SIG$SIG" \
       timeout 120 "$VENV/bin/python" "$RESTART" before --url "$GWURL" --hook "http://127.0.0.1:$HPORT/hook" --out "$R/saved.json" &&
       stop_gateway "$SIG" && start_gateway; then
+      step "js @a2a-js/sdk: the same reads after SIG$SIG and a restart" \
+        env A2A_GATEWAY_URL="$GWURL" A2A_RESTART_STATE="$R/saved.json" timeout 120 node --test "$HERE/js/restart_reads.mjs"
       step "python a2a-sdk: the same after SIG$SIG and a restart" \
         timeout 120 "$VENV/bin/python" "$RESTART" after --url "$GWURL" --in "$R/saved.json" --hook-file "$R/hook.jsonl"
     else
@@ -168,6 +177,27 @@ if wait_for "$R/broker.log" '"ready":true' "$RBPID" "a2a-broker" &&
 else
   FAILED=$((FAILED + 4))
 fi
+
+# ---------------------------------------------------------------- 4. restarts of remote add
+# On the broker of section 2; the delegate runs `remote add` itself.
+for MODE in streaming unary; do
+  FLAG=""
+  [ "$MODE" = unary ] && FLAG="--no-streaming"
+  P4="$(free_port)"
+  LOG4="$WORK/remote-$MODE.log"
+  echo "+ $VENV/bin/python $HERE/python/remote_agent.py --port $P4 --name py-$MODE $FLAG" >&2
+  # shellcheck disable=SC2086
+  "$VENV/bin/python" "$HERE/python/remote_agent.py" --port "$P4" --name "py-$MODE" $FLAG >"$LOG4" 2>&1 &
+  P4PID=$!
+  PIDS+=($P4PID)
+  if kill -0 "$BPID" 2>/dev/null && wait_for "$LOG4" '^READY' "$P4PID" "python remote agent ($MODE)"; then
+    step "a $MODE remote task runs once across three restarts of remote add" \
+      timeout 300 "$DELEGATE" --socket "$SOCK" --restarts "$GATEWAY" --url "http://127.0.0.1:$P4" \
+      --remote-log "$LOG4" --state "$WORK/remotes-$MODE.db"
+  else
+    FAILED=$((FAILED + 1))
+  fi
+done
 
 echo "sdk-tests: $PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

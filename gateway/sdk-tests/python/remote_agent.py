@@ -13,10 +13,13 @@ text, so that a test can ask for each path the gateway must translate:
 - `message ...`: a direct Message answer (`reply: <text>`), no task.
 - `fail ...`: a task that goes FAILED with a message.
 
-Usage: `python remote_agent.py --port PORT [--name NAME] [--watch-stdin]`. It
-prints one line `READY <url>` on stdout once it listens, and exits on SIGTERM,
-or with `--watch-stdin` when its stdin closes (so that a parent that dies
-never leaves it behind). Each task canceled prints `CANCELED <task id>`.
+Usage: `python remote_agent.py --port PORT [--name NAME] [--watch-stdin]
+[--no-streaming]`. It prints one line `READY <url>` on stdout once it listens,
+and exits on SIGTERM, or with `--watch-stdin` when its stdin closes (so that a
+parent that dies never leaves it behind). Each message it is sent prints
+`EXEC <text>` (so a test counts how often a message ran), each task canceled
+`CANCELED <task id>`. `--no-streaming` says so in the card, so that the
+gateway forwards with unary `SendMessage` calls.
 """
 
 import argparse
@@ -46,6 +49,7 @@ class ScriptedExecutor(AgentExecutor):
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         text = context.get_user_input().strip()
+        print(f"EXEC {text}", flush=True)
         verb = text.split(" ", 1)[0].lower() if text else ""
         task = context.current_task
 
@@ -96,7 +100,7 @@ class ScriptedExecutor(AgentExecutor):
         print(f"CANCELED {task.id}", flush=True)
 
 
-def build_app(name: str, url: str) -> Starlette:
+def build_app(name: str, url: str, streaming: bool = True) -> Starlette:
     card = AgentCard(
         name=name,
         description="A scripted remote agent served by the a2a-sdk (Python)",
@@ -104,7 +108,7 @@ def build_app(name: str, url: str) -> Starlette:
         supported_interfaces=[
             AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")
         ],
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=AgentCapabilities(streaming=streaming, push_notifications=False),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=[
@@ -131,10 +135,11 @@ async def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--name", default="py-remote")
     parser.add_argument("--watch-stdin", action="store_true")
+    parser.add_argument("--no-streaming", action="store_true")
     args = parser.parse_args()
     url = f"http://127.0.0.1:{args.port}/a2a/jsonrpc"
     config = uvicorn.Config(
-        build_app(args.name, url), host="127.0.0.1", port=args.port, log_level="warning"
+        build_app(args.name, url, streaming=not args.no_streaming), host="127.0.0.1", port=args.port, log_level="warning"
     )
     server = uvicorn.Server(config)
     serving = asyncio.create_task(server.serve())
