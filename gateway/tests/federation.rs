@@ -696,3 +696,74 @@ async fn two_hosts_cooperate_through_their_gateways() {
     nothing_hanging([&a, &b]).await;
     eprintln!("federation test: {:?}", started.elapsed());
 }
+
+/// `serve --remote-bearer-env VAR`: the bridge sends the token the other
+/// host's gateway requires, read from the environment (never the command
+/// line, where `ps` would show it). With a wrong token a task fails with
+/// the remote's refusal; with the right one it crosses and completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_that_requires_a_token_is_sent_the_one_in_the_environment() {
+    let (pa, pb) = (free_port(), free_port());
+    let mut a = Host::new("a", "b", pa, pb).await;
+    let mut b = Host::new("b", "a", pb, pa).await;
+    let coder_a = a.coder.agent.id().to_owned();
+    a.gateway = Some(GatewayProc::start_on(
+        &a.listen,
+        &a.socket,
+        &a.secret,
+        &a.state,
+        &[
+            "--expose",
+            &coder_a,
+            "--token",
+            "host-b=fed-secret-of-host-b",
+        ],
+    ));
+    let coder_b = b.coder.agent.id().to_owned();
+    let bridge = |b: &Host, token: &str| {
+        GatewayProc::start_on_env(
+            &b.listen,
+            &b.socket,
+            &b.secret,
+            &b.state,
+            &[
+                "--expose",
+                &coder_b,
+                "--remote",
+                &b.remote_url,
+                "--remote-bearer-env",
+                "FED_TOKEN",
+            ],
+            &[("FED_TOKEN", token)],
+        )
+    };
+    // A wrong token: the card is public, so A's coder is bridged, but A
+    // refuses the call and the task fails saying so.
+    b.gateway = Some(bridge(&b, "not-the-secret-of-host-b"));
+    b.until_bridged().await;
+    let t = ask(
+        &b.planner,
+        message_to(&b.remote_coder, "complete without a token"),
+    )
+    .await;
+    assert_eq!(t.status.state, State::Failed, "{:?}", view(&t));
+    let why = t
+        .status
+        .message
+        .as_ref()
+        .map(|m| m.text())
+        .unwrap_or_default();
+    eprintln!("refused: {why}");
+    assert!(why.contains("401"), "the reason names the refusal: {why}");
+    assert!(a.coder.seen.lock().is_empty(), "A's coder saw nothing");
+    b.stop_gateway("TERM");
+    b.gateway = Some(bridge(&b, "fed-secret-of-host-b"));
+    b.until_bridged().await;
+    let t = ask(
+        &b.planner,
+        message_to(&b.remote_coder, "complete with a token"),
+    )
+    .await;
+    assert_eq!(t.status.state, State::Completed, "{:?}", view(&t));
+    a.coder.until_seen("complete with a token").await;
+}

@@ -284,7 +284,21 @@ impl GatewayProc {
         state: &std::path::Path,
         extra: &[&str],
     ) -> GatewayProc {
+        Self::start_on_env(listen, socket, secret, state, extra, &[])
+    }
+
+    /// [`GatewayProc::start_on`] with further environment variables (a
+    /// bearer token that must stay off the command line).
+    pub fn start_on_env(
+        listen: &str,
+        socket: &std::path::Path,
+        secret: &str,
+        state: &std::path::Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> GatewayProc {
         let mut child = Command::new(env!("CARGO_BIN_EXE_a2a-gateway"))
+            .envs(env.iter().copied())
             .args(["serve", "--listen", listen, "--rate", "0"])
             .args(["--expose", tck::SUT_NAME])
             .args(extra)
