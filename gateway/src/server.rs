@@ -137,6 +137,7 @@ impl Running {
     /// a disconnect, and a gateway started again on the same state file
     /// takes its tasks up where they are.
     pub async fn stop(mut self) {
+        self.core.begin_stop();
         if let Some(s) = self.shutdown.take() {
             let _ = s.send(true);
         }

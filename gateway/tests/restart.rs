@@ -230,3 +230,70 @@ async fn a_killed_gateway_comes_back_with_every_task() {
 async fn a_stopped_gateway_comes_back_with_every_task() {
     restart_changes_nothing("TERM").await;
 }
+
+/// SIGTERM with a subscriber's stream open: the stream ends and the
+/// gateway exits at once, not after its 10 s grace for calls in flight
+/// (the client subscribes again to the gateway started next).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_gateway_ends_its_open_streams_at_once() {
+    let bin = a2a_testkit::bin::broker_bin().to_path_buf();
+    let broker = tokio::task::spawn_blocking(move || tck::spawn_broker(&bin))
+        .await
+        .unwrap()
+        .expect("broker starts");
+    let (socket, secret) = (broker.socket.clone(), broker.secret.clone());
+    let _sink: Agent = {
+        let (socket, secret) = (socket.clone(), secret.clone());
+        tokio::task::spawn_blocking(move || {
+            let c = Client::connect(&socket, &secret).expect("connect");
+            tck::register_sut(&c).expect("sut");
+            c.register("sink-ctx", agent_card("sink"), Delivery::Push)
+                .expect("sink")
+        })
+        .await
+        .unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let g = GatewayProc::start(
+        &socket,
+        &secret,
+        &dir.path().join("g.db"),
+        &["--expose", "sink"],
+    );
+    let held = g
+        .ok(
+            "sink",
+            "SendMessage",
+            json!({"message": message("s-1", "hold"), "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+    let id = string(&held["task"]["id"]);
+    let mut resp = reqwest::Client::new()
+        .post(format!("{}/agents/sink", g.base))
+        .header("a2a-version", "1.0")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": id}}),
+        )
+        .send()
+        .await
+        .expect("subscribe");
+    let first = tokio::time::timeout(TIMEOUT, resp.chunk())
+        .await
+        .expect("the task's event in time")
+        .expect("body");
+    assert!(first.is_some_and(|c| String::from_utf8_lossy(&c).contains(&id)));
+    let started = std::time::Instant::now();
+    tokio::task::spawn_blocking(move || g.kill("TERM"))
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    // The grace for calls in flight is 10 s; a stream is not one.
+    assert!(took < Duration::from_secs(5), "exit took {took:?}");
+    let rest = tokio::time::timeout(TIMEOUT, resp.chunk())
+        .await
+        .expect("the stream's end in time");
+    assert!(
+        matches!(rest, Ok(None) | Err(_)),
+        "the stream ended: {rest:?}"
+    );
+}

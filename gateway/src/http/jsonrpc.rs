@@ -215,6 +215,7 @@ async fn send_streaming(
                     view_of(conf.history_length),
                     true,
                     app.config.max_stream,
+                    app.core.stopping(),
                 ),
                 None => fail(
                     who,
@@ -261,6 +262,7 @@ async fn subscribe(
                 TaskView::FULL,
                 false,
                 app.config.max_stream,
+                app.core.stopping(),
             )
         }
     }

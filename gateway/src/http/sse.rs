@@ -4,8 +4,8 @@
 //! the end of the stream after a terminal state (and, for
 //! `SendStreamingMessage`, after an interrupted one: the client answers
 //! with a new request). A subscriber that falls too far behind, or a
-//! stream that outlives the gateway's bound, is ended; the client can
-//! subscribe again.
+//! stream that outlives the gateway's bound, is ended, and so is every
+//! stream when the gateway stops; the client can subscribe again.
 
 use crate::core::HubEvent;
 use crate::mapping::{self, TaskView};
@@ -19,6 +19,7 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::time::Duration;
 use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 struct St {
@@ -31,6 +32,8 @@ struct St {
     /// End on an interrupted state too.
     end_on_interrupt: bool,
     deadline: Instant,
+    /// True once the gateway stops (`Core::stopping`).
+    stopping: watch::Receiver<bool>,
 }
 
 /// Does this state end the stream?
@@ -46,6 +49,7 @@ pub fn stream_task(
     view: TaskView,
     end_on_interrupt: bool,
     max_life: Duration,
+    stopping: watch::Receiver<bool>,
 ) -> Response {
     let first = v1::StreamResponse::Task(mapping::task_out(&snapshot, view));
     let mut queue = VecDeque::new();
@@ -59,6 +63,7 @@ pub fn stream_task(
         done: ends(snapshot.status.state, end_on_interrupt),
         end_on_interrupt,
         deadline: Instant::now() + max_life,
+        stopping,
     };
     let events = stream::unfold(st, |mut st| async move {
         loop {
@@ -69,7 +74,10 @@ pub fn stream_task(
             if st.done {
                 return None;
             }
-            let next = tokio::time::timeout_at(st.deadline, st.rx.recv()).await;
+            let next = tokio::select! {
+                next = tokio::time::timeout_at(st.deadline, st.rx.recv()) => next,
+                _ = st.stopping.wait_for(|stop| *stop) => return None,
+            };
             match next {
                 Err(_) | Ok(Err(RecvError::Closed)) | Ok(Err(RecvError::Lagged(_))) => return None,
                 Ok(Ok(ev)) => {
