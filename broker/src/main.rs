@@ -10,7 +10,7 @@ mod mcp;
 
 use a2a_broker::{inspect, server};
 use a2a_proto::limits::{DEFAULT_BATCH_MAX, DEFAULT_MAX_CONNECTIONS};
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -98,15 +98,8 @@ enum Cmd {
     /// Register an agent on a running broker's local socket and print each
     /// event it receives as a JSON line, until the broker goes away.
     Watch {
-        /// The broker's --socket NAME (a path, or the name it was given).
-        #[arg(long, value_name = "NAME")]
-        socket: String,
-        /// The agent's name.
-        #[arg(long = "as", value_name = "NAME")]
-        as_agent: String,
-        /// The context to register it in.
-        #[arg(long, default_value = "cli")]
-        context: String,
+        #[command(flatten)]
+        at: AgentAt,
         /// Receive the events through a shared-memory event ring of about
         /// this many bytes (docs/protocol.md, "The shared-memory event ring")
         /// instead of the socket.
@@ -118,15 +111,8 @@ enum Cmd {
     /// task with its stdout, else the task fails with its stderr.
     /// Example: a2a-broker reply --socket main --as coder --exec 'tr a-z A-Z'
     Reply {
-        /// The broker's --socket NAME (a path, or the name it was given).
-        #[arg(long, value_name = "NAME")]
-        socket: String,
-        /// The agent's name (the one tasks are sent to).
-        #[arg(long = "as", value_name = "NAME")]
-        as_agent: String,
-        /// The context to register it in.
-        #[arg(long, default_value = "cli")]
-        context: String,
+        #[command(flatten)]
+        at: AgentAt,
         /// The command run for each task, by `sh -c`, with A2A_TASK_ID,
         /// A2A_CONTEXT_ID and A2A_FROM (the requester) in its environment.
         #[arg(long, value_name = "CMD")]
@@ -174,36 +160,26 @@ enum Cmd {
     },
 }
 
+// The agent `watch` and `reply` run as, on a running broker's socket (no
+// doc comment: clap would take it for the commands' about).
+#[derive(Args)]
+struct AgentAt {
+    /// The broker's --socket NAME (a path, or the name it was given).
+    #[arg(long, value_name = "NAME")]
+    socket: String,
+    /// The agent's name.
+    #[arg(long = "as", value_name = "NAME")]
+    as_agent: String,
+    /// The context to register it in.
+    #[arg(long, default_value = "cli")]
+    context: String,
+}
+
 #[derive(Subcommand)]
 enum TasksCmd {
     /// List tasks, newest first: who asked whom, state, version. When more
     /// tasks match than `--limit`, stderr ends with `next page: --before SEQ`.
-    List {
-        /// SQLite database file of a broker.
-        #[arg(long)]
-        db: PathBuf,
-        /// Only tasks of this requester context.
-        #[arg(long)]
-        context: Option<String>,
-        /// Only tasks in this state (submitted, working, input-required,
-        /// auth-required, completed, canceled, failed, rejected).
-        #[arg(long)]
-        state: Option<String>,
-        /// Only tasks where this agent is the requester or the worker.
-        #[arg(long)]
-        agent: Option<String>,
-        /// Most tasks on one page.
-        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
-        limit: u32,
-        /// Only tasks older than this cursor (from the previous page's
-        /// `next page: --before SEQ`, or a task's `seq` in `--json`).
-        #[arg(long, value_name = "SEQ")]
-        before: Option<i64>,
-        /// One JSON object per task and line (id, seq, contextId, requester,
-        /// worker, workerContextId, state, version, createdAt, updatedAt).
-        #[arg(long)]
-        json: bool,
-    },
+    List(ListArgs),
     /// Show one task: its parties, history, artifacts and every transition.
     Show {
         /// SQLite database file of a broker.
@@ -213,6 +189,35 @@ enum TasksCmd {
         /// characters; ids made within a minute share long prefixes).
         id: String,
     },
+}
+
+// `tasks list`'s arguments (no doc comment, as for AgentAt).
+#[derive(Args)]
+struct ListArgs {
+    /// SQLite database file of a broker.
+    #[arg(long)]
+    db: PathBuf,
+    /// Only tasks of this requester context.
+    #[arg(long)]
+    context: Option<String>,
+    /// Only tasks in this state (submitted, working, input-required,
+    /// auth-required, completed, canceled, failed, rejected).
+    #[arg(long)]
+    state: Option<String>,
+    /// Only tasks where this agent is the requester or the worker.
+    #[arg(long)]
+    agent: Option<String>,
+    /// Most tasks on one page.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    limit: u32,
+    /// Only tasks older than this cursor (from the previous page's
+    /// `next page: --before SEQ`, or a task's `seq` in `--json`).
+    #[arg(long, value_name = "SEQ")]
+    before: Option<i64>,
+    /// One JSON object per task and line (id, seq, contextId, requester,
+    /// worker, workerContextId, state, version, createdAt, updatedAt).
+    #[arg(long)]
+    json: bool,
 }
 
 /// The event log of `serve`, on stderr: `warn` by default (so a quiet
@@ -310,27 +315,16 @@ fn main() -> ExitCode {
             &method,
             params.as_deref(),
         ),
-        Cmd::Watch {
-            socket,
-            as_agent,
-            context,
-            event_ring,
-        } => call::watch(&call::Options {
-            socket,
-            as_agent: Some(as_agent),
-            context,
+        Cmd::Watch { at, event_ring } => call::watch(&call::Options {
+            socket: at.socket,
+            as_agent: Some(at.as_agent),
+            context: at.context,
             event_ring,
         }),
-        Cmd::Reply {
-            socket,
-            as_agent,
-            context,
-            exec,
-            wait,
-        } => answer::run(&answer::Options {
-            socket,
-            as_agent,
-            context,
+        Cmd::Reply { at, exec, wait } => answer::run(&answer::Options {
+            socket: at.socket,
+            as_agent: at.as_agent,
+            context: at.context,
             exec,
             wait: std::time::Duration::from_secs(wait),
         }),
@@ -351,24 +345,16 @@ fn main() -> ExitCode {
             .map(|line| println!("{line}"))
             .map_err(|e| e.to_string()),
         Cmd::Tasks { cmd } => match cmd {
-            TasksCmd::List {
-                db,
-                context,
-                state,
-                agent,
-                limit,
-                before,
-                json,
-            } => {
+            TasksCmd::List(list) => {
                 let q = inspect::ListQuery {
-                    context,
-                    state,
-                    agent,
-                    limit,
-                    before,
-                    json,
+                    context: list.context,
+                    state: list.state,
+                    agent: list.agent,
+                    limit: list.limit,
+                    before: list.before,
+                    json: list.json,
                 };
-                inspect::list_with(&db, &q).map_err(|e| e.to_string())
+                inspect::list_with(&list.db, &q).map_err(|e| e.to_string())
             }
             TasksCmd::Show { db, id } => inspect::show(&db, &id).map_err(|e| e.to_string()),
         },

@@ -170,7 +170,7 @@ impl Client {
         });
         let client = self.clone();
         let context_id = context_id.to_owned();
-        self.submit(
+        self.conn().submit(
             call,
             Convert::Boxed(Box::new(move |outcome| match outcome {
                 Outcome::Registered(r) => Ok(Agent::new(client, &context_id, r, delivery)),
@@ -296,6 +296,16 @@ impl Agent {
         Some(self.inner.token.clone())
     }
 
+    /// The `a2a.message.send` of `message`, answered by one task or (to
+    /// `"*"`) by one per peer.
+    fn send_call(&self, message: Message, configuration: Option<SendConfiguration>) -> Call {
+        Call::Send(SendParams {
+            token: self.token_opt(),
+            message,
+            configuration,
+        })
+    }
+
     fn submit<T>(
         &self,
         call: Call,
@@ -305,7 +315,7 @@ impl Agent {
         if self.is_deregistered() {
             return Err(ClientError::Deregistered(self.inner.id.clone()));
         }
-        self.inner.client.submit(call, convert, hook)
+        self.inner.client.conn().submit(call, convert, hook)
     }
 
     /// `a2a.agents.list`, submitted: the cards it may address, optionally
@@ -341,13 +351,8 @@ impl Agent {
         message: Message,
         configuration: Option<SendConfiguration>,
     ) -> Result<Pending<Task>, ClientError> {
-        let call = Call::Send(SendParams {
-            token: self.token_opt(),
-            message,
-            configuration,
-        });
         self.submit(
-            call,
+            self.send_call(message, configuration),
             convert!("a2a.message.send", Outcome::Task(r) => r.task),
             None,
         )
@@ -368,13 +373,8 @@ impl Agent {
         configuration: Option<SendConfiguration>,
     ) -> Result<Pending<Vec<Task>>, ClientError> {
         message.to = Some("*".into());
-        let call = Call::Send(SendParams {
-            token: self.token_opt(),
-            message,
-            configuration,
-        });
         self.submit(
-            call,
+            self.send_call(message, configuration),
             convert!("a2a.message.send", Outcome::Tasks(r) => r.tasks),
             None,
         )

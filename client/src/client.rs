@@ -7,7 +7,6 @@
 use crate::conn::Conn;
 use crate::error::{ClientError, CloseReason};
 use crate::pending::{Convert, Pending};
-use crate::shared::Hook;
 use crate::Event;
 use a2a_proto::call::{Call, Outcome};
 use a2a_proto::limits::A2A_MAX_STREAM_WAIT_SECONDS;
@@ -191,16 +190,12 @@ impl Client {
     /// Submits one typed call; never blocks on the socket. A failure known
     /// at submission (closed connection, frame too large) is the `Err`.
     pub fn call_async(&self, call: Call) -> Result<Pending<Outcome>, ClientError> {
-        self.submit(call, Convert::Fn(Ok), None)
+        self.conn().submit(call, Convert::Fn(Ok), None)
     }
 
-    pub(crate) fn submit<T>(
-        &self,
-        call: Call,
-        convert: Convert<T>,
-        hook: Option<Hook>,
-    ) -> Result<Pending<T>, ClientError> {
-        self.inner.conn.submit(call, convert, hook)
+    /// The connection, whose `submit` every typed call goes through.
+    pub(crate) fn conn(&self) -> &Conn {
+        &self.inner.conn
     }
 
     /// The escape hatch: a method by name with JSON params, answered with
@@ -236,7 +231,8 @@ impl Client {
             p => p.to_string(),
         };
         let call = Call::from_json(method, &params)?;
-        self.submit(call, Convert::Fn(|o| Ok(o.to_json())), None)
+        self.conn()
+            .submit(call, Convert::Fn(|o| Ok(o.to_json())), None)
     }
 
     /// Takes the events no [`Agent`] of this client claimed (at most the

@@ -6,6 +6,7 @@
 
 use crate::report::Report;
 use crate::run::{run, Config, Durability, FanoutError, Transport};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -65,6 +66,44 @@ fn draw_err<E: std::fmt::Debug>(e: E) -> FanoutError {
     FanoutError::Io(std::io::Error::other(format!("drawing: {e:?}")))
 }
 
+/// What both charts draw on: f64 by f64 in an SVG file.
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// What drawing a chart's series gives.
+type Drawn = Result<(), FanoutError>;
+
+/// One 900x520 SVG chart at `path`, titled `title`, over `x` by 0..`top`:
+/// `series` draws its axes and series, then the legend goes at `legend`
+/// and the file is written.
+fn svg_chart(
+    path: &Path,
+    title: &str,
+    x: std::ops::Range<f64>,
+    top: f64,
+    legend: SeriesLabelPosition,
+    series: impl FnOnce(&mut Chart<'_, '_>) -> Drawn,
+) -> Drawn {
+    let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(draw_err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x, 0f64..top)
+        .map_err(draw_err)?;
+    series(&mut chart)?;
+    chart
+        .configure_series_labels()
+        .position(legend)
+        .border_style(BLACK)
+        .background_style(WHITE)
+        .draw()
+        .map_err(draw_err)?;
+    root.present().map_err(draw_err)?;
+    Ok(())
+}
+
 /// Grouped bars: events/s per transport, one bar per durability.
 fn transports_chart(reports: &[Report], path: &Path) -> Result<(), FanoutError> {
     let rows: Vec<&Report> = reports.iter().filter(|r| r.delegates == 32).collect();
@@ -75,19 +114,17 @@ fn transports_chart(reports: &[Report], path: &Path) -> Result<(), FanoutError> 
         }
     }
     let top = rows.iter().map(|r| r.events_per_s).fold(1.0, f64::max) * 1.15;
-    let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
-    root.fill(&WHITE).map_err(draw_err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "a2a-fanout: events/s per transport (N = 32 delegates)",
-            ("sans-serif", 22),
-        )
-        .margin(16)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0f64..names.len() as f64, 0f64..top)
-        .map_err(draw_err)?;
-    let labels = names.clone();
+    let title = "a2a-fanout: events/s per transport (N = 32 delegates)";
+    let x = 0f64..names.len() as f64;
+    // The legend where plotters puts it by default.
+    svg_chart(path, title, x, top, SeriesLabelPosition::MiddleRight, |chart| {
+        transports_bars(chart, &rows, &names)
+    })
+}
+
+/// The bars and axes of [`transports_chart`].
+fn transports_bars(chart: &mut Chart<'_, '_>, rows: &[&Report], names: &[String]) -> Drawn {
+    let labels = names.to_vec();
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -122,13 +159,6 @@ fn transports_chart(reports: &[Report], path: &Path) -> Result<(), FanoutError> 
             .label(format!("durability {d}"))
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
     }
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE)
-        .draw()
-        .map_err(draw_err)?;
-    root.present().map_err(draw_err)?;
     Ok(())
 }
 
@@ -147,19 +177,16 @@ fn latency_chart(reports: &[Report], path: &Path) -> Result<(), FanoutError> {
         .map(|r| r.latency.p99_us.max(r.job_latency.p99_us) as f64 / 1000.0)
         .fold(1.0, f64::max)
         * 1.2;
-    let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
-    root.fill(&WHITE).map_err(draw_err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "a2a-fanout: p99 send-to-event latency vs delegates (socket-binary)",
-            ("sans-serif", 22),
-        )
-        .margin(16)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(-0.5f64..sizes.len() as f64 - 0.5, 0f64..top)
-        .map_err(draw_err)?;
-    let ticks = sizes.clone();
+    let title = "a2a-fanout: p99 send-to-event latency vs delegates (socket-binary)";
+    let x = -0.5f64..sizes.len() as f64 - 0.5;
+    svg_chart(path, title, x, top, SeriesLabelPosition::UpperLeft, |chart| {
+        latency_lines(chart, &rows, &sizes)
+    })
+}
+
+/// The lines and axes of [`latency_chart`].
+fn latency_lines(chart: &mut Chart<'_, '_>, rows: &[&Report], sizes: &[usize]) -> Drawn {
+    let ticks = sizes.to_vec();
     chart
         .configure_mesh()
         .x_labels(sizes.len() * 4 + 1)
@@ -208,14 +235,6 @@ fn latency_chart(reports: &[Report], path: &Path) -> Result<(), FanoutError> {
             .draw_series(pts.into_iter().map(|p| Circle::new(p, 4, color.filled())))
             .map_err(draw_err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .border_style(BLACK)
-        .background_style(WHITE)
-        .draw()
-        .map_err(draw_err)?;
-    root.present().map_err(draw_err)?;
     Ok(())
 }
 

@@ -273,6 +273,26 @@ fn delivery(d: a2a_delivery) -> Result<Delivery, FfiError> {
     }
 }
 
+/// The arguments of a2a_client_register (both forms), read in their order.
+///
+/// # Safety
+/// NULL or a live handle and NUL-terminated strings.
+unsafe fn register_args<'a>(
+    client: *const a2a_client,
+    context_id: *const c_char,
+    name: *const c_char,
+    card_json: *const c_char,
+    delivery_mode: a2a_delivery,
+) -> Result<(&'a a2a_client, &'a str, AgentCard, Delivery), FfiError> {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let c = handle(client, "client")?;
+        let ctx = str_arg(context_id, "context_id")?;
+        let card = card_arg(name, card_json)?;
+        Ok((c, ctx, card, delivery(delivery_mode)?))
+    }
+}
+
 /// Registers an agent in `context_id`, asking for the name `name` (the
 /// broker may suffix it; read the result with a2a_agent_id). `card_json`
 /// (NULL for the defaults) is a JSON agent card for the rest (skills,
@@ -291,14 +311,8 @@ pub extern "C" fn a2a_client_register(
 ) -> a2a_status {
     guard(|| {
         // SAFETY: NULL or live handles and NUL-terminated strings (header rule).
-        let (c, ctx, card) = unsafe {
-            (
-                handle(client, "client")?,
-                str_arg(context_id, "context_id")?,
-                card_arg(name, card_json)?,
-            )
-        };
-        let delivery = delivery(delivery_mode)?;
+        let (c, ctx, card, delivery) =
+            unsafe { register_args(client, context_id, name, card_json, delivery_mode) }?;
         out_arg(out, "out")?;
         c.dispatcher.may_block()?;
         let agent = c.client.register(ctx, card, delivery)?;
@@ -326,14 +340,8 @@ pub extern "C" fn a2a_client_register_async(
 ) -> a2a_status {
     guard(|| {
         // SAFETY: NULL or live handles and NUL-terminated strings (header rule).
-        let (c, ctx, card) = unsafe {
-            (
-                handle(client, "client")?,
-                str_arg(context_id, "context_id")?,
-                card_arg(name, card_json)?,
-            )
-        };
-        let delivery = delivery(delivery_mode)?;
+        let (c, ctx, card, delivery) =
+            unsafe { register_args(client, context_id, name, card_json, delivery_mode) }?;
         let d = c.dispatcher.clone();
         reply_async(&c.dispatcher, cb, userdata, move || {
             c.client.register_async(ctx, card, delivery).map(|p| {
@@ -362,13 +370,7 @@ pub extern "C" fn a2a_client_call_json(
 ) -> a2a_status {
     guard(|| {
         // SAFETY: NULL or live handles and NUL-terminated strings (header rule).
-        let (c, method, params) = unsafe {
-            (
-                handle(client, "client")?,
-                str_arg(method, "method")?,
-                json_params(params_json)?,
-            )
-        };
+        let (c, method, params) = unsafe { call_json_args(client, method, params_json) }?;
         reply_blocking(&c.dispatcher, out, || {
             c.client
                 .call_json(method, params)
@@ -391,13 +393,7 @@ pub extern "C" fn a2a_client_call_json_async(
 ) -> a2a_status {
     guard(|| {
         // SAFETY: NULL or live handles and NUL-terminated strings (header rule).
-        let (c, method, params) = unsafe {
-            (
-                handle(client, "client")?,
-                str_arg(method, "method")?,
-                json_params(params_json)?,
-            )
-        };
+        let (c, method, params) = unsafe { call_json_args(client, method, params_json) }?;
         reply_async(&c.dispatcher, cb, userdata, move || {
             c.client
                 .call_json_async(method, params)
@@ -406,12 +402,20 @@ pub extern "C" fn a2a_client_call_json_async(
     })
 }
 
+/// The arguments of a2a_client_call_json (both forms); NULL params are none.
+///
 /// # Safety
-/// NULL or a NUL-terminated string.
-unsafe fn json_params(p: *const c_char) -> Result<serde_json::Value, FfiError> {
+/// NULL or a live handle and NUL-terminated strings.
+unsafe fn call_json_args<'a>(
+    client: *const a2a_client,
+    method: *const c_char,
+    params_json: *const c_char,
+) -> Result<(&'a a2a_client, &'a str, serde_json::Value), FfiError> {
     // SAFETY: forwarded from the caller.
-    Ok(
-        unsafe { crate::args::opt_json_arg::<serde_json::Value>(p, "params_json") }?
-            .unwrap_or(serde_json::Value::Null),
-    )
+    unsafe {
+        let c = handle(client, "client")?;
+        let method = str_arg(method, "method")?;
+        let params = crate::args::opt_json_arg::<serde_json::Value>(params_json, "params_json")?;
+        Ok((c, method, params.unwrap_or(serde_json::Value::Null)))
+    }
 }

@@ -10,6 +10,9 @@
 //! view as their first field, so the pointer handed to C is also the
 //! owner's and `_free` can give it back.
 
+// Every type here is a C view, named as C names it (`a2a_task`).
+#![allow(non_camel_case_types)]
+
 use crate::args::{bad_enum, c_enum};
 use crate::status::FfiError;
 use a2a_client::proto::types::{Role, TaskStatus};
@@ -21,7 +24,6 @@ use std::ptr;
 /// A borrowed UTF-8 string: `len` bytes at `ptr`, NOT NUL-terminated.
 /// Absent: `ptr == NULL`, `len == 0`. Present but empty: `len == 0` and a
 /// `ptr` that must not be dereferenced.
-#[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct a2a_str {
@@ -68,7 +70,6 @@ impl a2a_str {
 /// A task's lifecycle state (docs/protocol.md §7 Task states): one of the A2A_STATE_
 /// constants. An integer, not an enum, so that any value C passes is
 /// defined; as an argument it is checked (A2A_STATUS_INVALID_ARGUMENT).
-#[allow(non_camel_case_types)]
 #[repr(transparent)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct a2a_state(pub i32);
@@ -146,7 +147,6 @@ impl a2a_state {
 }
 
 /// What kind of part an a2a_part is.
-#[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum a2a_part_kind {
@@ -156,7 +156,6 @@ pub enum a2a_part_kind {
 }
 
 /// Who spoke a message: the requester (USER) or the worker (AGENT).
-#[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum a2a_role {
@@ -165,7 +164,6 @@ pub enum a2a_role {
 }
 
 /// One part of a message or artifact.
-#[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct a2a_part {
@@ -180,7 +178,6 @@ pub struct a2a_part {
 }
 
 /// A message (docs/protocol.md §3 Shapes).
-#[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct a2a_message {
@@ -198,7 +195,6 @@ pub struct a2a_message {
 }
 
 /// A named, multi-part output of a task.
-#[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct a2a_artifact {
@@ -213,7 +209,6 @@ pub struct a2a_artifact {
 /// A task. Owned by whoever received it from an out parameter (free it
 /// with a2a_task_free); borrowed when handed to a callback or held in a
 /// reply or event (then it lives as long as they do).
-#[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct a2a_task {
@@ -238,7 +233,6 @@ pub struct a2a_task {
 }
 
 /// An agent card: the hot fields, and the whole card as JSON.
-#[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct a2a_card {
@@ -251,7 +245,6 @@ pub struct a2a_card {
 }
 
 /// A task's push notification config.
-#[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct a2a_push_config {

@@ -30,6 +30,8 @@ pub struct Splitter {
     /// waiting for its end (before a socket handshake: the connection is
     /// closed then, so there is nothing to resynchronise).
     eager: bool,
+    /// The input ended during this read (see [`Splitter::take`]).
+    ended: bool,
 }
 
 /// What a [`Splitter::feed`] made of its bytes.
@@ -51,6 +53,7 @@ impl Splitter {
             max,
             discarding: false,
             eager: false,
+            ended: false,
         }
     }
 
@@ -65,6 +68,7 @@ impl Splitter {
     pub fn start(&mut self) {
         self.buf.clear();
         self.discarding = false;
+        self.ended = false;
     }
 
     /// Takes what it can of `avail`: returns the bytes used and what they made.
@@ -89,6 +93,29 @@ impl Splitter {
             None => (chunk.len(), Step::More),
             Some(i) if self.discarding => (i + 1, Step::TooLarge),
             Some(i) => (i + 1, Step::Line),
+        }
+    }
+
+    /// Takes what a fill of the reader gave (`avail`; empty: the input
+    /// ended): returns the bytes used and whether a read is done, its line
+    /// then in [`Splitter::done`]. The one loop body of both readers.
+    pub fn take(&mut self, avail: &[u8]) -> (usize, bool) {
+        if avail.is_empty() {
+            self.ended = true;
+            return (0, true);
+        }
+        let (used, step) = self.feed(avail);
+        (used, step != Step::More)
+    }
+
+    /// What the read that [`Splitter::take`] finished gave.
+    pub fn done(&self) -> Line<'_> {
+        if self.ended {
+            self.at_eof()
+        } else if self.discarding {
+            Line::TooLarge
+        } else {
+            Line::Line(&self.buf)
         }
     }
 
@@ -134,15 +161,10 @@ impl<R: BufRead> LineReader<R> {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             };
-            if avail.is_empty() {
-                return Ok(self.split.at_eof());
-            }
-            let (used, step) = self.split.feed(avail);
+            let (used, done) = self.split.take(avail);
             self.inner.consume(used);
-            match step {
-                Step::More => {}
-                Step::Line => return Ok(Line::Line(self.split.line())),
-                Step::TooLarge => return Ok(Line::TooLarge),
+            if done {
+                return Ok(self.split.done());
             }
         }
     }
@@ -160,6 +182,15 @@ mod tests {
         assert_eq!(r.next_line().unwrap(), Line::TooLarge);
         assert_eq!(r.next_line().unwrap(), Line::Line(b""));
         assert_eq!(r.next_line().unwrap(), Line::Line(b"last"));
+        assert_eq!(r.next_line().unwrap(), Line::Eof);
+    }
+
+    #[test]
+    fn a_too_long_last_line_is_reported_at_the_end_of_input() {
+        let input = b"ok\n0123456789".to_vec();
+        let mut r = LineReader::new(io::BufReader::with_capacity(4, &input[..]), 8);
+        assert_eq!(r.next_line().unwrap(), Line::Line(b"ok"));
+        assert_eq!(r.next_line().unwrap(), Line::TooLarge);
         assert_eq!(r.next_line().unwrap(), Line::Eof);
     }
 

@@ -6,8 +6,8 @@
 use crate::delivery::Outgoing;
 use a2a_proto::jsonrpc::{write_notification, write_response, write_response_body};
 use a2a_proto::limits::A2A_MAX_OUT_FRAME_BYTES;
+use a2a_proto::lines::Splitter;
 pub(crate) use a2a_proto::lines::{Line, LineReader};
-use a2a_proto::lines::{Splitter, Step};
 use a2a_proto::types::Notification;
 use std::io;
 
@@ -37,15 +37,10 @@ impl<R: tokio::io::AsyncBufRead + Unpin> AsyncLineReader<R> {
         self.split.start();
         loop {
             let avail = self.inner.fill_buf().await?;
-            if avail.is_empty() {
-                return Ok(self.split.at_eof());
-            }
-            let (used, step) = self.split.feed(avail);
+            let (used, done) = self.split.take(avail);
             self.inner.consume(used);
-            match step {
-                Step::More => {}
-                Step::Line => return Ok(Line::Line(self.split.line())),
-                Step::TooLarge => return Ok(Line::TooLarge),
+            if done {
+                return Ok(self.split.done());
             }
         }
     }

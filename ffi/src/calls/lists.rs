@@ -5,7 +5,7 @@ use super::{a2a_reply_cb, agent_arg, reply_async, reply_blocking};
 use crate::agent::a2a_agent;
 use crate::args::{bad_enum, c_enum, opt_str_arg, str_arg};
 use crate::reply::{a2a_reply, ReplyData};
-use crate::status::{a2a_status, guard};
+use crate::status::{a2a_status, guard, FfiError};
 use crate::view::a2a_state;
 use a2a_client::{ListRole, PushConfig, TaskListResult, TaskQuery};
 use std::ffi::{c_char, c_void};
@@ -43,7 +43,7 @@ unsafe fn query(
     state: a2a_state,
     limit: u32,
     cursor: *const c_char,
-) -> Result<TaskQuery, crate::status::FfiError> {
+) -> Result<TaskQuery, FfiError> {
     Ok(TaskQuery {
         role: match role {
             a2a_list_role::ANY => ListRole::Any,
@@ -149,20 +149,28 @@ pub extern "C" fn a2a_agent_list_tasks_async(
     })
 }
 
+/// The arguments of a2a_agent_set_push_config (both forms): the agent, the
+/// task id and the config.
+///
 /// # Safety
-/// NULL or NUL-terminated strings.
-unsafe fn config(
-    id: *const c_char,
+/// NULL or a live handle and NUL-terminated strings.
+unsafe fn push_config_args<'a>(
+    agent: *const a2a_agent,
+    task_id: *const c_char,
+    config_id: *const c_char,
     url: *const c_char,
     token: *const c_char,
-) -> Result<PushConfig, crate::status::FfiError> {
+) -> Result<(&'a a2a_agent, &'a str, PushConfig), FfiError> {
     // SAFETY: forwarded from the caller.
     unsafe {
-        Ok(PushConfig {
-            id: str_arg(id, "config_id")?.to_owned(),
+        let a = agent_arg(agent)?;
+        let id = str_arg(task_id, "task_id")?;
+        let config = PushConfig {
+            id: str_arg(config_id, "config_id")?.to_owned(),
             url: opt_str_arg(url, "url")?.map(str::to_owned),
             token: opt_str_arg(token, "token")?.map(str::to_owned),
-        })
+        };
+        Ok((a, id, config))
     }
 }
 
@@ -184,13 +192,7 @@ pub extern "C" fn a2a_agent_set_push_config(
 ) -> a2a_status {
     guard(|| {
         // SAFETY: NULL or live handles and strings (header rule).
-        let (a, id, c) = unsafe {
-            (
-                agent_arg(agent)?,
-                str_arg(task_id, "task_id")?,
-                config(config_id, url, token)?,
-            )
-        };
+        let (a, id, c) = unsafe { push_config_args(agent, task_id, config_id, url, token) }?;
         reply_blocking(a.dispatcher(), out, || {
             a.agent.set_push_config(id, c).map(ReplyData::PushConfig)
         })
@@ -213,13 +215,7 @@ pub extern "C" fn a2a_agent_set_push_config_async(
 ) -> a2a_status {
     guard(|| {
         // SAFETY: NULL or live handles and strings (header rule).
-        let (a, id, c) = unsafe {
-            (
-                agent_arg(agent)?,
-                str_arg(task_id, "task_id")?,
-                config(config_id, url, token)?,
-            )
-        };
+        let (a, id, c) = unsafe { push_config_args(agent, task_id, config_id, url, token) }?;
         reply_async(a.dispatcher(), cb, userdata, || {
             a.agent
                 .set_push_config_async(id, c)

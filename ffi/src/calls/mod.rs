@@ -93,6 +93,19 @@ pub(crate) fn reply_blocking(
     Ok(())
 }
 
+/// Runs `submit` as a call the dispatcher counts until its completion has
+/// run; a submission that fails is uncounted at once (it owes no callback).
+fn begin<P>(
+    dispatcher: &Dispatcher,
+    submit: impl FnOnce() -> Result<P, ClientError>,
+) -> Result<P, FfiError> {
+    dispatcher.begin_call();
+    submit().map_err(|e| {
+        dispatcher.abort_call();
+        e.into()
+    })
+}
+
 /// Submits a call answered by a task; its completion runs `cb` through the
 /// dispatcher. A submission that fails leaves nothing owed (`cb` never
 /// runs).
@@ -104,14 +117,7 @@ pub(crate) fn task_async(
 ) -> Result<(), FfiError> {
     let cb = cb.ok_or_else(|| FfiError::invalid("`cb` is NULL"))?;
     let ud = UserData(userdata);
-    dispatcher.begin_call();
-    let pending = match submit() {
-        Ok(p) => p,
-        Err(e) => {
-            dispatcher.abort_call();
-            return Err(e.into());
-        }
-    };
+    let pending = begin(dispatcher, submit)?;
     let d = dispatcher.clone();
     pending.on_complete(move |result| {
         d.complete(Box::new(move || match result {
@@ -146,14 +152,7 @@ where
 {
     let cb = cb.ok_or_else(|| FfiError::invalid("`cb` is NULL"))?;
     let ud = UserData(userdata);
-    dispatcher.begin_call();
-    let (pending, convert) = match submit() {
-        Ok(p) => p,
-        Err(e) => {
-            dispatcher.abort_call();
-            return Err(e.into());
-        }
-    };
+    let (pending, convert) = begin(dispatcher, submit)?;
     let d = dispatcher.clone();
     pending.on_complete(move |result| {
         d.complete(Box::new(move || match result {

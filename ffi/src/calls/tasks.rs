@@ -43,6 +43,46 @@ unsafe fn opt_message(parts: *const a2a_parts, task_id: &str) -> Option<Message>
     unsafe { parts.as_ref() }.map(|p| p.message(None, Some(task_id)))
 }
 
+/// The agent and the send of a2a_agent_send (both forms): the message made
+/// of `parts`, to `to`.
+///
+/// # Safety
+/// NULL or live handles, strings, structs.
+unsafe fn send_args<'a>(
+    agent: *const a2a_agent,
+    to: *const c_char,
+    parts: *const a2a_parts,
+    opts: *const a2a_send_options,
+) -> Result<(&'a a2a_agent, Message, Option<SendConfiguration>), FfiError> {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let a = agent_arg(agent)?;
+        let to = opt_str_arg(to, "to")?;
+        let m = parts_arg(parts, "parts")?.message(to, None);
+        Ok((a, m, options(opts)))
+    }
+}
+
+/// The agent and the send of a2a_agent_send_followup (both forms): the
+/// message made of `parts`, on the task `task_id`.
+///
+/// # Safety
+/// NULL or live handles, strings, structs.
+unsafe fn followup_args<'a>(
+    agent: *const a2a_agent,
+    task_id: *const c_char,
+    parts: *const a2a_parts,
+    opts: *const a2a_send_options,
+) -> Result<(&'a a2a_agent, Message, Option<SendConfiguration>), FfiError> {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let a = agent_arg(agent)?;
+        let id = str_arg(task_id, "task_id")?;
+        let m = parts_arg(parts, "parts")?.message(None, Some(id));
+        Ok((a, m, options(opts)))
+    }
+}
+
 /// Creates a task for the agent `to` (NULL: the caller's only peer) with
 /// the message made of `parts`; the task goes to `*out`.
 ///
@@ -58,15 +98,7 @@ pub extern "C" fn a2a_agent_send(
 ) -> a2a_status {
     guard(|| {
         // SAFETY: NULL or live handles, strings, structs (header rule).
-        let (a, to, p, cfg) = unsafe {
-            (
-                agent_arg(agent)?,
-                opt_str_arg(to, "to")?,
-                parts_arg(parts, "parts")?,
-                options(opts),
-            )
-        };
-        let m = p.message(to, None);
+        let (a, m, cfg) = unsafe { send_args(agent, to, parts, opts) }?;
         task_blocking(a.dispatcher(), out, || a.agent.send(m, cfg))
     })
 }
@@ -86,15 +118,7 @@ pub extern "C" fn a2a_agent_send_async(
 ) -> a2a_status {
     guard(|| {
         // SAFETY: NULL or live handles, strings, structs (header rule).
-        let (a, to, p, cfg) = unsafe {
-            (
-                agent_arg(agent)?,
-                opt_str_arg(to, "to")?,
-                parts_arg(parts, "parts")?,
-                options(opts),
-            )
-        };
-        let m = p.message(to, None);
+        let (a, m, cfg) = unsafe { send_args(agent, to, parts, opts) }?;
         task_async(a.dispatcher(), cb, userdata, || a.agent.send_async(m, cfg))
     })
 }
@@ -114,15 +138,7 @@ pub extern "C" fn a2a_agent_send_followup(
 ) -> a2a_status {
     guard(|| {
         // SAFETY: NULL or live handles, strings, structs (header rule).
-        let (a, id, p, cfg) = unsafe {
-            (
-                agent_arg(agent)?,
-                str_arg(task_id, "task_id")?,
-                parts_arg(parts, "parts")?,
-                options(opts),
-            )
-        };
-        let m = p.message(None, Some(id));
+        let (a, m, cfg) = unsafe { followup_args(agent, task_id, parts, opts) }?;
         task_blocking(a.dispatcher(), out, || a.agent.send(m, cfg))
     })
 }
@@ -142,15 +158,7 @@ pub extern "C" fn a2a_agent_send_followup_async(
 ) -> a2a_status {
     guard(|| {
         // SAFETY: NULL or live handles, strings, structs (header rule).
-        let (a, id, p, cfg) = unsafe {
-            (
-                agent_arg(agent)?,
-                str_arg(task_id, "task_id")?,
-                parts_arg(parts, "parts")?,
-                options(opts),
-            )
-        };
-        let m = p.message(None, Some(id));
+        let (a, m, cfg) = unsafe { followup_args(agent, task_id, parts, opts) }?;
         task_async(a.dispatcher(), cb, userdata, || a.agent.send_async(m, cfg))
     })
 }
@@ -257,6 +265,29 @@ pub extern "C" fn a2a_agent_set_status_async(
     })
 }
 
+/// The arguments of a2a_agent_add_artifact (both forms): the agent, the
+/// task id and the artifact made of `parts`.
+///
+/// # Safety
+/// NULL or live handles, builder and strings.
+unsafe fn artifact_args<'a>(
+    agent: *const a2a_agent,
+    task_id: *const c_char,
+    artifact_id: *const c_char,
+    name: *const c_char,
+    parts: *const a2a_parts,
+) -> Result<(&'a a2a_agent, &'a str, a2a_client::Artifact), FfiError> {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let p = parts_arg(parts, "parts")?;
+        let art = p.artifact(
+            str_arg(artifact_id, "artifact_id")?,
+            opt_str_arg(name, "name")?,
+        );
+        Ok((agent_arg(agent)?, str_arg(task_id, "task_id")?, art))
+    }
+}
+
 /// The worker adds to the task `task_id` the artifact `artifact_id` made of
 /// `parts` (`name` may be NULL); with `append`, extends the artifact of that
 /// id instead; `last_chunk` marks its end.
@@ -276,14 +307,7 @@ pub extern "C" fn a2a_agent_add_artifact(
 ) -> a2a_status {
     guard(|| {
         // SAFETY: NULL or live handles and strings (header rule).
-        let (a, id, art) = unsafe {
-            let p = parts_arg(parts, "parts")?;
-            let art = p.artifact(
-                str_arg(artifact_id, "artifact_id")?,
-                opt_str_arg(name, "name")?,
-            );
-            (agent_arg(agent)?, str_arg(task_id, "task_id")?, art)
-        };
+        let (a, id, art) = unsafe { artifact_args(agent, task_id, artifact_id, name, parts) }?;
         task_blocking(a.dispatcher(), out, || {
             a.agent.add_artifact(id, art, append, last_chunk)
         })
@@ -308,14 +332,7 @@ pub extern "C" fn a2a_agent_add_artifact_async(
 ) -> a2a_status {
     guard(|| {
         // SAFETY: NULL or live handles and strings (header rule).
-        let (a, id, art) = unsafe {
-            let p = parts_arg(parts, "parts")?;
-            let art = p.artifact(
-                str_arg(artifact_id, "artifact_id")?,
-                opt_str_arg(name, "name")?,
-            );
-            (agent_arg(agent)?, str_arg(task_id, "task_id")?, art)
-        };
+        let (a, id, art) = unsafe { artifact_args(agent, task_id, artifact_id, name, parts) }?;
         task_async(a.dispatcher(), cb, userdata, || {
             a.agent.add_artifact_async(id, art, append, last_chunk)
         })

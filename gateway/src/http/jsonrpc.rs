@@ -81,10 +81,22 @@ pub async fn handle(
     // The streaming methods answer an SSE stream (or a JSON error).
     match method.as_str() {
         "SendStreamingMessage" if app.config.streaming => {
-            return send_streaming(&app, &who, &method, started, id, &params).await;
+            let call = Streaming {
+                who: &who,
+                method: &method,
+                started,
+                id,
+            };
+            return send_streaming(&app, call, &params).await;
         }
         "SubscribeToTask" if app.config.streaming => {
-            return subscribe(&app, &who, &method, started, id, &params).await;
+            let call = Streaming {
+                who: &who,
+                method: &method,
+                started,
+                id,
+            };
+            return subscribe(&app, call, &params).await;
         }
         _ => {}
     }
@@ -176,40 +188,54 @@ async fn send_message(app: &App, who: &Who<'_>, params: &Value) -> Unary {
     to_value(&out).map(|v| (v, Some(tid)))
 }
 
-/// `SendStreamingMessage`: the task, then its updates, as SSE.
-async fn send_streaming(
-    app: &App,
-    who: &Who<'_>,
-    method: &str,
+/// A streaming call under way: who asked, the method, when it started
+/// (for its audit line) and its JSON-RPC id.
+struct Streaming<'a> {
+    who: &'a Who<'a>,
+    method: &'a str,
     started: Instant,
     id: Value,
-    params: &Value,
-) -> Response {
+}
+
+impl Streaming<'_> {
+    /// Its error answer, with its audit line.
+    fn fail(self, task: Option<&str>, e: E) -> Response {
+        fail(self.who, self.method, task, self.started, e, self.id)
+    }
+
+    /// Its audit line once the stream is granted.
+    fn audit_ok(&self, task: &str) {
+        audit(
+            self.who.log,
+            self.who.identity,
+            self.who.agent,
+            self.method,
+            Some(task),
+            Ok(()),
+            self.started.elapsed().as_micros(),
+        );
+    }
+}
+
+/// `SendStreamingMessage`: the task, then its updates, as SSE.
+async fn send_streaming(app: &App, call: Streaming<'_>, params: &Value) -> Response {
     let req = match parse_send(params) {
         Ok(r) => r,
-        Err(e) => return fail(who, method, None, started, e, id),
+        Err(e) => return call.fail(None, e),
     };
     let conf = req.configuration.clone().unwrap_or_default();
+    let who = call.who;
     match app
         .core
         .send(who.identity, who.agent, &req, false, true)
         .await
     {
-        Err(e) => fail(who, method, None, started, e, id),
+        Err(e) => call.fail(None, e),
         Ok((_, task, rx)) => {
-            let tid = task.id.clone();
-            audit(
-                who.log,
-                who.identity,
-                who.agent,
-                method,
-                Some(&tid),
-                Ok(()),
-                started.elapsed().as_micros(),
-            );
+            call.audit_ok(&task.id);
             match rx {
                 Some(rx) => sse::stream_task(
-                    id,
+                    call.id,
                     task,
                     rx,
                     view_of(conf.history_length),
@@ -217,46 +243,29 @@ async fn send_streaming(
                     app.config.max_stream,
                     app.core.stopping(),
                 ),
-                None => fail(
-                    who,
-                    method,
-                    None,
-                    started,
-                    E::Internal("no subscription".into()),
-                    Value::Null,
-                ),
+                None => Streaming {
+                    id: Value::Null,
+                    ..call
+                }
+                .fail(None, E::Internal("no subscription".into())),
             }
         }
     }
 }
 
 /// `SubscribeToTask`: the task as it is, then its updates, as SSE.
-async fn subscribe(
-    app: &App,
-    who: &Who<'_>,
-    method: &str,
-    started: Instant,
-    id: Value,
-    params: &Value,
-) -> Response {
+async fn subscribe(app: &App, call: Streaming<'_>, params: &Value) -> Response {
     let req = match parse::<v1::TaskIdRequest>(params) {
         Ok(r) => r,
-        Err(e) => return fail(who, method, None, started, e, id),
+        Err(e) => return call.fail(None, e),
     };
+    let who = call.who;
     match app.core.subscribe(who.identity, who.agent, &req.id).await {
-        Err(e) => fail(who, method, Some(&req.id), started, e, id),
+        Err(e) => call.fail(Some(&req.id), e),
         Ok(sub) => {
-            audit(
-                who.log,
-                who.identity,
-                who.agent,
-                method,
-                Some(&req.id),
-                Ok(()),
-                started.elapsed().as_micros(),
-            );
+            call.audit_ok(&req.id);
             sse::stream_task(
-                id,
+                call.id,
                 sub.snapshot,
                 sub.rx,
                 TaskView::FULL,

@@ -141,6 +141,16 @@ impl Shared {
         (c.card.endpoint.clone(), c.card.streaming)
     }
 
+    /// One call at the remote's current endpoint within
+    /// REMOTE_PROBE_TIMEOUT: the reads and cancels that follow up on a
+    /// remote task, each retried by its caller.
+    async fn probe(&self, method: &str, params: Value) -> Result<Value, RemoteError> {
+        let (endpoint, _) = self.endpoint();
+        self.rpc
+            .call_within(&endpoint, method, params, REMOTE_PROBE_TIMEOUT)
+            .await
+    }
+
     /// Fetches the card again (conditionally); returns when it should be
     /// fetched next. A failed fetch keeps the card in use.
     pub async fn refresh_card(&self) -> Duration {
@@ -404,16 +414,9 @@ async fn sweep(
         // the remote has answered; one that cannot be reached keeps it
         // for the next start.
         if t.status.state != State::Completed {
-            let (endpoint, _) = shared.endpoint();
             let reason = t.status.message.as_deref().and_then(reason_of);
             match shared
-                .rpc
-                .call_within(
-                    &endpoint,
-                    "CancelTask",
-                    cancel_params(&remote, reason.as_deref()),
-                    REMOTE_PROBE_TIMEOUT,
-                )
+                .probe("CancelTask", cancel_params(&remote, reason.as_deref()))
                 .await
             {
                 Err(e) if e.is_unreachable() => {
@@ -864,16 +867,9 @@ impl TaskActor {
             }
             self.pause(self.retry_wait(interval)).await;
             interval = (interval * 2).min(settle.poll_max);
-            let (endpoint, _) = self.shared.endpoint();
             match self
                 .shared
-                .rpc
-                .call_within(
-                    &endpoint,
-                    "GetTask",
-                    json!({"id": remote, "historyLength": 0}),
-                    REMOTE_PROBE_TIMEOUT,
-                )
+                .probe("GetTask", json!({"id": remote, "historyLength": 0}))
                 .await
             {
                 Ok(task) => {
@@ -1032,16 +1028,9 @@ impl TaskActor {
         let settle = self.shared.settle.clone();
         let mut interval = settle.poll_min;
         loop {
-            let (endpoint, _) = self.shared.endpoint();
             match self
                 .shared
-                .rpc
-                .call_within(
-                    &endpoint,
-                    "CancelTask",
-                    cancel_params(&remote, reason),
-                    REMOTE_PROBE_TIMEOUT,
-                )
+                .probe("CancelTask", cancel_params(&remote, reason))
                 .await
             {
                 Ok(_) => {
