@@ -174,13 +174,18 @@ impl Leases {
         Some(rec)
     }
 
-    /// Puts back what a failed call or batch changed, newest first.
-    pub fn undo(&mut self, changes: Vec<LeaseUndo>) {
+    /// Puts back what a failed call or batch changed, newest first. A
+    /// lease ended in the batch is put back only if `holder_live` says its
+    /// holder (party and connection) is still there: a connection that
+    /// closed during the batch stays closed whatever the batch does, and
+    /// its leases must not come back without a holder.
+    pub fn undo(&mut self, changes: Vec<LeaseUndo>, holder_live: impl Fn(&LeaseRec) -> bool) {
         for c in changes.into_iter().rev() {
             match c {
                 LeaseUndo::Added(id) => {
                     self.remove(&id, None);
                 }
+                LeaseUndo::Removed(rec) if !holder_live(&rec) => {}
                 LeaseUndo::Removed(rec) => {
                     let ids = self
                         .by_context
@@ -322,13 +327,10 @@ mod tests {
                 if lease_id == "1" && holder == "a" && paths == &["src/**"]
         ));
         assert_eq!(ls.check(&req(&a, true), 10), Ok(()), "own lease");
-        assert_eq!(
-            ls.check(&req(&party("other", "b"), true), 10),
-            Ok(()),
-            "other context"
-        );
+        let stranger = party("other", "b");
+        assert_eq!(ls.check(&req(&stranger, true), 10), Ok(()), "other context");
         assert_eq!(ls.check(&req(&b, true), 1000), Ok(()), "expired");
-        ls.undo(undo);
+        ls.undo(undo, |_| true);
         assert!(ls.is_empty() && ls.by_context.is_empty() && ls.by_expiry.is_empty());
     }
 
@@ -343,11 +345,278 @@ mod tests {
         let mut undo = vec![];
         ls.renew("3", 99_999, &mut undo);
         ls.remove("2", Some(&mut undo));
-        ls.undo(undo);
+        ls.undo(undo, |_| true);
         let order: Vec<&str> = ls.in_context("c", 0).map(|l| l.id.as_str()).collect();
         assert_eq!(order, ["1", "2", "3"]);
         assert_eq!(ls.get("3").unwrap().expires_at, 1002);
         assert_eq!(ls.next_expiry(), Some(1000));
         assert_eq!(ls.expired(1001), ["1", "2"]);
+    }
+
+    /// Random interleavings of acquire, renew, release, expiry (time
+    /// passing, then the sweep a new transaction starts with),
+    /// deregistration, re-registration and connection death, grouped into
+    /// batches that commit or roll back, run against [`Leases`] the way the
+    /// writer does (`methods/leases_*.rs`, `engine/leases.rs`).
+    mod interleavings {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Patterns that overlap in every way: a directory, files in it,
+        /// a glob, `**` at either end.
+        const POOL: [&str; 6] = ["src/**", "src/a.rs", "src/*.rs", "docs/x", "**/x", "b/**/c"];
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            Acquire {
+                agent: usize,
+                paths: Vec<usize>,
+                exclusive: bool,
+                ttl: Millis,
+            },
+            Renew {
+                agent: usize,
+                pick: usize,
+                ttl: Millis,
+            },
+            Release {
+                agent: usize,
+                pick: usize,
+            },
+            Advance(Millis),
+            Deregister(usize),
+            Register(usize),
+            /// Closes one of the connections agents are registered on.
+            CloseConn(usize),
+            EndBatch {
+                commit: bool,
+            },
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            let agent = 0..AGENTS;
+            prop_oneof![
+                4 => (agent.clone(), prop::collection::vec(0..POOL.len(), 1..3), any::<bool>(), 1..5_000i64)
+                    .prop_map(|(agent, paths, exclusive, ttl)| Op::Acquire { agent, paths, exclusive, ttl }),
+                1 => (agent.clone(), any::<usize>(), 1..5_000i64)
+                    .prop_map(|(agent, pick, ttl)| Op::Renew { agent, pick, ttl }),
+                2 => (agent.clone(), any::<usize>()).prop_map(|(agent, pick)| Op::Release { agent, pick }),
+                2 => (0..3_000i64).prop_map(Op::Advance),
+                1 => agent.clone().prop_map(Op::Deregister),
+                1 => agent.clone().prop_map(Op::Register),
+                1 => any::<usize>().prop_map(Op::CloseConn),
+                2 => any::<bool>().prop_map(|commit| Op::EndBatch { commit }),
+            ]
+        }
+
+        /// Three agents share a context, one is alone in another; two
+        /// connections carry them.
+        const AGENTS: usize = 4;
+
+        struct World {
+            leases: Leases,
+            now: Millis,
+            parties: Vec<Party>,
+            /// Each agent's connection while it is registered.
+            conn: Vec<Option<ConnId>>,
+            /// Connections closed so far.
+            closed: Vec<ConnId>,
+            next_conn: ConnId,
+            next_id: u64,
+            /// The open batch: lease changes, and registrations to undo.
+            undo: Vec<LeaseUndo>,
+            reg_undo: Vec<(usize, Option<ConnId>)>,
+        }
+
+        impl World {
+            fn new() -> World {
+                let ctx = ["c0", "c0", "c1", "c0"];
+                World {
+                    leases: Leases::default(),
+                    now: 1_000_000,
+                    parties: (0..AGENTS)
+                        .map(|i| Party {
+                            context_id: ctx[i].into(),
+                            peer_id: format!("a{i}"),
+                        })
+                        .collect(),
+                    conn: vec![Some(1), Some(1), Some(2), Some(2)],
+                    closed: Vec::new(),
+                    next_conn: 3,
+                    next_id: 0,
+                    undo: Vec::new(),
+                    reg_undo: Vec::new(),
+                }
+            }
+
+            /// The live leases `agent` holds, sorted (for a stable pick).
+            fn held(&self, agent: usize) -> Vec<String> {
+                let mut ids = self.leases.held_by(&self.parties[agent]);
+                ids.sort();
+                ids
+            }
+
+            fn set_conn(&mut self, agent: usize, conn: Option<ConnId>) {
+                self.reg_undo.push((agent, self.conn[agent]));
+                self.conn[agent] = conn;
+            }
+
+            fn apply(&mut self, op: Op) {
+                match op {
+                    Op::Acquire {
+                        agent,
+                        paths,
+                        exclusive,
+                        ttl,
+                    } => {
+                        let Some(conn) = self.conn[agent] else { return };
+                        let paths: Vec<String> =
+                            paths.iter().map(|i| POOL[*i].to_string()).collect();
+                        let holder = self.parties[agent].clone();
+                        let req = Request {
+                            holder: &holder,
+                            paths: &paths,
+                            exclusive,
+                        };
+                        match self.leases.check(&req, self.now) {
+                            Ok(()) => {
+                                self.next_id += 1;
+                                let rec = LeaseRec {
+                                    id: format!("l{:04}", self.next_id),
+                                    holder: holder.clone(),
+                                    conn,
+                                    paths,
+                                    exclusive,
+                                    reason: None,
+                                    acquired_at: self.now,
+                                    expires_at: self.now + ttl,
+                                    watchers: Vec::new(),
+                                };
+                                self.leases.insert(rec, &mut self.undo);
+                            }
+                            Err(Refusal::Conflict { lease_id, .. }) => {
+                                self.leases.watch(&lease_id, &holder);
+                            }
+                            Err(Refusal::TooMany { .. }) => {}
+                        }
+                    }
+                    Op::Renew { agent, pick, ttl } => {
+                        let ids = self.held(agent);
+                        if self.conn[agent].is_none() || ids.is_empty() {
+                            return;
+                        }
+                        let id = &ids[pick % ids.len()];
+                        if self.leases.get(id).is_some_and(|l| l.expires_at > self.now) {
+                            self.leases.renew(id, self.now + ttl, &mut self.undo);
+                        }
+                    }
+                    Op::Release { agent, pick } => {
+                        let ids = self.held(agent);
+                        if self.conn[agent].is_none() || ids.is_empty() {
+                            return;
+                        }
+                        self.leases
+                            .remove(&ids[pick % ids.len()], Some(&mut self.undo));
+                    }
+                    Op::Advance(ms) => self.now += ms,
+                    Op::Deregister(agent) => {
+                        if self.conn[agent].is_none() {
+                            return;
+                        }
+                        for id in self.leases.held_by(&self.parties[agent]) {
+                            self.leases.remove(&id, Some(&mut self.undo));
+                        }
+                        self.set_conn(agent, None);
+                    }
+                    Op::Register(agent) => {
+                        if self.conn[agent].is_some() {
+                            return;
+                        }
+                        self.next_conn += 1;
+                        let c = self.next_conn;
+                        self.set_conn(agent, Some(c));
+                    }
+                    Op::CloseConn(pick) => {
+                        // Every agent registered on it dies, for good (not
+                        // undone with the batch).
+                        let mut open: Vec<ConnId> = self.conn.iter().flatten().copied().collect();
+                        open.sort_unstable();
+                        open.dedup();
+                        if open.is_empty() {
+                            return;
+                        }
+                        let c = open[pick % open.len()];
+                        for id in self.leases.held_on(c) {
+                            self.leases.remove(&id, None);
+                        }
+                        for a in 0..AGENTS {
+                            if self.conn[a] == Some(c) {
+                                self.conn[a] = None;
+                            }
+                        }
+                        self.closed.push(c);
+                    }
+                    Op::EndBatch { commit } => {
+                        let undo = std::mem::take(&mut self.undo);
+                        let regs = std::mem::take(&mut self.reg_undo);
+                        if !commit {
+                            // A registration on a closed connection does
+                            // not come back.
+                            for (agent, before) in regs.into_iter().rev() {
+                                self.conn[agent] = before.filter(|c| !self.closed.contains(c));
+                            }
+                            let conn = self.conn.clone();
+                            let parties = self.parties.clone();
+                            self.leases.undo(undo, |l| {
+                                (0..AGENTS)
+                                    .any(|a| parties[a] == l.holder && conn[a] == Some(l.conn))
+                            });
+                        }
+                        // The next transaction starts with the sweep.
+                        for id in self.leases.expired(self.now) {
+                            self.leases.remove(&id, Some(&mut self.undo));
+                        }
+                    }
+                }
+            }
+
+            fn check(&self) -> Result<(), TestCaseError> {
+                let live: Vec<&LeaseRec> = self
+                    .leases
+                    .all()
+                    .filter(|l| l.expires_at > self.now)
+                    .collect();
+                for (i, a) in live.iter().enumerate() {
+                    for b in &live[i + 1..] {
+                        prop_assert!(!conflict(a, b), "both live: {a:?} and {b:?}");
+                    }
+                }
+                for l in self.leases.all() {
+                    let holder = (0..AGENTS).find(|a| self.parties[*a] == l.holder);
+                    prop_assert!(
+                        holder.is_some_and(|a| self.conn[a] == Some(l.conn)),
+                        "{} is held by {} (connection {}), which is gone",
+                        l.id,
+                        l.holder.peer_id,
+                        l.conn
+                    );
+                }
+                Ok(())
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+            #[test]
+            fn conflicting_leases_are_never_both_live_and_every_lease_has_a_live_holder(
+                ops in prop::collection::vec(op(), 1..80)
+            ) {
+                let mut w = World::new();
+                for op in ops {
+                    w.apply(op);
+                    w.check()?;
+                }
+            }
+        }
     }
 }

@@ -555,7 +555,6 @@ impl Engine {
         for (party, mid, before) in undo.creations.iter().rev() {
             self.caches.creations.unrecord(party, mid, *before);
         }
-        self.caches.leases.undo(undo.leases);
         for agent in &undo.leaving {
             agent.set_leaving(false);
         }
@@ -563,6 +562,12 @@ impl Engine {
         for agent in undo.registered {
             reg.remove(&agent);
         }
+        // After the registry is as it will stay: an ended lease whose
+        // holder's connection closed meanwhile does not come back.
+        self.caches.leases.undo(undo.leases, |l| {
+            reg.live_party(&l.holder)
+                .is_some_and(|a| a.conn == l.conn && !a.is_leaving())
+        });
     }
 
     /// After a commit: registrations become visible, deregistrations take
