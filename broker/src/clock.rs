@@ -11,13 +11,30 @@ pub fn now() -> String {
     format!("{:.3}", jiff::Timestamp::now())
 }
 
+/// Now, in milliseconds since the Unix epoch: the time lease expiries
+/// are reckoned in (`core::lease` takes it as an argument, never reads a
+/// clock itself, so its tests set the time).
+pub fn now_ms() -> i64 {
+    jiff::Timestamp::now().as_millisecond()
+}
+
+/// An instant in milliseconds since the epoch, formatted as [`now`] is.
+pub fn format_ms(ms: i64) -> String {
+    match jiff::Timestamp::from_millisecond(ms) {
+        Ok(t) => format!("{t:.3}"),
+        // Out of jiff's range (a year past 9999): never a lease's expiry,
+        // which is at most A2A_MAX_LEASE_TTL_SECONDS from now.
+        Err(_) => now(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     /// The format of [`now`], for a fixed instant in milliseconds.
     fn format_millis(ms: i64) -> String {
-        format!("{:.3}", jiff::Timestamp::from_millisecond(ms).unwrap())
+        format_ms(ms)
     }
 
     #[test]

@@ -203,6 +203,13 @@ fn describe(ev: &Event) -> String {
             p.status.state.as_str()
         ),
         Notification::Lagged(p) => format!("lagged -> {}: {} dropped", p.recipient, p.dropped),
+        Notification::LeaseReleased(p) => format!(
+            "lease  -> {:<9} seq {:<2} {} {}",
+            p.recipient,
+            p.seq,
+            p.lease.id,
+            p.reason.as_str()
+        ),
     }
 }
 

@@ -58,6 +58,36 @@ pub fn to_rpc(e: CoreError) -> RpcError {
             a2a_proto::limits::A2A_MAX_ID_BYTES as u64,
             actual,
         ),
+        CoreError::OutOfBounds {
+            reason,
+            limit,
+            min,
+            max,
+            actual,
+        } => {
+            let mut data =
+                json!({ "reason": reason, "limit": limit, "max": max, "actual": actual });
+            if let Some(min) = min {
+                data["min"] = json!(min);
+            }
+            RpcError::new(
+                a2a_proto::error::INVALID_PARAMS,
+                "invalid params",
+                Some(data),
+            )
+        }
+        CoreError::LeaseConflict {
+            lease_id,
+            holder,
+            paths,
+        } => RpcError::a2a(
+            C::LeaseConflict,
+            msg,
+            Some(json!({ "holder": holder, "leaseId": lease_id, "paths": paths })),
+        ),
+        CoreError::UnknownLease(id) => {
+            RpcError::a2a(C::UnknownLease, msg, Some(json!({ "leaseId": id })))
+        }
         CoreError::Internal(reason) => RpcError::internal(reason),
     }
 }

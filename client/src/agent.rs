@@ -18,9 +18,10 @@ use crate::Event;
 use a2a_proto::call::{Call, Outcome};
 use a2a_proto::limits::A2A_MAX_STREAM_WAIT_SECONDS;
 use a2a_proto::params::{
-    ArtifactParams, CancelParams, GetParams, ListAgentsParams, ListRole, ListTasksParams,
-    PushGetParams, PushSetParams, RegisterParams, RegisterResult, ResubscribeParams,
-    SendConfiguration, SendParams, StatusParams, TaskListResult, TokenParams, WaitParams,
+    AcquireLeaseParams, ArtifactParams, CancelParams, GetParams, Lease, ListAgentsParams,
+    ListLeasesParams, ListRole, ListTasksParams, PushGetParams, PushSetParams, RegisterParams,
+    RegisterResult, ReleaseLeaseParams, RenewLeaseParams, ResubscribeParams, SendConfiguration,
+    SendParams, StatusParams, TaskListResult, TokenParams, WaitParams,
 };
 use a2a_proto::types::{AgentCard, Artifact, Delivery, Message, PushConfig, State, Task};
 use futures_core::Stream;
@@ -652,6 +653,121 @@ impl Agent {
         /// already queued stay readable; then `wait` reports
         /// [`ClientError::Deregistered`].
         deregister => deregister_async() -> ()
+    );
+
+    /// `a2a.leases.acquire` (ext), submitted: a lease on `paths` in this
+    /// agent's context for `ttl_seconds`; a conflict is
+    /// `A2A_LEASE_CONFLICT` (`data.holder`, `data.leaseId`, `data.paths`).
+    /// With `wait_seconds` a conflict waits (a parked call) until it
+    /// clears or the wait ends.
+    pub fn acquire_lease_async(
+        &self,
+        paths: &[&str],
+        ttl_seconds: u64,
+        exclusive: bool,
+        reason: Option<&str>,
+        wait_seconds: Option<u64>,
+    ) -> Result<Pending<Lease>, ClientError> {
+        let call = Call::LeaseAcquire(AcquireLeaseParams {
+            token: self.token_opt(),
+            paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+            ttl_seconds: i64::try_from(ttl_seconds).unwrap_or(i64::MAX),
+            exclusive,
+            reason: reason.map(str::to_owned),
+            wait_seconds: wait_seconds.map(|w| i64::try_from(w).unwrap_or(i64::MAX)),
+        });
+        self.submit(
+            call,
+            convert!("a2a.leases.acquire", Outcome::Lease(r) => r.lease),
+            None,
+        )
+    }
+
+    /// `a2a.leases.acquire` (ext): a lease on `paths` in this agent's
+    /// context for `ttl_seconds`, or `A2A_LEASE_CONFLICT`. With
+    /// `wait_seconds` a conflict waits until it clears or the wait ends.
+    ///
+    /// Blocking: [`Agent::acquire_lease_async`] waited for at most
+    /// [`crate::ClientOptions::call_timeout`] beyond `wait_seconds`.
+    pub fn acquire_lease(
+        &self,
+        paths: &[&str],
+        ttl_seconds: u64,
+        exclusive: bool,
+        reason: Option<&str>,
+        wait_seconds: Option<u64>,
+    ) -> Result<Lease, ClientError> {
+        let waits = Duration::from_secs(wait_seconds.unwrap_or(0));
+        self.acquire_lease_async(paths, ttl_seconds, exclusive, reason, wait_seconds)?
+            .wait(self.call_timeout().saturating_add(waits))
+    }
+
+    /// `a2a.leases.renew` (ext), submitted: the holder's live lease now
+    /// ends `ttl_seconds` from now.
+    pub fn renew_lease_async(
+        &self,
+        lease_id: &str,
+        ttl_seconds: u64,
+    ) -> Result<Pending<Lease>, ClientError> {
+        let call = Call::LeaseRenew(RenewLeaseParams {
+            token: self.token_opt(),
+            lease_id: lease_id.to_owned(),
+            ttl_seconds: i64::try_from(ttl_seconds).unwrap_or(i64::MAX),
+        });
+        self.submit(
+            call,
+            convert!("a2a.leases.renew", Outcome::Lease(r) => r.lease),
+            None,
+        )
+    }
+
+    blocking!(
+        /// `a2a.leases.renew` (ext): the holder's live lease now ends
+        /// `ttl_seconds` from now.
+        renew_lease => renew_lease_async(lease_id: &str, ttl_seconds: u64) -> Lease
+    );
+
+    /// `a2a.leases.release` (ext), submitted: the holder ends its lease
+    /// (idempotent for the holder).
+    pub fn release_lease_async(&self, lease_id: &str) -> Result<Pending<()>, ClientError> {
+        let call = Call::LeaseRelease(ReleaseLeaseParams {
+            token: self.token_opt(),
+            lease_id: lease_id.to_owned(),
+        });
+        self.submit(
+            call,
+            convert!("a2a.leases.release", Outcome::Ok(_) => ()),
+            None,
+        )
+    }
+
+    blocking!(
+        /// `a2a.leases.release` (ext): the holder ends its lease
+        /// (idempotent for the holder).
+        release_lease => release_lease_async(lease_id: &str) -> ()
+    );
+
+    /// `a2a.leases.list` (ext), submitted: the live leases of this agent's
+    /// context, only those overlapping `path` when given.
+    pub fn list_leases_async(
+        &self,
+        path: Option<&str>,
+    ) -> Result<Pending<Vec<Lease>>, ClientError> {
+        let call = Call::LeaseList(ListLeasesParams {
+            token: self.token_opt(),
+            path: path.map(str::to_owned),
+        });
+        self.submit(
+            call,
+            convert!("a2a.leases.list", Outcome::Leases(r) => r.leases),
+            None,
+        )
+    }
+
+    blocking!(
+        /// `a2a.leases.list` (ext): the live leases of this agent's
+        /// context, only those overlapping `path` when given.
+        list_leases => list_leases_async(path: Option<&str>) -> Vec<Lease>
     );
 
     /// Installs `handler` as the receiver of this agent's events (or, with

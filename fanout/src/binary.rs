@@ -145,6 +145,14 @@ pub fn normalise(n: Notification) -> Ev {
             sent_ns: None,
             text: String::new(),
         },
+        Notification::LeaseReleased(p) => Ev {
+            seq: Some(p.seq),
+            task_id: String::new(),
+            version: 0,
+            kind: EvKind::LeaseReleased,
+            sent_ns: None,
+            text: String::new(),
+        },
     }
 }
 

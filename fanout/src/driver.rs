@@ -30,6 +30,9 @@ pub enum EvKind {
     Push,
     /// `a2a.lagged`: the broker dropped this many events.
     Lagged { dropped: u64 },
+    /// (ext) `a2a.lease.released`: a lease this agent waited on or was
+    /// refused ended.
+    LeaseReleased,
 }
 
 /// One event delivered to an agent.

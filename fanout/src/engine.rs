@@ -694,7 +694,8 @@ impl Engine {
             EvKind::Lagged { dropped } => {
                 self.c.lagged.fetch_add(dropped.max(1), Ordering::Relaxed);
             }
-            EvKind::Push => {
+            // The generator sets no push config and takes no lease.
+            EvKind::Push | EvKind::LeaseReleased => {
                 self.c.unexpected.fetch_add(1, Ordering::Relaxed);
             }
             EvKind::Artifact => {}

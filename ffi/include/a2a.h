@@ -69,6 +69,9 @@ typedef enum {
   A2A_EVENT_KIND_PUSH,
   // The broker dropped `dropped` events for this agent (`a2a.lagged`).
   A2A_EVENT_KIND_LAGGED,
+  // (ext) A lease this agent waited on or was refused ended
+  // (`a2a.lease.released`): `recipient`, `recipient_context_id`, `seq`.
+  A2A_EVENT_KIND_LEASE_RELEASED,
 } a2a_event_kind;
 
 // Who spoke a message: the requester (USER) or the worker (AGENT).

@@ -23,6 +23,9 @@ pub enum a2a_event_kind {
     Push,
     /// The broker dropped `dropped` events for this agent (`a2a.lagged`).
     Lagged,
+    /// (ext) A lease this agent waited on or was refused ended
+    /// (`a2a.lease.released`): `recipient`, `recipient_context_id`, `seq`.
+    LeaseReleased,
 }
 
 /// One event. Borrowed, for the duration of the call, when handed to an
@@ -79,7 +82,7 @@ impl EventBox {
                 StreamEvent::Artifact(a) => counts.artifact(&a.artifact),
             },
             Notification::Push(p) => counts.status(&p.status),
-            Notification::Lagged(_) => {}
+            Notification::Lagged(_) | Notification::LeaseReleased(_) => {}
         }
         let mut b = Box::new(EventBox {
             view: a2a_event {
@@ -147,6 +150,12 @@ impl EventBox {
                 v.recipient = a2a_str::of(&p.recipient);
                 v.recipient_context_id = a2a_str::of(&p.recipient_context_id);
                 v.dropped = p.dropped;
+            }
+            Notification::LeaseReleased(p) => {
+                v.kind = a2a_event_kind::LeaseReleased;
+                v.recipient = a2a_str::of(&p.recipient);
+                v.recipient_context_id = a2a_str::of(&p.recipient_context_id);
+                v.seq = p.seq;
             }
         }
         b

@@ -154,6 +154,9 @@ impl a2a_error_code {
             A2aErrorCode::SendCap => a2a_error_code::SendCap,
             A2aErrorCode::NoPeers => a2a_error_code::NoPeers,
             A2aErrorCode::PayloadTooLarge => a2a_error_code::PayloadTooLarge,
+            // The lease errors (ext) have no constant of their own in this
+            // ABI yet (issue 26's C front adds them).
+            A2aErrorCode::LeaseConflict | A2aErrorCode::UnknownLease => a2a_error_code::Other,
         }
     }
 }

@@ -169,9 +169,11 @@ impl GatewayError {
                 A2aErrorCode::UnknownAgent | A2aErrorCode::NoPeers => {
                     GatewayError::Internal("the agent is not available".into())
                 }
-                A2aErrorCode::SendCap | A2aErrorCode::UnknownToken => {
-                    GatewayError::Internal(rpc_message(e))
-                }
+                // The gateway takes no lease: these never answer its calls.
+                A2aErrorCode::SendCap
+                | A2aErrorCode::UnknownToken
+                | A2aErrorCode::LeaseConflict
+                | A2aErrorCode::UnknownLease => GatewayError::Internal(rpc_message(e)),
             };
         }
         match e.rpc() {

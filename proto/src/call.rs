@@ -137,6 +137,10 @@ pub enum Outcome {
     TaskList(TaskListResult),
     Config(ConfigResult),
     Events(WaitResult),
+    /// (ext) `{lease}`.
+    Lease(LeaseResult),
+    /// (ext) `{leases}`.
+    Leases(LeasesResult),
 }
 
 /// The binary codec's number of each [`Outcome`] variant. bincode numbers
@@ -154,6 +158,8 @@ pub enum OutcomeKind {
     TaskList = 6,
     Config = 7,
     Events = 8,
+    Lease = 9,
+    Leases = 10,
 }
 
 impl OutcomeKind {
@@ -176,6 +182,8 @@ impl Outcome {
             Outcome::TaskList(_) => OutcomeKind::TaskList,
             Outcome::Config(_) => OutcomeKind::Config,
             Outcome::Events(_) => OutcomeKind::Events,
+            Outcome::Lease(_) => OutcomeKind::Lease,
+            Outcome::Leases(_) => OutcomeKind::Leases,
         }
     }
 
@@ -194,6 +202,8 @@ impl Outcome {
             Outcome::TaskList(r) => v(r),
             Outcome::Config(r) => v(r),
             Outcome::Events(r) => v(r),
+            Outcome::Lease(r) => v(r),
+            Outcome::Leases(r) => v(r),
         }
     }
 
@@ -234,6 +244,12 @@ mod tests {
             (m::TASKS_LIST, json!({"tasks": [task], "nextCursor": "2"})),
             (m::PUSH_CONFIG_GET, json!({"config": null})),
             (m::EVENTS_WAIT, json!({"events": [], "timedOut": true})),
+            (
+                m::LEASES_ACQUIRE,
+                json!({"lease": {"id": "l", "paths": ["src/**"], "holder": "w",
+                "exclusive": true, "expiresAt": "2026-11-30T09:23:55.420Z"}}),
+            ),
+            (m::LEASES_LIST, json!({"leases": []})),
         ]
         .into_iter()
         .map(|(method, v)| Outcome::from_json(method, v).expect("a sample result"))
@@ -247,7 +263,7 @@ mod tests {
         let kinds: Vec<u32> = samples.iter().map(|o| o.kind().index()).collect();
         assert_eq!(
             kinds,
-            (0..9).collect::<Vec<u32>>(),
+            (0..11).collect::<Vec<u32>>(),
             "one sample of each kind"
         );
         for o in &samples {

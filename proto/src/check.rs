@@ -10,10 +10,16 @@
 //! may carry only a `name`, or both `uri` and `bytes`.
 
 use crate::call::Call;
+use crate::lease_path::{self, PathError};
 use crate::limits::{
     A2A_MAX_ARTIFACT_BYTES, A2A_MAX_CARD_BYTES, A2A_MAX_FILE_BYTES, A2A_MAX_ID_BYTES,
     A2A_MAX_METADATA_BYTES, A2A_MAX_TEXT_CHARS,
 };
+use crate::limits::{
+    A2A_MAX_LEASE_PATHS, A2A_MAX_LEASE_PATH_BYTES, A2A_MAX_LEASE_REASON_BYTES,
+    A2A_MAX_LEASE_TTL_SECONDS, A2A_MAX_LEASE_WAIT_SECONDS, A2A_MIN_LEASE_TTL_SECONDS,
+};
+use crate::params::{AcquireLeaseParams, ListLeasesParams, ReleaseLeaseParams, RenewLeaseParams};
 use crate::params::{
     ArtifactParams, CancelParams, GetParams, HandshakeParams, ListAgentsParams, ListTasksParams,
     PushGetParams, PushSetParams, RegisterParams, ResubscribeParams, SendParams, StatusParams,
@@ -44,6 +50,17 @@ pub enum CheckError {
         limit: &'static str,
         max: u64,
         actual: u64,
+    },
+    /// A number or count outside a bound of §9 that is a params error
+    /// (`-32602`, with `data.limit`, `data.min` when there is one,
+    /// `data.max` and `data.actual`): the lease bounds.
+    #[error("{reason}")]
+    OutOfBounds {
+        reason: String,
+        limit: &'static str,
+        min: Option<u64>,
+        max: u64,
+        actual: i64,
     },
     /// A value could not be serialized to be sized (a bug, not the caller's).
     #[error("sizing a value: {0}")]
@@ -145,6 +162,109 @@ impl Precheck for PushGetParams {
     fn precheck(&mut self) -> Result<(), CheckError> {
         check_id("taskId", &self.task_id)
     }
+}
+
+impl Precheck for AcquireLeaseParams {
+    fn precheck(&mut self) -> Result<(), CheckError> {
+        if self.paths.is_empty() || self.paths.len() > A2A_MAX_LEASE_PATHS {
+            return Err(CheckError::OutOfBounds {
+                reason: format!(
+                    "a lease names 1 to {A2A_MAX_LEASE_PATHS} paths (A2A_MAX_LEASE_PATHS); got {}",
+                    self.paths.len()
+                ),
+                limit: "A2A_MAX_LEASE_PATHS",
+                min: Some(1),
+                max: A2A_MAX_LEASE_PATHS as u64,
+                actual: self.paths.len() as i64,
+            });
+        }
+        let mut normal: Vec<String> = Vec::with_capacity(self.paths.len());
+        for p in &self.paths {
+            let n = check_lease_path(p)?;
+            if !normal.contains(&n) {
+                normal.push(n);
+            }
+        }
+        self.paths = normal;
+        check_ttl(self.ttl_seconds)?;
+        if let Some(w) = self.wait_seconds {
+            if !(0..=A2A_MAX_LEASE_WAIT_SECONDS as i64).contains(&w) {
+                return Err(CheckError::OutOfBounds {
+                    reason: format!(
+                        "waitSeconds is 0 to {A2A_MAX_LEASE_WAIT_SECONDS} (A2A_MAX_LEASE_WAIT_SECONDS); got {w}"
+                    ),
+                    limit: "A2A_MAX_LEASE_WAIT_SECONDS",
+                    min: Some(0),
+                    max: A2A_MAX_LEASE_WAIT_SECONDS,
+                    actual: w,
+                });
+            }
+        }
+        match &self.reason {
+            Some(r) if r.len() > A2A_MAX_LEASE_REASON_BYTES => Err(CheckError::OutOfBounds {
+                reason: format!(
+                    "reason is {} bytes long; at most {A2A_MAX_LEASE_REASON_BYTES} (A2A_MAX_LEASE_REASON_BYTES)",
+                    r.len()
+                ),
+                limit: "A2A_MAX_LEASE_REASON_BYTES",
+                min: None,
+                max: A2A_MAX_LEASE_REASON_BYTES as u64,
+                actual: r.len() as i64,
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Precheck for RenewLeaseParams {
+    fn precheck(&mut self) -> Result<(), CheckError> {
+        check_id("leaseId", &self.lease_id)?;
+        check_ttl(self.ttl_seconds)
+    }
+}
+
+impl Precheck for ReleaseLeaseParams {
+    fn precheck(&mut self) -> Result<(), CheckError> {
+        check_id("leaseId", &self.lease_id)
+    }
+}
+
+impl Precheck for ListLeasesParams {
+    fn precheck(&mut self) -> Result<(), CheckError> {
+        if let Some(p) = &self.path {
+            self.path = Some(check_lease_path(p)?);
+        }
+        Ok(())
+    }
+}
+
+/// A lease path in its normal form (`lease_path::normalize`), or its error.
+fn check_lease_path(p: &str) -> Result<String, CheckError> {
+    lease_path::normalize(p).map_err(|e| match e {
+        PathError::TooLong { actual } => CheckError::OutOfBounds {
+            reason: e.to_string(),
+            limit: "A2A_MAX_LEASE_PATH_BYTES",
+            min: None,
+            max: A2A_MAX_LEASE_PATH_BYTES as u64,
+            actual: actual as i64,
+        },
+        PathError::Invalid(why) => CheckError::InvalidParams(format!("lease path {p:?}: {why}")),
+    })
+}
+
+/// `ttlSeconds` within `A2A_MIN_LEASE_TTL_SECONDS..=A2A_MAX_LEASE_TTL_SECONDS`.
+fn check_ttl(ttl: i64) -> Result<(), CheckError> {
+    let (min, max) = (A2A_MIN_LEASE_TTL_SECONDS, A2A_MAX_LEASE_TTL_SECONDS);
+    if (min as i64..=max as i64).contains(&ttl) {
+        return Ok(());
+    }
+    Err(CheckError::OutOfBounds {
+        reason: format!("ttlSeconds is {min} to {max} (A2A_MAX_LEASE_TTL_SECONDS); got {ttl}"),
+        limit: "A2A_MAX_LEASE_TTL_SECONDS",
+        min: Some(min),
+        max,
+        actual: ttl,
+    })
 }
 
 /// Standard alphabet; padding optional, as clients differ.

@@ -37,6 +37,12 @@ pub enum A2aErrorCode {
     NoPeers,
     #[serde(rename = "A2A_PAYLOAD_TOO_LARGE")]
     PayloadTooLarge,
+    /// (ext) A live lease of another holder overlaps (§11 Leases).
+    #[serde(rename = "A2A_LEASE_CONFLICT")]
+    LeaseConflict,
+    /// (ext) No lease of the caller's context has this id, or it has ended.
+    #[serde(rename = "A2A_UNKNOWN_LEASE")]
+    UnknownLease,
 }
 
 impl A2aErrorCode {
@@ -52,6 +58,8 @@ impl A2aErrorCode {
             Self::SendCap => "A2A_SEND_CAP",
             Self::NoPeers => "A2A_NO_PEERS",
             Self::PayloadTooLarge => "A2A_PAYLOAD_TOO_LARGE",
+            Self::LeaseConflict => "A2A_LEASE_CONFLICT",
+            Self::UnknownLease => "A2A_UNKNOWN_LEASE",
         }
     }
 }

@@ -8,6 +8,7 @@
 //! - [`binary`]: the binary frame codec (ext): magic, length prefix, bincode payloads.
 //! - [`check`]: the request pre-checks (ids, parts, the §9 size bounds), [`check::precheck`].
 //! - [`lines`]: NDJSON line splitting under a size cap.
+//! - [`lease_path`]: lease paths (ext): their normal form and when two overlap.
 //! - [`limits`]: the §9 bounds, named exactly as in the contract.
 //! - [`methods`]: the method table ([`method_table!`]: every per-method list is generated from it), method and notification names.
 //! - [`error`]: JSON-RPC error codes, the A2A error codes and the error object.
@@ -23,6 +24,7 @@ pub mod check;
 pub mod error;
 pub mod json;
 pub mod jsonrpc;
+pub mod lease_path;
 pub mod limits;
 pub mod lines;
 pub mod methods;

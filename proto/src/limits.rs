@@ -80,6 +80,23 @@ pub const MAX_EVENT_RING_BYTES: usize = 16 * 1024 * 1024;
 /// past it is not granted (the connection's events go over the socket).
 pub const MAX_EVENT_RINGS_TOTAL_BYTES: u64 = 1024 * 1024 * 1024;
 
+// ---- Leases (ext, §11 Leases) ----
+
+/// Paths in one `a2a.leases.acquire`.
+pub const A2A_MAX_LEASE_PATHS: usize = 64;
+/// Bytes of one lease path (before normalising).
+pub const A2A_MAX_LEASE_PATH_BYTES: usize = 1024;
+/// Bytes of a lease's `reason`.
+pub const A2A_MAX_LEASE_REASON_BYTES: usize = 1024;
+/// Live leases one agent holds at once.
+pub const A2A_MAX_LEASES_PER_AGENT: usize = 64;
+/// Shortest `ttlSeconds` of a lease.
+pub const A2A_MIN_LEASE_TTL_SECONDS: u64 = 1;
+/// Longest `ttlSeconds` of a lease (renew to hold it longer).
+pub const A2A_MAX_LEASE_TTL_SECONDS: u64 = 3600;
+/// Longest `waitSeconds` of an `a2a.leases.acquire` (a parked wait).
+pub const A2A_MAX_LEASE_WAIT_SECONDS: u64 = 120;
+
 // ---- Before the handshake, on the local socket (§2) ----
 
 /// Longest line or frame accepted on a socket connection before its handshake.

@@ -44,6 +44,10 @@ macro_rules! method_table {
             ListTasks($crate::params::ListTasksParams) TASKS_LIST, read, TaskList, tasks_list;
             Artifact($crate::params::ArtifactParams) TASKS_ARTIFACT, write, Task, tasks_artifact;
             Wait($crate::params::WaitParams) EVENTS_WAIT, wait, Events, events_wait;
+            LeaseAcquire($crate::params::AcquireLeaseParams) LEASES_ACQUIRE, write, Lease, leases_acquire;
+            LeaseRenew($crate::params::RenewLeaseParams) LEASES_RENEW, write, Lease, leases_renew;
+            LeaseRelease($crate::params::ReleaseLeaseParams) LEASES_RELEASE, write, Ok, leases_release;
+            LeaseList($crate::params::ListLeasesParams) LEASES_LIST, write, Leases, leases_list;
         }
     };
 }
@@ -63,6 +67,10 @@ pub const PUSH_CONFIG_GET: &str = "a2a.tasks.pushNotificationConfig.get";
 pub const TASKS_LIST: &str = "a2a.tasks.list";
 pub const TASKS_ARTIFACT: &str = "a2a.tasks.artifact";
 pub const EVENTS_WAIT: &str = "a2a.events.wait";
+pub const LEASES_ACQUIRE: &str = "a2a.leases.acquire";
+pub const LEASES_RENEW: &str = "a2a.leases.renew";
+pub const LEASES_RELEASE: &str = "a2a.leases.release";
+pub const LEASES_LIST: &str = "a2a.leases.list";
 
 /// Every method name, in the table's order.
 pub const ALL: &[&str] = {
@@ -80,3 +88,6 @@ pub const TASK_EVENT: &str = "a2a.task.event";
 pub const PUSH: &str = "a2a.push";
 /// Notification (ext): events were dropped for a slow recipient.
 pub const LAGGED: &str = "a2a.lagged";
+/// Notification (ext): a lease that the recipient waited on or was refused
+/// ended (docs/protocol.md §6 Events, §11 Leases).
+pub const LEASE_RELEASED: &str = "a2a.lease.released";

@@ -287,6 +287,81 @@ pub struct WaitResult {
     pub timed_out: bool,
 }
 
+/// A lease (ext, docs/protocol.md §11 Leases): advisory, on paths, in the
+/// holder's context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
+#[serde(rename_all = "camelCase")]
+pub struct Lease {
+    pub id: String,
+    /// Normalised (`src/` reads back as `src/**`).
+    pub paths: Vec<String>,
+    /// The holder's peer id.
+    pub holder: String,
+    pub exclusive: bool,
+    /// RFC 3339 UTC, milliseconds.
+    pub expires_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `a2a.leases.acquire` (ext) params. The numbers are read as signed
+/// integers so that a negative one gets the bound's error, not a shape error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
+#[serde(rename_all = "camelCase")]
+pub struct AcquireLeaseParams {
+    #[serde(default, deserialize_with = "lenient_token")]
+    pub token: Option<String>,
+    pub paths: Vec<String>,
+    pub ttl_seconds: i64,
+    #[serde(default = "yes")]
+    pub exclusive: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_seconds: Option<i64>,
+}
+
+/// `a2a.leases.renew` (ext) params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
+#[serde(rename_all = "camelCase")]
+pub struct RenewLeaseParams {
+    #[serde(default, deserialize_with = "lenient_token")]
+    pub token: Option<String>,
+    pub lease_id: String,
+    pub ttl_seconds: i64,
+}
+
+/// `a2a.leases.release` (ext) params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseLeaseParams {
+    #[serde(default, deserialize_with = "lenient_token")]
+    pub token: Option<String>,
+    pub lease_id: String,
+}
+
+/// `a2a.leases.list` (ext) params: the caller's context's live leases,
+/// only those that overlap `path` when it is given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, Encode, Decode)]
+pub struct ListLeasesParams {
+    #[serde(default, deserialize_with = "lenient_token")]
+    pub token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// `{lease}` (`a2a.leases.acquire`, `.renew`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
+pub struct LeaseResult {
+    pub lease: Lease,
+}
+
+/// `{leases}` (`a2a.leases.list`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
+pub struct LeasesResult {
+    pub leases: Vec<Lease>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

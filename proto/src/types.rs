@@ -461,6 +461,47 @@ pub struct LaggedParams {
     pub dropped: u64,
 }
 
+/// How a lease ended (ext, §11 Leases).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Encode, Decode)]
+#[serde(rename_all = "lowercase")]
+pub enum LeaseEnd {
+    /// Its holder released it.
+    Released,
+    /// Its TTL ran out.
+    Expired,
+    /// Its holder deregistered.
+    Deregistered,
+    /// Its holder's connection closed (its token died).
+    Disconnected,
+    /// The broker restarted (every token died with its connection).
+    Restart,
+}
+
+impl LeaseEnd {
+    /// The wire name, also the stored one.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LeaseEnd::Released => "released",
+            LeaseEnd::Expired => "expired",
+            LeaseEnd::Deregistered => "deregistered",
+            LeaseEnd::Disconnected => "disconnected",
+            LeaseEnd::Restart => "restart",
+        }
+    }
+}
+
+/// Params of `a2a.lease.released` (ext): a lease the recipient waited on
+/// or was refused has ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaseReleasedParams {
+    pub recipient: String,
+    pub recipient_context_id: String,
+    pub seq: u64,
+    pub lease: crate::params::Lease,
+    pub reason: LeaseEnd,
+}
+
 /// A notification from the broker, typed; `{method, params}` on the wire.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(tag = "method", content = "params")]
@@ -471,6 +512,9 @@ pub enum Notification {
     Push(PushParams),
     #[serde(rename = "a2a.lagged")]
     Lagged(LaggedParams),
+    /// (ext) Appended: the binary codec numbers the variants.
+    #[serde(rename = "a2a.lease.released")]
+    LeaseReleased(LeaseReleasedParams),
 }
 
 impl Notification {
@@ -480,6 +524,7 @@ impl Notification {
             Notification::TaskEvent(p) => Some(p.seq),
             Notification::Push(p) => Some(p.seq),
             Notification::Lagged(_) => None,
+            Notification::LeaseReleased(p) => Some(p.seq),
         }
     }
 }
@@ -491,6 +536,7 @@ impl Notification {
             Notification::TaskEvent(p) => (&p.recipient, &p.recipient_context_id),
             Notification::Push(p) => (&p.recipient, &p.recipient_context_id),
             Notification::Lagged(p) => (&p.recipient, &p.recipient_context_id),
+            Notification::LeaseReleased(p) => (&p.recipient, &p.recipient_context_id),
         }
     }
 }

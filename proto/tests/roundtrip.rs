@@ -201,7 +201,39 @@ fn every_call() -> Vec<Call> {
             timeout_seconds: Some(1.5),
             after_seq: Some(4),
         }),
+        Call::LeaseAcquire(AcquireLeaseParams {
+            token: tok(),
+            paths: vec!["src/**".into(), "Cargo.toml".into()],
+            ttl_seconds: 60,
+            exclusive: false,
+            reason: Some("refactor".into()),
+            wait_seconds: Some(5),
+        }),
+        Call::LeaseRenew(RenewLeaseParams {
+            token: tok(),
+            lease_id: "l".into(),
+            ttl_seconds: 30,
+        }),
+        Call::LeaseRelease(ReleaseLeaseParams {
+            token: tok(),
+            lease_id: "l".into(),
+        }),
+        Call::LeaseList(ListLeasesParams {
+            token: tok(),
+            path: Some("src/lib.rs".into()),
+        }),
     ]
+}
+
+fn lease() -> Lease {
+    Lease {
+        id: "l".into(),
+        paths: vec!["src/**".into()],
+        holder: "w".into(),
+        exclusive: true,
+        expires_at: "2026-12-01T00:00:00.000Z".into(),
+        reason: Some("refactor".into()),
+    }
 }
 
 fn every_notification() -> Vec<Notification> {
@@ -247,6 +279,13 @@ fn every_notification() -> Vec<Notification> {
             recipient_context_id: "c".into(),
             dropped: 9,
         }),
+        Notification::LeaseReleased(LeaseReleasedParams {
+            recipient: "a".into(),
+            recipient_context_id: "c".into(),
+            seq: 4,
+            lease: lease(),
+            reason: LeaseEnd::Expired,
+        }),
     ]
 }
 
@@ -288,6 +327,10 @@ fn every_outcome() -> Vec<Outcome> {
             events: every_notification(),
             timed_out: false,
         }),
+        Outcome::Lease(LeaseResult { lease: lease() }),
+        Outcome::Leases(LeasesResult {
+            leases: vec![lease(), lease()],
+        }),
     ]
 }
 
@@ -320,7 +363,7 @@ fn every_call_round_trips_in_both_codecs() {
 #[test]
 fn the_method_table_keeps_the_binary_numbers_and_routes() {
     use a2a_proto::call::Route::{self, *};
-    let wire: [(&str, Route); 15] = [
+    let wire: [(&str, Route); 19] = [
         ("app.handshake", Session),
         ("a2a.agents.register", Write),
         ("a2a.agents.deregister", Write),
@@ -336,6 +379,10 @@ fn the_method_table_keeps_the_binary_numbers_and_routes() {
         ("a2a.tasks.list", Read),
         ("a2a.tasks.artifact", Write),
         ("a2a.events.wait", Wait),
+        ("a2a.leases.acquire", Write),
+        ("a2a.leases.renew", Write),
+        ("a2a.leases.release", Write),
+        ("a2a.leases.list", Write),
     ];
     let calls = every_call();
     assert_eq!(calls.len(), wire.len(), "one sample call per method");
@@ -368,7 +415,10 @@ fn every_result_round_trips_in_both_codecs() {
         "a2a.tasks.pushNotificationConfig.get",
         "a2a.tasks.pushNotificationConfig.set",
         "a2a.events.wait",
+        "a2a.leases.acquire",
+        "a2a.leases.list",
     ];
+    assert_eq!(every_outcome().len(), methods.len());
     for (outcome, method) in every_outcome().into_iter().zip(methods) {
         let json = outcome.to_json();
         assert_eq!(

@@ -587,6 +587,8 @@ impl Session {
             },
             Event::Push(_) => Described::Ignored,
             Event::Lagged(l) => Described::Dropped(l.dropped),
+            // Leases are not among the tool's actions yet (issue 26's fronts).
+            Event::LeaseReleased(_) => Described::Ignored,
         }
     }
 

@@ -57,6 +57,25 @@ pub enum CoreError {
         max = a2a_proto::limits::A2A_MAX_ID_BYTES
     )]
     IdTooLong { field: &'static str, actual: u64 },
+    /// A number or count outside a lease bound (`-32602` with the bound's data).
+    #[error("{reason}")]
+    OutOfBounds {
+        reason: String,
+        limit: &'static str,
+        min: Option<u64>,
+        max: u64,
+        actual: i64,
+    },
+    /// (ext) A live lease of another holder overlaps the paths asked for.
+    #[error("lease conflict: {holder} holds {} of these paths (lease {lease_id})", .paths.join(", "))]
+    LeaseConflict {
+        lease_id: String,
+        holder: String,
+        paths: Vec<String>,
+    },
+    /// (ext) No live lease of the caller's context has this id.
+    #[error("unknown lease `{0}` (never granted in this context, or ended)")]
+    UnknownLease(String),
     /// The database failed, or a bug.
     #[error("{0}")]
     Internal(String),
@@ -72,6 +91,19 @@ impl From<CheckError> for CoreError {
             CheckError::PayloadTooLarge { limit, max, actual } => {
                 CoreError::PayloadTooLarge { limit, max, actual }
             }
+            CheckError::OutOfBounds {
+                reason,
+                limit,
+                min,
+                max,
+                actual,
+            } => CoreError::OutOfBounds {
+                reason,
+                limit,
+                min,
+                max,
+                actual,
+            },
             CheckError::Unsizable(reason) => {
                 CoreError::Internal(format!("sizing a value: {reason}"))
             }

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 /// The connection a call came from: where a registered agent lives and
 /// where its events go.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Origin {
     pub conn: ConnId,
     pub outbox: Arc<Outbox>,
@@ -47,6 +47,8 @@ pub(crate) struct Caches {
     /// Which tasks requesters created with which `messageId`, where memory
     /// knows exactly (`core::idempotency::Creations`).
     pub creations: Creations,
+    /// Live leases (`core::lease`).
+    pub leases: crate::core::lease::Leases,
 }
 
 /// One call's view of the writer.
@@ -60,6 +62,8 @@ pub(crate) struct WriteCtx<'a> {
     pub from: &'a Origin,
     /// Tasks blocking sends wait on: eviction keeps them.
     pub(super) pinned: &'a HashMap<String, Vec<u64>>,
+    /// A parked lease acquisition queued again: the end of its wait.
+    pub resume: Option<std::time::Instant>,
 }
 
 /// The writer's current record of a task, loading it if needed (from its

@@ -6,7 +6,9 @@ use crate::core::task::Party;
 use crate::delivery::{Responder, RingPublishes};
 use crate::reply::{Reply, TaskView};
 use a2a_proto::limits::A2A_DEFAULT_STREAM_WAIT_SECONDS;
-use a2a_proto::types::{Notification, PushParams, StreamEvent, TaskEventParams, TaskStatus};
+use a2a_proto::types::{
+    LeaseReleasedParams, Notification, PushParams, StreamEvent, TaskEventParams, TaskStatus,
+};
 use std::time::{Duration, Instant};
 
 /// A notification to route once the call is committed.
@@ -26,6 +28,13 @@ pub(crate) enum Routed {
         context_id: String,
         token: Option<String>,
         status: TaskStatus,
+    },
+    /// (ext) `a2a.lease.released` to a party that waited on or was
+    /// refused the lease.
+    LeaseEnded {
+        to: Party,
+        lease: a2a_proto::params::Lease,
+        reason: a2a_proto::types::LeaseEnd,
     },
 }
 
@@ -51,6 +60,8 @@ pub(crate) struct Effects {
     pub reply: Reply,
     pub events: Vec<Routed>,
     pub blocking: Option<BlockingSpec>,
+    /// A conflicting lease acquisition that waits (`waitSeconds`).
+    pub lease_wait: Option<super::LeaseWait>,
 }
 
 impl Effects {
@@ -59,6 +70,7 @@ impl Effects {
             reply,
             events: Vec::new(),
             blocking: None,
+            lease_wait: None,
         }
     }
 }
@@ -67,6 +79,9 @@ impl Engine {
     /// Answers a committed call whose events were routed (or parks it).
     pub(super) fn release(&mut self, effects: Effects, reply: Responder) {
         debug_assert!(effects.events.is_empty(), "routed before release");
+        if let Some(wait) = effects.lease_wait {
+            return self.park_lease_wait(wait, reply);
+        }
         match effects.blocking {
             Some(spec) if !self.all_settled(&spec.task_ids) => {
                 self.next_waiter += 1;
@@ -127,7 +142,9 @@ impl Engine {
         let reg = self.shared.registry.read();
         for ev in events {
             let to = match &ev {
-                Routed::Task { to, .. } | Routed::Push { to, .. } => to,
+                Routed::Task { to, .. }
+                | Routed::Push { to, .. }
+                | Routed::LeaseEnded { to, .. } => to,
             };
             let Some(agent) = reg.live_party(to) else {
                 continue;
@@ -162,6 +179,15 @@ impl Engine {
                     token,
                     status,
                 }),
+                Routed::LeaseEnded { lease, reason, .. } => {
+                    Notification::LeaseReleased(LeaseReleasedParams {
+                        recipient: agent.peer_id.clone(),
+                        recipient_context_id: agent.context_id.clone(),
+                        seq,
+                        lease,
+                        reason,
+                    })
+                }
             };
             agent.endpoint.deliver(n, rings);
         }

@@ -28,6 +28,7 @@
 mod cache;
 mod context;
 mod effects;
+mod leases;
 pub(crate) mod trim;
 
 pub(crate) use context::{
@@ -35,6 +36,7 @@ pub(crate) use context::{
     party_role, stamp, status_event, worker_only, Caches, Encoded, Move, Origin, WriteCtx, Written,
 };
 pub(crate) use effects::{BlockingSpec, Effects, Routed};
+pub(crate) use leases::{lease_view, LeaseWait};
 
 use crate::core::idempotency::Creations;
 use crate::core::registry::{ConnId, Registry};
@@ -98,6 +100,9 @@ pub struct EngineStats {
 pub struct Op {
     pub call: Call,
     pub from: Origin,
+    /// A parked `a2a.leases.acquire` queued again by the writer: the end
+    /// of its wait (`None` for every call a client sent).
+    pub resume: Option<Instant>,
 }
 
 /// What the writer's queue carries.
@@ -109,6 +114,10 @@ pub enum Command {
     ConnectionClosed { conn: ConnId, done: Sender<()> },
     /// A blocking send's wait ran out.
     BlockingExpired(u64),
+    /// A parked lease acquisition's wait ran out.
+    LeaseWaitExpired(u64),
+    /// The next lease expiry is due: its transaction sweeps it.
+    LeaseTick,
     /// Finish the calls queued so far, then stop; signals `done`.
     Shutdown(Sender<()>),
 }
@@ -170,9 +179,12 @@ pub fn start(
             open_counts,
             next_seq,
             creations: Creations::default(),
+            leases: Default::default(),
         },
         waiters: HashMap::new(),
         waiters_by_task: HashMap::new(),
+        lease_waiters: HashMap::new(),
+        lease_tick: None,
         next_waiter: 0,
         tx: tx.clone(),
         batch_max: batch_max.max(1),
@@ -200,6 +212,11 @@ pub(crate) struct Undo {
     pub(crate) next_seq: Option<i64>,
     /// Creations recorded in memory: `(party, messageId, length before)`.
     pub(crate) creations: Vec<(Party, String, usize)>,
+    /// Leases granted, renewed or ended (`core::lease`).
+    pub(crate) leases: Vec<crate::core::lease::LeaseUndo>,
+    /// Contexts where a lease ended: their parked acquisitions try again
+    /// after the commit (not a change to undo).
+    pub(crate) lease_contexts: Vec<String>,
 }
 
 impl Undo {
@@ -220,6 +237,8 @@ impl Undo {
             self.next_seq = later.next_seq;
         }
         self.creations.extend(later.creations);
+        self.leases.extend(later.leases);
+        self.lease_contexts.extend(later.lease_contexts);
     }
 }
 
@@ -233,6 +252,10 @@ struct Engine {
     caches: Caches,
     waiters: HashMap<u64, Blocking>,
     waiters_by_task: HashMap<String, Vec<u64>>,
+    /// Parked lease acquisitions (`leases`), numbered with the blocking sends.
+    lease_waiters: HashMap<u64, leases::LeaseWaiter>,
+    /// The lease tick on the timer: the expiry it is for, and its key.
+    lease_tick: Option<(crate::core::lease::Millis, crate::delivery::timer::TimerKey)>,
     next_waiter: u64,
     /// To queue commands to itself (blocking-send expiries from the timer).
     tx: Sender<Command>,
@@ -302,12 +325,23 @@ impl Engine {
         let mut expired = Vec::new();
         let mut closed: Vec<Sender<()>> = Vec::new();
         let mut shutdown = None;
-        let has_calls = batch.iter().any(|c| matches!(c, Command::Call { .. }));
+        // Lease ends found outside any call (expiries, closed connections).
+        let mut lease_events = Vec::new();
+        // A transaction for the calls, and for what ends leases: a tick,
+        // and a closed connection whose agents hold some.
+        let has_calls = batch.iter().any(|c| match c {
+            Command::Call { .. } | Command::LeaseTick => true,
+            Command::ConnectionClosed { conn, .. } => self.caches.leases.any_on(*conn),
+            _ => false,
+        });
         let began = if has_calls {
             self.sql("BEGIN IMMEDIATE")
         } else {
             Ok(())
         };
+        if has_calls && began.is_ok() {
+            self.sweep_leases(&mut undo, &mut lease_events);
+        }
         let mut cmds = batch.into_iter();
         while let Some(cmd) = cmds.next() {
             match cmd {
@@ -341,10 +375,15 @@ impl Engine {
                     }
                 }
                 Command::ConnectionClosed { conn, done } => {
+                    let in_tx = has_calls && began.is_ok();
+                    self.leases_of_closed(conn, in_tx, &mut undo, &mut lease_events);
                     self.connection_closed(conn);
                     closed.push(done);
                 }
                 Command::BlockingExpired(id) => expired.push(id),
+                // Its answer is the conflict it met, already committed.
+                Command::LeaseWaitExpired(id) => self.finish_lease_waiter(id, Ok(())),
+                Command::LeaseTick => self.lease_tick = None,
                 Command::Shutdown(tx) => shutdown = Some(tx),
             }
         }
@@ -381,6 +420,7 @@ impl Engine {
         // the call's response reaches it (as on the socket, where they are
         // written ahead of it).
         let mut rings = RingPublishes::default();
+        self.route(lease_events, &mut rings);
         for d in &mut done {
             if let Ok(effects) = &mut d.result {
                 self.route(std::mem::take(&mut effects.events), &mut rings);
@@ -394,6 +434,8 @@ impl Engine {
             }
         }
         self.wake_waiters(undo.tasks.iter());
+        self.wake_lease_waiters(&undo.lease_contexts);
+        self.schedule_lease_tick();
         for id in expired {
             self.finish_waiter(id);
         }
@@ -480,6 +522,7 @@ impl Engine {
             undo,
             from: &op.from,
             pinned: &self.waiters_by_task,
+            resume: op.resume,
         };
         crate::methods::execute(op.call, &mut cx)
     }
@@ -519,6 +562,12 @@ impl Engine {
         for agent in undo.registered {
             reg.remove(&agent);
         }
+        // After the registry is as it will stay: an ended lease whose
+        // holder's connection closed meanwhile does not come back.
+        self.caches.leases.undo(undo.leases, |l| {
+            reg.live_party(&l.holder)
+                .is_some_and(|a| a.conn == l.conn && !a.is_leaving())
+        });
     }
 
     /// After a commit: registrations become visible, deregistrations take

@@ -1,6 +1,6 @@
 //! `a2a.agents.deregister` (docs/protocol.md §5 Methods): the agent
 //! leaves: its token dies at once, the tasks it serves fail, the tasks it
-//! asked for are canceled, and each counterpart is told.
+//! asked for are canceled, and each counterpart is told; its leases end.
 
 use super::WriteMethod;
 use crate::core::CoreError;
@@ -9,7 +9,7 @@ use crate::reply::Reply;
 use crate::store::{read, write};
 use crate::{clock, ids};
 use a2a_proto::params::TokenParams;
-use a2a_proto::types::{Message, Part, Role, State};
+use a2a_proto::types::{LeaseEnd, Message, Part, Role, State};
 
 pub(crate) struct Handler;
 
@@ -76,6 +76,10 @@ impl WriteMethod for Handler {
                     &mut effects.events,
                 )?;
             }
+        }
+        // Its leases end with it; those waiting on them are told.
+        for id in cx.caches.leases.held_by(&me) {
+            cx.end_lease(&id, LeaseEnd::Deregistered, &mut effects.events)?;
         }
         Ok(effects)
     }

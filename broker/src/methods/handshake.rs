@@ -20,6 +20,7 @@ pub const FEATURES: &[&str] = &[
     "pull-delivery",
     "batch",
     "event-ring",
+    "leases",
 ];
 
 /// Answers a handshake; a bad secret also marks the session closing.

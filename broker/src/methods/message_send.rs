@@ -116,6 +116,7 @@ fn create(
     if let Some(same) = idempotency::creation_retry(prior, &msg)? {
         return Ok(Effects {
             blocking: blocking_spec(cfg, &same, broadcast),
+            lease_wait: None,
             reply: views(cfg, same, broadcast),
             events: Vec::new(),
         });
@@ -203,6 +204,7 @@ fn create(
     let recs: Vec<Arc<TaskRecord>> = created.into_iter().map(|r| cx.put_task(r)).collect();
     Ok(Effects {
         blocking: blocking_spec(cfg, &recs, broadcast),
+        lease_wait: None,
         reply: views(cfg, recs, broadcast),
         events,
     })
@@ -276,6 +278,7 @@ fn append(
     if retry {
         return Ok(Effects {
             blocking: blocking_spec(cfg, std::slice::from_ref(&rec), false),
+            lease_wait: None,
             reply: views(cfg, vec![rec], false),
             events: Vec::new(),
         });
@@ -341,6 +344,7 @@ fn append(
     charge(agent, 1, cx.undo);
     Ok(Effects {
         blocking: blocking_spec(cfg, std::slice::from_ref(&next), false),
+        lease_wait: None,
         reply: views(cfg, vec![next], false),
         events,
     })

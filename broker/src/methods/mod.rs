@@ -20,6 +20,10 @@ mod agents_list;
 mod agents_register;
 mod events_wait;
 mod handshake;
+mod leases_acquire;
+mod leases_list;
+mod leases_release;
+mod leases_renew;
 mod message_send;
 mod message_stream;
 mod push_config_get;
@@ -167,8 +171,13 @@ impl Broker {
             conn: s.conn,
             outbox: s.outbox.clone(),
         };
+        let op = Op {
+            call,
+            from,
+            resume: None,
+        };
         self.engine
-            .call(Op { call, from }, slot.take().expect("responder present"));
+            .call(op, slot.take().expect("responder present"));
         None
     }
 

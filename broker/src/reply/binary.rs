@@ -106,6 +106,9 @@ impl Encode for Reply {
                 }
                 timed_out.encode(e)
             }
+            // `LeaseResult { lease }`, `LeasesResult { leases }`.
+            Reply::Lease(l) => l.encode(e),
+            Reply::Leases(ls) => ls.encode(e),
         }
     }
 }
@@ -118,7 +121,8 @@ mod tests {
     use a2a_proto::binary::{encode_frame, ServerFrame};
     use a2a_proto::call::Outcome;
     use a2a_proto::params::{
-        AgentsResult, ConfigResult, OkResult, TaskListResult, TaskResult, TasksResult, WaitResult,
+        AgentsResult, ConfigResult, Lease, LeaseResult, LeasesResult, OkResult, TaskListResult,
+        TaskResult, TasksResult, WaitResult,
     };
     use a2a_proto::types::{LaggedParams, Notification, PushConfig, State, Task};
     use std::sync::Arc;
@@ -168,6 +172,8 @@ mod tests {
                 events: events.iter().map(|e| (**e).clone()).collect(),
                 timed_out: *timed_out,
             }),
+            Reply::Lease(l) => Outcome::Lease(LeaseResult { lease: l.clone() }),
+            Reply::Leases(ls) => Outcome::Leases(LeasesResult { leases: ls.clone() }),
         }
     }
 
@@ -210,6 +216,16 @@ mod tests {
         })));
         same_bytes(Reply::Config(None));
         same_bytes(Reply::Agents(vec![]));
+        let lease = Lease {
+            id: "l".into(),
+            paths: vec!["src/**".into()],
+            holder: "w".into(),
+            exclusive: true,
+            expires_at: "2026-12-01T00:00:00.000Z".into(),
+            reason: Some("edit".into()),
+        };
+        same_bytes(Reply::Lease(lease.clone()));
+        same_bytes(Reply::Leases(vec![lease]));
         let lag = Arc::new(Notification::Lagged(LaggedParams {
             recipient: "a".into(),
             recipient_context_id: "c".into(),

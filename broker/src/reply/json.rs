@@ -128,6 +128,16 @@ impl Serialize for Reply {
                 st.serialize_field("timedOut", timed_out)?;
                 st.end()
             }
+            Reply::Lease(l) => {
+                let mut st = s.serialize_struct("LeaseResult", 1)?;
+                st.serialize_field("lease", l)?;
+                st.end()
+            }
+            Reply::Leases(ls) => {
+                let mut st = s.serialize_struct("LeasesResult", 1)?;
+                st.serialize_field("leases", ls)?;
+                st.end()
+            }
         }
     }
 }

@@ -11,7 +11,7 @@ mod json;
 
 use crate::core::task::TaskRecord;
 use a2a_proto::call::OutcomeKind;
-use a2a_proto::params::{HandshakeResult, RegisterResult};
+use a2a_proto::params::{HandshakeResult, Lease, RegisterResult};
 use a2a_proto::types::{AgentCard, Message, Notification, PushConfig};
 use std::sync::Arc;
 
@@ -63,6 +63,10 @@ pub enum Reply {
         events: Vec<Arc<Notification>>,
         timed_out: bool,
     },
+    /// (ext) `{lease}`.
+    Lease(Lease),
+    /// (ext) `{leases}`.
+    Leases(Vec<Lease>),
 }
 
 impl Reply {
@@ -86,6 +90,8 @@ impl Reply {
             Reply::TaskList { .. } => OutcomeKind::TaskList,
             Reply::Config(_) => OutcomeKind::Config,
             Reply::Events { .. } => OutcomeKind::Events,
+            Reply::Lease(_) => OutcomeKind::Lease,
+            Reply::Leases(_) => OutcomeKind::Leases,
         }
     }
 }

@@ -28,6 +28,19 @@ pub const MIGRATIONS: &[Migration] = &[
     },
 ];
 
+/// The ext tables (numbered apart from the schema's own migrations):
+/// created at every open with `IF NOT EXISTS`, without changing
+/// `user_version` (docs/protocol.md §10 fixes it at 12; an older broker
+/// opens the file and ignores them).
+pub const EXT_TABLES: &[&str] = &[include_str!("../../../migrations/ext_0001_leases.sql")];
+
+/// Creates the ext tables a database lacks.
+pub fn ext_tables(conn: &Connection) -> rusqlite::Result<()> {
+    EXT_TABLES
+        .iter()
+        .try_for_each(|sql| conn.execute_batch(sql))
+}
+
 /// Refuses versions this broker cannot open.
 pub fn check_version(path: &str, v: i64) -> Result<(), OpenError> {
     if v > SCHEMA_VERSION {
@@ -111,6 +124,19 @@ mod tests {
             ]
         );
         migrate(&mut c, "mem").unwrap();
+    }
+
+    #[test]
+    fn ext_tables_leave_the_version_alone_and_run_twice() {
+        let mut c = Connection::open_in_memory().unwrap();
+        migrate(&mut c, "mem").unwrap();
+        ext_tables(&c).unwrap();
+        ext_tables(&c).unwrap();
+        let v: i64 = c
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, 12);
+        assert!(tables(&c).contains(&"a2a_ext_leases".to_string()));
     }
 
     #[test]

@@ -283,11 +283,15 @@ impl Locked {
             .map_err(sql)?;
         migrate::migrate(&mut conn, &p)?;
         conn.execute_batch(START_INDEXES).map_err(sql)?;
+        migrate::ext_tables(&conn).map_err(sql)?;
         // Every check has passed: from this first write on, a kill leaves
         // no clean-exit record, and the next start reads every page.
         conn.execute_batch(check::CLEAN_EXIT_TABLE)
             .and_then(|()| conn.execute_batch(check::MARK_RUNNING))
             .map_err(sql)?;
+        // Leases die with their holders' tokens, which died with the last
+        // run: each open one is ended, its record kept (§11 Leases).
+        write::end_open_leases(&conn, &crate::clock::now()).map_err(sql)?;
         // Checkpoints: the writer's own auto-checkpoint (1000 pages) until
         // the engine starts its checkpoint thread ([`checkpoint`]), and one
         // at a clean exit ([`close`]).

@@ -95,6 +95,9 @@ pub fn write_outgoing(out: &mut Vec<u8>, item: &Outgoing) -> io::Result<()> {
                 }
                 Notification::Push(p) => write_notification(out, a2a_proto::methods::PUSH, p)?,
                 Notification::Lagged(p) => write_notification(out, a2a_proto::methods::LAGGED, p)?,
+                Notification::LeaseReleased(p) => {
+                    write_notification(out, a2a_proto::methods::LEASE_RELEASED, p)?
+                }
             }
             // The task bounds keep every event far below this; one that is
             // not is never written (a client may resubscribe for it).

@@ -254,6 +254,8 @@ pub(crate) async fn run(
                     }
                     // The terminal-state push duplicates the status event.
                     Event::Push(_) => {}
+                    // The bridge takes no lease.
+                    Event::LeaseReleased(_) => {}
                 }
             }
             Some(id) = done_rx.recv() => {

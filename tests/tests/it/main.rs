@@ -17,6 +17,7 @@ mod framing;
 mod handshake;
 mod idempotency;
 mod kit;
+mod leases;
 mod lifecycle;
 mod migration;
 mod send;

@@ -1,0 +1,622 @@
+//! Leases (docs/protocol.md §11 Leases): who holds which paths in each
+//! context, until when, and who is waiting to hear that a lease ended.
+//! I/O free: time comes in as milliseconds since the epoch (the writer reads
+//! the broker's clock, `crate::clock`; the property tests pass their own),
+//! and the writer stores each change before it changes this state.
+//!
+//! Leases live in their holder's context: two leases conflict when they are
+//! in one context, have different holders, one concrete path could match a
+//! path of each (`a2a_proto::lease_path::overlaps`) and at least one is
+//! exclusive. A holder's own leases never conflict with each other.
+
+use super::registry::ConnId;
+use super::task::Party;
+use a2a_proto::lease_path::overlaps;
+use a2a_proto::limits::A2A_MAX_LEASES_PER_AGENT;
+use std::collections::{BTreeSet, HashMap};
+
+/// Milliseconds since the Unix epoch.
+pub type Millis = i64;
+
+/// A live lease.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeaseRec {
+    pub id: String,
+    pub holder: Party,
+    /// The connection that registered the holder: the lease ends when it closes.
+    pub conn: ConnId,
+    /// Normalised (`lease_path::normalize`), without duplicates.
+    pub paths: Vec<String>,
+    pub exclusive: bool,
+    pub reason: Option<String>,
+    pub acquired_at: Millis,
+    pub expires_at: Millis,
+    /// Parties refused this lease's paths, or waiting for them: each is
+    /// told once when the lease ends.
+    pub watchers: Vec<Party>,
+}
+
+/// What an acquisition asks for (paths already normalised).
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    pub holder: &'a Party,
+    pub paths: &'a [String],
+    pub exclusive: bool,
+}
+
+/// Why an acquisition is refused.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    /// A live lease of another holder overlaps: its id, holder and the
+    /// paths of it that overlap the request.
+    Conflict {
+        lease_id: String,
+        holder: String,
+        paths: Vec<String>,
+    },
+    /// The holder holds `A2A_MAX_LEASES_PER_AGENT` live leases already.
+    TooMany { held: usize },
+}
+
+/// A change to undo if the call or its batch fails.
+#[derive(Debug)]
+pub enum LeaseUndo {
+    Added(String),
+    Removed(Box<LeaseRec>),
+    Renewed { id: String, expires_at: Millis },
+}
+
+/// Every live lease, by id, by context (in acquisition order) and by expiry.
+#[derive(Debug, Default)]
+pub struct Leases {
+    by_id: HashMap<String, LeaseRec>,
+    by_context: HashMap<String, Vec<String>>,
+    by_expiry: BTreeSet<(Millis, String)>,
+}
+
+impl Leases {
+    pub fn get(&self, id: &str) -> Option<&LeaseRec> {
+        self.by_id.get(id)
+    }
+
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
+    /// The leases of a context that have not expired at `now`, in
+    /// acquisition order.
+    pub fn in_context(&self, context_id: &str, now: Millis) -> impl Iterator<Item = &LeaseRec> {
+        self.by_context
+            .get(context_id)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.by_id.get(id))
+            .filter(move |l| l.expires_at > now)
+    }
+
+    /// May `req` be granted at `now`? Leases that have expired but not yet
+    /// been ended count as gone.
+    pub fn check(&self, req: &Request<'_>, now: Millis) -> Result<(), Refusal> {
+        let ctx = &req.holder.context_id;
+        for l in self.in_context(ctx, now) {
+            if l.holder == *req.holder || (!l.exclusive && !req.exclusive) {
+                continue;
+            }
+            let hit: Vec<String> = l
+                .paths
+                .iter()
+                .filter(|held| req.paths.iter().any(|p| overlaps(held, p)))
+                .cloned()
+                .collect();
+            if !hit.is_empty() {
+                return Err(Refusal::Conflict {
+                    lease_id: l.id.clone(),
+                    holder: l.holder.peer_id.clone(),
+                    paths: hit,
+                });
+            }
+        }
+        let held = self
+            .in_context(ctx, now)
+            .filter(|l| l.holder == *req.holder)
+            .count();
+        if held >= A2A_MAX_LEASES_PER_AGENT {
+            return Err(Refusal::TooMany { held });
+        }
+        Ok(())
+    }
+
+    /// Adds a granted lease (after [`Leases::check`] and its row).
+    pub fn insert(&mut self, rec: LeaseRec, undo: &mut Vec<LeaseUndo>) {
+        self.by_context
+            .entry(rec.holder.context_id.clone())
+            .or_default()
+            .push(rec.id.clone());
+        self.by_expiry.insert((rec.expires_at, rec.id.clone()));
+        undo.push(LeaseUndo::Added(rec.id.clone()));
+        self.by_id.insert(rec.id.clone(), rec);
+    }
+
+    /// Moves a lease's expiry.
+    pub fn renew(&mut self, id: &str, expires_at: Millis, undo: &mut Vec<LeaseUndo>) {
+        if let Some(old) = self.set_expiry(id, expires_at) {
+            undo.push(LeaseUndo::Renewed {
+                id: id.to_owned(),
+                expires_at: old,
+            });
+        }
+    }
+
+    fn set_expiry(&mut self, id: &str, expires_at: Millis) -> Option<Millis> {
+        let l = self.by_id.get_mut(id)?;
+        let old = std::mem::replace(&mut l.expires_at, expires_at);
+        self.by_expiry.remove(&(old, id.to_owned()));
+        self.by_expiry.insert((expires_at, id.to_owned()));
+        Some(old)
+    }
+
+    /// Ends a lease: it is gone from every index. `undo` is `None` for an
+    /// end that must stand whatever happens to the batch (its holder's
+    /// connection closed).
+    pub fn remove(&mut self, id: &str, undo: Option<&mut Vec<LeaseUndo>>) -> Option<LeaseRec> {
+        let rec = self.by_id.remove(id)?;
+        self.by_expiry.remove(&(rec.expires_at, rec.id.clone()));
+        if let Some(ids) = self.by_context.get_mut(&rec.holder.context_id) {
+            ids.retain(|i| i != id);
+            if ids.is_empty() {
+                self.by_context.remove(&rec.holder.context_id);
+            }
+        }
+        if let Some(undo) = undo {
+            undo.push(LeaseUndo::Removed(Box::new(rec.clone())));
+        }
+        Some(rec)
+    }
+
+    /// Puts back what a failed call or batch changed, newest first. A
+    /// lease ended in the batch is put back only if `holder_live` says its
+    /// holder (party and connection) is still there: a connection that
+    /// closed during the batch stays closed whatever the batch does, and
+    /// its leases must not come back without a holder.
+    pub fn undo(&mut self, changes: Vec<LeaseUndo>, holder_live: impl Fn(&LeaseRec) -> bool) {
+        for c in changes.into_iter().rev() {
+            match c {
+                LeaseUndo::Added(id) => {
+                    self.remove(&id, None);
+                }
+                LeaseUndo::Removed(rec) if !holder_live(&rec) => {}
+                LeaseUndo::Removed(rec) => {
+                    let ids = self
+                        .by_context
+                        .entry(rec.holder.context_id.clone())
+                        .or_default();
+                    // Back in acquisition order.
+                    let at = ids
+                        .iter()
+                        .position(|i| {
+                            self.by_id
+                                .get(i)
+                                .is_some_and(|l| l.acquired_at > rec.acquired_at)
+                        })
+                        .unwrap_or(ids.len());
+                    ids.insert(at, rec.id.clone());
+                    self.by_expiry.insert((rec.expires_at, rec.id.clone()));
+                    self.by_id.insert(rec.id.clone(), *rec);
+                }
+                LeaseUndo::Renewed { id, expires_at } => {
+                    self.set_expiry(&id, expires_at);
+                }
+            }
+        }
+    }
+
+    /// Notes a party that was refused (or waits for) a lease: it is told
+    /// when the lease ends. Not undone: a refusal is answered whatever the
+    /// batch does.
+    pub fn watch(&mut self, id: &str, party: &Party) {
+        if let Some(l) = self.by_id.get_mut(id) {
+            if !l.watchers.contains(party) && l.holder != *party {
+                l.watchers.push(party.clone());
+            }
+        }
+    }
+
+    /// Leases whose TTL has run out at `now`, soonest first.
+    pub fn expired(&self, now: Millis) -> Vec<String> {
+        self.by_expiry
+            .iter()
+            .take_while(|(at, _)| *at <= now)
+            .map(|(_, id)| id.clone())
+            .collect()
+    }
+
+    /// The earliest expiry of a live lease.
+    pub fn next_expiry(&self) -> Option<Millis> {
+        self.by_expiry.first().map(|(at, _)| *at)
+    }
+
+    /// The leases a party holds.
+    pub fn held_by(&self, holder: &Party) -> Vec<String> {
+        self.by_context
+            .get(&holder.context_id)
+            .into_iter()
+            .flatten()
+            .filter(|id| self.by_id.get(*id).is_some_and(|l| l.holder == *holder))
+            .cloned()
+            .collect()
+    }
+
+    /// The leases held by agents of a connection.
+    pub fn held_on(&self, conn: ConnId) -> Vec<String> {
+        let mut ids: Vec<(Millis, String)> = self
+            .by_id
+            .values()
+            .filter(|l| l.conn == conn)
+            .map(|l| (l.acquired_at, l.id.clone()))
+            .collect();
+        ids.sort();
+        ids.into_iter().map(|(_, id)| id).collect()
+    }
+
+    /// Does any agent of this connection hold a lease?
+    pub fn any_on(&self, conn: ConnId) -> bool {
+        self.by_id.values().any(|l| l.conn == conn)
+    }
+
+    /// Every live lease (for the property tests' invariants).
+    #[cfg(test)]
+    pub fn all(&self) -> impl Iterator<Item = &LeaseRec> {
+        self.by_id.values()
+    }
+}
+
+/// Do two leases conflict (one context, different holders, an overlapping
+/// path, one exclusive)? What [`Leases::check`] refuses, stated on its own
+/// (the property tests' invariant).
+#[cfg(test)]
+pub fn conflict(a: &LeaseRec, b: &LeaseRec) -> bool {
+    a.holder.context_id == b.holder.context_id
+        && a.holder != b.holder
+        && (a.exclusive || b.exclusive)
+        && a.paths
+            .iter()
+            .any(|p| b.paths.iter().any(|q| overlaps(p, q)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn party(ctx: &str, peer: &str) -> Party {
+        Party {
+            context_id: ctx.into(),
+            peer_id: peer.into(),
+        }
+    }
+
+    fn rec(id: &str, holder: &Party, paths: &[&str], exclusive: bool, at: Millis) -> LeaseRec {
+        LeaseRec {
+            id: id.into(),
+            holder: holder.clone(),
+            conn: 1,
+            paths: paths.iter().map(|p| p.to_string()).collect(),
+            exclusive,
+            reason: None,
+            acquired_at: at,
+            expires_at: at + 1000,
+            watchers: vec![],
+        }
+    }
+
+    #[test]
+    fn conflicts_need_one_context_other_holders_an_overlap_and_one_exclusive() {
+        let (a, b) = (party("c", "a"), party("c", "b"));
+        let mut ls = Leases::default();
+        let mut undo = vec![];
+        ls.insert(rec("1", &a, &["src/**"], true, 0), &mut undo);
+        let paths = vec!["src/lib.rs".to_string()];
+        let req = |h, exclusive| Request {
+            holder: h,
+            paths: &paths,
+            exclusive,
+        };
+        assert!(matches!(
+            ls.check(&req(&b, false), 10),
+            Err(Refusal::Conflict { ref lease_id, ref holder, ref paths })
+                if lease_id == "1" && holder == "a" && paths == &["src/**"]
+        ));
+        assert_eq!(ls.check(&req(&a, true), 10), Ok(()), "own lease");
+        let stranger = party("other", "b");
+        assert_eq!(ls.check(&req(&stranger, true), 10), Ok(()), "other context");
+        assert_eq!(ls.check(&req(&b, true), 1000), Ok(()), "expired");
+        ls.undo(undo, |_| true);
+        assert!(ls.is_empty() && ls.by_context.is_empty() && ls.by_expiry.is_empty());
+    }
+
+    #[test]
+    fn undo_restores_order_and_expiry() {
+        let a = party("c", "a");
+        let mut ls = Leases::default();
+        let mut undo = vec![];
+        for (i, id) in ["1", "2", "3"].iter().enumerate() {
+            ls.insert(rec(id, &a, &["x"], true, i as Millis), &mut undo);
+        }
+        let mut undo = vec![];
+        ls.renew("3", 99_999, &mut undo);
+        ls.remove("2", Some(&mut undo));
+        ls.undo(undo, |_| true);
+        let order: Vec<&str> = ls.in_context("c", 0).map(|l| l.id.as_str()).collect();
+        assert_eq!(order, ["1", "2", "3"]);
+        assert_eq!(ls.get("3").unwrap().expires_at, 1002);
+        assert_eq!(ls.next_expiry(), Some(1000));
+        assert_eq!(ls.expired(1001), ["1", "2"]);
+    }
+
+    /// Random interleavings of acquire, renew, release, expiry (time
+    /// passing, then the sweep a new transaction starts with),
+    /// deregistration, re-registration and connection death, grouped into
+    /// batches that commit or roll back, run against [`Leases`] the way the
+    /// writer does (`methods/leases_*.rs`, `engine/leases.rs`).
+    mod interleavings {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Patterns that overlap in every way: a directory, files in it,
+        /// a glob, `**` at either end.
+        const POOL: [&str; 6] = ["src/**", "src/a.rs", "src/*.rs", "docs/x", "**/x", "b/**/c"];
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            Acquire {
+                agent: usize,
+                paths: Vec<usize>,
+                exclusive: bool,
+                ttl: Millis,
+            },
+            Renew {
+                agent: usize,
+                pick: usize,
+                ttl: Millis,
+            },
+            Release {
+                agent: usize,
+                pick: usize,
+            },
+            Advance(Millis),
+            Deregister(usize),
+            Register(usize),
+            /// Closes one of the connections agents are registered on.
+            CloseConn(usize),
+            EndBatch {
+                commit: bool,
+            },
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            let agent = 0..AGENTS;
+            prop_oneof![
+                4 => (agent.clone(), prop::collection::vec(0..POOL.len(), 1..3), any::<bool>(), 1..5_000i64)
+                    .prop_map(|(agent, paths, exclusive, ttl)| Op::Acquire { agent, paths, exclusive, ttl }),
+                1 => (agent.clone(), any::<usize>(), 1..5_000i64)
+                    .prop_map(|(agent, pick, ttl)| Op::Renew { agent, pick, ttl }),
+                2 => (agent.clone(), any::<usize>()).prop_map(|(agent, pick)| Op::Release { agent, pick }),
+                2 => (0..3_000i64).prop_map(Op::Advance),
+                1 => agent.clone().prop_map(Op::Deregister),
+                1 => agent.clone().prop_map(Op::Register),
+                1 => any::<usize>().prop_map(Op::CloseConn),
+                2 => any::<bool>().prop_map(|commit| Op::EndBatch { commit }),
+            ]
+        }
+
+        /// Three agents share a context, one is alone in another; two
+        /// connections carry them.
+        const AGENTS: usize = 4;
+
+        struct World {
+            leases: Leases,
+            now: Millis,
+            parties: Vec<Party>,
+            /// Each agent's connection while it is registered.
+            conn: Vec<Option<ConnId>>,
+            /// Connections closed so far.
+            closed: Vec<ConnId>,
+            next_conn: ConnId,
+            next_id: u64,
+            /// The open batch: lease changes, and registrations to undo.
+            undo: Vec<LeaseUndo>,
+            reg_undo: Vec<(usize, Option<ConnId>)>,
+        }
+
+        impl World {
+            fn new() -> World {
+                let ctx = ["c0", "c0", "c1", "c0"];
+                World {
+                    leases: Leases::default(),
+                    now: 1_000_000,
+                    parties: (0..AGENTS)
+                        .map(|i| Party {
+                            context_id: ctx[i].into(),
+                            peer_id: format!("a{i}"),
+                        })
+                        .collect(),
+                    conn: vec![Some(1), Some(1), Some(2), Some(2)],
+                    closed: Vec::new(),
+                    next_conn: 3,
+                    next_id: 0,
+                    undo: Vec::new(),
+                    reg_undo: Vec::new(),
+                }
+            }
+
+            /// The live leases `agent` holds, sorted (for a stable pick).
+            fn held(&self, agent: usize) -> Vec<String> {
+                let mut ids = self.leases.held_by(&self.parties[agent]);
+                ids.sort();
+                ids
+            }
+
+            fn set_conn(&mut self, agent: usize, conn: Option<ConnId>) {
+                self.reg_undo.push((agent, self.conn[agent]));
+                self.conn[agent] = conn;
+            }
+
+            fn apply(&mut self, op: Op) {
+                match op {
+                    Op::Acquire {
+                        agent,
+                        paths,
+                        exclusive,
+                        ttl,
+                    } => {
+                        let Some(conn) = self.conn[agent] else { return };
+                        let paths: Vec<String> =
+                            paths.iter().map(|i| POOL[*i].to_string()).collect();
+                        let holder = self.parties[agent].clone();
+                        let req = Request {
+                            holder: &holder,
+                            paths: &paths,
+                            exclusive,
+                        };
+                        match self.leases.check(&req, self.now) {
+                            Ok(()) => {
+                                self.next_id += 1;
+                                let rec = LeaseRec {
+                                    id: format!("l{:04}", self.next_id),
+                                    holder: holder.clone(),
+                                    conn,
+                                    paths,
+                                    exclusive,
+                                    reason: None,
+                                    acquired_at: self.now,
+                                    expires_at: self.now + ttl,
+                                    watchers: Vec::new(),
+                                };
+                                self.leases.insert(rec, &mut self.undo);
+                            }
+                            Err(Refusal::Conflict { lease_id, .. }) => {
+                                self.leases.watch(&lease_id, &holder);
+                            }
+                            Err(Refusal::TooMany { .. }) => {}
+                        }
+                    }
+                    Op::Renew { agent, pick, ttl } => {
+                        let ids = self.held(agent);
+                        if self.conn[agent].is_none() || ids.is_empty() {
+                            return;
+                        }
+                        let id = &ids[pick % ids.len()];
+                        if self.leases.get(id).is_some_and(|l| l.expires_at > self.now) {
+                            self.leases.renew(id, self.now + ttl, &mut self.undo);
+                        }
+                    }
+                    Op::Release { agent, pick } => {
+                        let ids = self.held(agent);
+                        if self.conn[agent].is_none() || ids.is_empty() {
+                            return;
+                        }
+                        self.leases
+                            .remove(&ids[pick % ids.len()], Some(&mut self.undo));
+                    }
+                    Op::Advance(ms) => self.now += ms,
+                    Op::Deregister(agent) => {
+                        if self.conn[agent].is_none() {
+                            return;
+                        }
+                        for id in self.leases.held_by(&self.parties[agent]) {
+                            self.leases.remove(&id, Some(&mut self.undo));
+                        }
+                        self.set_conn(agent, None);
+                    }
+                    Op::Register(agent) => {
+                        if self.conn[agent].is_some() {
+                            return;
+                        }
+                        self.next_conn += 1;
+                        let c = self.next_conn;
+                        self.set_conn(agent, Some(c));
+                    }
+                    Op::CloseConn(pick) => {
+                        // Every agent registered on it dies, for good (not
+                        // undone with the batch).
+                        let mut open: Vec<ConnId> = self.conn.iter().flatten().copied().collect();
+                        open.sort_unstable();
+                        open.dedup();
+                        if open.is_empty() {
+                            return;
+                        }
+                        let c = open[pick % open.len()];
+                        for id in self.leases.held_on(c) {
+                            self.leases.remove(&id, None);
+                        }
+                        for a in 0..AGENTS {
+                            if self.conn[a] == Some(c) {
+                                self.conn[a] = None;
+                            }
+                        }
+                        self.closed.push(c);
+                    }
+                    Op::EndBatch { commit } => {
+                        let undo = std::mem::take(&mut self.undo);
+                        let regs = std::mem::take(&mut self.reg_undo);
+                        if !commit {
+                            // A registration on a closed connection does
+                            // not come back.
+                            for (agent, before) in regs.into_iter().rev() {
+                                self.conn[agent] = before.filter(|c| !self.closed.contains(c));
+                            }
+                            let conn = self.conn.clone();
+                            let parties = self.parties.clone();
+                            self.leases.undo(undo, |l| {
+                                (0..AGENTS)
+                                    .any(|a| parties[a] == l.holder && conn[a] == Some(l.conn))
+                            });
+                        }
+                        // The next transaction starts with the sweep.
+                        for id in self.leases.expired(self.now) {
+                            self.leases.remove(&id, Some(&mut self.undo));
+                        }
+                    }
+                }
+            }
+
+            fn check(&self) -> Result<(), TestCaseError> {
+                let live: Vec<&LeaseRec> = self
+                    .leases
+                    .all()
+                    .filter(|l| l.expires_at > self.now)
+                    .collect();
+                for (i, a) in live.iter().enumerate() {
+                    for b in &live[i + 1..] {
+                        prop_assert!(!conflict(a, b), "both live: {a:?} and {b:?}");
+                    }
+                }
+                for l in self.leases.all() {
+                    let holder = (0..AGENTS).find(|a| self.parties[*a] == l.holder);
+                    prop_assert!(
+                        holder.is_some_and(|a| self.conn[a] == Some(l.conn)),
+                        "{} is held by {} (connection {}), which is gone",
+                        l.id,
+                        l.holder.peer_id,
+                        l.conn
+                    );
+                }
+                Ok(())
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+            #[test]
+            fn conflicting_leases_are_never_both_live_and_every_lease_has_a_live_holder(
+                ops in prop::collection::vec(op(), 1..80)
+            ) {
+                let mut w = World::new();
+                for op in ops {
+                    w.apply(op);
+                    w.check()?;
+                }
+            }
+        }
+    }
+}
