@@ -568,12 +568,15 @@ impl Store {
         remote_task: &str,
         remote_context: Option<&str>,
     ) -> Result<(), rusqlite::Error> {
-        self.write().execute(
-            "INSERT INTO remote_tasks (peer, task_id, remote_task, remote_context) VALUES (?1, ?2, ?3, ?4)
+        // Prepared once (this and the forward's record are on every
+        // forwarded task's path).
+        self.write()
+            .prepare_cached(
+                "INSERT INTO remote_tasks (peer, task_id, remote_task, remote_context) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (peer, task_id) DO UPDATE SET remote_task = excluded.remote_task,
              remote_context = COALESCE(excluded.remote_context, remote_context)",
-            params![peer, task_id, remote_task, remote_context],
-        )?;
+            )?
+            .execute(params![peer, task_id, remote_task, remote_context])?;
         Ok(())
     }
 
@@ -616,34 +619,37 @@ impl Store {
     ) -> Result<(String, bool), rusqlite::Error> {
         let conn = self.write();
         let known: Option<String> = conn
-            .query_row(
+            .prepare_cached(
                 "SELECT remote_message_id FROM remote_forwards WHERE peer = ?1 AND task_id = ?2 AND message_id = ?3",
-                [peer, task_id, message_id],
-                |r| r.get(0),
-            )
+            )?
+            .query_row([peer, task_id, message_id], |r| r.get(0))
             .optional()?;
         if let Some(k) = known {
             return Ok((k, true));
         }
         let fresh = uuid::Uuid::new_v4().to_string();
-        conn.execute(
+        conn.prepare_cached(
             "INSERT INTO remote_forwards (peer, task_id, message_id, remote_message_id) VALUES (?1, ?2, ?3, ?4)",
-            params![peer, task_id, message_id, fresh],
-        )?;
+        )?
+        .execute(params![peer, task_id, message_id, fresh])?;
         Ok((fresh, false))
     }
 
     /// Forgets what was recorded of a broker task that ended.
     pub fn forget_remote_task(&self, peer: &str, task_id: &str) {
         let conn = self.write();
-        let _ = conn.execute(
-            "DELETE FROM remote_tasks WHERE peer = ?1 AND task_id = ?2",
-            [peer, task_id],
-        );
-        let _ = conn.execute(
-            "DELETE FROM remote_forwards WHERE peer = ?1 AND task_id = ?2",
-            [peer, task_id],
-        );
+        // One commit for both (each delete committed on its own before: a
+        // second log write at the end of every forwarded task).
+        let forgot = conn.unchecked_transaction().and_then(|tx| {
+            tx.prepare_cached("DELETE FROM remote_tasks WHERE peer = ?1 AND task_id = ?2")?
+                .execute([peer, task_id])?;
+            tx.prepare_cached("DELETE FROM remote_forwards WHERE peer = ?1 AND task_id = ?2")?
+                .execute([peer, task_id])?;
+            tx.commit()
+        });
+        if let Err(e) = forgot {
+            tracing::warn!(task = %task_id, error = %e, "forgetting a remote task failed");
+        }
     }
 
     /// Records the remote context of a local conversation.
