@@ -80,3 +80,8 @@ pub const REMOTE_STREAM_IDLE: Duration = Duration::from_secs(45);
 /// by the running bridge; past it the record stays in the state file and
 /// the next start of the bridge cancels the remote task.
 pub const REMOTE_CANCEL_RETRY: Duration = Duration::from_secs(600);
+/// After a forwarded task's last event, how long the rest of the remote's
+/// event stream (its end) is read for, and how many bytes at most, so its
+/// kept-alive connection can be used again (see `outbound::rpc`).
+pub const REMOTE_STREAM_DRAIN: Duration = Duration::from_secs(2);
+pub const REMOTE_STREAM_DRAIN_BYTES: usize = 64 << 10;
