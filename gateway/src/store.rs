@@ -35,13 +35,14 @@
 //! lock. Reads use a connection of their own (WAL lets them run beside
 //! the writer), so a `GetTask` never waits for a commit in progress.
 //!
-//! Commit in place when alone (issue 27): a new task's row whose send
-//! finds no commit under way and none waited for in the queue is
-//! committed right there, on the caller's thread, instead of being handed
-//! to the writer thread and handed back: two thread wake-ups off every
-//! lone `SendMessage`'s reply path. The rule above is unchanged (the row
-//! is committed before the answer); under load the sends queue and share
-//! the writer's commits as before. WAL checkpoints (SQLite's automatic one
+//! Commit in place when alone (issue 27): a new task's row whose send is
+//! the only one under way in the gateway, and finds no commit under way
+//! and none waited for in the queue, is committed right there, on the
+//! caller's thread, instead of being handed to the writer thread and
+//! handed back: two thread wake-ups off a lone `SendMessage`'s reply path.
+//! The rule above is unchanged (the row is committed before the answer);
+//! sends that overlap queue and share the writer's commits as before (one
+//! log write for the group, and no runtime thread held by a commit). WAL checkpoints (SQLite's automatic one
 //! runs inside whichever commit fills the log, and fsyncs) are the writer
 //! thread's alone: the log's size is watched after every commit
 //! ([`WAL_PAGES`]), and once it passes [`limits::STATE_CHECKPOINT_PAGES`]
@@ -322,9 +323,15 @@ impl Store {
     /// Records a task the gateway just created: returns once the row is
     /// committed (in the writer thread's next transaction, shared with
     /// whatever else has queued up: see the module's group-commit rule).
-    pub async fn insert_task(&self, row: &TaskRow, ts: &str) -> Result<(), String> {
-        if let Some(done) = self.insert_in_place(row, ts_ms(ts)) {
-            return done;
+    ///
+    /// `alone`: the caller knows of no other send under way (the gateway
+    /// counts them). Only then may the row be committed in place; sends
+    /// that overlap share the writer's commits (fewer log writes).
+    pub async fn insert_task(&self, row: &TaskRow, ts: &str, alone: bool) -> Result<(), String> {
+        if alone {
+            if let Some(done) = self.insert_in_place(row, ts_ms(ts)) {
+                return done;
+            }
         }
         let (done, rx) = tokio::sync::oneshot::channel();
         let queued = self.writes.push(
@@ -939,7 +946,7 @@ mod tests {
         let path = dir.path().join("state.db");
         let store = Store::open(&path).expect("open");
         store
-            .insert_task(&row("t1"), "2026-12-01T10:00:00Z")
+            .insert_task(&row("t1"), "2026-12-01T10:00:00Z", true)
             .await
             .expect("insert");
         // Committed on the caller's thread, not handed to the writer.
@@ -956,12 +963,27 @@ mod tests {
         // A write in progress holds the connection.
         let held = store.write();
         let s2 = store.clone();
-        let insert =
-            tokio::spawn(async move { s2.insert_task(&row("t2"), "2026-12-01T10:00:00Z").await });
+        let insert = tokio::spawn(async move {
+            s2.insert_task(&row("t2"), "2026-12-01T10:00:00Z", true)
+                .await
+        });
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         assert!(!insert.is_finished(), "answered before its commit");
         drop(held);
         insert.await.expect("join").expect("insert");
+        assert_eq!(store.insert_counts(), (0, 1));
+        assert_eq!(committed(&path), 1);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_insert_beside_other_sends_joins_the_writers_group() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("state.db");
+        let store = Store::open(&path).expect("open");
+        store
+            .insert_task(&row("t3"), "2026-12-01T10:00:00Z", false)
+            .await
+            .expect("insert");
         assert_eq!(store.insert_counts(), (0, 1));
         assert_eq!(committed(&path), 1);
     }
@@ -977,7 +999,7 @@ mod tests {
         // would grow by several pages per task for ever.
         for i in 0..3000 {
             store
-                .insert_task(&row(&format!("task-{i:05}")), "2026-12-01T10:00:00Z")
+                .insert_task(&row(&format!("task-{i:05}")), "2026-12-01T10:00:00Z", true)
                 .await
                 .expect("insert");
         }
