@@ -47,7 +47,7 @@ use a2a_proto::types::{
 };
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, watch, OnceCell};
@@ -204,6 +204,30 @@ pub struct Core {
     /// subscribe again to the gateway started next).
     stopping: watch::Sender<bool>,
     pub pusher: Pusher,
+    /// New-task sends under way (a lone one commits its task's row in
+    /// place: see `store`).
+    sends: AtomicUsize,
+}
+
+/// One new-task send counted in [`Core::sends`] while it lives.
+struct SendCount<'a>(&'a AtomicUsize);
+
+impl<'a> SendCount<'a> {
+    fn new(n: &'a AtomicUsize) -> Self {
+        n.fetch_add(1, Ordering::AcqRel);
+        SendCount(n)
+    }
+
+    /// No other new-task send is under way.
+    fn alone(&self) -> bool {
+        self.0.load(Ordering::Acquire) == 1
+    }
+}
+
+impl Drop for SendCount<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// A subscription to one task: the snapshot first, then its newer events.
@@ -265,6 +289,7 @@ impl Core {
             started: Instant::now(),
             stopping: watch::channel(false).0,
             pusher,
+            sends: AtomicUsize::new(0),
         }
     }
 
@@ -703,6 +728,7 @@ impl Core {
         // Events of the new task that come before its config is stored are
         // held, and delivered once it is.
         let _hold = push.as_ref().map(|_| self.pusher.hold());
+        let counted = follow_up.is_none().then(|| SendCount::new(&self.sends));
         let started = Instant::now();
         let (ctx, task) = self
             .send_on(ctx, msg, broker_blocks, follow_up.is_some())
@@ -717,9 +743,11 @@ impl Core {
                 state: task.status.state,
                 version: task.version,
             };
-            // Committed before the answer (the store's group commit).
+            // Committed before the answer: in place if this send is the
+            // only one under way, else in the store's group commit.
+            let alone = counted.as_ref().is_some_and(SendCount::alone);
             self.store
-                .insert_task(&row, &task.status.timestamp)
+                .insert_task(&row, &task.status.timestamp, alone)
                 .await
                 .map_err(|e| GatewayError::Internal(format!("gateway state: {e}")))?;
         } else {

@@ -31,6 +31,11 @@ pub const BROKER_BLOCKING_WAIT: Duration = Duration::from_secs(30);
 /// Longest a task's state update (from an event) waits in the state
 /// writer's queue for a commit to share (see `store`'s group commit).
 pub const STATE_UPDATE_DELAY: Duration = Duration::from_millis(5);
+/// Pages the state file's write-ahead log may hold before the state
+/// writer thread checkpoints it (SQLite's own automatic checkpoint, at the
+/// same size, would run inside whichever commit filled the log: a
+/// `SendMessage` committing its task's row in place among them).
+pub const STATE_CHECKPOINT_PAGES: i32 = 1000;
 
 /// The HTTP edge: time to receive a request's headers.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -75,3 +80,8 @@ pub const REMOTE_STREAM_IDLE: Duration = Duration::from_secs(45);
 /// by the running bridge; past it the record stays in the state file and
 /// the next start of the bridge cancels the remote task.
 pub const REMOTE_CANCEL_RETRY: Duration = Duration::from_secs(600);
+/// After a forwarded task's last event, how long the rest of the remote's
+/// event stream (its end) is read for, and how many bytes at most, so its
+/// kept-alive connection can be used again (see `outbound::rpc`).
+pub const REMOTE_STREAM_DRAIN: Duration = Duration::from_secs(2);
+pub const REMOTE_STREAM_DRAIN_BYTES: usize = 64 << 10;

@@ -34,6 +34,19 @@
 //! updates queued beside them) instead of one commit each under a shared
 //! lock. Reads use a connection of their own (WAL lets them run beside
 //! the writer), so a `GetTask` never waits for a commit in progress.
+//!
+//! Commit in place when alone (issue 27): a new task's row whose send is
+//! the only one under way in the gateway, and finds no commit under way
+//! and none waited for in the queue, is committed right there, on the
+//! caller's thread, instead of being handed to the writer thread and
+//! handed back: two thread wake-ups off a lone `SendMessage`'s reply path.
+//! The rule above is unchanged (the row is committed before the answer);
+//! sends that overlap queue and share the writer's commits as before (one
+//! log write for the group, and no runtime thread held by a commit). WAL checkpoints (SQLite's automatic one
+//! runs inside whichever commit fills the log, and fsyncs) are the writer
+//! thread's alone: the log's size is watched after every commit
+//! ([`WAL_PAGES`]), and once it passes [`limits::STATE_CHECKPOINT_PAGES`]
+//! the writer checkpoints, so no caller's commit pays for one.
 
 use crate::limits;
 use a2a_proto::types::State;
@@ -149,6 +162,8 @@ enum Write {
     },
     /// Answered once the writes queued before it are committed.
     Flush(mpsc::Sender<()>),
+    /// The log has grown past its bound: the writer checkpoints it.
+    Checkpoint,
 }
 
 /// The state file (cheap to clone).
@@ -189,6 +204,56 @@ impl std::ops::Deref for Shared {
 
 /// Updates held for rows not yet written, at most.
 const MAX_EARLY: usize = 4096;
+
+thread_local! {
+    /// The pages in the state file's log after the last commit made on
+    /// this thread (set by the write connection's WAL hook, which SQLite
+    /// calls on the committing thread at each commit).
+    static WAL_PAGES: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
+}
+
+/// The write connection's WAL hook: records the log's size (and, by being
+/// installed, replaces SQLite's automatic checkpoint: see the module doc).
+fn note_wal_pages(_wal: &rusqlite::hooks::Wal, pages: std::ffi::c_int) -> rusqlite::Result<()> {
+    WAL_PAGES.with(|p| p.set(pages));
+    Ok(())
+}
+
+/// Has a commit on this thread since the last call left the log past its
+/// bound? (Reads and clears the mark.)
+fn log_full() -> bool {
+    WAL_PAGES.with(|p| p.replace(0)) >= limits::STATE_CHECKPOINT_PAGES
+}
+
+/// The write connection, held for writes made in place: when it is let go
+/// after a commit that left the log past its bound, the writer thread is
+/// asked to checkpoint.
+struct WriteGuard<'a> {
+    conn: parking_lot::MutexGuard<'a, Shared>,
+    writes: &'a Writes,
+}
+
+impl std::ops::Deref for WriteGuard<'_> {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for WriteGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Shared {
+        &mut self.conn
+    }
+}
+
+impl Drop for WriteGuard<'_> {
+    fn drop(&mut self) {
+        if log_full() {
+            // At once: the log grows with every commit made meanwhile.
+            self.writes.push(Write::Checkpoint, true);
+        }
+    }
+}
 
 /// Milliseconds since the epoch of an RFC 3339 time (0 if unreadable).
 pub fn ts_ms(ts: &str) -> i64 {
@@ -233,6 +298,7 @@ impl Store {
         )
         .map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
+        conn.wal_hook(Some(note_wal_pages));
         let read = Connection::open(path).map_err(err)?;
         read.execute_batch("PRAGMA busy_timeout = 10000;")
             .map_err(err)?;
@@ -257,7 +323,16 @@ impl Store {
     /// Records a task the gateway just created: returns once the row is
     /// committed (in the writer thread's next transaction, shared with
     /// whatever else has queued up: see the module's group-commit rule).
-    pub async fn insert_task(&self, row: &TaskRow, ts: &str) -> Result<(), String> {
+    ///
+    /// `alone`: the caller knows of no other send under way (the gateway
+    /// counts them). Only then may the row be committed in place; sends
+    /// that overlap share the writer's commits (fewer log writes).
+    pub async fn insert_task(&self, row: &TaskRow, ts: &str, alone: bool) -> Result<(), String> {
+        if alone {
+            if let Some(done) = self.insert_in_place(row, ts_ms(ts)) {
+                return done;
+            }
+        }
         let (done, rx) = tokio::sync::oneshot::channel();
         let queued = self.writes.push(
             Write::Insert {
@@ -272,6 +347,47 @@ impl Store {
         }
         rx.await
             .unwrap_or_else(|_| Err("the state writer has stopped".into()))
+    }
+
+    /// Commits a new task's row on this thread, if nothing else is being
+    /// committed or waited for (see the module doc); `None`: it is not
+    /// alone, and queues for the writer's next group instead.
+    fn insert_in_place(&self, row: &TaskRow, ts_ms: i64) -> Option<Result<(), String>> {
+        if self.writes.0.state.lock().urgent {
+            return None;
+        }
+        let mut conn = self.try_write()?;
+        self.writes
+            .0
+            .in_place
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(insert(&mut conn, row, ts_ms).map_err(|e| e.to_string()))
+    }
+
+    /// The write connection, for a write made in place.
+    fn write(&self) -> WriteGuard<'_> {
+        WriteGuard {
+            conn: self.conn.lock(),
+            writes: &self.writes,
+        }
+    }
+
+    /// The write connection if no one holds it.
+    fn try_write(&self) -> Option<WriteGuard<'_>> {
+        Some(WriteGuard {
+            conn: self.conn.try_lock()?,
+            writes: &self.writes,
+        })
+    }
+
+    /// New tasks' rows committed so far on their caller's thread (alone)
+    /// and by the writer thread (queued, in groups).
+    pub fn insert_counts(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (
+            self.writes.0.in_place.load(Relaxed),
+            self.writes.0.queued_inserts.load(Relaxed),
+        )
     }
 
     /// The task `id`, if the gateway created it.
@@ -303,7 +419,7 @@ impl Store {
     /// what it just fetched).
     pub fn update_task(&self, id: &str, state: State, ts: &str, version: u64) {
         let _ = apply(
-            &mut self.conn.lock(),
+            &mut self.write(),
             &Write::Task {
                 id: id.to_owned(),
                 state,
@@ -397,7 +513,7 @@ impl Store {
         identity: &str,
         config_json: &str,
     ) -> Result<(), rusqlite::Error> {
-        self.conn.lock().execute(
+        self.write().execute(
             "INSERT INTO push_configs (task_id, id, seq, identity, config)
              VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM push_configs), ?3, ?4)
              ON CONFLICT (task_id, id) DO UPDATE SET identity = excluded.identity, config = excluded.config",
@@ -408,7 +524,7 @@ impl Store {
 
     /// Deletes a push config (absent is fine).
     pub fn delete_push(&self, task_id: &str, id: &str) {
-        let _ = self.conn.lock().execute(
+        let _ = self.write().execute(
             "DELETE FROM push_configs WHERE task_id = ?1 AND id = ?2",
             [task_id, id],
         );
@@ -459,12 +575,15 @@ impl Store {
         remote_task: &str,
         remote_context: Option<&str>,
     ) -> Result<(), rusqlite::Error> {
-        self.conn.lock().execute(
-            "INSERT INTO remote_tasks (peer, task_id, remote_task, remote_context) VALUES (?1, ?2, ?3, ?4)
+        // Prepared once (this and the forward's record are on every
+        // forwarded task's path).
+        self.write()
+            .prepare_cached(
+                "INSERT INTO remote_tasks (peer, task_id, remote_task, remote_context) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (peer, task_id) DO UPDATE SET remote_task = excluded.remote_task,
              remote_context = COALESCE(excluded.remote_context, remote_context)",
-            params![peer, task_id, remote_task, remote_context],
-        )?;
+            )?
+            .execute(params![peer, task_id, remote_task, remote_context])?;
         Ok(())
     }
 
@@ -505,41 +624,44 @@ impl Store {
         task_id: &str,
         message_id: &str,
     ) -> Result<(String, bool), rusqlite::Error> {
-        let conn = self.conn.lock();
+        let conn = self.write();
         let known: Option<String> = conn
-            .query_row(
+            .prepare_cached(
                 "SELECT remote_message_id FROM remote_forwards WHERE peer = ?1 AND task_id = ?2 AND message_id = ?3",
-                [peer, task_id, message_id],
-                |r| r.get(0),
-            )
+            )?
+            .query_row([peer, task_id, message_id], |r| r.get(0))
             .optional()?;
         if let Some(k) = known {
             return Ok((k, true));
         }
         let fresh = uuid::Uuid::new_v4().to_string();
-        conn.execute(
+        conn.prepare_cached(
             "INSERT INTO remote_forwards (peer, task_id, message_id, remote_message_id) VALUES (?1, ?2, ?3, ?4)",
-            params![peer, task_id, message_id, fresh],
-        )?;
+        )?
+        .execute(params![peer, task_id, message_id, fresh])?;
         Ok((fresh, false))
     }
 
     /// Forgets what was recorded of a broker task that ended.
     pub fn forget_remote_task(&self, peer: &str, task_id: &str) {
-        let conn = self.conn.lock();
-        let _ = conn.execute(
-            "DELETE FROM remote_tasks WHERE peer = ?1 AND task_id = ?2",
-            [peer, task_id],
-        );
-        let _ = conn.execute(
-            "DELETE FROM remote_forwards WHERE peer = ?1 AND task_id = ?2",
-            [peer, task_id],
-        );
+        let conn = self.write();
+        // One commit for both (each delete committed on its own before: a
+        // second log write at the end of every forwarded task).
+        let forgot = conn.unchecked_transaction().and_then(|tx| {
+            tx.prepare_cached("DELETE FROM remote_tasks WHERE peer = ?1 AND task_id = ?2")?
+                .execute([peer, task_id])?;
+            tx.prepare_cached("DELETE FROM remote_forwards WHERE peer = ?1 AND task_id = ?2")?
+                .execute([peer, task_id])?;
+            tx.commit()
+        });
+        if let Err(e) = forgot {
+            tracing::warn!(task = %task_id, error = %e, "forgetting a remote task failed");
+        }
     }
 
     /// Records the remote context of a local conversation.
     pub fn put_remote_context(&self, peer: &str, context: &str, remote_context: &str) {
-        let _ = self.conn.lock().execute(
+        let _ = self.write().execute(
             "INSERT OR REPLACE INTO remote_contexts (peer, context, remote_context) VALUES (?1, ?2, ?3)",
             [peer, context, remote_context],
         );
@@ -625,7 +747,7 @@ fn apply(shared: &mut Shared, w: &Write) -> rusqlite::Result<()> {
             .execute(params![task_id, *version as i64])?;
         }
         Write::Insert { row, ts_ms, .. } => insert(shared, row, *ts_ms)?,
-        Write::Flush(_) => {}
+        Write::Flush(_) | Write::Checkpoint => {}
     }
     Ok(())
 }
@@ -665,6 +787,9 @@ fn insert(shared: &mut Shared, row: &TaskRow, ts_ms: i64) -> rusqlite::Result<()
 struct Queue {
     state: Mutex<Queued>,
     wake: parking_lot::Condvar,
+    /// New tasks' rows committed in place, and by the writer.
+    in_place: std::sync::atomic::AtomicU64,
+    queued_inserts: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
@@ -738,6 +863,13 @@ fn write_loop(conn: &Mutex<Shared>, queue: &Queue) {
             continue;
         }
         let mut c = conn.lock();
+        let inserts = batch
+            .iter()
+            .filter(|w| matches!(w, Write::Insert { .. }))
+            .count() as u64;
+        queue
+            .queued_inserts
+            .fetch_add(inserts, std::sync::atomic::Ordering::Relaxed);
         let began = c.execute_batch("BEGIN").map_err(|e| e.to_string());
         let mut applied = Vec::with_capacity(batch.len());
         for w in &batch {
@@ -756,6 +888,19 @@ fn write_loop(conn: &Mutex<Shared>, queue: &Queue) {
             // Without a transaction each write committed on its own.
             Err(_) => Ok(()),
         };
+        // The log's checkpoint, here rather than inside a caller's commit
+        // (see the module doc): when this commit, or one made in place,
+        // filled it.
+        let asked = batch.iter().any(|w| matches!(w, Write::Checkpoint));
+        if log_full() || asked {
+            // (It answers a row: busy, log and checkpointed frames.)
+            let done = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+            if let Err(e) = done {
+                tracing::warn!(error = %e, "gateway state checkpoint failed");
+            }
+            // The checkpoint's own commit mark is not a full log.
+            log_full();
+        }
         drop(c);
         for (w, r) in batch.into_iter().zip(applied) {
             match w {
@@ -765,8 +910,114 @@ fn write_loop(conn: &Mutex<Shared>, queue: &Queue) {
                 Write::Insert { done, .. } => {
                     let _ = done.send(committed.clone().and(r));
                 }
-                Write::Task { .. } | Write::PushSent { .. } => {}
+                Write::Task { .. } | Write::PushSent { .. } | Write::Checkpoint => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str) -> TaskRow {
+        TaskRow {
+            id: id.to_owned(),
+            identity: "anonymous".into(),
+            agent: "worker".into(),
+            context: "ctx-1".into(),
+            state: State::Completed,
+            version: 3,
+        }
+    }
+
+    /// Rows as a connection of its own sees them (committed, not merely
+    /// written inside a transaction still open).
+    fn committed(path: &Path) -> i64 {
+        Connection::open(path)
+            .expect("open")
+            .query_row("SELECT COUNT(*) FROM tasks", [], |r| r.get(0))
+            .expect("count")
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_lone_insert_is_committed_in_place_before_it_returns() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("state.db");
+        let store = Store::open(&path).expect("open");
+        store
+            .insert_task(&row("t1"), "2026-12-01T10:00:00Z", true)
+            .await
+            .expect("insert");
+        // Committed on the caller's thread, not handed to the writer.
+        assert_eq!(store.insert_counts(), (1, 0));
+        assert_eq!(committed(&path), 1);
+        assert_eq!(store.task("t1").expect("row").state, State::Completed);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_insert_behind_a_commit_under_way_joins_the_writers_group() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("state.db");
+        let store = Store::open(&path).expect("open");
+        // A write in progress holds the connection.
+        let held = store.write();
+        let s2 = store.clone();
+        let insert = tokio::spawn(async move {
+            s2.insert_task(&row("t2"), "2026-12-01T10:00:00Z", true)
+                .await
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(!insert.is_finished(), "answered before its commit");
+        drop(held);
+        insert.await.expect("join").expect("insert");
+        assert_eq!(store.insert_counts(), (0, 1));
+        assert_eq!(committed(&path), 1);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_insert_beside_other_sends_joins_the_writers_group() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("state.db");
+        let store = Store::open(&path).expect("open");
+        store
+            .insert_task(&row("t3"), "2026-12-01T10:00:00Z", false)
+            .await
+            .expect("insert");
+        assert_eq!(store.insert_counts(), (0, 1));
+        assert_eq!(committed(&path), 1);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_log_is_checkpointed_by_the_writer_and_stays_bounded() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("state.db");
+        let store = Store::open(&path).expect("open");
+        let main_before = std::fs::metadata(&path).expect("db").len();
+        // Each in-place commit appends its pages to the log; without a
+        // checkpoint (SQLite's automatic one is replaced by the hook) it
+        // would grow by several pages per task for ever.
+        for i in 0..3000 {
+            store
+                .insert_task(&row(&format!("task-{i:05}")), "2026-12-01T10:00:00Z", true)
+                .await
+                .expect("insert");
+        }
+        store.flush();
+        let (in_place, _) = store.insert_counts();
+        assert!(in_place > 2900, "{in_place} of 3000 in place");
+        let wal = std::fs::metadata(path.with_extension("db-wal"))
+            .expect("wal")
+            .len();
+        let main_after = std::fs::metadata(&path).expect("db").len();
+        // Checkpointed: the rows reached the database file itself, and
+        // the log (reused from its start after each checkpoint) stayed
+        // near its bound (~1,000 pages of 4 KiB), not ~12,000 pages.
+        assert!(
+            main_after > main_before + 100_000,
+            "{main_before} -> {main_after}"
+        );
+        assert!(wal < 12 << 20, "log of {wal} bytes");
+        assert_eq!(committed(&path), 3000);
     }
 }

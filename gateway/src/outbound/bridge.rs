@@ -824,6 +824,8 @@ impl TaskActor {
             }
         }
         drop(sending);
+        // Its connection kept for the next forward.
+        stream.release();
         Ok(())
     }
 

@@ -8,6 +8,7 @@
 
 use super::card::{card_url, refresh_after, CachedCard, CardError, RemoteCard, MAX_CARD_BYTES};
 use super::sse::{SseDecoder, SseError};
+use crate::limits::{REMOTE_STREAM_DRAIN, REMOTE_STREAM_DRAIN_BYTES};
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -406,6 +407,33 @@ pub struct EventStream {
 }
 
 impl EventStream {
+    /// Lets the stream go once its caller has what it wanted (the task's
+    /// last event): the rest of the body, the end of the stream that the
+    /// remote sends right behind its last event, is read in the
+    /// background (within [`REMOTE_STREAM_DRAIN`] and
+    /// [`REMOTE_STREAM_DRAIN_BYTES`]) so the kept-alive connection goes
+    /// back to the client's pool. A body dropped unread closes its
+    /// connection, and the next forward paid a new one (issue 27's
+    /// federation profile: a TCP connect and accept per round trip).
+    pub fn release(mut self) {
+        let Some(mut resp) = self.resp.take() else {
+            return;
+        };
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(REMOTE_STREAM_DRAIN, async move {
+                let mut left = REMOTE_STREAM_DRAIN_BYTES;
+                while let Ok(Some(c)) = resp.chunk().await {
+                    left = left.saturating_sub(c.len());
+                    if left == 0 {
+                        // More than an end: not worth keeping.
+                        break;
+                    }
+                }
+            })
+            .await;
+        });
+    }
+
     /// The next `StreamResponse`; `None` when the stream ended; an error
     /// for a JSON-RPC error event, a broken stream, or a silence longer
     /// than the idle bound.
@@ -495,6 +523,103 @@ mod tests {
         assert!(timeout.suggests_card_refresh() && !timeout.nothing_was_done());
         assert!(RemoteError::Connect("refused".into()).nothing_was_done());
         assert!(!RemoteError::Status(504).nothing_was_done());
+    }
+
+    /// A keep-alive HTTP/1.1 server answering every POST with an SSE
+    /// stream of one event, its end sent a little later (as a gateway's
+    /// stream ends right behind its last event); counts the connections
+    /// it accepted.
+    async fn sse_server() -> (String, std::sync::Arc<AtomicU64>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/rpc", listener.local_addr().unwrap());
+        let accepted = std::sync::Arc::new(AtomicU64::new(0));
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut tcp, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    loop {
+                        // One request: headers, then Content-Length bytes.
+                        let head_end = loop {
+                            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                                break i + 4;
+                            }
+                            let mut chunk = [0u8; 4096];
+                            match tcp.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        };
+                        let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+                        let len: usize = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse().ok())
+                            .unwrap_or(0);
+                        while buf.len() < head_end + len {
+                            let mut chunk = [0u8; 4096];
+                            match tcp.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        }
+                        buf.drain(..head_end + len);
+                        let event = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"statusUpdate\":{}}}\n\n";
+                        let first = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{event}\r\n",
+                            event.len()
+                        );
+                        if tcp.write_all(first.as_bytes()).await.is_err() {
+                            return;
+                        }
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        if tcp.write_all(b"0\r\n\r\n").await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (url, accepted)
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_released_stream_gives_its_connection_back() {
+        let (url, accepted) = sse_server().await;
+        let rpc = RemoteRpc::new(None, Vec::new(), RpcOptions::default()).unwrap();
+        for _ in 0..3 {
+            let mut stream = rpc
+                .stream(&url, "SendStreamingMessage", json!({}))
+                .await
+                .expect("stream");
+            // The caller stops at the event it wanted, before the end.
+            assert!(stream.next().await.expect("event").is_ok());
+            stream.release();
+            // The next forward comes after the end has arrived (the
+            // remote sends it right behind the last event; here 20 ms).
+            tokio::time::sleep(Duration::from_millis(150)).await;
+        }
+        // Three forwards, one connection.
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_stream_dropped_unread_costs_a_new_connection() {
+        // What `release` avoids (and what the bridge did before it).
+        let (url, accepted) = sse_server().await;
+        let rpc = RemoteRpc::new(None, Vec::new(), RpcOptions::default()).unwrap();
+        for _ in 0..2 {
+            let mut stream = rpc
+                .stream(&url, "SendStreamingMessage", json!({}))
+                .await
+                .expect("stream");
+            assert!(stream.next().await.expect("event").is_ok());
+            drop(stream);
+            tokio::time::sleep(Duration::from_millis(150)).await;
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
     }
 
     #[test]
