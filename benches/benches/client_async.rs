@@ -35,10 +35,11 @@ use a2a_benches::report::{bench_mode, load_average, median};
 use a2a_benches::socket::{
     cpu_delta, process_cpu, spawn_raw, thread_cpu, Codec, Kind, RawReply, SocketBroker,
 };
+use a2a_benches::window::get_task_window;
 use a2a_broker::Durability;
-use a2a_client::{Agent, Pending, Task};
+use a2a_client::Agent;
 use serde_json::json;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -61,26 +62,7 @@ const N_RTT: u64 = 2_000;
 const T: Duration = Duration::from_secs(60);
 
 fn async_window(agent: &Agent, task: &str, n: u64) -> Duration {
-    let start = Instant::now();
-    let mut q: VecDeque<Pending<Task>> = VecDeque::with_capacity(WINDOW);
-    let mut sent = 0;
-    while sent < n || !q.is_empty() {
-        while sent < n && q.len() < WINDOW {
-            q.push_back(agent.get_task_async(task, Some(1)).expect("submit"));
-            sent += 1;
-        }
-        // Wait for the oldest, take every answer already there behind it,
-        // then refill the window in one burst (which the writer coalesces).
-        if let Some(p) = q.pop_front() {
-            p.wait(T).expect("tasks.get");
-        }
-        while q.front().is_some_and(Pending::is_ready) {
-            if let Some(p) = q.pop_front() {
-                p.wait(T).expect("tasks.get");
-            }
-        }
-    }
-    start.elapsed()
+    get_task_window(agent, task, n, WINDOW, T)
 }
 
 fn blocking_loop(agent: &Agent, task: &str, n: u64) -> Duration {

@@ -26,7 +26,7 @@
 
 use a2a_benches::pin;
 use a2a_benches::socket::SocketBroker;
-use a2a_broker::bench::{ring_wake_stats, socket_write_stats, EventInjector};
+use a2a_broker::bench::{ring_wake_stats, EventInjector};
 use a2a_broker::Durability;
 use a2a_client::proto::types::{
     Notification, StatusUpdate, StreamEvent, TaskEventParams, TaskStatus,
@@ -421,9 +421,9 @@ fn measure(sb: &SocketBroker, ring: bool, k: usize, size: usize, cpus: (usize, u
     pin::place(cpus.0, cpus.1);
     // Warm up (first touches of the ring, the buffers, the allocator).
     rx.stream(2_000);
-    let (w0, f0) = (ring_wake_stats(), socket_write_stats());
+    let (w0, f0) = (ring_wake_stats(), sb.write_stats());
     let rate = rx.stream(DELIVERY_STREAM);
-    let (w1, f1) = (ring_wake_stats(), socket_write_stats());
+    let (w1, f1) = (ring_wake_stats(), sb.write_stats());
     let (syscalls, per_batch) = if ring {
         let staged = (w1.0 - w0.0).max(1) as f64;
         (

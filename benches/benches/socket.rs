@@ -1,7 +1,7 @@
 //! Benchmark 3: the local socket (`transport::socket`), both codecs, each
 //! figure beside a raw Unix-socket baseline of the same run. The broker
 //! runs in this process (`server::start` + `socket::listen`, durability
-//! normal), so `socket::write_stats()` is readable.
+//! normal), so its server's `write_stats()` is readable.
 //!
 //! (a) Round trip, one outstanding: `a2a.tasks.get` (`historyLength: 1`)
 //!     with binary frames and with NDJSON, against a raw server thread
@@ -40,7 +40,6 @@ use a2a_benches::socket::{
     cpu_delta, process_cpu, spawn_raw, thread_cpu, Codec, Conn, EventStreams, Flow, Kind, RawReply,
     SocketBroker,
 };
-use a2a_broker::bench::socket_write_stats as write_stats;
 use a2a_broker::Durability;
 use criterion::{Criterion, SamplingMode, Throughput};
 use serde_json::{json, Value};
@@ -304,9 +303,9 @@ fn main() {
                     _ => STREAM_EVENTS,
                 };
                 let made = ev.events_made(flow, n);
-                let (w0, cpu0, p0) = (write_stats(), thread_cpu(), process_cpu());
+                let (w0, cpu0, p0) = (sb.write_stats(), thread_cpu(), process_cpu());
                 let d = ev.run(flow, n);
-                let (w1, cpu1, p1) = (write_stats(), thread_cpu(), process_cpu());
+                let (w1, cpu1, p1) = (sb.write_stats(), thread_cpu(), process_cpu());
                 let tally = tallies.entry((ev.codec.label(), flow)).or_default();
                 tally.frames += w1.0 - w0.0;
                 tally.writes += w1.1 - w0.1;

@@ -5,7 +5,6 @@
 //! (defaults: binary replay 10).
 
 use a2a_benches::socket::{EventStreams, Flow, SocketBroker};
-use a2a_broker::bench::socket_write_stats as write_stats;
 use a2a_broker::Durability;
 use std::time::{Duration, Instant};
 
@@ -26,9 +25,9 @@ fn main() {
     let end = Instant::now() + Duration::from_secs(secs);
     while Instant::now() < end {
         let made = ev.events_made(flow, burst);
-        let w0 = write_stats();
+        let w0 = sb.write_stats();
         let d = ev.run(flow, burst);
-        let w1 = write_stats();
+        let w1 = sb.write_stats();
         eprintln!(
             "{} {}: {:.0} events/s, {:.1} frames/write",
             codec.label(),

@@ -22,6 +22,8 @@
 //!   writer, for the scaling benchmark (`examples/db_scaling.rs`).
 //! - [`wal`]: WAL bytes written per call.
 //! - [`report`]: samples kept from criterion's runs, medians and ratios.
+//! - [`window`]: the Rust client's windowed read loop (also the C ABI
+//!   bench's baseline).
 
 pub mod binaries;
 pub mod disk;
@@ -33,4 +35,5 @@ pub mod scale;
 pub mod socket;
 pub mod stdio;
 pub mod wal;
+pub mod window;
 pub mod workload;

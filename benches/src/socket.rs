@@ -79,6 +79,14 @@ impl SocketBroker {
         }
     }
 
+    /// `(frames, write calls)` over this broker's socket connections so
+    /// far: their ratio is the write coalescing.
+    pub fn write_stats(&self) -> (u64, u64) {
+        self.server
+            .as_ref()
+            .map_or((0, 0), SocketServer::write_stats)
+    }
+
     /// A typed client with a requester and a worker registered, and one
     /// task between them to read: the setup of the round-trip benchmarks.
     /// Returns the client (which keeps both agents alive), the requester

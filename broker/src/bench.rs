@@ -7,8 +7,8 @@
 //!   baseline writes values of the same shapes and order.
 //! - [`log_status`], [`status_row`]: the compact stored status forms, for
 //!   the scaling benchmark's raw builder.
-//! - [`socket_write_stats`]: frames per write call on the local socket;
-//!   [`ring_wake_stats`]: wake-ups per event on the event rings.
+//! - [`ring_wake_stats`]: wake-ups per event on the event rings (frames
+//!   per write call on a local socket: `SocketServer::write_stats`).
 //! - [`EventInjector`]: delivers events to an agent as the writer's
 //!   routing does, to measure the delivery path alone.
 
@@ -57,12 +57,6 @@ pub fn message_row(msg: &a2a_proto::types::Message) -> String {
 /// The task row's status column as the broker writes it.
 pub fn status_row(status: &a2a_proto::types::TaskStatus, msg_pos: Option<usize>) -> String {
     crate::store::write::status_row(status, msg_pos, None).unwrap_or_default()
-}
-
-/// `(frames, write calls)` over all local-socket connections so far: their
-/// ratio is the write coalescing.
-pub fn socket_write_stats() -> (u64, u64) {
-    crate::transport::socket::write_stats()
 }
 
 /// `(events staged, futex wake-ups issued, publishes)` over all event

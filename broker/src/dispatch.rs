@@ -18,21 +18,12 @@ use a2a_proto::call::Call;
 use a2a_proto::error::RpcError;
 use a2a_proto::jsonrpc::{parse_line, Id, Incoming, Request};
 use a2a_proto::methods as m;
-use serde_json::json;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 impl Broker {
     /// Answers a line that was longer than the frame limit.
     pub(crate) fn frame_too_large(&self, s: &Session) {
-        let err = RpcError::new(
-            a2a_proto::error::INVALID_REQUEST,
-            "invalid request",
-            Some(json!({
-                "reason": "frame too large",
-                "limit": "MAX_FRAME_BYTES",
-                "max": a2a_proto::limits::MAX_FRAME_BYTES,
-            })),
-        );
+        let err = crate::rpc_errors::frame_too_large();
         Responder::direct(s.outbox.clone(), Id::Null).send(Err(err));
     }
 
@@ -100,7 +91,7 @@ impl Broker {
         let result = match outcome {
             Ok(Some(result)) => result,
             Ok(None) => return,
-            Err(_) => Err(RpcError::internal("the request failed inside the broker")),
+            Err(_) => Err(crate::rpc_errors::handler_panicked()),
         };
         if let Some(r) = slot.take() {
             r.send(result);

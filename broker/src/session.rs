@@ -8,7 +8,6 @@ use crate::delivery::Outbox;
 use crate::secret::Secret;
 use a2a_proto::error::RpcError;
 use a2a_proto::limits::A2A_MAX_PARKED_WAITS;
-use serde_json::json;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
@@ -44,17 +43,7 @@ impl Session {
 
     /// Takes one of the connection's parking places, or refuses the call.
     pub(crate) fn park(&self) -> Result<Parked, RpcError> {
-        Parked::take(&self.parked, A2A_MAX_PARKED_WAITS).ok_or_else(|| {
-            RpcError::new(
-                a2a_proto::error::INVALID_PARAMS,
-                "too many waits: this connection already has 64 unanswered waits or blocking sends",
-                Some(json!({
-                    "reason": "too many waits",
-                    "limit": "A2A_MAX_PARKED_WAITS",
-                    "max": A2A_MAX_PARKED_WAITS,
-                    "actual": A2A_MAX_PARKED_WAITS + 1,
-                })),
-            )
-        })
+        Parked::take(&self.parked, A2A_MAX_PARKED_WAITS)
+            .ok_or_else(crate::rpc_errors::too_many_waits)
     }
 }

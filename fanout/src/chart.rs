@@ -117,9 +117,14 @@ fn transports_chart(reports: &[Report], path: &Path) -> Result<(), FanoutError> 
     let title = "a2a-fanout: events/s per transport (N = 32 delegates)";
     let x = 0f64..names.len() as f64;
     // The legend where plotters puts it by default.
-    svg_chart(path, title, x, top, SeriesLabelPosition::MiddleRight, |chart| {
-        transports_bars(chart, &rows, &names)
-    })
+    svg_chart(
+        path,
+        title,
+        x,
+        top,
+        SeriesLabelPosition::MiddleRight,
+        |chart| transports_bars(chart, &rows, &names),
+    )
 }
 
 /// The bars and axes of [`transports_chart`].
@@ -179,9 +184,14 @@ fn latency_chart(reports: &[Report], path: &Path) -> Result<(), FanoutError> {
         * 1.2;
     let title = "a2a-fanout: p99 send-to-event latency vs delegates (socket-binary)";
     let x = -0.5f64..sizes.len() as f64 - 0.5;
-    svg_chart(path, title, x, top, SeriesLabelPosition::UpperLeft, |chart| {
-        latency_lines(chart, &rows, &sizes)
-    })
+    svg_chart(
+        path,
+        title,
+        x,
+        top,
+        SeriesLabelPosition::UpperLeft,
+        |chart| latency_lines(chart, &rows, &sizes),
+    )
 }
 
 /// The lines and axes of [`latency_chart`].

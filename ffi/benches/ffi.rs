@@ -21,7 +21,7 @@
 // Calls the C ABI from Rust, raw pointers and all.
 #![allow(unsafe_code)]
 
-use ::a2a_client::{agent_card, message_to, Agent, Client, Delivery, Pending, Task};
+use ::a2a_client::{agent_card, message_to, Agent, Client, Delivery};
 use a2a_ffi::agent::{a2a_agent, a2a_agent_free, a2a_agent_id};
 use a2a_ffi::calls::tasks::{a2a_agent_get_task, a2a_agent_get_task_async, a2a_agent_send};
 use a2a_ffi::client::{
@@ -34,7 +34,6 @@ use a2a_ffi::{a2a_dispatch, a2a_status};
 use a2a_testkit::bin::{locate, Build, Profile};
 use a2a_testkit::{socket_path_for, Spawn, TestDb};
 use std::cell::Cell;
-use std::collections::VecDeque;
 use std::ffi::{c_void, CString};
 use std::ptr;
 use std::time::{Duration, Instant};
@@ -81,24 +80,7 @@ fn ffi_rtt(agent: *const a2a_agent, task: &CString, n: u64) -> Duration {
 }
 
 fn rust_window(agent: &Agent, task: &str, n: u64) -> Duration {
-    let start = Instant::now();
-    let mut q: VecDeque<Pending<Task>> = VecDeque::with_capacity(WINDOW);
-    let mut sent = 0;
-    while sent < n || !q.is_empty() {
-        while sent < n && q.len() < WINDOW {
-            q.push_back(agent.get_task_async(task, Some(1)).expect("submit"));
-            sent += 1;
-        }
-        if let Some(p) = q.pop_front() {
-            p.wait(T).expect("tasks.get");
-        }
-        while q.front().is_some_and(Pending::is_ready) {
-            if let Some(p) = q.pop_front() {
-                p.wait(T).expect("tasks.get");
-            }
-        }
-    }
-    start.elapsed()
+    a2a_benches::window::get_task_window(agent, task, n, WINDOW, T)
 }
 
 /// The state the poll loop's callbacks share (one thread: the loop's;

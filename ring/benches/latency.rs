@@ -20,17 +20,13 @@
 //!
 //! Run: `cargo bench -p a2a-ring --bench latency` (about 45 s).
 
-#[cfg(not(loom))]
 mod common;
 
-#[cfg(not(loom))]
-fn main() {
-    bench::main()
-}
-
 /// Loom builds have no shared memory; the bench is then an empty program.
-#[cfg(loom)]
-fn main() {}
+fn main() {
+    #[cfg(not(loom))]
+    bench::main();
+}
 
 #[cfg(not(loom))]
 mod bench {

@@ -26,17 +26,13 @@
 
 #![allow(unsafe_code)] // the raw baseline's mapping
 
-#[cfg(not(loom))]
 mod common;
 
-#[cfg(not(loom))]
-fn main() {
-    bench::main()
-}
-
 /// Loom builds have no shared memory; the bench is then an empty program.
-#[cfg(loom)]
-fn main() {}
+fn main() {
+    #[cfg(not(loom))]
+    bench::main();
+}
 
 #[cfg(not(loom))]
 mod bench {

@@ -381,7 +381,7 @@ impl Responder {
 impl Drop for Responder {
     fn drop(&mut self) {
         if self.inner.is_some() {
-            self.finish(Err(RpcError::internal("request dropped without an answer")));
+            self.finish(Err(crate::rpc_errors::dropped_request()));
         }
     }
 }

@@ -40,7 +40,7 @@ fn response(out: &mut Vec<u8>, r: &crate::delivery::Response) -> Result<(), Enco
     encode_frame(&ResponseRef(&r.id, &r.result), out)?;
     if out.len() - start - 4 > A2A_MAX_OUT_FRAME_BYTES {
         out.truncate(start);
-        let e = Err(super::frame_limit::response_too_large());
+        let e = Err(crate::rpc_errors::response_too_large());
         encode_frame(&ResponseRef(&r.id, &e), out)?;
     }
     Ok(())

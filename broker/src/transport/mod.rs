@@ -5,14 +5,12 @@
 //! - [`stdio`]: the canonical transport on stdin/stdout.
 //! - [`socket`]: the local socket (ext), NDJSON or binary frames by the first bytes.
 //! - [`binary`]: writing binary frames.
-//! - [`frame_limit`]: what stands in for a frame over the outgoing bound.
 //! - [`memory`]: an in-process connection pair (tests, transcripts, benchmarks).
 //!
 //! The shared-memory event ring a socket connection may ask for is written
 //! by routing itself (`crate::delivery::ring`), not by a transport.
 
 pub(crate) mod binary;
-pub(crate) mod frame_limit;
 pub mod memory;
 pub(crate) mod ndjson;
 pub mod socket;

@@ -57,11 +57,7 @@ pub fn write_outgoing(out: &mut Vec<u8>, item: &Outgoing) -> io::Result<()> {
             write_response(out, &r.id, r.result.as_ref())?;
             if out.len() - start > A2A_MAX_OUT_FRAME_BYTES {
                 out.truncate(start);
-                write_response::<_, ()>(
-                    out,
-                    &r.id,
-                    Err(&super::frame_limit::response_too_large()),
-                )?;
+                write_response::<_, ()>(out, &r.id, Err(&crate::rpc_errors::response_too_large()))?;
             }
             Ok(())
         }
@@ -80,7 +76,7 @@ pub fn write_outgoing(out: &mut Vec<u8>, item: &Outgoing) -> io::Result<()> {
                     if i > 0 {
                         out.push(b',');
                     }
-                    let e = super::frame_limit::batch_reply_too_large();
+                    let e = crate::rpc_errors::batch_reply_too_large();
                     write_response_body::<_, ()>(out, &r.id, Err(&e))?;
                 }
             }

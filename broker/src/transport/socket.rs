@@ -16,6 +16,7 @@ use super::ndjson::{self, AsyncLineReader, Line};
 use crate::broker::Broker;
 use crate::delivery::ring;
 use crate::delivery::{Outbox, Outgoing, Responder};
+use crate::rpc_errors;
 use crate::secret::Secret;
 use crate::session::Session;
 use a2a_proto::binary::{decode_payload, next_frame, preamble, ClientFrame, FrameError, MAGIC};
@@ -36,17 +37,14 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 
-/// Frames (responses and notifications) written to sockets, and the write
-/// calls that carried them: their ratio is the write coalescing.
-static FRAMES_WRITTEN: AtomicU64 = AtomicU64::new(0);
-static WRITE_CALLS: AtomicU64 = AtomicU64::new(0);
-
-/// `(frames, write calls)` over all socket connections so far.
-pub(crate) fn write_stats() -> (u64, u64) {
-    (
-        FRAMES_WRITTEN.load(Ordering::Relaxed),
-        WRITE_CALLS.load(Ordering::Relaxed),
-    )
+/// Frames (responses and notifications) one server wrote to its
+/// connections, and the write calls that carried them: their ratio is the
+/// write coalescing. Held by the server and handed to each connection's
+/// writer, so two servers in one process count apart.
+#[derive(Debug, Default)]
+struct WriteStats {
+    frames: AtomicU64,
+    calls: AtomicU64,
 }
 
 /// Why the local socket cannot be served (one line each, printed after
@@ -93,6 +91,18 @@ pub struct SocketServer {
     /// Set when the broker minted the secret and wrote it there.
     pub secret_file: Option<PathBuf>,
     runtime: Option<tokio::runtime::Runtime>,
+    stats: Arc<WriteStats>,
+}
+
+impl SocketServer {
+    /// `(frames, write calls)` over this server's connections so far.
+    #[doc(hidden)]
+    pub fn write_stats(&self) -> (u64, u64) {
+        (
+            self.stats.frames.load(Ordering::Relaxed),
+            self.stats.calls.load(Ordering::Relaxed),
+        )
+    }
 }
 
 impl Drop for SocketServer {
@@ -276,6 +286,7 @@ pub fn listen(
         path,
         secret_file: None,
         runtime: Some(runtime),
+        stats: Arc::default(),
     };
     std::fs::set_permissions(&server.path, std::fs::Permissions::from_mode(0o600)).map_err(
         |source| SocketError::RestrictSocket {
@@ -292,6 +303,7 @@ pub fn listen(
     // Event rings a crashed broker left in shared memory.
     ring::cleanup_stale();
     let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let stats = server.stats.clone();
     runtime.spawn(async move {
         loop {
             match listener.accept().await {
@@ -306,6 +318,7 @@ pub fn listen(
                                 secret.clone(),
                                 conn,
                                 slot,
+                                stats.clone(),
                             ));
                         }
                         None => {
@@ -349,11 +362,7 @@ impl Drop for ConnectionSlot {
 /// and closes it (a binary client reads it as a malformed frame: closed
 /// either way).
 async fn refuse(conn: Stream) {
-    let err = RpcError::new(
-        a2a_proto::error::INVALID_REQUEST,
-        "invalid request: the broker holds as many connections as it may (--max-connections)",
-        Some(serde_json::json!({"reason": "too many connections"})),
-    );
+    let err = rpc_errors::too_many_connections();
     let mut line = Vec::new();
     let _ = a2a_proto::jsonrpc::write_response::<_, ()>(&mut line, &Id::Null, Err(&err));
     let mut w = &conn;
@@ -371,6 +380,7 @@ async fn serve_connection(
     secret: Arc<Secret>,
     conn: Stream,
     _slot: ConnectionSlot,
+    stats: Arc<WriteStats>,
 ) {
     let outbox = Arc::new(
         Outbox::with_response_bound(OUTBOX_EVENT_BOUND, OUTBOX_RESPONSE_BOUND).with_ring_slot(),
@@ -399,7 +409,7 @@ async fn serve_connection(
         }
         outbox.close();
     };
-    let writer = write_loop(&outbox, &conn, codec);
+    let writer = write_loop(&outbox, &conn, codec, &stats);
     tokio::pin!(writer);
     tokio::select! {
         _ = &mut writer => {
@@ -511,15 +521,7 @@ fn pre_handshake_close(session: &Session, reason: &str) {
         reason,
         "socket connection closed before its handshake"
     );
-    let err = RpcError::new(
-        a2a_proto::error::INVALID_REQUEST,
-        format!("invalid request: {reason}; the connection is closed"),
-        Some(serde_json::json!({
-            "reason": reason,
-            "method": a2a_proto::methods::HANDSHAKE,
-            "max": PRE_HANDSHAKE_FRAME_BYTES,
-        })),
-    );
+    let err = rpc_errors::pre_handshake_closed(reason, PRE_HANDSHAKE_FRAME_BYTES);
     session.outbox.push_fatal(err);
 }
 
@@ -539,12 +541,7 @@ async fn read_binary<R: tokio::io::AsyncRead + Unpin>(
         Err(_) => return pre_handshake_close(session, "handshake timeout"),
     }
     if pre != preamble() {
-        session
-            .outbox
-            .push_fatal(RpcError::invalid_request(&format!(
-                "expected the binary preamble A2AB + codec version {}",
-                a2a_proto::binary::CODEC_VERSION
-            )));
+        session.outbox.push_fatal(rpc_errors::bad_preamble());
         return;
     }
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
@@ -617,9 +614,7 @@ fn fatal(session: &Session, e: FrameError) {
             "malformed binary frame; the connection is closed"
         ),
     }
-    session
-        .outbox
-        .push_fatal(RpcError::invalid_request(&e.to_string()));
+    session.outbox.push_fatal(rpc_errors::bad_frame(&e));
 }
 
 /// Stored bytes past which rendering a task is worth moving off the
@@ -651,7 +646,7 @@ fn is_heavy(item: &Outgoing) -> bool {
 /// says so: after the publish that first left a backlog, and then each time
 /// the client frees room (its signal, never a timer: a client that stops
 /// reading costs nothing).
-async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec) {
+async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec, stats: &WriteStats) {
     let mut w = conn;
     let mut items: Vec<Outgoing> = Vec::new();
     let mut bytes: Vec<u8> = Vec::with_capacity(64 * 1024);
@@ -662,11 +657,7 @@ async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec) {
                 more = outbox.drain_async(&mut items) => more,
                 _ = r.backlog() => {
                     if r.service() == ring::Service::Failed {
-                        outbox.push_fatal(RpcError::new(
-                            a2a_proto::error::INTERNAL_ERROR,
-                            "event ring corrupt: the client wrote impossible indices into its ring; the connection is closed",
-                            Some(serde_json::json!({"reason": "event ring corrupt"})),
-                        ));
+                        outbox.push_fatal(rpc_errors::ring_corrupt());
                     }
                     continue;
                 }
@@ -713,8 +704,8 @@ async fn write_loop(outbox: &Outbox, conn: &Stream, codec: Codec) {
         if w.write_all(&bytes).await.is_err() {
             return;
         }
-        FRAMES_WRITTEN.fetch_add(frames, Ordering::Relaxed);
-        WRITE_CALLS.fetch_add(1, Ordering::Relaxed);
+        stats.frames.fetch_add(frames, Ordering::Relaxed);
+        stats.calls.fetch_add(1, Ordering::Relaxed);
         if bytes.capacity() > 4 << 20 {
             bytes = Vec::with_capacity(64 * 1024);
         }

@@ -1,5 +1,8 @@
 //! Helpers shared by the ring benches: thread pinning (from the test kit), the load average,
-//! rate formatting, medians.
+//! rate formatting, medians. None under loom (no shared memory: the
+//! benches are then empty programs).
+
+#![cfg(not(loom))]
 
 pub use a2a_testkit::pin::{pin_self as pin, placements};
 
