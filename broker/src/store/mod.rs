@@ -543,4 +543,37 @@ mod tests {
             .unwrap();
         assert_eq!(ok, "ok");
     }
+
+    /// A schema 12 database of an earlier broker (4096-byte pages, made by
+    /// the same migration) opens as it is, and keeps its rows.
+    #[test]
+    fn a_v12_database_of_an_earlier_broker_keeps_its_page_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v12.db");
+        {
+            let mut c = Connection::open(&path).unwrap();
+            c.execute_batch("PRAGMA page_size = 4096; PRAGMA journal_mode = WAL;")
+                .unwrap();
+            migrate::migrate(&mut c, "v12.db").unwrap();
+            c.execute(
+                "INSERT INTO a2a_agents (context_id, peer_id, kind, delivery, card, registered_at)
+                 VALUES ('ctx', 'old', 'worker', 'push', '{}', 'then')",
+                [],
+            )
+            .unwrap();
+        }
+        let store = open(&path, Durability::Normal).unwrap();
+        assert_eq!(page_size(&store.conn), 4096);
+        let n: i64 = store
+            .conn
+            .query_row(
+                "SELECT count(*) FROM a2a_agents WHERE peer_id = 'old'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 1);
+        close(store.conn);
+        assert_eq!(page_size(&open_reader(&path).unwrap()), 4096);
+    }
 }
