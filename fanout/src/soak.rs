@@ -6,7 +6,9 @@
 //! it goes, and keeps sampling for a while after the load stops. The
 //! [`SoakReport`] sums them up (largest log, bytes written per job, the
 //! resident memory's slope by least squares after a warm-up) and
-//! [`chart`] draws them.
+//! [`chart`] draws them. The bytes are also split by thread: those of the
+//! broker's checkpoint thread ([`CHECKPOINT_THREAD`], `/proc/PID/task/TID/io`)
+//! went to the database file, nearly all the rest is the writer's log.
 
 use crate::run::FanoutError;
 use plotters::prelude::*;
@@ -58,6 +60,10 @@ pub struct Sample {
     pub db_bytes: u64,
     /// The broker's `write_bytes` so far.
     pub write_bytes: u64,
+    /// Of those, its checkpoint thread's: the database file (absent from
+    /// soak.json files written before it was sampled).
+    #[serde(default)]
+    pub checkpoint_write_bytes: u64,
     /// Jobs completed so far, and events received.
     pub jobs: u64,
     pub events: u64,
@@ -82,6 +88,9 @@ pub struct SoakReport {
     pub rss_after_idle: u64,
     /// Bytes the broker wrote per completed job after the warm-up.
     pub bytes_per_job: Option<f64>,
+    /// Of those, the checkpoint thread's (the database file).
+    #[serde(default)]
+    pub checkpoint_bytes_per_job: Option<f64>,
     /// Jobs completed per second after the warm-up.
     pub jobs_per_s: Option<f64>,
 }
@@ -97,10 +106,14 @@ impl SoakReport {
             .map(|s| (s.t_s / 60.0, s.rss_bytes as f64 / MB))
             .collect();
         let (first, last) = (steady.first(), steady.last());
-        let per_job = first.zip(last).and_then(|(a, b)| {
-            let jobs = b.jobs.saturating_sub(a.jobs);
-            (jobs > 0).then(|| b.write_bytes.saturating_sub(a.write_bytes) as f64 / jobs as f64)
-        });
+        let per_job_of = |bytes: fn(&Sample) -> u64| {
+            first.zip(last).and_then(|(a, b)| {
+                let jobs = b.jobs.saturating_sub(a.jobs);
+                (jobs > 0).then(|| bytes(b).saturating_sub(bytes(a)) as f64 / jobs as f64)
+            })
+        };
+        let per_job = per_job_of(|s| s.write_bytes);
+        let checkpoint_per_job = per_job_of(|s| s.checkpoint_write_bytes);
         let jobs_per_s = first.zip(last).and_then(|(a, b)| {
             let dt = b.t_s - a.t_s;
             (dt > 0.0).then(|| b.jobs.saturating_sub(a.jobs) as f64 / dt)
@@ -115,6 +128,7 @@ impl SoakReport {
             rss_end_of_load: last.map_or(0, |s| s.rss_bytes),
             rss_after_idle: samples.last().map_or(0, |s| s.rss_bytes),
             bytes_per_job: per_job,
+            checkpoint_bytes_per_job: checkpoint_per_job,
             jobs_per_s,
             samples,
         }
@@ -124,11 +138,13 @@ impl SoakReport {
     pub fn summary(&self) -> String {
         let mb = |b: u64| b as f64 / MB;
         format!(
-            "soak: largest -wal {:.1} MB, largest database {:.1} MB; after the {:.0} s warm-up: {} bytes written per job, {} jobs/s, RSS {:.1} MB -> {:.1} MB under load (slope {} MB/min), {:.1} MB after the load stopped",
+            "soak: largest -wal {:.1} MB, largest database {:.1} MB; after the {:.0} s warm-up: {} bytes written per job ({} by the checkpoint thread), {} jobs/s, RSS {:.1} MB -> {:.1} MB under load (slope {} MB/min), {:.1} MB after the load stopped",
             mb(self.max_wal_bytes),
             mb(self.max_db_bytes),
             self.warmup_s,
             self.bytes_per_job.map_or("-".into(), |b| format!("{b:.0}")),
+            self.checkpoint_bytes_per_job
+                .map_or("-".into(), |b| format!("{b:.0}")),
             self.jobs_per_s.map_or("-".into(), |j| format!("{j:.0}")),
             mb(self.rss_after_warmup),
             mb(self.rss_end_of_load),
@@ -161,6 +177,25 @@ fn field(text: &str, name: &str) -> Option<u64> {
         .next()?
         .parse()
         .ok()
+}
+
+/// The name the broker gives its checkpoint thread (`store::checkpoint`).
+pub const CHECKPOINT_THREAD: &str = "a2a-checkpoint";
+
+/// The `write_bytes` summed over the threads named `name` in `task_dir`
+/// (`/proc/PID/task`: one directory per thread, with `comm` and `io`).
+/// A thread that has exited is no longer there: sample it while it lives.
+pub fn thread_write_bytes(task_dir: &Path, name: &str) -> u64 {
+    let Ok(dir) = std::fs::read_dir(task_dir) else {
+        return 0;
+    };
+    dir.flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == name)
+        })
+        .filter_map(|t| std::fs::read_to_string(t.path().join("io")).ok())
+        .filter_map(|io| field(&io, "write_bytes"))
+        .sum()
 }
 
 fn file_len(p: &Path) -> u64 {
@@ -212,6 +247,10 @@ impl Sampler {
                     wal_bytes: file_len(&wal),
                     db_bytes: file_len(&db),
                     write_bytes: io.ok().and_then(|t| field(&t, "write_bytes")).unwrap_or(0),
+                    checkpoint_write_bytes: thread_write_bytes(
+                        Path::new(&format!("/proc/{pid}/task")),
+                        CHECKPOINT_THREAD,
+                    ),
                     jobs,
                     events,
                 };
@@ -438,6 +477,7 @@ mod tests {
             wal_bytes: (t_s as u64) << 20,
             db_bytes: 1 << 20,
             write_bytes: written,
+            checkpoint_write_bytes: written / 10,
             jobs,
             events: jobs * 5,
         }
@@ -470,6 +510,7 @@ mod tests {
         ];
         let r = SoakReport::of(samples, Duration::from_secs(60), Duration::from_secs(60));
         assert_eq!(r.bytes_per_job, Some(100.0));
+        assert_eq!(r.checkpoint_bytes_per_job, Some(10.0));
         assert!((r.rss_slope_mb_per_min.unwrap() - 1.0).abs() < 1e-6);
         assert_eq!(r.rss_after_warmup, (80.0 * MB) as u64);
         assert_eq!(r.rss_end_of_load, (82.0 * MB) as u64);
@@ -488,6 +529,33 @@ mod tests {
         // This process's own files parse.
         let own = std::fs::read_to_string("/proc/self/status").unwrap();
         assert!(field(&own, "VmRSS").unwrap() > 0);
+    }
+
+    #[test]
+    fn a_thread_s_bytes_are_summed_by_its_name() {
+        // A /proc/PID/task of three threads, two of them checkpointers.
+        let dir = tempfile::tempdir().unwrap();
+        for (tid, name, written) in [
+            (1, "a2a-writer", 9000),
+            (2, CHECKPOINT_THREAD, 4096),
+            (3, CHECKPOINT_THREAD, 100),
+        ] {
+            let t = dir.path().join(tid.to_string());
+            std::fs::create_dir(&t).unwrap();
+            std::fs::write(t.join("comm"), format!("{name}\n")).unwrap();
+            std::fs::write(
+                t.join("io"),
+                format!("rchar: 5\nwrite_bytes: {written}\ncancelled_write_bytes: 0\n"),
+            )
+            .unwrap();
+        }
+        assert_eq!(thread_write_bytes(dir.path(), CHECKPOINT_THREAD), 4196);
+        assert_eq!(thread_write_bytes(dir.path(), "a2a-writer"), 9000);
+        assert_eq!(thread_write_bytes(dir.path(), "nobody"), 0);
+        assert_eq!(
+            thread_write_bytes(&dir.path().join("gone"), "a2a-writer"),
+            0
+        );
     }
 
     #[test]

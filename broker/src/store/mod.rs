@@ -270,6 +270,10 @@ impl Locked {
         let hook = guard.clone();
         conn.commit_hook(Some(move || hook.refuse_commit()))
             .map_err(sql)?;
+        // Before anything writes: a new database's page size (a no-op on
+        // one that has pages, see [`PAGE_SIZE`]).
+        conn.execute_batch(&format!("PRAGMA page_size = {PAGE_SIZE};"))
+            .map_err(sql)?;
         conn.execute_batch(
             // temp_store: the per-call savepoints' sub-journal stays in memory.
             "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000; PRAGMA temp_store = MEMORY;",
@@ -303,6 +307,25 @@ impl Locked {
         })
     }
 }
+
+/// The page size of a database this broker creates (issue 29's bytes
+/// written per job). Every commit group writes each page it changed whole
+/// into the write-ahead log, and the rows of a fan-out's calls are keyed by
+/// their task, so a group changes about one leaf per call in each of the
+/// message, task-log and task B-trees: smaller pages write fewer bytes for
+/// the same rows (BENCHMARKS.md, "Bytes written per job: page size":
+/// 0.75x at 2048 against 4096). Not 1024: there a row of more than 230
+/// bytes (most stored messages) spills into an overflow page of its own,
+/// 1.7x the disk per task of a fan-out. The cost at 2048 is a band of
+/// message sizes: a row of 488 bytes to about 1 KB (a text of ~400 to
+/// ~900 characters) overflows at 2048 but not at 4096 (2.3-4x its disk);
+/// from ~1 KB to ~2 KB it is the other way round (0.5x).
+///
+/// SQLite sets it only on a database without pages; an existing database
+/// (a v12 one of an earlier broker, a host-core v11 one) keeps its own, and
+/// the broker works the same on either (it would change only at a
+/// `VACUUM`, which the broker never runs, and not at all in WAL mode).
+pub const PAGE_SIZE: u32 = 2048;
 
 /// Indexes for what start-up reads, created at every open (a no-op once
 /// they exist; built once on a database from before them, schema 12
@@ -443,4 +466,118 @@ pub fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     )?;
     conn.execute_batch("PRAGMA busy_timeout = 10000;")?;
     Ok(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page_size(c: &Connection) -> i64 {
+        c.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap()
+    }
+
+    /// A database the broker creates has [`PAGE_SIZE`] pages, in the file
+    /// itself (read back after a clean exit, without the broker).
+    #[test]
+    fn a_new_database_gets_the_smaller_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.db");
+        let store = open(&path, Durability::Normal).unwrap();
+        assert_eq!(page_size(&store.conn), i64::from(PAGE_SIZE));
+        close(store.conn);
+        let ro = open_reader(&path).unwrap();
+        assert_eq!(page_size(&ro), i64::from(PAGE_SIZE));
+        let ok: String = ro
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(ok, "ok");
+    }
+
+    /// An existing database keeps its page size (here SQLite's default, a
+    /// host-core v11 database with rows of its own): it is migrated and
+    /// written as before, and opens again the same way.
+    #[test]
+    fn an_existing_database_keeps_its_page_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(
+                "PRAGMA page_size = 4096; PRAGMA journal_mode = WAL;
+                 CREATE TABLE plans (id INTEGER PRIMARY KEY, body TEXT);
+                 PRAGMA user_version = 11;",
+            )
+            .unwrap();
+            for i in 0..100 {
+                c.execute(
+                    "INSERT INTO plans (body) VALUES (?1)",
+                    [format!("{i:0>300}")],
+                )
+                .unwrap();
+            }
+        }
+        for round in 0..2 {
+            let store = open(&path, Durability::Normal).unwrap();
+            let c = &store.conn;
+            assert_eq!(page_size(c), 4096, "round {round}");
+            let v: i64 = c
+                .query_row("PRAGMA user_version", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(v, a2a_proto::SCHEMA_VERSION);
+            c.execute(
+                "INSERT INTO a2a_agents (context_id, peer_id, kind, delivery, card, registered_at)
+                 VALUES ('ctx', ?1, 'worker', 'push', '{}', 'now')",
+                [format!("p{round}")],
+            )
+            .unwrap();
+            let (plans, agents): (i64, i64) = c
+                .query_row(
+                    "SELECT (SELECT count(*) FROM plans), (SELECT count(*) FROM a2a_agents)",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .unwrap();
+            assert_eq!((plans, agents), (100, round + 1));
+            close(store.conn);
+        }
+        let ro = open_reader(&path).unwrap();
+        assert_eq!(page_size(&ro), 4096);
+        let ok: String = ro
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(ok, "ok");
+    }
+
+    /// A schema 12 database of an earlier broker (4096-byte pages, made by
+    /// the same migration) opens as it is, and keeps its rows.
+    #[test]
+    fn a_v12_database_of_an_earlier_broker_keeps_its_page_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v12.db");
+        {
+            let mut c = Connection::open(&path).unwrap();
+            c.execute_batch("PRAGMA page_size = 4096; PRAGMA journal_mode = WAL;")
+                .unwrap();
+            migrate::migrate(&mut c, "v12.db").unwrap();
+            c.execute(
+                "INSERT INTO a2a_agents (context_id, peer_id, kind, delivery, card, registered_at)
+                 VALUES ('ctx', 'old', 'worker', 'push', '{}', 'then')",
+                [],
+            )
+            .unwrap();
+        }
+        let store = open(&path, Durability::Normal).unwrap();
+        assert_eq!(page_size(&store.conn), 4096);
+        let n: i64 = store
+            .conn
+            .query_row(
+                "SELECT count(*) FROM a2a_agents WHERE peer_id = 'old'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 1);
+        close(store.conn);
+        assert_eq!(page_size(&open_reader(&path).unwrap()), 4096);
+    }
 }
