@@ -595,8 +595,28 @@ impl Session {
             },
             Event::Push(_) => Described::Ignored,
             Event::Lagged(l) => Described::Dropped(l.dropped),
-            // Leases are not among the tool's actions yet (issue 26's fronts).
-            Event::LeaseReleased(_) => Described::Ignored,
+            Event::LeaseReleased(p) => {
+                let l = &p.lease;
+                let paths = render::list(&l.paths);
+                Described::Update {
+                    text: format!(
+                        "The lease of {} on {paths} ended ({}): you may lease those files now.",
+                        l.holder,
+                        p.reason.as_str()
+                    ),
+                    next: format!(
+                        "lease them (action lease, paths {}) before you edit them, if you still need to.",
+                        serde_json::to_string(&l.paths).unwrap_or_default()
+                    ),
+                    value: json!({
+                        "leaseId": l.id,
+                        "paths": l.paths,
+                        "holder": l.holder,
+                        "state": format!("lease-{}", p.reason.as_str()),
+                    }),
+                    quotes: false,
+                }
+            }
         }
     }
 
@@ -1001,7 +1021,7 @@ fn lease_conflict(e: &ClientError, waited: u64) -> ToolError {
     ToolError::new(
         "lease-conflict",
         format!(
-            "{holder} holds a lease on {what}{waited}: editing them now could overwrite its work. Work on other files, lease again with timeoutSeconds to wait for it, or send {holder} a message to coordinate."
+            "{holder} holds a lease on {what}{waited}: an edit there now could overwrite its work. Work on other files, lease again with timeoutSeconds to wait for it, or send {holder} a message to coordinate."
         ),
     )
     .with_details(details)
