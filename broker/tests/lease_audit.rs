@@ -134,7 +134,10 @@ fn leases_list_shows_who_held_what_when_and_how_it_ended() {
         ends(&json_lines(&leases(&db, &["--json", "--holder", "bob"]))),
         vec![(l2.clone(), "held".to_owned())]
     );
-    assert_eq!(json_lines(&leases(&db, &["--json", "--limit", "1"])).len(), 1);
+    assert_eq!(
+        json_lines(&leases(&db, &["--json", "--limit", "1"])).len(),
+        1
+    );
     // The table.
     let table = ok_stdout(&leases(&db, &[]));
     let lines: Vec<&str> = table.lines().collect();
@@ -188,6 +191,9 @@ fn a_database_without_lease_records_lists_none() {
     c.ok("app.handshake", json!({"protocolVersion": 10}));
     drop(c);
     wait_exit(&mut child);
-    assert_eq!(ok_stdout(&leases(&db, &[])).lines().last(), Some("(no leases)"));
+    assert_eq!(
+        ok_stdout(&leases(&db, &[])).lines().last(),
+        Some("(no leases)")
+    );
     assert!(json_lines(&leases(&db, &["--json"])).is_empty());
 }

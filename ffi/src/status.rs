@@ -381,7 +381,11 @@ fn copy_last(
 ///
 /// Threads: any; reads the calling thread's own last error.
 #[no_mangle]
-pub extern "C" fn a2a_last_error_data(buf: *mut c_char, len: usize, out_n: *mut usize) -> a2a_status {
+pub extern "C" fn a2a_last_error_data(
+    buf: *mut c_char,
+    len: usize,
+    out_n: *mut usize,
+) -> a2a_status {
     copy_last(buf, len, out_n, |l| &l.data)
 }
 

@@ -406,8 +406,10 @@ mod tests {
             }
         );
         assert_eq!(
-            parse(&json!({"action": "lease", "paths": ["src/"], "exclusive": false,
-                          "ttlSeconds": 60.0, "timeoutSeconds": 5, "text": "read"}))
+            parse(
+                &json!({"action": "lease", "paths": ["src/"], "exclusive": false,
+                          "ttlSeconds": 60.0, "timeoutSeconds": 5, "text": "read"})
+            )
             .unwrap(),
             Action::Lease {
                 paths: vec!["src/".into()],

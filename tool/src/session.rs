@@ -713,7 +713,11 @@ impl Session {
             }
             Err(e) => return Err(self.failed(e)),
         };
-        let kind = if lease.exclusive { "exclusive" } else { "shared" };
+        let kind = if lease.exclusive {
+            "exclusive"
+        } else {
+            "shared"
+        };
         Ok(ToolResult::ok(
             format!(
                 "You hold lease {id} ({kind}) on {paths} for {ttl_seconds} s.\nNext: edit the files, then release(leaseId=\"{id}\") as soon as you are done; other agents wanting them wait until then.",

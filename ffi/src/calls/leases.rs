@@ -55,8 +55,9 @@ pub struct a2a_lease_list {
 /// and on A2A_STATUS_OK the lease (else NULL), borrowed for the duration of
 /// the call. Thread and reentrancy: as a2a_task_cb.
 #[allow(non_camel_case_types)]
-pub type a2a_lease_cb =
-    Option<unsafe extern "C" fn(userdata: *mut c_void, status: a2a_status, lease: *const a2a_lease)>;
+pub type a2a_lease_cb = Option<
+    unsafe extern "C" fn(userdata: *mut c_void, status: a2a_status, lease: *const a2a_lease),
+>;
 
 /// The completion callback of a2a_agent_list_leases_async: as
 /// a2a_lease_cb, with the list.
@@ -287,7 +288,14 @@ pub extern "C" fn a2a_agent_acquire_lease(
         let (a, r) = unsafe {
             (
                 agent_arg(agent)?,
-                request(paths, paths_len, ttl_seconds, exclusive, reason, wait_seconds)?,
+                request(
+                    paths,
+                    paths_len,
+                    ttl_seconds,
+                    exclusive,
+                    reason,
+                    wait_seconds,
+                )?,
             )
         };
         lease_blocking(a.dispatcher(), out, || {
@@ -323,7 +331,14 @@ pub extern "C" fn a2a_agent_acquire_lease_async(
         let (a, r) = unsafe {
             (
                 agent_arg(agent)?,
-                request(paths, paths_len, ttl_seconds, exclusive, reason, wait_seconds)?,
+                request(
+                    paths,
+                    paths_len,
+                    ttl_seconds,
+                    exclusive,
+                    reason,
+                    wait_seconds,
+                )?,
             )
         };
         lease_async(a.dispatcher(), cb, userdata, || {
