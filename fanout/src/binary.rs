@@ -8,8 +8,8 @@
 use crate::driver::{Done, Driver, Ev, EvKind, LeaseAnswer, Sink, SENT_KEY};
 use a2a_client::proto::types::{Notification, StreamEvent};
 use a2a_client::{
-    agent_card, message_to, task_message, text_artifact, Agent, Client, ClientError, ClientOptions,
-    A2aErrorCode, Delivery, Message, Part, Pending, State, TaskQuery,
+    agent_card, message_to, task_message, text_artifact, A2aErrorCode, Agent, Client, ClientError,
+    ClientOptions, Delivery, Message, Part, Pending, State, TaskQuery,
 };
 use parking_lot::RwLock;
 use serde_json::{Map, Value};
@@ -134,14 +134,6 @@ pub fn normalise(n: Notification) -> Ev {
             task_id: p.task_id,
             version: 0,
             kind: EvKind::Push,
-            sent_ns: None,
-            text: String::new(),
-        },
-        Notification::LeaseReleased(p) => Ev {
-            seq: Some(p.seq),
-            task_id: String::new(),
-            version: 0,
-            kind: EvKind::LeaseEnded,
             sent_ns: None,
             text: String::new(),
         },

@@ -38,9 +38,13 @@ pub enum EvKind {
 /// How an `a2a.leases.acquire` was answered.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LeaseAnswer {
-    Granted { id: String },
+    Granted {
+        id: String,
+    },
     /// `A2A_LEASE_CONFLICT`: `holder` holds an overlapping lease.
-    Conflict { holder: String },
+    Conflict {
+        holder: String,
+    },
 }
 
 /// One event delivered to an agent.

@@ -756,7 +756,9 @@ impl Engine {
                     me.c.lease_conflicts.fetch_add(1, Ordering::Relaxed);
                     me.fail(
                         k,
-                        format!("d{index}: {holder} still held its files after {LEASE_WAIT_SECONDS} s"),
+                        format!(
+                            "d{index}: {holder} still held its files after {LEASE_WAIT_SECONDS} s"
+                        ),
                     );
                 }
                 Err(e) => me.fail(k, format!("lease: {e}")),
@@ -967,7 +969,7 @@ impl Engine {
             }
             s.del
         };
-        if ev.kind == EvKind::LeaseEnded {
+        if ev.kind == EvKind::LeaseReleased {
             self.c.lease_events.fetch_add(1, Ordering::Relaxed);
         } else {
             self.c.events.fetch_add(1, Ordering::Relaxed);
@@ -986,12 +988,14 @@ impl Engine {
             EvKind::Lagged { dropped } => {
                 self.c.lagged.fetch_add(dropped.max(1), Ordering::Relaxed);
             }
-            // The generator sets no push config and takes no lease.
-            EvKind::Push | EvKind::LeaseReleased => {
+            // The generator sets no push config.
+            EvKind::Push => {
                 self.c.unexpected.fetch_add(1, Ordering::Relaxed);
             }
             EvKind::Artifact => {}
-            EvKind::LeaseEnded => {}
+            // A lease it waited on ended: the parked acquire answers by
+            // itself.
+            EvKind::LeaseReleased => {}
             EvKind::Status { state, is_final } => match state.as_str() {
                 "submitted" if ev.text.starts_with(CLAIM) => {
                     d.status(
@@ -1274,15 +1278,29 @@ mod tests {
     #[test]
     fn pairs_share_one_file_and_only_overlapping_spans_of_a_pair_count() {
         use a2a_client::proto::lease_path::{normalize, overlaps};
-        let p = |i| lease_paths(i).into_iter().map(|p| normalize(&p).unwrap()).collect::<Vec<_>>();
+        let p = |i| {
+            lease_paths(i)
+                .into_iter()
+                .map(|p| normalize(&p).unwrap())
+                .collect::<Vec<_>>()
+        };
         let any = |a: &[String], b: &[String]| a.iter().any(|x| b.iter().any(|y| overlaps(x, y)));
         assert!(any(&p(4), &p(5)), "a pair's paths overlap");
         assert!(!any(&p(5), &p(6)), "neighbouring pairs' do not");
         // One after the other: fine; at once: one violation; another
         // pair's at once: fine.
-        assert_eq!(overlapping_grants(&[span(4, 4, 0, 10), span(5, 5, 10, 20)]), 0);
-        assert_eq!(overlapping_grants(&[span(4, 4, 0, 10), span(5, 5, 9, 20)]), 1);
-        assert_eq!(overlapping_grants(&[span(4, 4, 0, 10), span(6, 6, 0, 10)]), 0);
+        assert_eq!(
+            overlapping_grants(&[span(4, 4, 0, 10), span(5, 5, 10, 20)]),
+            0
+        );
+        assert_eq!(
+            overlapping_grants(&[span(4, 4, 0, 10), span(5, 5, 9, 20)]),
+            1
+        );
+        assert_eq!(
+            overlapping_grants(&[span(4, 4, 0, 10), span(6, 6, 0, 10)]),
+            0
+        );
     }
 
     #[test]

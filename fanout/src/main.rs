@@ -5,10 +5,10 @@
 //! `--processes`.
 
 use a2a_fanout::chart::{markdown, sweep, Sweep};
+use a2a_fanout::engine::Workload;
 use a2a_fanout::report::table;
 use a2a_fanout::run::{worker, External, WorkerArgs};
 use a2a_fanout::soak::SoakConfig;
-use a2a_fanout::engine::Workload;
 use a2a_fanout::{run, Config, Durability, Transport};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;

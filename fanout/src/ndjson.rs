@@ -5,7 +5,7 @@
 //! thread that completes calls by `id` and hands notifications to the sink,
 //! routed by `recipient`.
 
-use crate::driver::{LeaseAnswer, Done, Driver, Ev, EvKind, Sink, SENT_KEY};
+use crate::driver::{Done, Driver, Ev, EvKind, LeaseAnswer, Sink, SENT_KEY};
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -259,7 +259,7 @@ pub fn normalise(v: &Value) -> Ev {
             seq,
             task_id: String::new(),
             version: 0,
-            kind: EvKind::LeaseEnded,
+            kind: EvKind::LeaseReleased,
             sent_ns: None,
             text: String::new(),
         },
