@@ -213,7 +213,7 @@ impl Report {
             seconds,
             tasks: t.jobs_completed,
             claims: t.claims_completed,
-            leases: leasing.then(|| Leases {
+            leases: leasing.then_some(Leases {
                 granted: t.leases_granted,
                 conflicts: t.lease_conflicts,
                 wait_ms: t.lease_wait_ms,
