@@ -17,7 +17,7 @@
 //! never sent.
 //!
 //! Volatile values become placeholders so the files are stable: minted task
-//! and message ids (UUIDs) become `$task1`, `$msg1`, …, tokens the client
+//! and message ids (UUIDs) become `$task1`, `$msg1`, … (lease ids `$lease1`), tokens the client
 //! did not write itself `$token1`, …, cursors `$cursor1`, timestamps
 //! `$time`, the host version `$version`. A later `>` line may use a
 //! numbered placeholder, which is replaced by the value it stands for.
@@ -299,7 +299,10 @@ impl Normaliser {
     fn collect(&mut self, v: &Value, key: Option<&str>) {
         match v {
             Value::Object(m) => {
+                // A lease's `id` is a lease id (`$lease1`), as `leaseId` is.
+                let lease = matches!(key, Some("lease" | "leases"));
                 for (k, x) in m {
+                    let k = if lease && k == "id" { "leaseId" } else { k };
                     self.collect(x, Some(k));
                 }
             }
@@ -316,6 +319,7 @@ impl Normaliser {
                         Some("id" | "taskId") => "task",
                         Some("messageId") => "msg",
                         Some("artifactId") => "artifact",
+                        Some("leaseId") => "lease",
                         _ => "uuid",
                     };
                     self.name_for(kind, s);

@@ -60,8 +60,9 @@ pub(crate) struct Effects {
     pub reply: Reply,
     pub events: Vec<Routed>,
     pub blocking: Option<BlockingSpec>,
-    /// A conflicting lease acquisition that waits (`waitSeconds`).
-    pub lease_wait: Option<super::LeaseWait>,
+    /// A conflicting lease acquisition that waits (`waitSeconds`); boxed,
+    /// as every call's effects carry the field and few use it.
+    pub lease_wait: Option<Box<super::LeaseWait>>,
 }
 
 impl Effects {
@@ -80,7 +81,7 @@ impl Engine {
     pub(super) fn release(&mut self, effects: Effects, reply: Responder) {
         debug_assert!(effects.events.is_empty(), "routed before release");
         if let Some(wait) = effects.lease_wait {
-            return self.park_lease_wait(wait, reply);
+            return self.park_lease_wait(*wait, reply);
         }
         match effects.blocking {
             Some(spec) if !self.all_settled(&spec.task_ids) => {

@@ -329,17 +329,17 @@ impl Engine {
         let mut lease_events = Vec::new();
         // A transaction for the calls, and for what ends leases: a tick,
         // and a closed connection whose agents hold some.
-        let has_calls = batch.iter().any(|c| match c {
+        let needs_tx = batch.iter().any(|c| match c {
             Command::Call { .. } | Command::LeaseTick => true,
             Command::ConnectionClosed { conn, .. } => self.caches.leases.any_on(*conn),
             _ => false,
         });
-        let began = if has_calls {
+        let began = if needs_tx {
             self.sql("BEGIN IMMEDIATE")
         } else {
             Ok(())
         };
-        if has_calls && began.is_ok() {
+        if needs_tx && began.is_ok() {
             self.sweep_leases(&mut undo, &mut lease_events);
         }
         let mut cmds = batch.into_iter();
@@ -375,7 +375,7 @@ impl Engine {
                     }
                 }
                 Command::ConnectionClosed { conn, done } => {
-                    let in_tx = has_calls && began.is_ok();
+                    let in_tx = needs_tx && began.is_ok();
                     self.leases_of_closed(conn, in_tx, &mut undo, &mut lease_events);
                     self.connection_closed(conn);
                     closed.push(done);
@@ -387,7 +387,7 @@ impl Engine {
                 Command::Shutdown(tx) => shutdown = Some(tx),
             }
         }
-        if has_calls && began.is_ok() {
+        if needs_tx && began.is_ok() {
             use std::sync::atomic::Ordering::Relaxed;
             self.shared.stats.commits.fetch_add(1, Relaxed);
             self.shared
@@ -445,7 +445,7 @@ impl Engine {
         self.evict();
         // After the answers: a log restart the checkpointer runs here
         // delays the next group, not this one's replies.
-        if has_calls {
+        if needs_tx {
             if let Some(cp) = &self.checkpointer {
                 cp.committed(&self.conn);
             }

@@ -62,13 +62,15 @@ impl WriteMethod for Handler {
                 return match deadline {
                     Some(deadline) if deadline > Instant::now() => {
                         let mut effects = Effects::reply(Reply::Ok);
-                        effects.lease_wait = Some(LeaseWait {
+                        effects.lease_wait = Some(Box::new(LeaseWait {
                             params: p,
                             from: cx.from.clone(),
                             deadline,
                             context_id: me.context_id,
                             error,
-                        });
+                        }));
+                        // Answered when granted, or when the wait runs
+                        // out (`engine::leases`); this reply is not sent.
                         Ok(effects)
                     }
                     _ => Err(error),

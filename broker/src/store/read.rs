@@ -423,6 +423,20 @@ pub fn full_log(c: &Connection, task_id: &str) -> Result<Vec<LogEntry>, CoreErro
     Ok(rows)
 }
 
+/// A lease's holder, from its record (live or ended), if the id is known.
+pub fn lease_holder(c: &Connection, id: &str) -> Result<Option<Party>, CoreError> {
+    Ok(
+        c.prepare_cached("SELECT context_id, holder_peer FROM a2a_ext_leases WHERE id = ?1")?
+            .query_row([id], |r| {
+                Ok(Party {
+                    context_id: r.get(0)?,
+                    peer_id: r.get(1)?,
+                })
+            })
+            .optional()?,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -461,18 +475,4 @@ mod tests {
             assert_eq!(len, full.len() as u64);
         }
     }
-}
-
-/// A lease's holder, from its record (live or ended), if the id is known.
-pub fn lease_holder(c: &Connection, id: &str) -> Result<Option<Party>, CoreError> {
-    Ok(
-        c.prepare_cached("SELECT context_id, holder_peer FROM a2a_ext_leases WHERE id = ?1")?
-            .query_row([id], |r| {
-                Ok(Party {
-                    context_id: r.get(0)?,
-                    peer_id: r.get(1)?,
-                })
-            })
-            .optional()?,
-    )
 }

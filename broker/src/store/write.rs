@@ -408,6 +408,61 @@ pub fn append_log(
     Ok(())
 }
 
+/// Records a granted lease.
+pub fn insert_lease(
+    c: &Connection,
+    l: &crate::core::lease::LeaseRec,
+    acquired_at: &str,
+    expires_at: &str,
+) -> Result<(), CoreError> {
+    c.prepare_cached(
+        "INSERT INTO a2a_ext_leases (id, context_id, holder_peer, paths, exclusive, reason,
+           acquired_at, expires_at, ended_at, end_reason)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, NULL)",
+    )?
+    .execute(params![
+        l.id,
+        l.holder.context_id,
+        l.holder.peer_id,
+        json(&l.paths)?,
+        l.exclusive,
+        l.reason,
+        acquired_at,
+        expires_at
+    ])?;
+    Ok(())
+}
+
+/// Records a renewal: the lease's new end.
+pub fn renew_lease(c: &Connection, id: &str, expires_at: &str) -> Result<(), CoreError> {
+    c.prepare_cached("UPDATE a2a_ext_leases SET expires_at = ?2 WHERE id = ?1")?
+        .execute(params![id, expires_at])?;
+    Ok(())
+}
+
+/// Records how and when a lease ended.
+pub fn end_lease(
+    c: &Connection,
+    id: &str,
+    at: &str,
+    how: a2a_proto::types::LeaseEnd,
+) -> Result<(), CoreError> {
+    c.prepare_cached(
+        "UPDATE a2a_ext_leases SET ended_at = ?2, end_reason = ?3 WHERE id = ?1 AND ended_at IS NULL",
+    )?
+    .execute(params![id, at, how.as_str()])?;
+    Ok(())
+}
+
+/// At start: every lease still open ended with the last run (its holder's
+/// token died with it). Returns how many.
+pub fn end_open_leases(c: &Connection, at: &str) -> rusqlite::Result<usize> {
+    c.execute(
+        "UPDATE a2a_ext_leases SET ended_at = ?1, end_reason = ?2 WHERE ended_at IS NULL",
+        params![at, a2a_proto::types::LeaseEnd::Restart.as_str()],
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -512,59 +567,4 @@ mod tests {
             serde_json::to_string(&bare).unwrap()
         );
     }
-}
-
-/// Records a granted lease.
-pub fn insert_lease(
-    c: &Connection,
-    l: &crate::core::lease::LeaseRec,
-    acquired_at: &str,
-    expires_at: &str,
-) -> Result<(), CoreError> {
-    c.prepare_cached(
-        "INSERT INTO a2a_ext_leases (id, context_id, holder_peer, paths, exclusive, reason,
-           acquired_at, expires_at, ended_at, end_reason)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, NULL)",
-    )?
-    .execute(params![
-        l.id,
-        l.holder.context_id,
-        l.holder.peer_id,
-        json(&l.paths)?,
-        l.exclusive,
-        l.reason,
-        acquired_at,
-        expires_at
-    ])?;
-    Ok(())
-}
-
-/// Records a renewal: the lease's new end.
-pub fn renew_lease(c: &Connection, id: &str, expires_at: &str) -> Result<(), CoreError> {
-    c.prepare_cached("UPDATE a2a_ext_leases SET expires_at = ?2 WHERE id = ?1")?
-        .execute(params![id, expires_at])?;
-    Ok(())
-}
-
-/// Records how and when a lease ended.
-pub fn end_lease(
-    c: &Connection,
-    id: &str,
-    at: &str,
-    how: a2a_proto::types::LeaseEnd,
-) -> Result<(), CoreError> {
-    c.prepare_cached(
-        "UPDATE a2a_ext_leases SET ended_at = ?2, end_reason = ?3 WHERE id = ?1 AND ended_at IS NULL",
-    )?
-    .execute(params![id, at, how.as_str()])?;
-    Ok(())
-}
-
-/// At start: every lease still open ended with the last run (its holder's
-/// token died with it). Returns how many.
-pub fn end_open_leases(c: &Connection, at: &str) -> rusqlite::Result<usize> {
-    c.execute(
-        "UPDATE a2a_ext_leases SET ended_at = ?1, end_reason = ?2 WHERE ended_at IS NULL",
-        params![at, a2a_proto::types::LeaseEnd::Restart.as_str()],
-    )
 }

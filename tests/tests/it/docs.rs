@@ -515,7 +515,12 @@ fn the_examples_in_docs_are_what_the_broker_answers() {
     // A2A error code.
     let names = const_strings(METHODS_RS);
     assert!(names.len() >= 18, "methods.rs read: {names:?}");
-    let notifications = ["a2a.task.event", "a2a.push", "a2a.lagged"];
+    let notifications = [
+        "a2a.task.event",
+        "a2a.push",
+        "a2a.lagged",
+        "a2a.lease.released",
+    ];
     for n in &names {
         if notifications.contains(&n.as_str()) {
             assert!(
