@@ -293,22 +293,30 @@ export type ServeHandler = (
   turn: Turn,
 ) => Promise<string | Omit<Message, 'role' | 'messageId'> | void> | string | void
 
-/** The arguments of the A2A tool (one flat object; `action` says which of the six). */
+/** The arguments of the A2A tool (one flat object; `action` says which of the eight). */
 export interface A2AToolParams {
-  action: 'discover' | 'send' | 'get' | 'wait' | 'complete' | 'cancel'
+  action: 'discover' | 'send' | 'get' | 'wait' | 'complete' | 'cancel' | 'lease' | 'release'
   /** send: the peer to give a new task. */
   to?: string
   /** send: the task or message; complete: the result, question or reason; cancel: a reason. */
   text?: string
   /** send (on an existing task), get, complete, cancel. */
   taskId?: string
-  /** wait: 0..120, default 30. */
+  /** wait: 0..120, default 30; lease: how long to wait for a conflicting lease (default 0). */
   timeoutSeconds?: number
   /** complete: default `completed`. */
   state?: 'completed' | 'input-required' | 'failed' | 'rejected'
   /** complete: the text of a result artifact, and its name (default "result"). */
   artifact?: string
   artifactName?: string
+  /** lease: the files to reserve. */
+  paths?: string[]
+  /** lease: default 600. */
+  ttlSeconds?: number
+  /** lease: default true. */
+  exclusive?: boolean
+  /** release: the id lease gave. */
+  leaseId?: string
 }
 
 /** One update a `wait` returned. */
@@ -331,7 +339,13 @@ export interface A2AToolDetails {
   artifacts?: { name: string; text: string }[]
   events?: A2AToolEvent[]
   dropped?: number
-  error?: { code: string; message: string }
+  leaseId?: string
+  paths?: string[]
+  exclusive?: boolean
+  expiresAt?: string
+  released?: boolean
+  /** A lease conflict (`lease-conflict`) adds `holder`, `leaseId` and `paths`. */
+  error?: { code: string; message: string; holder?: string; leaseId?: string; paths?: string[] }
   isError: boolean
 }
 
@@ -395,6 +409,12 @@ export declare class Agent {
   list(params?: { skill?: string }): Promise<AgentCard[]>
   /** `a2a.tasks.list` (ext). */
   listTasks(query?: TaskQuery): Promise<{ tasks: Task[]; nextCursor?: string }>
+  /** `a2a.leases.acquire` (ext): a lease on `paths` (relative, `/`-separated; a trailing `/`
+   * covers a directory, `*` and `**` match). A conflict rejects with `errorCode`
+   * `A2A_LEASE_CONFLICT` and `data` (`LeaseConflictData`). */
+  lease(paths: string[], options: LeaseOptions): Promise<Lease>
+  /** `a2a.leases.list` (ext): the leases live in this agent's context (those overlapping `path`). */
+  leases(params?: { path?: string }): Promise<LeaseInfo[]>
   deregister(): Promise<void>
   /** Queued events, else the first within `timeoutSeconds` (default 0) and those behind it; `[]` on timeout. */
   wait(options?: { timeoutSeconds?: number }): Promise<A2AEvent[]>
@@ -411,6 +431,60 @@ export declare class Agent {
    * shape. Its `wait` reads this agent's event queue: do not combine it with `onEvent`,
    * `serve` or `delegate` on the same agent. */
   tool(options?: A2AToolOptions): A2ATool
+}
+
+// ---- leases (ext; docs/protocol.md, Leases) ----
+
+export interface LeaseOptions {
+  /** How long the lease lasts unless renewed or released (at least 1). */
+  ttlSeconds: number
+  /** Default true; shared leases (false) coexist with each other. */
+  exclusive?: boolean
+  reason?: string
+  /** Park up to this long for a conflicting lease to end (a parked wait). */
+  waitSeconds?: number
+}
+
+/** A lease as the broker answers it. */
+export interface LeaseInfo {
+  id: string
+  paths: string[]
+  /** The holder's name. */
+  holder: string
+  exclusive: boolean
+  /** RFC 3339 UTC. */
+  expiresAt: string
+  reason?: string
+}
+
+/** `data` of an `A2A_LEASE_CONFLICT` rejection (code 1400). */
+export interface LeaseConflictData {
+  errorCode: 'A2A_LEASE_CONFLICT'
+  /** The name of the agent holding the conflicting lease. */
+  holder: string
+  leaseId: string
+  /** Its paths that overlap the ones asked for. */
+  paths: string[]
+}
+
+/** A lease this agent holds (`agent.lease`). */
+export declare class Lease implements LeaseInfo {
+  readonly id: string
+  readonly paths: string[]
+  readonly holder: string
+  readonly exclusive: boolean
+  /** Updated by `renew`. */
+  readonly expiresAt: string
+  readonly reason?: string
+  /** Has `release` (or `dispose`) succeeded? */
+  readonly released: boolean
+  /** `a2a.leases.renew`: a new TTL from now. */
+  renew(ttlSeconds: number): Promise<Lease>
+  /** `a2a.leases.release` (idempotent for its holder). */
+  release(): Promise<void>
+  /** Releases unless released; a lease the broker already ended is not an error.
+   * Also `[Symbol.asyncDispose]` where the runtime has it (`await using`). */
+  dispose(): Promise<void>
 }
 
 /** A message of one text part with a fresh `messageId`. */

@@ -238,6 +238,23 @@ class Agent {
     return guard(() => this.#n.listTasks(json(query)))
   }
 
+  /** `a2a.leases.acquire`: resolves with a `Lease` handle (see below);
+   * a conflict rejects with `errorCode` A2A_LEASE_CONFLICT and `data`
+   * `{holder, leaseId, paths}`. */
+  async lease(paths, options = {}) {
+    const { ttlSeconds, exclusive, reason, waitSeconds } = options
+    const lease = await guard(() =>
+      this.#n.leaseAcquire(JSON.stringify({ paths, ttlSeconds, exclusive, reason, waitSeconds })),
+    )
+    return new Lease(this.#n, lease)
+  }
+
+  /** `a2a.leases.list`: the leases live in this agent's context
+   * (overlapping `path` when given), as plain objects. */
+  leases(p = {}) {
+    return guard(() => this.#n.leaseList(p.path))
+  }
+
   async deregister() {
     await this.#n.deregister()
     this.#stopServing()
@@ -469,6 +486,66 @@ class Agent {
   }
 }
 
+/**
+ * A lease this agent holds (`agent.lease`): its fields as the broker
+ * answered, `renew` and `release`, and `dispose` (also
+ * `Symbol.asyncDispose` where the runtime has it, for `await using`),
+ * which releases it and ignores a lease already gone. The broker ends it
+ * anyway at its TTL, on deregister, or when the connection closes.
+ */
+class Lease {
+  #n
+  #released = false
+
+  /** @internal */
+  constructor(nativeAgent, lease) {
+    this.#n = nativeAgent
+    this.#set(lease)
+  }
+
+  #set(lease) {
+    this.id = lease.id
+    this.paths = lease.paths
+    this.holder = lease.holder
+    this.exclusive = lease.exclusive
+    this.expiresAt = lease.expiresAt
+    if (lease.reason !== undefined) this.reason = lease.reason
+  }
+
+  get released() {
+    return this.#released
+  }
+
+  /** `a2a.leases.renew`: a new TTL from now; resolves with this handle. */
+  async renew(ttlSeconds) {
+    const lease = await guard(() => this.#n.leaseRenew(this.id, ttlSeconds))
+    this.#set(lease)
+    return this
+  }
+
+  /** `a2a.leases.release` (idempotent for its holder). */
+  async release() {
+    await guard(() => this.#n.leaseRelease(this.id))
+    this.#released = true
+  }
+
+  /** Releases unless already released; a lease the broker already ended
+   * (expired, agent deregistered, connection closed) is not an error. */
+  async dispose() {
+    if (this.#released) return
+    try {
+      await this.release()
+    } catch (e) {
+      if (!(e && (e.kind === 'deregistered' || e.kind === 'closed' || e.errorCode !== undefined))) throw e
+      this.#released = true
+    }
+  }
+}
+
+if (typeof Symbol.asyncDispose === 'symbol') {
+  Lease.prototype[Symbol.asyncDispose] = Lease.prototype.dispose
+}
+
 // ---- Broker.spawn ----
 
 function onPath(name) {
@@ -551,4 +628,4 @@ async function spawnBroker({ db, socket, bin, readyTimeoutSeconds = 30, eventRin
 
 const { makeTool } = require('./tool')(native)
 
-module.exports = { Broker, Agent, textMessage, textOf, TERMINAL_STATES: TERMINAL, decodeCompact }
+module.exports = { Broker, Agent, Lease, textMessage, textOf, TERMINAL_STATES: TERMINAL, decodeCompact }

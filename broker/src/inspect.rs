@@ -1,6 +1,8 @@
 //! `a2a-broker tasks list|show --db PATH`: a read-only audit of the durable
 //! history, for a person checking a fan-out: who asked whom, every
-//! transition, when. Opens the database read-only and writes nothing.
+//! transition, when; `leases list` the same for leases: who held which
+//! paths, when, and how each ended. Opens the database read-only and writes
+//! nothing.
 
 use crate::core::CoreError;
 use crate::store::{self, migrate, read, OpenError};
@@ -365,6 +367,120 @@ pub fn show(db: &Path, id: &str) -> Result<(), InspectError> {
             "  v{:<3} {}  {:<16} {:<16} {}",
             e.version, e.at, e.actor, e.kind, what
         );
+    }
+    Ok(())
+}
+
+/// What `leases list` selects and how it prints.
+#[derive(Debug, Clone, Default)]
+pub struct LeaseQuery {
+    /// Only leases held in this context.
+    pub context: Option<String>,
+    /// Only leases of this holder (a peer id).
+    pub holder: Option<String>,
+    /// Most leases shown, newest first.
+    pub limit: u32,
+    /// One JSON object per line instead of the table.
+    pub json: bool,
+}
+
+/// One row of `leases list`.
+struct LeaseRow {
+    id: String,
+    context: String,
+    holder: String,
+    paths: Vec<String>,
+    exclusive: bool,
+    reason: Option<String>,
+    acquired: String,
+    expires: String,
+    ended: Option<String>,
+    end_reason: Option<String>,
+}
+
+/// `leases list`: the lease records, newest first: who held which paths,
+/// from when, until when, and how each ended (`held` while live). A
+/// database written only by brokers without leases has no record table:
+/// that is an empty list, not an error.
+pub fn leases(db: &Path, q: &LeaseQuery) -> Result<(), InspectError> {
+    let conn = open(db)?;
+    let has_table: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'a2a_ext_leases')",
+        [],
+        |r| r.get(0),
+    )?;
+    let mut rows = Vec::new();
+    if has_table {
+        let mut st = conn.prepare(
+            "SELECT id, context_id, holder_peer, paths, exclusive, reason, acquired_at,
+                    expires_at, ended_at, end_reason
+                 FROM a2a_ext_leases
+                 WHERE (?1 IS NULL OR context_id = ?1) AND (?2 IS NULL OR holder_peer = ?2)
+                 ORDER BY acquired_at DESC, id DESC LIMIT ?3",
+        )?;
+        let found = st.query_map(params![q.context, q.holder, i64::from(q.limit)], |r| {
+            let paths: String = r.get(3)?;
+            Ok(LeaseRow {
+                id: r.get(0)?,
+                context: r.get(1)?,
+                holder: r.get(2)?,
+                // A record this build cannot read shows its raw text.
+                paths: serde_json::from_str(&paths).unwrap_or_else(|_| vec![paths]),
+                exclusive: r.get::<_, i64>(4)? != 0,
+                reason: r.get(5)?,
+                acquired: r.get(6)?,
+                expires: r.get(7)?,
+                ended: r.get(8)?,
+                end_reason: r.get(9)?,
+            })
+        })?;
+        rows = found.collect::<Result<Vec<LeaseRow>, _>>()?;
+    }
+    if q.json {
+        for l in &rows {
+            let line = serde_json::json!({
+                "id": l.id,
+                "contextId": l.context,
+                "holder": l.holder,
+                "paths": l.paths,
+                "exclusive": l.exclusive,
+                "reason": l.reason,
+                "acquiredAt": l.acquired,
+                "expiresAt": l.expires,
+                "endedAt": l.ended,
+                "end": l.end_reason.as_deref().unwrap_or(if l.ended.is_none() { "held" } else { "ended" }),
+            });
+            println!("{line}");
+        }
+        return Ok(());
+    }
+    println!(
+        "{:<36}  {:<24} {:<6} {:<24} {:<24} {:<12} PATHS",
+        "LEASE", "HOLDER (CONTEXT)", "MODE", "ACQUIRED", "UNTIL", "END"
+    );
+    for l in &rows {
+        let until = l.ended.as_deref().unwrap_or(&l.expires);
+        let end = match (&l.ended, l.end_reason.as_deref()) {
+            (None, _) => "held",
+            (Some(_), Some(r)) => r,
+            (Some(_), None) => "ended",
+        };
+        let mut paths = l.paths.join(" ");
+        if let Some(r) = &l.reason {
+            paths.push_str(&format!("  ({})", summarize(&[Part::text(r.as_str())])));
+        }
+        println!(
+            "{:<36}  {:<24} {:<6} {:<24} {:<24} {:<12} {paths}",
+            l.id,
+            format!("{} ({})", l.holder, l.context),
+            if l.exclusive { "excl" } else { "shared" },
+            l.acquired,
+            until,
+            end,
+        );
+    }
+    if rows.is_empty() {
+        println!("(no leases)");
     }
     Ok(())
 }

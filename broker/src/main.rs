@@ -158,6 +158,36 @@ enum Cmd {
         #[command(subcommand)]
         cmd: TasksCmd,
     },
+    /// Read-only audit of the lease records.
+    Leases {
+        #[command(subcommand)]
+        cmd: LeasesCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum LeasesCmd {
+    /// List leases, newest first: who held which paths (and in which
+    /// context), from when, until when, and how each ended (held,
+    /// released, expired, deregistered, disconnected, restart).
+    List {
+        /// SQLite database file of a broker.
+        #[arg(long)]
+        db: PathBuf,
+        /// Only leases held in this context.
+        #[arg(long)]
+        context: Option<String>,
+        /// Only leases of this holder (its agent id).
+        #[arg(long)]
+        holder: Option<String>,
+        /// Most leases shown.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+        limit: u32,
+        /// One JSON object per lease and line (id, contextId, holder, paths,
+        /// exclusive, reason, acquiredAt, expiresAt, endedAt, end).
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 // The agent `watch` and `reply` run as, on a running broker's socket (no
@@ -358,6 +388,25 @@ fn main() -> ExitCode {
             }
             TasksCmd::Show { db, id } => inspect::show(&db, &id).map_err(|e| e.to_string()),
         },
+        Cmd::Leases {
+            cmd:
+                LeasesCmd::List {
+                    db,
+                    context,
+                    holder,
+                    limit,
+                    json,
+                },
+        } => inspect::leases(
+            &db,
+            &inspect::LeaseQuery {
+                context,
+                holder,
+                limit,
+                json,
+            },
+        )
+        .map_err(|e| e.to_string()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

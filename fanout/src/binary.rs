@@ -5,11 +5,11 @@
 //! handler. With `ring` the connections ask for the shared-memory event
 //! ring (`ClientOptions::event_ring_bytes`), which the broker may decline.
 
-use crate::driver::{Done, Driver, Ev, EvKind, Sink, SENT_KEY};
+use crate::driver::{Done, Driver, Ev, EvKind, LeaseAnswer, Sink, SENT_KEY};
 use a2a_client::proto::types::{Notification, StreamEvent};
 use a2a_client::{
-    agent_card, message_to, task_message, text_artifact, Agent, Client, ClientError, ClientOptions,
-    Delivery, Message, Part, Pending, State, TaskQuery,
+    agent_card, message_to, task_message, text_artifact, A2aErrorCode, Agent, Client, ClientError,
+    ClientOptions, Delivery, Message, Part, Pending, State, TaskQuery,
 };
 use parking_lot::RwLock;
 use serde_json::{Map, Value};
@@ -249,6 +249,48 @@ impl Driver for BinaryDriver {
         art.metadata = stamp(sent_ns);
         match self.agent(slot) {
             Ok(a) => finish(a.add_artifact_async(task, art, false, true), done, |_| ()),
+            Err(e) => done(Err(e)),
+        }
+    }
+
+    fn acquire_lease(
+        &self,
+        slot: usize,
+        paths: &[String],
+        ttl_seconds: u64,
+        wait_seconds: Option<u64>,
+        done: Done<LeaseAnswer>,
+    ) {
+        let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let submitted = match self.agent(slot) {
+            Ok(a) => a.acquire_lease_async(&paths, ttl_seconds, true, None, wait_seconds),
+            Err(e) => return done(Err(e)),
+        };
+        match submitted {
+            Ok(p) => p.on_complete(move |r| {
+                done(match r {
+                    Ok(l) => Ok(LeaseAnswer::Granted { id: l.id }),
+                    Err(e) if e.a2a_code() == Some(A2aErrorCode::LeaseConflict) => {
+                        Ok(LeaseAnswer::Conflict {
+                            holder: e
+                                .rpc()
+                                .and_then(|r| r.data.as_ref())
+                                .and_then(|d| d.get("holder"))
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_owned(),
+                        })
+                    }
+                    Err(e) => Err(e.to_string()),
+                })
+            }),
+            Err(e) => done(Err(e.to_string())),
+        }
+    }
+
+    fn release_lease(&self, slot: usize, lease_id: &str, done: Done<()>) {
+        match self.agent(slot) {
+            Ok(a) => finish(a.release_lease_async(lease_id), done, |()| ()),
             Err(e) => done(Err(e)),
         }
     }

@@ -35,6 +35,18 @@ pub enum EvKind {
     LeaseReleased,
 }
 
+/// How an `a2a.leases.acquire` was answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LeaseAnswer {
+    Granted {
+        id: String,
+    },
+    /// `A2A_LEASE_CONFLICT`: `holder` holds an overlapping lease.
+    Conflict {
+        holder: String,
+    },
+}
+
 /// One event delivered to an agent.
 #[derive(Debug, Clone)]
 pub struct Ev {
@@ -97,6 +109,18 @@ pub trait Driver: Send + Sync {
     /// How many of this agent's tasks are in `state` (`a2a.tasks.list`,
     /// role any; one page of up to 100 is enough to tell none from some).
     fn count_tasks(&self, slot: usize, state: &'static str, done: Done<u64>);
+    /// `a2a.leases.acquire` of exclusive leases on `paths` (parked up to
+    /// `wait_seconds` when given); a conflict is an answer, not an error.
+    fn acquire_lease(
+        &self,
+        slot: usize,
+        paths: &[String],
+        ttl_seconds: u64,
+        wait_seconds: Option<u64>,
+        done: Done<LeaseAnswer>,
+    );
+    /// `a2a.leases.release`.
+    fn release_lease(&self, slot: usize, lease_id: &str, done: Done<()>);
     /// Did every connection get the shared-memory event ring it asked for?
     /// `None` when none was asked for.
     fn event_ring(&self) -> Option<bool> {

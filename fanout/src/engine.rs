@@ -6,8 +6,23 @@
 //! R creates it → W `submitted`; W asks `input-required` → R; R answers →
 //! W `working`; W attaches an artifact → R `artifact-update`; W completes →
 //! R `completed`. Five events, each stamped with its sender's clock for the
-//! latency. A file claim is a broadcast (`to: "*"`) whose tasks each
-//! worker acknowledges by completing them: two events per peer.
+//! latency.
+//!
+//! Before its jobs a delegate takes its files, one of two ways
+//! ([`Workload`]):
+//! - leases (the default): it leases its own directory and one file it
+//!   shares with its neighbour (`src/shared/mI.rs`, the odd delegate of a
+//!   pair by a pattern, `src/shared/mI.*`), through a second registration
+//!   in the run's shared context (leases live in the caller's context;
+//!   each delegate's tasks keep their own), holds them for [`LEASE_HOLD`]
+//!   (the edit) and releases them. A conflict (the neighbour holds the
+//!   file) is counted and the delegate asks again, parked until the
+//!   release; the summary has grants, conflicts and the time spent
+//!   waiting, and the run fails if two conflicting leases were ever held
+//!   at once (the spans from grant to release, seen from the client, lie
+//!   within the broker's);
+//! - claims: a broadcast (`to: "*"`) whose tasks each worker acknowledges
+//!   by completing them: two events per peer.
 //!
 //! Checks, per recipient agent: `seq` strictly +1 from 1 (a repeat or a
 //! step back is out of order, a jump is a gap), no (task, version) twice,
@@ -21,7 +36,7 @@
 //! more peers than it allows is replaced by claims sent to
 //! [`NEIGHBOUR_CLAIMS`] neighbours, and the summary says so).
 
-use crate::driver::{now_ns, Done, Driver, Ev, EvKind, OPEN_STATES};
+use crate::driver::{now_ns, Done, Driver, Ev, EvKind, LeaseAnswer, OPEN_STATES};
 use a2a_client::proto::limits::{A2A_MAX_SENDS_PER_RUN, A2A_MAX_TASKS_PER_CONTEXT};
 use parking_lot::{Condvar, Mutex, RwLock};
 use serde::{Deserialize, Serialize};
@@ -37,6 +52,92 @@ pub const NEIGHBOUR_CLAIMS: usize = 16;
 /// Events of one job task, and of one claim task.
 pub const JOB_EVENTS: u64 = 5;
 pub const CLAIM_EVENTS: u64 = 2;
+
+/// How delegates take their files before their jobs (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// `a2a.leases.acquire` of overlapping files, held for the edit.
+    Leases,
+    /// A broadcast claim, acknowledged by every peer.
+    Claims,
+}
+
+impl Workload {
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Leases => "leases",
+            Workload::Claims => "claims",
+        }
+    }
+}
+
+/// The context every delegate's lease-taking registration joins: leases
+/// live in their caller's context, so delegates share one to meet.
+pub const LEASE_CONTEXT: &str = "fanout-files";
+
+/// A lease's TTL: far beyond a run's hold, so none expires mid-edit.
+pub const LEASE_TTL_SECONDS: u64 = 60;
+
+/// How long a refused delegate parks for the holder's release (within
+/// `A2A_MAX_LEASE_WAIT_SECONDS`).
+pub const LEASE_WAIT_SECONDS: u64 = 30;
+
+/// How long a delegate holds its lease: the edit.
+pub const LEASE_HOLD: Duration = Duration::from_millis(20);
+
+/// What delegate `index` leases: its own directory and the file it shares
+/// with its pair (the odd one names it by a pattern).
+pub fn lease_paths(index: usize) -> Vec<String> {
+    let pair = index / 2;
+    let shared = if index % 2 == 0 {
+        format!("src/shared/m{pair}.rs")
+    } else {
+        format!("src/shared/m{pair}.*")
+    };
+    vec![format!("src/d{index}/"), shared]
+}
+
+/// One granted lease as its holder saw it: from the grant's answer to the
+/// release's request, a span inside the broker's own.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct LeaseSpan {
+    /// The delegate index.
+    pub holder: usize,
+    pub paths: Vec<String>,
+    pub from_ns: u64,
+    pub to_ns: u64,
+}
+
+/// Pairs of spans of different holders whose paths overlap and whose
+/// times intersect: conflicting leases held at once (all exclusive).
+pub fn overlapping_grants(spans: &[LeaseSpan]) -> u64 {
+    use a2a_client::proto::lease_path::{normalize, overlaps};
+    let normal: Vec<Vec<String>> = spans
+        .iter()
+        .map(|s| {
+            s.paths
+                .iter()
+                .map(|p| normalize(p).unwrap_or_else(|_| p.clone()))
+                .collect()
+        })
+        .collect();
+    let mut n = 0;
+    for (i, a) in spans.iter().enumerate() {
+        for (j, b) in spans.iter().enumerate().skip(i + 1) {
+            let at_once = a.from_ns < b.to_ns && b.from_ns < a.to_ns;
+            if a.holder != b.holder
+                && at_once
+                && normal[i]
+                    .iter()
+                    .any(|p| normal[j].iter().any(|q| overlaps(p, q)))
+            {
+                n += 1;
+            }
+        }
+    }
+    n
+}
 
 /// Text prefixes that tell a claim from a job at the worker, and the
 /// claim's acknowledgement at the requester.
@@ -62,6 +163,8 @@ pub struct Plan {
     pub connections: usize,
     /// Longest the run may take before it is called failed.
     pub timeout: Duration,
+    /// How delegates take their files.
+    pub workload: Workload,
 }
 
 /// What a run (or one worker process of it) counted. Worker processes
@@ -73,8 +176,26 @@ pub struct Tally {
     pub jobs_completed: u64,
     pub claims_created: u64,
     pub claims_completed: u64,
-    /// `broadcast` or `neighbours` (see the module doc).
+    /// `broadcast` or `neighbours` (see the module doc); `leases` for the
+    /// lease workload.
     pub claim_mode: String,
+    /// Leases granted, refused (conflicts), and the time refused delegates
+    /// then waited for theirs (sum and longest, ms).
+    #[serde(default)]
+    pub leases_granted: u64,
+    #[serde(default)]
+    pub lease_conflicts: u64,
+    #[serde(default)]
+    pub lease_wait_ms: f64,
+    #[serde(default)]
+    pub lease_wait_max_ms: f64,
+    /// `a2a.lease.released` events (counted apart: how many a release
+    /// wakes is the broker's to say).
+    #[serde(default)]
+    pub lease_events: u64,
+    /// Every granted lease's span, for the overlap check.
+    #[serde(default)]
+    pub lease_spans: Vec<LeaseSpan>,
     pub expected_events: u64,
     pub events: u64,
     pub duplicates: u64,
@@ -105,6 +226,12 @@ impl Tally {
         self.jobs_completed += o.jobs_completed;
         self.claims_created += o.claims_created;
         self.claims_completed += o.claims_completed;
+        self.leases_granted += o.leases_granted;
+        self.lease_conflicts += o.lease_conflicts;
+        self.lease_wait_ms += o.lease_wait_ms;
+        self.lease_wait_max_ms = self.lease_wait_max_ms.max(o.lease_wait_max_ms);
+        self.lease_events += o.lease_events;
+        self.lease_spans.extend(o.lease_spans);
         if self.claim_mode.is_empty() {
             self.claim_mode = o.claim_mode;
         }
@@ -139,6 +266,9 @@ struct SlotState {
     del: usize,
     /// Sends charged (or reserved) to this registration.
     sends: u32,
+    /// The registration in [`LEASE_CONTEXT`] (no tasks: left out of the
+    /// open-task check).
+    editor: bool,
     last_seq: Option<u64>,
     seen: HashSet<(String, u64)>,
 }
@@ -156,6 +286,10 @@ struct Del {
     quota: u64,
     claim_calls: usize,
     claims_left: i64,
+    /// The lease workload: the lease-taking slot, and when it was first
+    /// refused (ns; 0: not refused).
+    editor: Option<usize>,
+    refused_at: u64,
     jobs_on: bool,
     rotating: bool,
     failed: bool,
@@ -169,6 +303,9 @@ struct Counters {
     jobs_completed: AtomicU64,
     claims_created: AtomicU64,
     claims_completed: AtomicU64,
+    leases_granted: AtomicU64,
+    lease_conflicts: AtomicU64,
+    lease_events: AtomicU64,
     expected: AtomicU64,
     events: AtomicU64,
     duplicates: AtomicU64,
@@ -226,6 +363,9 @@ pub struct Engine {
     finished: Mutex<usize>,
     finished_cv: Condvar,
     claim_mode: OnceLock<&'static str>,
+    lease_spans: Mutex<Vec<LeaseSpan>>,
+    /// Waits of refused delegates, ms.
+    lease_waits: Mutex<Vec<f64>>,
 }
 
 /// Is `name` a delegate's first registration (`d` and digits), the only
@@ -260,6 +400,8 @@ impl Engine {
                     quota: per(plan.first + k),
                     claim_calls: 0,
                     claims_left: 0,
+                    editor: None,
+                    refused_at: 0,
                     jobs_on: false,
                     rotating: false,
                     failed: false,
@@ -272,6 +414,7 @@ impl Engine {
                 Arc::new(Mutex::new(SlotState {
                     del: k,
                     sends: 0,
+                    editor: false,
                     last_seq: None,
                     seen: HashSet::new(),
                 }))
@@ -291,6 +434,8 @@ impl Engine {
             finished: Mutex::new(0),
             finished_cv: Condvar::new(),
             claim_mode: OnceLock::new(),
+            lease_spans: Mutex::new(Vec::new()),
+            lease_waits: Mutex::new(Vec::new()),
         })
     }
 
@@ -374,6 +519,48 @@ impl Engine {
                 }),
             );
         }
+        if !(latch.wait(self.plan.timeout) && self.c.errors.load(Ordering::Relaxed) == 0) {
+            return false;
+        }
+        self.plan.workload != Workload::Leases || self.register_editors()
+    }
+
+    /// The lease workload: registers each delegate again in
+    /// [`LEASE_CONTEXT`] (as `dI-files`), where it takes its leases.
+    fn register_editors(self: &Arc<Self>) -> bool {
+        let latch = Latch::new(self.plan.count);
+        for k in 0..self.plan.count {
+            let index = self.plan.first + k;
+            let slot = {
+                let mut slots = self.slots.write();
+                slots.push(Arc::new(Mutex::new(SlotState {
+                    del: k,
+                    sends: 0,
+                    editor: true,
+                    last_seq: None,
+                    seen: HashSet::new(),
+                })));
+                slots.len() - 1
+            };
+            let me = self.clone();
+            let l = latch.clone();
+            self.driver().register(
+                slot,
+                k % self.plan.connections.max(1),
+                LEASE_CONTEXT,
+                &format!("d{index}-files"),
+                Box::new(move |r| {
+                    match r {
+                        Ok(_) => {
+                            me.c.registrations.fetch_add(1, Ordering::Relaxed);
+                            me.dels[k].lock().editor = Some(slot);
+                        }
+                        Err(e) => me.error(format!("register d{index}-files: {e}")),
+                    }
+                    l.down();
+                }),
+            );
+        }
         latch.wait(self.plan.timeout) && self.c.errors.load(Ordering::Relaxed) == 0
     }
 
@@ -430,14 +617,21 @@ impl Engine {
         if let Some(s) = self.plan.seconds {
             let _ = self.deadline.set(start + Duration::from_secs_f64(s));
         }
-        let peers = self.plan.delegates.saturating_sub(1);
-        let broadcast =
-            peers <= A2A_MAX_TASKS_PER_CONTEXT && peers <= A2A_MAX_SENDS_PER_RUN as usize;
-        let _ = self
-            .claim_mode
-            .set(if broadcast { "broadcast" } else { "neighbours" });
-        for k in 0..self.plan.count {
-            self.claim(k, broadcast);
+        if self.plan.workload == Workload::Leases {
+            let _ = self.claim_mode.set("leases");
+            for k in 0..self.plan.count {
+                self.lease(k, None);
+            }
+        } else {
+            let peers = self.plan.delegates.saturating_sub(1);
+            let broadcast =
+                peers <= A2A_MAX_TASKS_PER_CONTEXT && peers <= A2A_MAX_SENDS_PER_RUN as usize;
+            let _ = self
+                .claim_mode
+                .set(if broadcast { "broadcast" } else { "neighbours" });
+            for k in 0..self.plan.count {
+                self.claim(k, broadcast);
+            }
         }
         let limit =
             start + self.plan.timeout + Duration::from_secs_f64(self.plan.seconds.unwrap_or(0.0));
@@ -509,6 +703,101 @@ impl Engine {
                 }),
             );
         }
+    }
+
+    /// The lease workload: asks for the delegate's files (parked up to
+    /// `wait` seconds after a refusal); once granted, holds them for
+    /// [`LEASE_HOLD`] and releases them, then starts the jobs.
+    fn lease(self: &Arc<Self>, k: usize, wait: Option<u64>) {
+        let (slot, index) = {
+            let d = self.dels[k].lock();
+            (d.editor, d.index)
+        };
+        let Some(slot) = slot else {
+            self.fail(k, format!("d{index} has no lease registration"));
+            return;
+        };
+        let paths = lease_paths(index);
+        let me = self.clone();
+        self.driver().acquire_lease(
+            slot,
+            &paths.clone(),
+            LEASE_TTL_SECONDS,
+            wait,
+            Box::new(move |r| match r {
+                Ok(LeaseAnswer::Granted { id }) => {
+                    let from_ns = now_ns();
+                    me.c.leases_granted.fetch_add(1, Ordering::Relaxed);
+                    let refused_at = me.dels[k].lock().refused_at;
+                    if refused_at > 0 {
+                        let ms = from_ns.saturating_sub(refused_at) as f64 / 1e6;
+                        me.lease_waits.lock().push(ms);
+                    }
+                    // The edit: on a thread of its own, so that no reader
+                    // thread sleeps.
+                    let me2 = me.clone();
+                    let spawned = std::thread::Builder::new()
+                        .name("fanout-edit".into())
+                        .spawn(move || {
+                            std::thread::sleep(LEASE_HOLD);
+                            me2.release(k, slot, id, paths, from_ns);
+                        });
+                    if let Err(e) = spawned {
+                        me.fail(k, format!("edit thread: {e}"));
+                    }
+                }
+                Ok(LeaseAnswer::Conflict { holder }) if wait.is_none() => {
+                    me.c.lease_conflicts.fetch_add(1, Ordering::Relaxed);
+                    me.dels[k].lock().refused_at = now_ns();
+                    let _ = holder;
+                    me.lease(k, Some(LEASE_WAIT_SECONDS));
+                }
+                Ok(LeaseAnswer::Conflict { holder }) => {
+                    me.c.lease_conflicts.fetch_add(1, Ordering::Relaxed);
+                    me.fail(
+                        k,
+                        format!(
+                            "d{index}: {holder} still held its files after {LEASE_WAIT_SECONDS} s"
+                        ),
+                    );
+                }
+                Err(e) => me.fail(k, format!("lease: {e}")),
+            }),
+        );
+    }
+
+    fn release(
+        self: &Arc<Self>,
+        k: usize,
+        slot: usize,
+        id: String,
+        paths: Vec<String>,
+        from_ns: u64,
+    ) {
+        let holder = self.dels[k].lock().index;
+        // Stamped before the request leaves: the broker releases after it.
+        self.lease_spans.lock().push(LeaseSpan {
+            holder,
+            paths,
+            from_ns,
+            to_ns: now_ns(),
+        });
+        let me = self.clone();
+        self.driver().release_lease(
+            slot,
+            &id,
+            Box::new(move |r| match r {
+                Ok(()) => me.claims_settled(k),
+                Err(e) => me.fail(k, format!("release: {e}")),
+            }),
+        );
+    }
+
+    /// A delegate that cannot go on: counted, and finished.
+    fn fail(&self, k: usize, what: String) {
+        self.dels[k].lock().failed = true;
+        self.error(what);
+        self.maybe_finish(k);
     }
 
     /// Starts the jobs once every claim call is answered and every claim
@@ -596,6 +885,7 @@ impl Engine {
             slots.push(Arc::new(Mutex::new(SlotState {
                 del: k,
                 sends: 0,
+                editor: false,
                 last_seq: None,
                 seen: HashSet::new(),
             })));
@@ -679,7 +969,11 @@ impl Engine {
             }
             s.del
         };
-        self.c.events.fetch_add(1, Ordering::Relaxed);
+        if ev.kind == EvKind::LeaseReleased {
+            self.c.lease_events.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.c.events.fetch_add(1, Ordering::Relaxed);
+        }
         if let Some(t) = ev.sent_ns {
             let us = (now.saturating_sub(t) / 1000).min(u64::from(u32::MAX)) as u32;
             self.lat.lock().push(us);
@@ -694,11 +988,14 @@ impl Engine {
             EvKind::Lagged { dropped } => {
                 self.c.lagged.fetch_add(dropped.max(1), Ordering::Relaxed);
             }
-            // The generator sets no push config and takes no lease.
-            EvKind::Push | EvKind::LeaseReleased => {
+            // The generator sets no push config.
+            EvKind::Push => {
                 self.c.unexpected.fetch_add(1, Ordering::Relaxed);
             }
             EvKind::Artifact => {}
+            // A lease it waited on ended: the parked acquire answers by
+            // itself.
+            EvKind::LeaseReleased => {}
             EvKind::Status { state, is_final } => match state.as_str() {
                 "submitted" if ev.text.starts_with(CLAIM) => {
                     d.status(
@@ -781,7 +1078,10 @@ impl Engine {
             let slots = self.slots.read();
             let mut by_del = std::collections::BTreeMap::new();
             for (i, s) in slots.iter().enumerate() {
-                by_del.insert(s.lock().del, i);
+                let s = s.lock();
+                if !s.editor {
+                    by_del.insert(s.del, i);
+                }
             }
             by_del.into_values().collect()
         };
@@ -813,7 +1113,14 @@ impl Engine {
         self.driver().close();
         let c = &self.c;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let waits = std::mem::take(&mut *self.lease_waits.lock());
         Tally {
+            leases_granted: get(&c.leases_granted),
+            lease_conflicts: get(&c.lease_conflicts),
+            lease_wait_ms: waits.iter().sum(),
+            lease_wait_max_ms: waits.iter().copied().fold(0.0, f64::max),
+            lease_events: get(&c.lease_events),
+            lease_spans: std::mem::take(&mut *self.lease_spans.lock()),
             registrations: get(&c.registrations),
             jobs_created: get(&c.jobs_created),
             jobs_completed: get(&c.jobs_completed),
@@ -869,6 +1176,19 @@ mod tests {
         fn count_tasks(&self, _: usize, _: &'static str, done: Done<u64>) {
             done(Ok(0))
         }
+        fn acquire_lease(
+            &self,
+            _: usize,
+            _: &[String],
+            _: u64,
+            _: Option<u64>,
+            done: Done<LeaseAnswer>,
+        ) {
+            done(Ok(LeaseAnswer::Granted { id: "l".into() }))
+        }
+        fn release_lease(&self, _: usize, _: &str, done: Done<()>) {
+            done(Ok(()))
+        }
         fn close(&self) {}
     }
 
@@ -882,6 +1202,7 @@ mod tests {
             window: 1,
             connections: 1,
             timeout: Duration::from_secs(5),
+            workload: Workload::Claims,
         });
         e.attach(Arc::new(Null));
         e
@@ -943,6 +1264,43 @@ mod tests {
         );
         let t = e.finish(0, 1);
         assert_eq!((t.gaps, t.lagged), (1, 3));
+    }
+
+    fn span(holder: usize, index: usize, from_ns: u64, to_ns: u64) -> LeaseSpan {
+        LeaseSpan {
+            holder,
+            paths: lease_paths(index),
+            from_ns,
+            to_ns,
+        }
+    }
+
+    #[test]
+    fn pairs_share_one_file_and_only_overlapping_spans_of_a_pair_count() {
+        use a2a_client::proto::lease_path::{normalize, overlaps};
+        let p = |i| {
+            lease_paths(i)
+                .into_iter()
+                .map(|p| normalize(&p).unwrap())
+                .collect::<Vec<_>>()
+        };
+        let any = |a: &[String], b: &[String]| a.iter().any(|x| b.iter().any(|y| overlaps(x, y)));
+        assert!(any(&p(4), &p(5)), "a pair's paths overlap");
+        assert!(!any(&p(5), &p(6)), "neighbouring pairs' do not");
+        // One after the other: fine; at once: one violation; another
+        // pair's at once: fine.
+        assert_eq!(
+            overlapping_grants(&[span(4, 4, 0, 10), span(5, 5, 10, 20)]),
+            0
+        );
+        assert_eq!(
+            overlapping_grants(&[span(4, 4, 0, 10), span(5, 5, 9, 20)]),
+            1
+        );
+        assert_eq!(
+            overlapping_grants(&[span(4, 4, 0, 10), span(6, 6, 0, 10)]),
+            0
+        );
     }
 
     #[test]

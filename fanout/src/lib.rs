@@ -1,5 +1,6 @@
 //! `a2a-fanout`: the fan-out load generator of the a2a broker. N delegates
-//! (32 by default) register, discover each other, broadcast file claims,
+//! (32 by default) register, discover each other, lease the files they
+//! edit (or broadcast file claims),
 //! send each other tasks, ask for input and answer, attach artifacts and
 //! complete, for a number of tasks or seconds; the run reports tasks/s,
 //! events/s and send-to-event latency per transport and durability mode,

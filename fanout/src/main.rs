@@ -5,6 +5,7 @@
 //! `--processes`.
 
 use a2a_fanout::chart::{markdown, sweep, Sweep};
+use a2a_fanout::engine::Workload;
 use a2a_fanout::report::table;
 use a2a_fanout::run::{worker, External, WorkerArgs};
 use a2a_fanout::soak::SoakConfig;
@@ -18,15 +19,16 @@ use std::time::Duration;
 ///
 /// Starts a broker on a temporary database (or uses a running one with
 /// --socket), then runs N delegates that register, discover each other
-/// (a2a.agents.list), broadcast a file claim (to: "*"), send each other
-/// tasks, ask for input (input-required) and answer, attach an artifact
+/// (a2a.agents.list), lease the files they edit (a2a.leases.acquire,
+/// neighbours overlapping; --workload claims: broadcast a file claim
+/// instead), send each other tasks, ask for input (input-required) and answer, attach an artifact
 /// and complete. Prints tasks/s, events/s and the p50/p99/max latency from
 /// a send to the counterpart's event, per transport and durability mode,
 /// and checks that every task reached a terminal state and every event
 /// arrived exactly once and in order per recipient (seq strictly +1).
 /// Exits 1 if a check fails, 2 if the run could not be made.
 ///
-/// The contract's bounds shape the workload: a claim is a broadcast while
+/// The contract's bounds shape the claims workload: a claim is a broadcast while
 /// the N - 1 peers fit A2A_MAX_TASKS_PER_CONTEXT (128), else it goes to 16
 /// neighbours (the summary's claim mode says which); a delegate whose
 /// registration spent its 200 sends (A2A_MAX_SENDS_PER_RUN) registers
@@ -89,6 +91,8 @@ enum Cmd {
         connections: usize,
         #[arg(long)]
         timeout: u64,
+        #[arg(long, value_enum)]
+        workload: Workload,
     },
 }
 
@@ -145,6 +149,12 @@ struct RunArgs {
     /// No progress display.
     #[arg(long, short = 'q')]
     quiet: bool,
+    /// How delegates take their files before editing: leases (exclusive
+    /// leases on their own directory and a file shared with a neighbour,
+    /// held 20 ms; conflicts wait for the release) or claims (a broadcast
+    /// claim every peer acknowledges, the workload before leases).
+    #[arg(long, value_enum, default_value = "leases")]
+    workload: Workload,
     /// Seconds a run may take (beyond --seconds) before it is failed.
     #[arg(long, default_value_t = 120)]
     timeout: u64,
@@ -228,8 +238,10 @@ fn main() -> ExitCode {
             window,
             connections,
             timeout,
+            workload,
         }) => {
             let mut cfg = Config::new(transport, Durability::Full, delegates);
+            cfg.workload = workload;
             cfg.tasks = tasks;
             cfg.seconds = seconds;
             cfg.window = window;
@@ -339,6 +351,7 @@ fn run_main(a: RunArgs) -> ExitCode {
             c.external = external.clone();
             c.progress = !a.quiet;
             c.timeout = Duration::from_secs(a.timeout);
+            c.workload = a.workload;
             match run(&c) {
                 Ok(r) => reports.push(r),
                 Err(e) => {

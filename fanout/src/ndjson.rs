@@ -5,7 +5,7 @@
 //! thread that completes calls by `id` and hands notifications to the sink,
 //! routed by `recipient`.
 
-use crate::driver::{Done, Driver, Ev, EvKind, Sink, SENT_KEY};
+use crate::driver::{Done, Driver, Ev, EvKind, LeaseAnswer, Sink, SENT_KEY};
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -255,6 +255,14 @@ pub fn normalise(v: &Value) -> Ev {
                 }
             }
         }
+        Some("a2a.lease.released") => Ev {
+            seq,
+            task_id: String::new(),
+            version: 0,
+            kind: EvKind::LeaseReleased,
+            sent_ns: None,
+            text: String::new(),
+        },
         Some("a2a.lagged") => Ev {
             seq: None,
             task_id: String::new(),
@@ -389,6 +397,50 @@ impl Driver for NdjsonDriver {
             ok(done, |v| {
                 v["tasks"].as_array().map_or(0, |a| a.len() as u64)
             }),
+        );
+    }
+
+    fn acquire_lease(
+        &self,
+        slot: usize,
+        paths: &[String],
+        ttl_seconds: u64,
+        wait_seconds: Option<u64>,
+        done: Done<LeaseAnswer>,
+    ) {
+        let mut params = json!({"paths": paths, "ttlSeconds": ttl_seconds});
+        if let Some(w) = wait_seconds {
+            params["waitSeconds"] = json!(w);
+        }
+        self.call(
+            slot,
+            "a2a.leases.acquire",
+            params,
+            Box::new(move |r| {
+                done(match r {
+                    Ok(v) => Ok(LeaseAnswer::Granted {
+                        id: v["lease"]["id"].as_str().unwrap_or_default().to_owned(),
+                    }),
+                    // The error object, as JSON text (see `call`).
+                    Err(e) => match serde_json::from_str::<Value>(&e) {
+                        Ok(v) if v["data"]["errorCode"] == "A2A_LEASE_CONFLICT" => {
+                            Ok(LeaseAnswer::Conflict {
+                                holder: v["data"]["holder"].as_str().unwrap_or_default().to_owned(),
+                            })
+                        }
+                        _ => Err(e),
+                    },
+                })
+            }),
+        );
+    }
+
+    fn release_lease(&self, slot: usize, lease_id: &str, done: Done<()>) {
+        self.call(
+            slot,
+            "a2a.leases.release",
+            json!({"leaseId": lease_id}),
+            ok(done, |_| ()),
         );
     }
 

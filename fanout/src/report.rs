@@ -1,7 +1,7 @@
 //! The summary of a run: throughput, latency percentiles, the checks and
 //! the CPU profile, as a table for people and JSON for machines.
 
-use crate::engine::Tally;
+use crate::engine::{overlapping_grants, Tally};
 use crate::profile::ThreadCpu;
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +42,13 @@ pub struct Checks {
     pub exactly_once: bool,
     /// Per recipient, `seq` went 1, 2, 3, … with no step back or jump.
     pub in_order: bool,
+    /// The lease workload: every delegate got its lease, and no two
+    /// conflicting leases were held at once (always true for claims).
+    #[serde(default)]
+    pub leases_exclusive: bool,
+    /// Pairs of conflicting leases whose spans intersect.
+    #[serde(default)]
+    pub overlapping_grants: u64,
     pub expected_events: u64,
     pub received_events: u64,
     pub duplicates: u64,
@@ -53,6 +60,21 @@ pub struct Checks {
     pub tasks_unfinished: u64,
     pub errors: u64,
     pub error_samples: Vec<String>,
+}
+
+/// The lease workload's figures.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Leases {
+    /// Leases granted (one per delegate).
+    pub granted: u64,
+    /// Acquires refused with A2A_LEASE_CONFLICT.
+    pub conflicts: u64,
+    /// Time refused delegates then waited for their lease: the sum and
+    /// the longest, ms.
+    pub wait_ms: f64,
+    pub wait_max_ms: f64,
+    /// `a2a.lease.released` events received (not in `events`).
+    pub released_events: u64,
 }
 
 /// One run's summary.
@@ -73,7 +95,11 @@ pub struct Report {
     pub seconds: f64,
     pub tasks: u64,
     pub claims: u64,
+    /// `broadcast` or `neighbours` (claims), `leases`.
     pub claim_mode: String,
+    /// The lease workload's figures (`None` for claims).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leases: Option<Leases>,
     pub events: u64,
     pub registrations: u64,
     pub tasks_per_s: f64,
@@ -126,15 +152,22 @@ impl Report {
             && t.unexpected == 0
             && t.events == t.expected_events;
         let in_order = t.out_of_order == 0 && t.gaps == 0;
+        let leasing = t.claim_mode == "leases";
+        let overlapping = overlapping_grants(&t.lease_spans);
+        let leases_exclusive =
+            !leasing || (overlapping == 0 && t.leases_granted == l.delegates as u64);
         let checks = Checks {
             passed: all_terminal
                 && exactly_once
                 && in_order
+                && leases_exclusive
                 && t.errors == 0
                 && t.jobs_completed > 0,
             all_terminal,
             exactly_once,
             in_order,
+            leases_exclusive,
+            overlapping_grants: overlapping,
             expected_events: t.expected_events,
             received_events: t.events,
             duplicates: t.duplicates,
@@ -180,6 +213,13 @@ impl Report {
             seconds,
             tasks: t.jobs_completed,
             claims: t.claims_completed,
+            leases: leasing.then_some(Leases {
+                granted: t.leases_granted,
+                conflicts: t.lease_conflicts,
+                wait_ms: t.lease_wait_ms,
+                wait_max_ms: t.lease_wait_max_ms,
+                released_events: t.lease_events,
+            }),
             claim_mode: t.claim_mode,
             events: t.events,
             registrations: t.registrations,
@@ -291,9 +331,16 @@ pub fn table(reports: &[Report]) -> String {
     }
     for r in reports {
         let c = &r.checks;
+        let taking = match &r.leases {
+            Some(l) => format!(
+                "leases {} granted, {} conflicts, waited {:.1} ms (longest {:.1} ms), {} release events, {} conflicting held at once",
+                l.granted, l.conflicts, l.wait_ms, l.wait_max_ms, l.released_events, c.overlapping_grants
+            ),
+            None => format!("claims {} ({})", r.claims, r.claim_mode),
+        };
         out.push_str(&format!(
-            "\n{} / {} / N={}: claims {} ({}), {} registrations; events {}/{} expected, {} duplicate, {} out of order, {} gaps, {} lagged, {} unexpected; open tasks {}, unfinished {}; errors {}",
-            r.transport_label(), r.durability, r.delegates, r.claims, r.claim_mode, r.registrations,
+            "\n{} / {} / N={}: {taking}, {} registrations; events {}/{} expected, {} duplicate, {} out of order, {} gaps, {} lagged, {} unexpected; open tasks {}, unfinished {}; errors {}",
+            r.transport_label(), r.durability, r.delegates, r.registrations,
             c.received_events, c.expected_events, c.duplicates, c.out_of_order, c.gaps, c.lagged,
             c.unexpected, c.open_tasks, c.tasks_unfinished, c.errors
         ));
@@ -382,6 +429,36 @@ mod tests {
             assert!(!r.checks.passed, "{what} passed");
             assert!(table(&[r]).contains("FAIL"), "{what}");
         }
+    }
+
+    #[test]
+    fn leases_pass_only_when_every_delegate_got_one_and_none_overlapped() {
+        use crate::engine::{lease_paths, LeaseSpan};
+        let leased = |spans: Vec<LeaseSpan>| {
+            let mut t = clean();
+            t.claim_mode = "leases".into();
+            t.claims_created = 0;
+            t.claims_completed = 0;
+            t.leases_granted = spans.len() as u64;
+            t.lease_conflicts = 1;
+            t.lease_spans = spans;
+            Report::new(labels(), t, Vec::new())
+        };
+        let span = |holder, from_ns, to_ns| LeaseSpan {
+            holder,
+            paths: lease_paths(holder),
+            from_ns,
+            to_ns,
+        };
+        let r = leased(vec![span(0, 0, 10), span(1, 10, 20)]);
+        assert!(r.checks.passed, "{:?}", r.checks);
+        assert_eq!(r.leases.as_ref().map(|l| l.conflicts), Some(1));
+        assert!(table(&[r]).contains("1 conflicts"));
+        let r = leased(vec![span(0, 0, 10), span(1, 5, 20)]);
+        assert!(!r.checks.passed && r.checks.overlapping_grants == 1);
+        assert!(table(&[r]).contains("FAIL"));
+        let r = leased(vec![span(0, 0, 10)]);
+        assert!(!r.checks.leases_exclusive, "a delegate without its lease");
     }
 
     #[test]

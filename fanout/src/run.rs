@@ -13,7 +13,7 @@
 
 use crate::binary::BinaryDriver;
 use crate::driver::Driver;
-use crate::engine::{Engine, Plan, Tally};
+use crate::engine::{Engine, Plan, Tally, Workload};
 use crate::ndjson::NdjsonDriver;
 use crate::profile::{diff, snapshot, ThreadCpu};
 use crate::report::{Labels, Report};
@@ -129,6 +129,8 @@ pub struct Config {
     pub timeout: Duration,
     /// Sample the broker as it runs (`--soak`; a broker started here).
     pub soak: Option<SoakConfig>,
+    /// How delegates take their files (leases by default).
+    pub workload: Workload,
 }
 
 impl Config {
@@ -148,6 +150,7 @@ impl Config {
             progress: false,
             timeout: Duration::from_secs(120),
             soak: None,
+            workload: Workload::Leases,
         }
     }
 
@@ -457,6 +460,7 @@ fn plan(cfg: &Config, first: usize, count: usize) -> Plan {
         window: cfg.window,
         connections: cfg.connections.max(1),
         timeout: cfg.timeout,
+        workload: cfg.workload,
     }
 }
 
@@ -555,6 +559,8 @@ fn run_processes(
             .arg(cfg.connections.to_string())
             .arg("--timeout")
             .arg(cfg.timeout.as_secs().to_string())
+            .arg("--workload")
+            .arg(cfg.workload.name())
             .env(SECRET_ENV, &target.secret)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

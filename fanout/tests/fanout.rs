@@ -2,6 +2,7 @@
 //! library at N = 32 over socket-binary, and the command line with
 //! `--json` (and `--help`).
 
+use a2a_fanout::engine::Workload;
 use a2a_fanout::{run, Config, Durability, Transport};
 use serde_json::Value;
 use std::io::Read;
@@ -13,6 +14,8 @@ fn thirty_two_delegates_over_socket_binary_pass_every_check() {
     let mut c = Config::new(Transport::SocketBinary, Durability::Normal, 32);
     c.tasks = Some(200);
     c.timeout = Duration::from_secs(90);
+    // The workload before leases (fanout/tests/leases.rs has those).
+    c.workload = Workload::Claims;
     let r = run(&c).expect("the run is made");
     assert!(
         r.checks.passed,

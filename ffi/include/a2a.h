@@ -118,6 +118,12 @@ typedef enum {
   A2A_ERROR_CODE_PAYLOAD_TOO_LARGE,
   // An A2A error code this library does not know (a newer broker's).
   A2A_ERROR_CODE_OTHER,
+  // Another holder's live lease overlaps the paths asked for (ext);
+  // a2a_last_error_data() names it. After Other: the values above keep
+  // their numbers.
+  A2A_ERROR_CODE_LEASE_CONFLICT,
+  // No live lease of this agent's context has the id (ext).
+  A2A_ERROR_CODE_UNKNOWN_LEASE,
 } a2a_error_code;
 
 // A registered agent (opaque). Made by a2a_client_register (or taken
@@ -288,6 +294,30 @@ typedef struct {
 // of the connection.
 typedef void (*a2a_event_cb)(void *userdata, const a2a_event *event);
 
+// A lease, as the broker answered it. Owned (free with a2a_lease_free)
+// when it comes out of a blocking call; borrowed, for the duration of the
+// call, when handed to an a2a_lease_cb.
+typedef struct {
+  // The lease's id (renew and release take it).
+  a2a_str id;
+  // The paths it covers, as asked (an array of `paths_len`).
+  const a2a_str *paths;
+  size_t paths_len;
+  // The holder's name.
+  a2a_str holder;
+  // False for a shared lease.
+  bool exclusive;
+  // When it ends unless renewed or released: RFC 3339 UTC.
+  a2a_str expires_at;
+  // The reason given, or absent.
+  a2a_str reason;
+} a2a_lease;
+
+// The completion callback of acquire and renew: `userdata`, the status,
+// and on A2A_STATUS_OK the lease (else NULL), borrowed for the duration of
+// the call. Thread and reentrancy: as a2a_task_cb.
+typedef void (*a2a_lease_cb)(void *userdata, a2a_status status, const a2a_lease *lease);
+
 // A task. Owned by whoever received it from an out parameter (free it
 // with a2a_task_free); borrowed when handed to a callback or held in a
 // reply or event (then it lives as long as they do).
@@ -356,6 +386,18 @@ typedef struct {
 // borrowed for the duration of the call. Thread and reentrancy: as
 // a2a_task_cb.
 typedef void (*a2a_reply_cb)(void *userdata, a2a_status status, const a2a_reply *reply);
+
+// The leases of a2a_agent_list_leases. Owned (free with
+// a2a_lease_list_free) from the blocking call, borrowed in a callback.
+typedef struct {
+  // The leases (an array of `leases_len`; NULL when empty).
+  const a2a_lease *leases;
+  size_t leases_len;
+} a2a_lease_list;
+
+// The completion callback of a2a_agent_list_leases_async: as
+// a2a_lease_cb, with the list.
+typedef void (*a2a_lease_list_cb)(void *userdata, a2a_status status, const a2a_lease_list *list);
 
 // Which of its tasks a2a_agent_list_tasks returns: one of the
 // A2A_LIST_ROLE_ constants (an integer, checked on entry).
@@ -505,6 +547,102 @@ a2a_status a2a_agent_next_event(const a2a_agent *agent, a2a_event **out);
 // Threads: any; inside a callback of a thread-mode client it fails with
 // A2A_STATUS_WOULD_DEADLOCK (use a2a_agent_next_event there).
 a2a_status a2a_agent_wait_event(const a2a_agent *agent, uint32_t timeout_ms, a2a_event **out);
+
+// Leases `paths` (`paths_len` NUL-terminated strings: relative,
+// `/`-separated; a trailing `/` covers a directory, `*` and `**` match)
+// for `ttl_seconds`, exclusive or shared, with an optional `reason`
+// (NULL: none). `wait_seconds` > 0 parks the call up to that long while a
+// conflicting lease lives (0: answer at once). The lease goes to `*out`
+// (free with a2a_lease_free). A conflict is A2A_STATUS_RPC with
+// A2A_ERROR_CODE_LEASE_CONFLICT; a2a_last_error_data() names the holder.
+//
+// Threads: any; inside a callback of a thread-mode client it fails with
+// A2A_STATUS_WOULD_DEADLOCK.
+a2a_status a2a_agent_acquire_lease(const a2a_agent *agent,
+                                   const char *const *paths,
+                                   size_t paths_len,
+                                   uint32_t ttl_seconds,
+                                   bool exclusive,
+                                   const char *reason,
+                                   uint32_t wait_seconds,
+                                   a2a_lease **out);
+
+// a2a_agent_acquire_lease, submitted. If this returns an error, `cb`
+// never runs.
+//
+// Threads: any, callbacks included.
+a2a_status a2a_agent_acquire_lease_async(const a2a_agent *agent,
+                                         const char *const *paths,
+                                         size_t paths_len,
+                                         uint32_t ttl_seconds,
+                                         bool exclusive,
+                                         const char *reason,
+                                         uint32_t wait_seconds,
+                                         a2a_lease_cb cb,
+                                         void *userdata);
+
+// Renews the lease `lease_id` (this agent's) for `ttl_seconds` from now;
+// the renewed lease goes to `*out`.
+//
+// Threads: any; inside a callback of a thread-mode client it fails with
+// A2A_STATUS_WOULD_DEADLOCK.
+a2a_status a2a_agent_renew_lease(const a2a_agent *agent,
+                                 const char *lease_id,
+                                 uint32_t ttl_seconds,
+                                 a2a_lease **out);
+
+// a2a_agent_renew_lease, submitted. If this returns an error, `cb` never
+// runs.
+//
+// Threads: any, callbacks included.
+a2a_status a2a_agent_renew_lease_async(const a2a_agent *agent,
+                                       const char *lease_id,
+                                       uint32_t ttl_seconds,
+                                       a2a_lease_cb cb,
+                                       void *userdata);
+
+// Releases the lease `lease_id` (only its holder may; releasing it again
+// is OK). Agents that waited on it or were refused are told by an event.
+//
+// Threads: any; inside a callback of a thread-mode client it fails with
+// A2A_STATUS_WOULD_DEADLOCK.
+a2a_status a2a_agent_release_lease(const a2a_agent *agent, const char *lease_id);
+
+// a2a_agent_release_lease, submitted: `cb` gets a reply of kind
+// A2A_REPLY_KIND_NONE. If this returns an error, `cb` never runs.
+//
+// Threads: any, callbacks included.
+a2a_status a2a_agent_release_lease_async(const a2a_agent *agent,
+                                         const char *lease_id,
+                                         a2a_reply_cb cb,
+                                         void *userdata);
+
+// The leases live in this agent's context, those overlapping `path` only
+// if not NULL; the list goes to `*out` (free with a2a_lease_list_free).
+//
+// Threads: any; inside a callback of a thread-mode client it fails with
+// A2A_STATUS_WOULD_DEADLOCK.
+a2a_status a2a_agent_list_leases(const a2a_agent *agent, const char *path, a2a_lease_list **out);
+
+// a2a_agent_list_leases, submitted. If this returns an error, `cb` never
+// runs.
+//
+// Threads: any, callbacks included.
+a2a_status a2a_agent_list_leases_async(const a2a_agent *agent,
+                                       const char *path,
+                                       a2a_lease_list_cb cb,
+                                       void *userdata);
+
+// Frees a lease received through an out parameter. NULL is ignored. Never
+// pass a lease borrowed from a callback or a list.
+//
+// Threads: any; the lease must not be in use by another thread.
+void a2a_lease_free(a2a_lease *lease);
+
+// Frees a list received through an out parameter. NULL is ignored.
+//
+// Threads: any; the list must not be in use by another thread.
+void a2a_lease_list_free(a2a_lease_list *list);
 
 // The cards of the agents this one may address (itself excluded, sorted
 // by name), only those with a skill of id or tag `skill` if not NULL; a
@@ -977,6 +1115,15 @@ void a2a_reply_free(a2a_reply *reply);
 //
 // Threads: any; reads the calling thread's own last error.
 a2a_status a2a_last_error_message(char *buf, size_t len, size_t *out_n);
+
+// Copies the broker's `data` object of this thread's last failure, as
+// JSON, into `buf`, as a2a_last_error_message copies the message (the
+// same size query with `len == 0`). Empty when the failure carried none
+// (not a broker error, or an error without data). A lease conflict's has
+// `holder`, `leaseId` and `paths`; a refused bound's, `limit`.
+//
+// Threads: any; reads the calling thread's own last error.
+a2a_status a2a_last_error_data(char *buf, size_t len, size_t *out_n);
 
 // The status of this thread's last failure (A2A_STATUS_OK if none yet).
 //

@@ -90,6 +90,12 @@ pub enum a2a_error_code {
     PayloadTooLarge,
     /// An A2A error code this library does not know (a newer broker's).
     Other,
+    /// Another holder's live lease overlaps the paths asked for (ext);
+    /// a2a_last_error_data() names it. After Other: the values above keep
+    /// their numbers.
+    LeaseConflict,
+    /// No live lease of this agent's context has the id (ext).
+    UnknownLease,
 }
 
 impl a2a_status {
@@ -154,9 +160,8 @@ impl a2a_error_code {
             A2aErrorCode::SendCap => a2a_error_code::SendCap,
             A2aErrorCode::NoPeers => a2a_error_code::NoPeers,
             A2aErrorCode::PayloadTooLarge => a2a_error_code::PayloadTooLarge,
-            // The lease errors (ext) have no constant of their own in this
-            // ABI yet (issue 26's C front adds them).
-            A2aErrorCode::LeaseConflict | A2aErrorCode::UnknownLease => a2a_error_code::Other,
+            A2aErrorCode::LeaseConflict => a2a_error_code::LeaseConflict,
+            A2aErrorCode::UnknownLease => a2a_error_code::UnknownLease,
         }
     }
 }
@@ -188,6 +193,8 @@ struct LastError {
     message: String,
     rpc_code: i64,
     a2a_code: a2a_error_code,
+    /// The broker's `data` object as JSON, or empty.
+    data: String,
 }
 
 thread_local! {
@@ -196,10 +203,21 @@ thread_local! {
         message: String::new(),
         rpc_code: 0,
         a2a_code: a2a_error_code::None,
+        data: String::new(),
     }) };
 }
 
 fn store(status: a2a_status, message: String, rpc_code: i64, a2a_code: a2a_error_code) {
+    store_with_data(status, message, rpc_code, a2a_code, String::new());
+}
+
+fn store_with_data(
+    status: a2a_status,
+    message: String,
+    rpc_code: i64,
+    a2a_code: a2a_error_code,
+    data: String,
+) {
     LAST.with(|l| {
         if let Ok(mut l) = l.try_borrow_mut() {
             *l = LastError {
@@ -207,6 +225,7 @@ fn store(status: a2a_status, message: String, rpc_code: i64, a2a_code: a2a_error
                 message,
                 rpc_code,
                 a2a_code,
+                data,
             };
         }
     });
@@ -214,6 +233,14 @@ fn store(status: a2a_status, message: String, rpc_code: i64, a2a_code: a2a_error
 
 /// Records `e` as this thread's last error and returns its status.
 pub(crate) fn record(e: &FfiError) -> a2a_status {
+    let data = match e {
+        FfiError::Client(c) => c
+            .rpc()
+            .and_then(|r| r.data.as_ref())
+            .map(|d| d.to_string())
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
     let (status, rpc, a2a) = match e {
         FfiError::Client(c) => {
             let rpc = c.rpc().map_or(0, |r| r.code);
@@ -231,7 +258,7 @@ pub(crate) fn record(e: &FfiError) -> a2a_status {
         FfiError::InvalidArgument(_) => (a2a_status::INVALID_ARGUMENT, 0, a2a_error_code::None),
         FfiError::Empty => (a2a_status::EMPTY, 0, a2a_error_code::None),
     };
-    store(status, e.to_string(), rpc, a2a);
+    store_with_data(status, e.to_string(), rpc, a2a, data);
     status
 }
 
@@ -299,7 +326,18 @@ pub extern "C" fn a2a_last_error_message(
     len: usize,
     out_n: *mut usize,
 ) -> a2a_status {
-    // Not through `guard`: a failure here must not overwrite the message
+    copy_last(buf, len, out_n, |l| &l.message)
+}
+
+/// Copies the string `field` picks from this thread's last error out as
+/// a2a_last_error_message documents.
+fn copy_last(
+    buf: *mut c_char,
+    len: usize,
+    out_n: *mut usize,
+    field: fn(&LastError) -> &String,
+) -> a2a_status {
+    // Not through `guard`: a failure here must not overwrite the error
     // being read.
     if out_n.is_null() || (buf.is_null() && len > 0) {
         return a2a_status::INVALID_ARGUMENT;
@@ -307,18 +345,19 @@ pub extern "C" fn a2a_last_error_message(
     let written = catch_unwind(|| {
         LAST.with(|l| {
             let l = l.borrow();
+            let s = field(&l);
             if len == 0 {
-                return l.message.len() + 1;
+                return s.len() + 1;
             }
-            let mut n = l.message.len().min(len - 1);
-            while !l.message.is_char_boundary(n) {
+            let mut n = s.len().min(len - 1);
+            while !s.is_char_boundary(n) {
                 n -= 1;
             }
             // SAFETY: the caller gives `buf` with room for `len` bytes
-            // (checked non-NULL above), `n + 1 <= len`, and the message is a
+            // (checked non-NULL above), `n + 1 <= len`, and the string is a
             // separate Rust allocation, so the ranges do not overlap.
             unsafe {
-                std::ptr::copy_nonoverlapping(l.message.as_ptr(), buf.cast::<u8>(), n);
+                std::ptr::copy_nonoverlapping(s.as_ptr(), buf.cast::<u8>(), n);
                 *buf.add(n) = 0;
             }
             n
@@ -332,6 +371,22 @@ pub extern "C" fn a2a_last_error_message(
         }
         Err(_) => a2a_status::PANIC,
     }
+}
+
+/// Copies the broker's `data` object of this thread's last failure, as
+/// JSON, into `buf`, as a2a_last_error_message copies the message (the
+/// same size query with `len == 0`). Empty when the failure carried none
+/// (not a broker error, or an error without data). A lease conflict's has
+/// `holder`, `leaseId` and `paths`; a refused bound's, `limit`.
+///
+/// Threads: any; reads the calling thread's own last error.
+#[no_mangle]
+pub extern "C" fn a2a_last_error_data(
+    buf: *mut c_char,
+    len: usize,
+    out_n: *mut usize,
+) -> a2a_status {
+    copy_last(buf, len, out_n, |l| &l.data)
 }
 
 /// The status of this thread's last failure (A2A_STATUS_OK if none yet).

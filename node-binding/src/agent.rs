@@ -271,6 +271,61 @@ impl NativeAgent {
         Ok(promise)
     }
 
+    /// `a2a.leases.acquire` (ext) → Lease; `request` is JSON `{paths,
+    /// ttlSeconds, exclusive?, reason?, waitSeconds?}`.
+    #[napi]
+    pub fn lease_acquire<'env>(&self, env: &'env Env, request: String) -> JsPromise<'env> {
+        let (ticket, promise) = settle::promise(env)?;
+        let call = arg::<LeaseJson>("lease", &request).map(|r| {
+            let paths: Vec<&str> = r.paths.iter().map(String::as_str).collect();
+            self.agent.acquire_lease_async(
+                &paths,
+                r.ttl_seconds,
+                r.exclusive.unwrap_or(true),
+                r.reason.as_deref(),
+                r.wait_seconds,
+            )
+        });
+        submit(ticket, call);
+        Ok(promise)
+    }
+
+    /// `a2a.leases.renew` (ext) → Lease.
+    #[napi]
+    pub fn lease_renew<'env>(
+        &self,
+        env: &'env Env,
+        lease_id: String,
+        ttl_seconds: f64,
+    ) -> JsPromise<'env> {
+        let (ticket, promise) = settle::promise(env)?;
+        let call = count("ttlSeconds", Some(ttl_seconds))
+            .map(|t| self.agent.renew_lease_async(&lease_id, t.unwrap_or(0)));
+        submit(ticket, call);
+        Ok(promise)
+    }
+
+    /// `a2a.leases.release` (ext) → undefined.
+    #[napi]
+    pub fn lease_release<'env>(&self, env: &'env Env, lease_id: String) -> JsPromise<'env> {
+        let (ticket, promise) = settle::promise(env)?;
+        match self.agent.release_lease_async(&lease_id) {
+            Ok(p) => p.on_complete(move |r| {
+                ticket.settle(r.map(|()| Payload::Undefined).map_err(Failure::from))
+            }),
+            Err(e) => ticket.settle(Err(e.into())),
+        }
+        Ok(promise)
+    }
+
+    /// `a2a.leases.list` (ext) → Lease[] (those overlapping `path`, when given).
+    #[napi]
+    pub fn lease_list<'env>(&self, env: &'env Env, path: Option<String>) -> JsPromise<'env> {
+        let (ticket, promise) = settle::promise(env)?;
+        submit(ticket, Ok(self.agent.list_leases_async(path.as_deref())));
+        Ok(promise)
+    }
+
     /// `a2a.agents.deregister` → undefined. Events already delivered stay;
     /// the event callback is dropped.
     #[napi]
@@ -284,6 +339,20 @@ impl NativeAgent {
         }
         Ok(promise)
     }
+}
+
+/// `a2a.leases.acquire` arguments as JS passes them (`undefined` fields
+/// are left out by `JSON.stringify`). Whole numbers only: a fraction, a
+/// negative or a missing `ttlSeconds` is -32602 here, as the broker would
+/// answer.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LeaseJson {
+    paths: Vec<String>,
+    ttl_seconds: u64,
+    exclusive: Option<bool>,
+    reason: Option<String>,
+    wait_seconds: Option<u64>,
 }
 
 /// `a2a.tasks.list` query as JS passes it.

@@ -26,7 +26,9 @@ test('the tool has the Pi runtime shape and no token in its schema', async () =>
     assert.equal(planner.name, 'A2A')
     assert.equal(typeof planner.label, 'string')
     assert.match(planner.description, /discover/)
-    assert.deepEqual(planner.parameters.properties.action.enum, ['discover', 'send', 'get', 'wait', 'complete', 'cancel'])
+    assert.deepEqual(planner.parameters.properties.action.enum, [
+      'discover', 'send', 'get', 'wait', 'complete', 'cancel', 'lease', 'release',
+    ])
     assert.equal(planner.parameters.properties.timeoutSeconds.maximum, 120)
     assert.equal(typeof planner.execute, 'function')
     assert.doesNotMatch(JSON.stringify(planner.parameters), /token/i)

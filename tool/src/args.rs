@@ -42,9 +42,25 @@ pub enum Action {
         task_id: String,
         text: Option<String>,
     },
+    /// Leases `paths` (exclusive unless `exclusive` is false), waiting up
+    /// to `wait_seconds` for a conflicting lease to end.
+    Lease {
+        paths: Vec<String>,
+        ttl_seconds: u64,
+        exclusive: bool,
+        reason: Option<String>,
+        wait_seconds: u64,
+    },
+    Release {
+        lease_id: String,
+    },
 }
 
-const FIELDS: [&str; 8] = [
+/// A lease's time to live when `ttlSeconds` is absent: long enough for an
+/// edit, short enough that a lease whose holder forgot it frees itself.
+pub const DEFAULT_LEASE_TTL_SECONDS: u64 = 600;
+
+const FIELDS: [&str; 12] = [
     "action",
     "to",
     "text",
@@ -53,6 +69,10 @@ const FIELDS: [&str; 8] = [
     "state",
     "artifact",
     "artifactName",
+    "paths",
+    "ttlSeconds",
+    "exclusive",
+    "leaseId",
 ];
 
 /// Reads `args` (a JSON object) into an [`Action`].
@@ -162,6 +182,35 @@ pub fn parse(args: &Value) -> Result<Action, ToolError> {
             task_id: need_task(task_id, "cancel")?,
             text,
         }),
+        "lease" => Ok(Action::Lease {
+            paths: paths(obj)?,
+            ttl_seconds: ttl(obj)?,
+            exclusive: match obj.get("exclusive") {
+                None | Some(Value::Null) => true,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => {
+                    return Err(ToolError::new(
+                        "bad-arguments",
+                        "`exclusive` must be true (the default: nobody else may lease these paths) or false (a shared lease, for reading).".to_string(),
+                    ))
+                }
+            },
+            reason: text,
+            // A lease does not wait unless asked to.
+            wait_seconds: if obj.get("timeoutSeconds").is_some_and(|v| !v.is_null()) {
+                timeout(obj)?
+            } else {
+                0
+            },
+        }),
+        "release" => Ok(Action::Release {
+            lease_id: string(obj, "leaseId")?.ok_or_else(|| {
+                ToolError::new(
+                    "missing-lease",
+                    "release needs `leaseId`: the id lease gave you.".to_string(),
+                )
+            })?,
+        }),
         other => Err(ToolError::new(
             "unknown-action",
             format!(
@@ -176,6 +225,10 @@ pub fn parse(args: &Value) -> Result<Action, ToolError> {
                         " To finish a task you serve, use complete."
                     }
                     "status" | "read" => " To read a task, use get.",
+                    "lock" | "claim" | "reserve" | "acquire" => {
+                        " To reserve files before you edit them, use lease."
+                    }
+                    "unlock" | "unclaim" | "free" => " To give up a lease, use release.",
                     _ => "",
                 }
             ),
@@ -209,6 +262,51 @@ fn need_task(task_id: Option<String>, action: &str) -> Result<String, ToolError>
     })
 }
 
+/// `paths`: a non-empty array of strings (the broker checks their form).
+fn paths(obj: &Map<String, Value>) -> Result<Vec<String>, ToolError> {
+    let bad = || {
+        ToolError::new(
+            "bad-paths",
+            "lease needs `paths`: the files to reserve, relative to the project, e.g. [\"src/parser.rs\"] (a trailing / covers a directory, * and ** match names).".to_string(),
+        )
+    };
+    let Some(Value::Array(items)) = obj.get("paths") else {
+        return Err(bad());
+    };
+    let paths: Vec<String> = items
+        .iter()
+        .map(|v| v.as_str().map(str::to_owned))
+        .collect::<Option<_>>()
+        .ok_or_else(bad)?;
+    if paths.is_empty() {
+        return Err(bad());
+    }
+    Ok(paths)
+}
+
+/// `ttlSeconds`: a whole number of seconds (the broker checks its range).
+fn ttl(obj: &Map<String, Value>) -> Result<u64, ToolError> {
+    match obj.get("ttlSeconds") {
+        None | Some(Value::Null) => Ok(DEFAULT_LEASE_TTL_SECONDS),
+        Some(v) => whole(v).filter(|n| *n > 0).ok_or_else(|| {
+            ToolError::new(
+                "bad-ttl",
+                format!("`ttlSeconds` must be a whole number of seconds above 0 (default {DEFAULT_LEASE_TTL_SECONDS})."),
+            )
+        }),
+    }
+}
+
+/// A whole number ≥ 0; models write 30.0 as often as 30.
+fn whole(v: &Value) -> Option<u64> {
+    let n = v.as_number()?;
+    n.as_u64().or_else(|| {
+        n.as_f64()
+            .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f <= u64::MAX as f64)
+            .map(|f| f as u64)
+    })
+}
+
 fn timeout(obj: &Map<String, Value>) -> Result<u64, ToolError> {
     let bad = || {
         ToolError::new(
@@ -220,22 +318,7 @@ fn timeout(obj: &Map<String, Value>) -> Result<u64, ToolError> {
     };
     match obj.get("timeoutSeconds") {
         None | Some(Value::Null) => Ok(DEFAULT_WAIT_SECONDS),
-        Some(Value::Number(n)) => {
-            // Models write 30.0 as often as 30.
-            let secs = n
-                .as_u64()
-                .or_else(|| {
-                    n.as_f64()
-                        .filter(|f| *f >= 0.0 && f.fract() == 0.0)
-                        .map(|f| f as u64)
-                })
-                .ok_or_else(bad)?;
-            if secs > MAX_WAIT_SECONDS {
-                return Err(bad());
-            }
-            Ok(secs)
-        }
-        Some(_) => Err(bad()),
+        Some(v) => whole(v).filter(|s| *s <= MAX_WAIT_SECONDS).ok_or_else(bad),
     }
 }
 
@@ -294,6 +377,47 @@ mod tests {
         assert_eq!(
             code(json!({"action": "get", "token": "x"})),
             "unknown-argument"
+        );
+        assert_eq!(code(json!({"action": "lease"})), "bad-paths");
+        assert_eq!(code(json!({"action": "lease", "paths": []})), "bad-paths");
+        assert_eq!(code(json!({"action": "lease", "paths": [1]})), "bad-paths");
+        assert_eq!(
+            code(json!({"action": "lease", "paths": ["a"], "ttlSeconds": 0})),
+            "bad-ttl"
+        );
+        assert_eq!(
+            code(json!({"action": "lease", "paths": ["a"], "exclusive": "yes"})),
+            "bad-arguments"
+        );
+        assert_eq!(code(json!({"action": "release"})), "missing-lease");
+        assert_eq!(code(json!({"action": "lock"})), "unknown-action");
+    }
+
+    #[test]
+    fn a_lease_defaults_to_exclusive_without_waiting() {
+        assert_eq!(
+            parse(&json!({"action": "lease", "paths": ["src/a.rs"]})).unwrap(),
+            Action::Lease {
+                paths: vec!["src/a.rs".into()],
+                ttl_seconds: DEFAULT_LEASE_TTL_SECONDS,
+                exclusive: true,
+                reason: None,
+                wait_seconds: 0,
+            }
+        );
+        assert_eq!(
+            parse(
+                &json!({"action": "lease", "paths": ["src/"], "exclusive": false,
+                          "ttlSeconds": 60.0, "timeoutSeconds": 5, "text": "read"})
+            )
+            .unwrap(),
+            Action::Lease {
+                paths: vec!["src/".into()],
+                ttl_seconds: 60,
+                exclusive: false,
+                reason: Some("read".into()),
+                wait_seconds: 5,
+            }
         );
     }
 }

@@ -2,7 +2,7 @@
 //! stable code for programs and a sentence for the model that says what to
 //! do instead. Broker errors never reach the model raw.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 /// A tool error: `code` for programs, `message` for the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -11,6 +11,9 @@ pub struct ToolError {
     pub code: String,
     /// What went wrong and what to do next, written for a model.
     pub message: String,
+    /// More fields for programs, beside `code` and `message` (a lease
+    /// conflict's `holder`, `leaseId` and `paths`).
+    pub details: Option<Map<String, Value>>,
 }
 
 impl ToolError {
@@ -18,12 +21,22 @@ impl ToolError {
         ToolError {
             code: code.to_owned(),
             message,
+            details: None,
         }
     }
 
-    /// The structured form (`{"error": {code, message}}`).
+    /// This error with `details` beside its code and message.
+    pub fn with_details(mut self, details: Map<String, Value>) -> ToolError {
+        self.details = Some(details);
+        self
+    }
+
+    /// The structured form (`{"error": {code, message, ...details}}`).
     pub fn structured(&self) -> Value {
-        json!({"error": {"code": self.code, "message": self.message}})
+        let mut e = self.details.clone().unwrap_or_default();
+        e.insert("code".into(), json!(self.code));
+        e.insert("message".into(), json!(self.message));
+        json!({ "error": e })
     }
 }
 

@@ -21,7 +21,9 @@
 //! | `wait` | `{events: [{taskId, state, from, text, artifact?}], dropped?}` |
 //! | `complete` | `{taskId, state}` |
 //! | `cancel` | `{taskId, state}` |
-//! | any, failed | `{error: {code, message}}` with `isError` |
+//! | `lease` | `{leaseId, paths, exclusive, expiresAt}` |
+//! | `release` | `{leaseId, released}` |
+//! | any, failed | `{error: {code, message}}` with `isError` (a lease conflict adds `holder`, `leaseId`, `paths`) |
 //!
 //! ```no_run
 //! use a2a_client::{read_secret, Client};

@@ -12,7 +12,7 @@ use a2a_client::{
     Delivery, Event, Message, Part, State, Task, TaskQuery,
 };
 use parking_lot::Mutex;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -188,6 +188,14 @@ impl Session {
                 artifact,
             } => self.complete(&task_id, state, &text, artifact),
             Action::Cancel { task_id, text } => self.cancel(&task_id, text.as_deref()),
+            Action::Lease {
+                paths,
+                ttl_seconds,
+                exclusive,
+                reason,
+                wait_seconds,
+            } => self.lease(paths, ttl_seconds, exclusive, reason, wait_seconds),
+            Action::Release { lease_id } => self.release(&lease_id),
         };
         result.unwrap_or_else(ToolResult::error)
     }
@@ -587,8 +595,28 @@ impl Session {
             },
             Event::Push(_) => Described::Ignored,
             Event::Lagged(l) => Described::Dropped(l.dropped),
-            // Leases are not among the tool's actions yet (issue 26's fronts).
-            Event::LeaseReleased(_) => Described::Ignored,
+            Event::LeaseReleased(p) => {
+                let l = &p.lease;
+                let paths = render::list(&l.paths);
+                Described::Update {
+                    text: format!(
+                        "The lease of {} on {paths} ended ({}): you may lease those files now.",
+                        l.holder,
+                        p.reason.as_str()
+                    ),
+                    next: format!(
+                        "lease them (action lease, paths {}) before you edit them, if you still need to.",
+                        serde_json::to_string(&l.paths).unwrap_or_default()
+                    ),
+                    value: json!({
+                        "leaseId": l.id,
+                        "paths": l.paths,
+                        "holder": l.holder,
+                        "state": format!("lease-{}", p.reason.as_str()),
+                    }),
+                    quotes: false,
+                }
+            }
         }
     }
 
@@ -659,6 +687,71 @@ impl Session {
             format!("Task {task_id} is canceled; {peer} has been told.\nNext: nothing more on this task."),
             json!({"taskId": task.id, "state": task.status.state.as_str()}),
         ))
+    }
+
+    // ---- lease, release ----------------------------------------------------
+
+    fn lease(
+        &self,
+        paths: Vec<String>,
+        ttl_seconds: u64,
+        exclusive: bool,
+        reason: Option<String>,
+        wait_seconds: u64,
+    ) -> Result<ToolResult, ToolError> {
+        let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let lease = match self.agent.acquire_lease(
+            &paths,
+            ttl_seconds,
+            exclusive,
+            reason.as_deref(),
+            (wait_seconds > 0).then_some(wait_seconds),
+        ) {
+            Ok(l) => l,
+            Err(e) if e.a2a_code() == Some(A2aErrorCode::LeaseConflict) => {
+                return Err(lease_conflict(&e, wait_seconds))
+            }
+            Err(e) => return Err(self.failed(e)),
+        };
+        let kind = if lease.exclusive {
+            "exclusive"
+        } else {
+            "shared"
+        };
+        Ok(ToolResult::ok(
+            format!(
+                "You hold lease {id} ({kind}) on {paths} for {ttl_seconds} s.\nNext: edit the files, then release(leaseId=\"{id}\") as soon as you are done; other agents wanting them wait until then.",
+                id = lease.id,
+                paths = render::list(&lease.paths),
+            ),
+            json!({
+                "leaseId": lease.id,
+                "paths": lease.paths,
+                "exclusive": lease.exclusive,
+                "expiresAt": lease.expires_at,
+            }),
+        ))
+    }
+
+    fn release(&self, lease_id: &str) -> Result<ToolResult, ToolError> {
+        match self.agent.release_lease(lease_id) {
+            Ok(()) => Ok(ToolResult::ok(
+                format!("Lease {lease_id} is released: other agents may lease those files now.\nNext: carry on; lease again before you edit more files."),
+                json!({"leaseId": lease_id, "released": true}),
+            )),
+            Err(e)
+                if matches!(
+                    e.a2a_code(),
+                    Some(A2aErrorCode::UnknownLease | A2aErrorCode::CrossContextDenied)
+                ) =>
+            {
+                Err(ToolError::new(
+                    "unknown-lease",
+                    format!("You hold no lease \"{lease_id}\" (it may have expired, or is another agent's). Use the leaseId that lease gave you."),
+                ))
+            }
+            Err(e) => Err(self.failed(e)),
+        }
     }
 
     // ---- mistakes, with their fixes ----------------------------------------
@@ -900,6 +993,42 @@ impl Session {
             .map(|t| self.task_line(t))
             .collect()
     }
+}
+
+/// A lease refused because another agent holds an overlapping one: who, and
+/// what to do (the broker's `data.holder`, `data.leaseId`, `data.paths`).
+fn lease_conflict(e: &ClientError, waited: u64) -> ToolError {
+    let data = e.rpc().and_then(|r| r.data.as_ref());
+    let field = |k: &str| data.and_then(|d| d.get(k)).cloned();
+    let holder = field("holder")
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "another agent".into());
+    let paths: Vec<String> = field("paths")
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default();
+    let what = if paths.is_empty() {
+        "those files".to_string()
+    } else {
+        render::list(&paths)
+    };
+    let waited = if waited > 0 {
+        format!(" (still, after waiting {waited} s)")
+    } else {
+        String::new()
+    };
+    let mut details = Map::new();
+    details.insert("holder".into(), json!(holder));
+    if let Some(id) = field("leaseId") {
+        details.insert("leaseId".into(), id);
+    }
+    details.insert("paths".into(), json!(paths));
+    ToolError::new(
+        "lease-conflict",
+        format!(
+            "{holder} holds a lease on {what}{waited}: an edit there now could overwrite its work. Work on other files, lease again with timeoutSeconds to wait for it, or send {holder} a message to coordinate."
+        ),
+    )
+    .with_details(details)
 }
 
 enum Described {

@@ -136,3 +136,10 @@ fn misuses() {
 fn turn_cap() {
     check("turn_cap");
 }
+
+/// Leases: granted, refused with the holder named (also after a wait),
+/// released, then granted to the other agent; the mistakes told.
+#[test]
+fn leases() {
+    check("leases");
+}

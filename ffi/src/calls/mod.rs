@@ -3,12 +3,13 @@
 //! result handed to a callback where the client's dispatch mode says).
 //! This module holds the two completion callback types and the helpers
 //! every call goes through; [`tasks`] has the calls answered by one task,
-//! [`lists`] the others.
+//! [`leases`] the lease calls, [`lists`] the others.
 //!
 //! Submitted calls wrap the client's non-blocking layer (`*_async` and
 //! `Pending::on_complete`), never its blocking one: the submitting thread
 //! returns as soon as the request is queued to the connection's writer.
 
+pub mod leases;
 pub mod lists;
 pub mod tasks;
 

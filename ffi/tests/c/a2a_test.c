@@ -17,7 +17,10 @@
  * - a host-style event loop: poll(2) on the readiness descriptor with
  *   1,000 calls in flight (plus calls submitted from callbacks), each
  *   completion arriving exactly once, events dispatched on the loop thread;
- * - frees with calls in flight: every callback has run when free returns.
+ * - frees with calls in flight: every callback has run when free returns;
+ * - leases: acquire, a conflict (its code and the holder in the error's
+ *   data), a submitted acquire that waits and is granted on release,
+ *   renew, list, release, bad arguments.
  *
  * Exits 0 when everything holds; on the first failure prints where and the
  * library's last error, and exits 1. alarm(2) bounds the whole run.
@@ -767,6 +770,164 @@ static void free_in_flight_thread_mode(void) {
   printf("thread mode: free waited for the 50 owed callbacks\n");
 }
 
+/* ---- leases ---- */
+
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int done;
+  a2a_status status;
+  char *holder;
+  bool exclusive;
+} lease_waiter;
+
+static void on_lease(void *ud, a2a_status st, const a2a_lease *l) {
+  lease_waiter *w = ud;
+  pthread_mutex_lock(&w->mu);
+  w->status = st;
+  if (st == A2A_STATUS_OK) {
+    CHECK(l != NULL && l->paths_len == 1);
+    w->holder = dup_str(l->holder);
+    w->exclusive = l->exclusive;
+  } else {
+    CHECK(l == NULL);
+  }
+  w->done++;
+  pthread_cond_broadcast(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+}
+
+/* The last error's data (JSON), copied: the caller frees it. */
+static char *last_error_data(void) {
+  size_t n = 0;
+  OK(a2a_last_error_data(NULL, 0, &n));
+  char *buf = malloc(n);
+  CHECK(buf != NULL);
+  size_t got = 0;
+  OK(a2a_last_error_data(buf, n, &got));
+  CHECK(got + 1 == n);
+  return buf;
+}
+
+static void leases(void) {
+  a2a_client_options opts;
+  memset(&opts, 0, sizeof opts);
+  opts.dispatch = A2A_DISPATCH_THREAD;
+  opts.client_name = "a2a_test.c leases";
+  a2a_client *c = NULL;
+  OK(a2a_client_new(g_socket, g_secret, &opts, &c));
+  /* Leases live in the caller's context: both agents share one. */
+  a2a_agent *alice = NULL, *bob = NULL;
+  OK(a2a_client_register(c, "lease-ctx", "alice", NULL, A2A_DELIVERY_PUSH, &alice));
+  OK(a2a_client_register(c, "lease-ctx", "bob", NULL, A2A_DELIVERY_PUSH, &bob));
+
+  const char *mine[] = {"src/parser.rs", "docs/"};
+  a2a_lease *l = NULL;
+  OK(a2a_agent_acquire_lease(alice, mine, 2, 60, true, "rewrite the parser", 0, &l));
+  CHECK(l->id.len > 0);
+  /* normalised: a trailing slash reads back as a double star */
+  CHECK(l->paths_len == 2 && str_is(l->paths[0], "src/parser.rs") && str_is(l->paths[1], "docs/**"));
+  CHECK(str_is(l->holder, "alice"));
+  CHECK(l->exclusive);
+  CHECK(str_is(l->reason, "rewrite the parser"));
+  CHECK(l->expires_at.len >= 20 && l->expires_at.ptr[l->expires_at.len - 1] == 'Z');
+  char *id = dup_str(l->id);
+  char *expires = dup_str(l->expires_at);
+
+  /* "docs" and everything under it, again: a conflict naming alice and her lease. */
+  const char *theirs[] = {"docs/**"};
+  a2a_lease *untouched = (a2a_lease *)(uintptr_t)1;
+  EXPECT(a2a_agent_acquire_lease(bob, theirs, 1, 60, true, NULL, 0, &untouched), A2A_STATUS_RPC);
+  CHECK(untouched == (a2a_lease *)(uintptr_t)1);
+  CHECK(a2a_last_error_rpc_code() == 1400);
+  CHECK(a2a_last_error_a2a_code() == A2A_ERROR_CODE_LEASE_CONFLICT);
+  char *data = last_error_data();
+  CHECK(strstr(data, "\"holder\":\"alice\"") != NULL);
+  char want_id[256];
+  snprintf(want_id, sizeof want_id, "\"leaseId\":\"%s\"", id);
+  CHECK(strstr(data, want_id) != NULL);
+  CHECK(strstr(data, "\"docs/**\"") != NULL);
+  free(data);
+
+  /* The same, submitted with a wait: parked until alice releases. */
+  lease_waiter w;
+  memset(&w, 0, sizeof w);
+  pthread_mutex_init(&w.mu, NULL);
+  pthread_cond_init(&w.cv, NULL);
+  OK(a2a_agent_acquire_lease_async(bob, theirs, 1, 60, false, NULL, 30, on_lease, &w));
+
+  /* renew: a later expiry (RFC 3339 strings of one format compare as times) */
+  a2a_lease *r = NULL;
+  OK(a2a_agent_renew_lease(alice, id, 3600, &r));
+  CHECK(str_is(r->id, id));
+  char *renewed = dup_str(r->expires_at);
+  CHECK(strcmp(renewed, expires) > 0);
+  free(renewed);
+  a2a_lease_free(r);
+
+  /* list: alice's lease, seen by bob (same context), and by path */
+  a2a_lease_list *list = NULL;
+  OK(a2a_agent_list_leases(bob, NULL, &list));
+  CHECK(list->leases_len == 1 && str_is(list->leases[0].id, id));
+  CHECK(str_is(list->leases[0].holder, "alice"));
+  a2a_lease_list_free(list);
+  OK(a2a_agent_list_leases(bob, "src/lexer.rs", &list));
+  CHECK(list->leases_len == 0 && list->leases == NULL);
+  a2a_lease_list_free(list);
+
+  pthread_mutex_lock(&w.mu);
+  CHECK(w.done == 0); /* still parked */
+  pthread_mutex_unlock(&w.mu);
+
+  OK(a2a_agent_release_lease(alice, id));
+  OK(a2a_agent_release_lease(alice, id)); /* idempotent for its holder */
+  struct timespec ts;
+  deadline_in(&ts, WAIT_SECONDS);
+  pthread_mutex_lock(&w.mu);
+  while (w.done < 1) {
+    if (pthread_cond_timedwait(&w.cv, &w.mu, &ts) == ETIMEDOUT) break;
+  }
+  CHECK(w.done == 1 && w.status == A2A_STATUS_OK);
+  CHECK(strcmp(w.holder, "bob") == 0 && !w.exclusive);
+  pthread_mutex_unlock(&w.mu);
+  free(w.holder);
+  pthread_mutex_destroy(&w.mu);
+  pthread_cond_destroy(&w.cv);
+
+  /* bad arguments: nothing sent, nothing written */
+  a2a_lease *none = NULL;
+  EXPECT(a2a_agent_acquire_lease(alice, NULL, 1, 60, true, NULL, 0, &none), A2A_STATUS_INVALID_ARGUMENT);
+  const char *with_null[] = {"a", NULL};
+  EXPECT(a2a_agent_acquire_lease(alice, with_null, 2, 60, true, NULL, 0, &none), A2A_STATUS_INVALID_ARGUMENT);
+  EXPECT(a2a_agent_acquire_lease(alice, mine, 2, 60, true, NULL, 0, NULL), A2A_STATUS_INVALID_ARGUMENT);
+  EXPECT(a2a_agent_acquire_lease_async(alice, mine, 2, 60, true, NULL, 0, NULL, NULL), A2A_STATUS_INVALID_ARGUMENT);
+  EXPECT(a2a_agent_release_lease(alice, NULL), A2A_STATUS_INVALID_ARGUMENT);
+  /* the broker's bounds: no path, a TTL of 0, a path climbing out */
+  EXPECT(a2a_agent_acquire_lease(alice, mine, 0, 60, true, NULL, 0, &none), A2A_STATUS_RPC);
+  CHECK(a2a_last_error_rpc_code() == -32602);
+  EXPECT(a2a_agent_acquire_lease(alice, mine, 2, 0, true, NULL, 0, &none), A2A_STATUS_RPC);
+  CHECK(a2a_last_error_rpc_code() == -32602);
+  const char *climbing[] = {"../etc/passwd"};
+  EXPECT(a2a_agent_acquire_lease(alice, climbing, 1, 60, true, NULL, 0, &none), A2A_STATUS_RPC);
+  CHECK(a2a_last_error_rpc_code() == -32602);
+  CHECK(none == NULL);
+  a2a_lease_free(NULL);
+  a2a_lease_list_free(NULL);
+
+  /* bob's shared lease is all that is left */
+  OK(a2a_agent_list_leases(alice, NULL, &list));
+  CHECK(list->leases_len == 1 && str_is(list->leases[0].holder, "bob"));
+  a2a_lease_list_free(list);
+
+  a2a_lease_free(l);
+  free(id);
+  free(expires);
+  a2a_agent_free(alice);
+  a2a_agent_free(bob);
+  a2a_client_free(c);
+  printf("leases: ok\n");
+}
+
 int main(int argc, char **argv) {
   if (argc != 3 && argc != 4) {
     fprintf(stderr, "usage: %s <socket> <secret> [NAME]\n", argv[0]);
@@ -780,6 +941,7 @@ int main(int argc, char **argv) {
   lifecycle();
   poll_loop();
   free_in_flight_thread_mode();
+  leases();
   if (g_name) connect_by_name();
   printf("a2a_test: all passed\n");
   return 0;

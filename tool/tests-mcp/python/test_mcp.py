@@ -15,7 +15,7 @@ import sys
 
 from mcp import Client, StdioServerParameters
 
-ACTIONS = ["discover", "send", "get", "wait", "complete", "cancel"]
+ACTIONS = ["discover", "send", "get", "wait", "complete", "cancel", "lease", "release"]
 
 
 def check(cond, what):
@@ -47,7 +47,7 @@ async def main(broker, socket):
         tools = (await planner.list_tools()).tools
         check([t.name for t in tools] == ["A2A"], "tools/list has the one tool A2A")
         tool = tools[0]
-        check(tool.input_schema["properties"]["action"]["enum"] == ACTIONS, "its input schema lists the six actions")
+        check(tool.input_schema["properties"]["action"]["enum"] == ACTIONS, "its input schema lists the eight actions")
         check(tool.input_schema["properties"]["timeoutSeconds"]["maximum"] == 120, "timeoutSeconds has maximum 120")
         check(tool.output_schema is not None and tool.output_schema["type"] == "object", "it declares an outputSchema")
         check("token" not in str(tool.input_schema).lower(), "no token in the schema")
