@@ -232,7 +232,7 @@ fn latency_lines(chart: &mut Chart<'_, '_>, rows: &[&Report], sizes: &[usize]) -
         let what = if jobs {
             "job events"
         } else {
-            "all events (claims too)"
+            "all events (claims too, with --workload claims)"
         };
         chart
             .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
