@@ -14,6 +14,7 @@ use a2a_gateway::tck;
 use axum::http::HeaderMap;
 use common::{message, sse_events, string, GatewayProc};
 use serde_json::{json, Value};
+use std::path::PathBuf;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -59,15 +60,16 @@ fn ids(list: &Value) -> Vec<String> {
         .collect()
 }
 
-async fn restart_changes_nothing(signal: &str) {
+/// A broker with the TCK agent and a sink that leaves its tasks to the
+/// test: the broker, its socket and secret, and the two agents.
+async fn broker_with_sink() -> (tck::BrokerChild, PathBuf, String, (Agent, Agent)) {
     let bin = a2a_testkit::bin::broker_bin().to_path_buf();
     let broker = tokio::task::spawn_blocking(move || tck::spawn_broker(&bin))
         .await
         .unwrap()
         .expect("broker starts");
     let (socket, secret) = (broker.socket.clone(), broker.secret.clone());
-    // The TCK agent, and a sink that leaves its tasks to the test.
-    let (_sut, sink): (Agent, Agent) = {
+    let agents = {
         let (socket, secret) = (socket.clone(), secret.clone());
         tokio::task::spawn_blocking(move || {
             let c = Client::connect(&socket, &secret).expect("connect");
@@ -80,6 +82,11 @@ async fn restart_changes_nothing(signal: &str) {
         .await
         .unwrap()
     };
+    (broker, socket, secret, agents)
+}
+
+async fn restart_changes_nothing(signal: &str) {
+    let (_broker, socket, secret, (_sut, sink)) = broker_with_sink().await;
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("gateway.db");
     let (hook, mut heard) = receiver().await;
@@ -236,23 +243,7 @@ async fn a_stopped_gateway_comes_back_with_every_task() {
 /// (the client subscribes again to the gateway started next).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_gateway_ends_its_open_streams_at_once() {
-    let bin = a2a_testkit::bin::broker_bin().to_path_buf();
-    let broker = tokio::task::spawn_blocking(move || tck::spawn_broker(&bin))
-        .await
-        .unwrap()
-        .expect("broker starts");
-    let (socket, secret) = (broker.socket.clone(), broker.secret.clone());
-    let _sink: Agent = {
-        let (socket, secret) = (socket.clone(), secret.clone());
-        tokio::task::spawn_blocking(move || {
-            let c = Client::connect(&socket, &secret).expect("connect");
-            tck::register_sut(&c).expect("sut");
-            c.register("sink-ctx", agent_card("sink"), Delivery::Push)
-                .expect("sink")
-        })
-        .await
-        .unwrap()
-    };
+    let (_broker, socket, secret, _agents) = broker_with_sink().await;
     let dir = tempfile::tempdir().unwrap();
     let g = GatewayProc::start(
         &socket,
