@@ -37,3 +37,18 @@ pub fn table_names(path: &Path) -> Vec<String> {
     let rows = st.query_map([], |r| r.get::<_, String>(0)).expect("query");
     rows.map(|r| r.expect("row")).collect()
 }
+
+/// The rows of a two-column query, as pairs (the test states the types).
+pub fn pairs<A, B>(c: &rusqlite::Connection, sql: &str) -> Vec<(A, B)>
+where
+    A: rusqlite::types::FromSql,
+    B: rusqlite::types::FromSql,
+{
+    let mut st = c
+        .prepare(sql)
+        .unwrap_or_else(|e| panic!("prepare {sql}: {e}"));
+    let rows = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap_or_else(|e| panic!("query {sql}: {e}"));
+    rows.map(|r| r.expect("row")).collect()
+}

@@ -392,13 +392,10 @@ fn deregistration_and_a_killed_holder_end_their_leases() {
     acquire(&mut b, &w, json!(["a/b", "b"]), true);
 
     let c = open_db(&db.path);
-    let ends: Vec<(String, String)> = c
-        .prepare("SELECT id, end_reason FROM a2a_ext_leases WHERE ended_at IS NOT NULL ORDER BY acquired_at")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let ends: Vec<(String, String)> = a2a_testkit::db::pairs(
+        &c,
+        "SELECT id, end_reason FROM a2a_ext_leases WHERE ended_at IS NOT NULL ORDER BY acquired_at",
+    );
     assert_eq!(
         ends,
         [

@@ -91,13 +91,8 @@ fn host_core_v11_database_is_migrated_keeping_its_tables() {
             ("s2".to_string(), "second".to_string(), 1_700_000_100)
         ]
     );
-    let settings: Vec<(String, String)> = c
-        .prepare("SELECT key, value FROM host_settings ORDER BY key")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let settings: Vec<(String, String)> =
+        a2a_testkit::db::pairs(&c, "SELECT key, value FROM host_settings ORDER BY key");
     assert_eq!(
         settings,
         [
