@@ -2,17 +2,16 @@
 //! `a2a-broker serve` over stdio, then read with `tasks list` (JSON, filters,
 //! paging) and `tasks show` (id prefixes, counts spelled right, errors).
 
-use a2a_testkit::raw::RawConn;
+#[path = "support/audit_view.rs"]
+mod audit_view;
+
 use a2a_testkit::TIMEOUT;
+use audit_view::{broker, json_lines, ok_stdout, serve_stdio};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::Instant;
-
-fn broker() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_a2a-broker"))
-}
 
 /// The tasks the database holds, as `(id, requester, worker, state)`.
 struct Made {
@@ -22,18 +21,7 @@ struct Made {
 /// Five tasks: a→b three times (one completed, one working), c→b once, b→a
 /// once; then the broker is stopped by closing its stdin.
 fn make_db(db: &Path) -> Made {
-    let mut child = broker()
-        .args(["serve", "--db"])
-        .arg(db)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn the broker");
-    let stdin = child.stdin.take().expect("stdin");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut c = RawConn::over(stdin, stdout);
-    c.ok("app.handshake", json!({"protocolVersion": 10}));
+    let (mut child, mut c) = serve_stdio(db);
     let (_, ta) = c.register("c1", "a");
     let (_, tb) = c.register("c1", "b");
     let (_, tc) = c.register("c2", "c");
@@ -78,22 +66,6 @@ fn run(db: &Path, args: &[&str]) -> Output {
     cmd.arg("tasks").arg(args[0]).arg("--db").arg(db);
     cmd.args(&args[1..]);
     cmd.stdin(Stdio::null()).output().expect("run tasks")
-}
-
-fn ok_stdout(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).expect("utf-8")
-}
-
-fn json_lines(out: &Output) -> Vec<Value> {
-    ok_stdout(out)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("each line is a JSON object"))
-        .collect()
 }
 
 fn ids(v: &[Value]) -> Vec<String> {

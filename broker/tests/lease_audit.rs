@@ -3,16 +3,15 @@
 //! held; filters; JSON and the table), then after it stopped (the held
 //! ones ended with their connection, their records kept).
 
-use a2a_testkit::raw::RawConn;
+#[path = "support/audit_view.rs"]
+mod audit_view;
+
 use a2a_testkit::TIMEOUT;
+use audit_view::{broker, json_lines, ok_stdout, serve_stdio};
 use serde_json::{json, Value};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::time::Instant;
-
-fn broker() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_a2a-broker"))
-}
 
 fn leases(db: &Path, args: &[&str]) -> Output {
     broker()
@@ -22,22 +21,6 @@ fn leases(db: &Path, args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .expect("run leases list")
-}
-
-fn ok_stdout(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).expect("utf-8")
-}
-
-fn json_lines(out: &Output) -> Vec<Value> {
-    ok_stdout(out)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("each line is a JSON object"))
-        .collect()
 }
 
 /// `(id, end)` of each line, newest first.
@@ -71,19 +54,7 @@ fn wait_exit(child: &mut Child) {
 fn leases_list_shows_who_held_what_when_and_how_it_ended() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("host.db");
-    let mut child = broker()
-        .args(["serve", "--db"])
-        .arg(&db)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn the broker");
-    let mut c = RawConn::over(
-        child.stdin.take().expect("stdin"),
-        child.stdout.take().expect("stdout"),
-    );
-    c.ok("app.handshake", json!({"protocolVersion": 10}));
+    let (mut child, mut c) = serve_stdio(&db);
     let (_, ta) = c.register("c1", "alice");
     let (_, tb) = c.register("c1", "bob");
     let (_, tc) = c.register("c2", "carol");
@@ -176,19 +147,7 @@ fn a_database_without_lease_records_lists_none() {
     // (made at open) but is empty; the view says so.
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("host.db");
-    let mut child = broker()
-        .args(["serve", "--db"])
-        .arg(&db)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn the broker");
-    let mut c = RawConn::over(
-        child.stdin.take().expect("stdin"),
-        child.stdout.take().expect("stdout"),
-    );
-    c.ok("app.handshake", json!({"protocolVersion": 10}));
+    let (mut child, c) = serve_stdio(&db);
     drop(c);
     wait_exit(&mut child);
     assert_eq!(
