@@ -5,7 +5,7 @@
 //! handler. With `ring` the connections ask for the shared-memory event
 //! ring (`ClientOptions::event_ring_bytes`), which the broker may decline.
 
-use crate::driver::{Done, Driver, Ev, EvKind, LeaseAnswer, Sink, SENT_KEY};
+use crate::driver::{Done, Driver, Ev, EvKind, LeaseAnswer, Sink, StatusTo, SENT_KEY};
 use a2a_client::proto::types::{Notification, StreamEvent};
 use a2a_client::{
     agent_card, message_to, task_message, text_artifact, A2aErrorCode, Agent, Client, ClientError,
@@ -218,15 +218,8 @@ impl Driver for BinaryDriver {
         }
     }
 
-    fn status(
-        &self,
-        slot: usize,
-        task: &str,
-        state: &'static str,
-        text: &str,
-        sent_ns: u64,
-        done: Done<()>,
-    ) {
+    fn status(&self, slot: usize, task: &str, to: StatusTo<'_>, sent_ns: u64, done: Done<()>) {
+        let StatusTo { state, text } = to;
         let Some(state) = State::parse(state) else {
             return done(Err(format!("unknown state {state}")));
         };

@@ -79,6 +79,14 @@ pub fn now_ns() -> u64 {
 /// The task states the open-task check asks the broker for.
 pub const OPEN_STATES: [&str; 4] = ["submitted", "working", "input-required", "auth-required"];
 
+/// A worker's status move ([`Driver::status`]): the state's wire name and
+/// the text of the message that goes with it.
+#[derive(Clone, Copy, Debug)]
+pub struct StatusTo<'a> {
+    pub state: &'static str,
+    pub text: &'a str,
+}
+
 /// A wire the generator can drive. Every method returns at once; `done`
 /// runs exactly once, on any thread (often a reader thread), or on the
 /// caller's when the submission itself fails.
@@ -95,15 +103,7 @@ pub trait Driver: Send + Sync {
     /// `a2a.message.send` on an existing task (the requester's answer).
     fn reply(&self, slot: usize, task: &str, text: &str, sent_ns: u64, done: Done<()>);
     /// `a2a.tasks.status` with a text message (the worker's).
-    fn status(
-        &self,
-        slot: usize,
-        task: &str,
-        state: &'static str,
-        text: &str,
-        sent_ns: u64,
-        done: Done<()>,
-    );
+    fn status(&self, slot: usize, task: &str, to: StatusTo<'_>, sent_ns: u64, done: Done<()>);
     /// `a2a.tasks.artifact` with a one-part text artifact.
     fn artifact(&self, slot: usize, task: &str, sent_ns: u64, done: Done<()>);
     /// How many of this agent's tasks are in `state` (`a2a.tasks.list`,

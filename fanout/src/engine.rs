@@ -36,7 +36,7 @@
 //! more peers than it allows is replaced by claims sent to
 //! [`NEIGHBOUR_CLAIMS`] neighbours, and the summary says so).
 
-use crate::driver::{now_ns, Done, Driver, Ev, EvKind, LeaseAnswer, OPEN_STATES};
+use crate::driver::{now_ns, Done, Driver, Ev, EvKind, LeaseAnswer, StatusTo, OPEN_STATES};
 use a2a_client::proto::limits::{A2A_MAX_SENDS_PER_RUN, A2A_MAX_TASKS_PER_CONTEXT};
 use parking_lot::{Condvar, Mutex, RwLock};
 use serde::{Deserialize, Serialize};
@@ -1001,8 +1001,10 @@ impl Engine {
                     d.status(
                         slot,
                         task,
-                        "completed",
-                        CLAIM_ACK,
+                        StatusTo {
+                            state: "completed",
+                            text: CLAIM_ACK,
+                        },
                         now_ns(),
                         self.check("ack claim"),
                     );
@@ -1011,8 +1013,10 @@ impl Engine {
                     d.status(
                         slot,
                         task,
-                        "input-required",
-                        "which branch?",
+                        StatusTo {
+                            state: "input-required",
+                            text: "which branch?",
+                        },
                         now_ns(),
                         self.check("ask for input"),
                     );
@@ -1031,8 +1035,10 @@ impl Engine {
                             Ok(()) => me.driver().status(
                                 slot,
                                 &t,
-                                "completed",
-                                "done",
+                                StatusTo {
+                                    state: "completed",
+                                    text: "done",
+                                },
                                 now_ns(),
                                 me.check("complete"),
                             ),
@@ -1167,7 +1173,7 @@ mod tests {
         fn reply(&self, _: usize, _: &str, _: &str, _: u64, done: Done<()>) {
             done(Ok(()))
         }
-        fn status(&self, _: usize, _: &str, _: &'static str, _: &str, _: u64, done: Done<()>) {
+        fn status(&self, _: usize, _: &str, _: StatusTo<'_>, _: u64, done: Done<()>) {
             done(Ok(()))
         }
         fn artifact(&self, _: usize, _: &str, _: u64, done: Done<()>) {

@@ -5,7 +5,7 @@
 //! thread that completes calls by `id` and hands notifications to the sink,
 //! routed by `recipient`.
 
-use crate::driver::{Done, Driver, Ev, EvKind, LeaseAnswer, Sink, SENT_KEY};
+use crate::driver::{Done, Driver, Ev, EvKind, LeaseAnswer, Sink, StatusTo, SENT_KEY};
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -359,15 +359,8 @@ impl Driver for NdjsonDriver {
         );
     }
 
-    fn status(
-        &self,
-        slot: usize,
-        task: &str,
-        state: &'static str,
-        text: &str,
-        sent_ns: u64,
-        done: Done<()>,
-    ) {
+    fn status(&self, slot: usize, task: &str, to: StatusTo<'_>, sent_ns: u64, done: Done<()>) {
+        let StatusTo { state, text } = to;
         self.call(
             slot,
             "a2a.tasks.status",
