@@ -100,8 +100,37 @@ pub fn overlaps(a: &str, b: &str) -> bool {
     }
     let a: Vec<&str> = a.split('/').collect();
     let b: Vec<&str> = b.split('/').collect();
-    // ok[i][j]: could the segments a[i..] and b[j..] match one path's tail?
-    // Filled from the ends backwards, so each cell reads cells already set.
+    // A `**` segment matches any run of whole segments.
+    both_match(
+        &a,
+        &b,
+        |s| *s == ANY_SEGMENTS,
+        |x, y| segments_overlap(x, y),
+    )
+}
+
+/// Could one non-empty segment match both segment patterns (`*` any run)?
+fn segments_overlap(p: &str, q: &str) -> bool {
+    if !p.contains('*') && !q.contains('*') {
+        return p == q;
+    }
+    // Both patterns are non-empty segments: if they share only the empty
+    // string they are made of stars alone, and then share every string.
+    both_match(p.as_bytes(), q.as_bytes(), |c| *c == b'*', |x, y| x == y)
+}
+
+/// Could one concrete sequence match both pattern sequences, where `any`
+/// says an element matches any run of elements (none included) and `meet`
+/// whether two other elements can match one concrete element? The same
+/// table serves paths (segments, `**`) and segments (bytes, `*`).
+fn both_match<T>(
+    a: &[T],
+    b: &[T],
+    any: impl Fn(&T) -> bool,
+    meet: impl Fn(&T, &T) -> bool,
+) -> bool {
+    // ok[i][j]: could a[i..] and b[j..] match one sequence's tail? Filled
+    // from the ends backwards, so each cell reads cells already set.
     let (n, m) = (a.len(), b.len());
     let w = m + 1;
     let mut ok = vec![false; (n + 1) * w];
@@ -111,50 +140,19 @@ pub fn overlaps(a: &str, b: &str) -> bool {
             if i == n && j == m {
                 continue;
             }
-            let any_a = i < n && a[i] == ANY_SEGMENTS;
-            let any_b = j < m && b[j] == ANY_SEGMENTS;
+            let any_a = i < n && any(&a[i]);
+            let any_b = j < m && any(&b[j]);
             ok[i * w + j] = if any_a || any_b {
-                // A `**` matches no segment (skip it), or takes the other
-                // side's next segment (whatever concrete segment that
-                // segment matches) and stays.
+                // A wildcard matches nothing (skip it), or takes the other
+                // side's next element (whatever concrete element that one
+                // matches) and stays.
                 (any_a && (ok[(i + 1) * w + j] || (j < m && ok[i * w + j + 1])))
                     || (any_b && (ok[i * w + j + 1] || (i < n && ok[(i + 1) * w + j])))
             } else {
-                i < n && j < m && segments_overlap(a[i], b[j]) && ok[(i + 1) * w + j + 1]
+                i < n && j < m && meet(&a[i], &b[j]) && ok[(i + 1) * w + j + 1]
             };
         }
     }
-    ok[0]
-}
-
-/// Could one non-empty segment match both segment patterns (`*` any run)?
-fn segments_overlap(p: &str, q: &str) -> bool {
-    if !p.contains('*') && !q.contains('*') {
-        return p == q;
-    }
-    let p = p.as_bytes();
-    let q = q.as_bytes();
-    let (n, m) = (p.len(), q.len());
-    let w = m + 1;
-    let mut ok = vec![false; (n + 1) * w];
-    ok[n * w + m] = true;
-    for i in (0..=n).rev() {
-        for j in (0..=m).rev() {
-            if i == n && j == m {
-                continue;
-            }
-            let star_p = i < n && p[i] == b'*';
-            let star_q = j < m && q[j] == b'*';
-            ok[i * w + j] = if star_p || star_q {
-                (star_p && (ok[(i + 1) * w + j] || (j < m && ok[i * w + j + 1])))
-                    || (star_q && (ok[i * w + j + 1] || (i < n && ok[(i + 1) * w + j])))
-            } else {
-                i < n && j < m && p[i] == q[j] && ok[(i + 1) * w + j + 1]
-            };
-        }
-    }
-    // Both patterns are non-empty segments: if they share only the empty
-    // string they are made of stars alone, and then share every string.
     ok[0]
 }
 
