@@ -5,7 +5,7 @@
 //! handler. With `ring` the connections ask for the shared-memory event
 //! ring (`ClientOptions::event_ring_bytes`), which the broker may decline.
 
-use crate::driver::{Done, Driver, Ev, EvKind, LeaseAnswer, Sink, StatusTo, SENT_KEY};
+use crate::driver::{Done, Driver, Ev, EvKind, LeaseAnswer, LeaseAsk, Sink, StatusTo, SENT_KEY};
 use a2a_client::proto::types::{Notification, StreamEvent};
 use a2a_client::{
     agent_card, message_to, task_message, text_artifact, A2aErrorCode, Agent, Client, ClientError,
@@ -246,14 +246,12 @@ impl Driver for BinaryDriver {
         }
     }
 
-    fn acquire_lease(
-        &self,
-        slot: usize,
-        paths: &[String],
-        ttl_seconds: u64,
-        wait_seconds: Option<u64>,
-        done: Done<LeaseAnswer>,
-    ) {
+    fn acquire_lease(&self, slot: usize, ask: LeaseAsk<'_>, done: Done<LeaseAnswer>) {
+        let LeaseAsk {
+            paths,
+            ttl_seconds,
+            wait_seconds,
+        } = ask;
         let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
         let submitted = match self.agent(slot) {
             Ok(a) => a.acquire_lease_async(&paths, ttl_seconds, true, None, wait_seconds),

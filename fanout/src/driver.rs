@@ -79,6 +79,15 @@ pub fn now_ns() -> u64 {
 /// The task states the open-task check asks the broker for.
 pub const OPEN_STATES: [&str; 4] = ["submitted", "working", "input-required", "auth-required"];
 
+/// An exclusive lease asked for ([`Driver::acquire_lease`]): its paths,
+/// time to live, and how long to wait for a conflict to clear.
+#[derive(Clone, Copy, Debug)]
+pub struct LeaseAsk<'a> {
+    pub paths: &'a [String],
+    pub ttl_seconds: u64,
+    pub wait_seconds: Option<u64>,
+}
+
 /// A worker's status move ([`Driver::status`]): the state's wire name and
 /// the text of the message that goes with it.
 #[derive(Clone, Copy, Debug)]
@@ -111,14 +120,7 @@ pub trait Driver: Send + Sync {
     fn count_tasks(&self, slot: usize, state: &'static str, done: Done<u64>);
     /// `a2a.leases.acquire` of exclusive leases on `paths` (parked up to
     /// `wait_seconds` when given); a conflict is an answer, not an error.
-    fn acquire_lease(
-        &self,
-        slot: usize,
-        paths: &[String],
-        ttl_seconds: u64,
-        wait_seconds: Option<u64>,
-        done: Done<LeaseAnswer>,
-    );
+    fn acquire_lease(&self, slot: usize, ask: LeaseAsk<'_>, done: Done<LeaseAnswer>);
     /// `a2a.leases.release`.
     fn release_lease(&self, slot: usize, lease_id: &str, done: Done<()>);
     /// Did every connection get the shared-memory event ring it asked for?

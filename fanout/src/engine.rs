@@ -36,7 +36,9 @@
 //! more peers than it allows is replaced by claims sent to
 //! [`NEIGHBOUR_CLAIMS`] neighbours, and the summary says so).
 
-use crate::driver::{now_ns, Done, Driver, Ev, EvKind, LeaseAnswer, StatusTo, OPEN_STATES};
+use crate::driver::{
+    now_ns, Done, Driver, Ev, EvKind, LeaseAnswer, LeaseAsk, StatusTo, OPEN_STATES,
+};
 use a2a_client::proto::limits::{A2A_MAX_SENDS_PER_RUN, A2A_MAX_TASKS_PER_CONTEXT};
 use parking_lot::{Condvar, Mutex, RwLock};
 use serde::{Deserialize, Serialize};
@@ -721,9 +723,11 @@ impl Engine {
         let me = self.clone();
         self.driver().acquire_lease(
             slot,
-            &paths.clone(),
-            LEASE_TTL_SECONDS,
-            wait,
+            LeaseAsk {
+                paths: &paths.clone(),
+                ttl_seconds: LEASE_TTL_SECONDS,
+                wait_seconds: wait,
+            },
             Box::new(move |r| match r {
                 Ok(LeaseAnswer::Granted { id }) => {
                     let from_ns = now_ns();
@@ -1182,14 +1186,7 @@ mod tests {
         fn count_tasks(&self, _: usize, _: &'static str, done: Done<u64>) {
             done(Ok(0))
         }
-        fn acquire_lease(
-            &self,
-            _: usize,
-            _: &[String],
-            _: u64,
-            _: Option<u64>,
-            done: Done<LeaseAnswer>,
-        ) {
+        fn acquire_lease(&self, _: usize, _: LeaseAsk<'_>, done: Done<LeaseAnswer>) {
             done(Ok(LeaseAnswer::Granted { id: "l".into() }))
         }
         fn release_lease(&self, _: usize, _: &str, done: Done<()>) {

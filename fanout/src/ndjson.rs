@@ -5,7 +5,7 @@
 //! thread that completes calls by `id` and hands notifications to the sink,
 //! routed by `recipient`.
 
-use crate::driver::{Done, Driver, Ev, EvKind, LeaseAnswer, Sink, StatusTo, SENT_KEY};
+use crate::driver::{Done, Driver, Ev, EvKind, LeaseAnswer, LeaseAsk, Sink, StatusTo, SENT_KEY};
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -393,14 +393,12 @@ impl Driver for NdjsonDriver {
         );
     }
 
-    fn acquire_lease(
-        &self,
-        slot: usize,
-        paths: &[String],
-        ttl_seconds: u64,
-        wait_seconds: Option<u64>,
-        done: Done<LeaseAnswer>,
-    ) {
+    fn acquire_lease(&self, slot: usize, ask: LeaseAsk<'_>, done: Done<LeaseAnswer>) {
+        let LeaseAsk {
+            paths,
+            ttl_seconds,
+            wait_seconds,
+        } = ask;
         let mut params = json!({"paths": paths, "ttlSeconds": ttl_seconds});
         if let Some(w) = wait_seconds {
             params["waitSeconds"] = json!(w);
