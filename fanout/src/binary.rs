@@ -247,14 +247,9 @@ impl Driver for BinaryDriver {
     }
 
     fn acquire_lease(&self, slot: usize, ask: LeaseAsk<'_>, done: Done<LeaseAnswer>) {
-        let LeaseAsk {
-            paths,
-            ttl_seconds,
-            wait_seconds,
-        } = ask;
-        let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let paths: Vec<&str> = ask.paths.iter().map(String::as_str).collect();
         let submitted = match self.agent(slot) {
-            Ok(a) => a.acquire_lease_async(&paths, ttl_seconds, true, None, wait_seconds),
+            Ok(a) => a.acquire_lease_async(&paths, ask.ttl_seconds, true, None, ask.wait_seconds),
             Err(e) => return done(Err(e)),
         };
         match submitted {

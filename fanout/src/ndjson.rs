@@ -394,13 +394,8 @@ impl Driver for NdjsonDriver {
     }
 
     fn acquire_lease(&self, slot: usize, ask: LeaseAsk<'_>, done: Done<LeaseAnswer>) {
-        let LeaseAsk {
-            paths,
-            ttl_seconds,
-            wait_seconds,
-        } = ask;
-        let mut params = json!({"paths": paths, "ttlSeconds": ttl_seconds});
-        if let Some(w) = wait_seconds {
+        let mut params = json!({"paths": ask.paths, "ttlSeconds": ask.ttl_seconds});
+        if let Some(w) = ask.wait_seconds {
             params["waitSeconds"] = json!(w);
         }
         self.call(
