@@ -945,34 +945,38 @@ impl Engine {
         self.start_next(k);
     }
 
+    /// Counts `ev` against its connection's order (sequence gaps, events
+    /// out of order, duplicates); the delegate the connection belongs to.
+    fn note_order(&self, s: &Mutex<SlotState>, ev: &Ev) -> usize {
+        let mut s = s.lock();
+        if let Some(seq) = ev.seq {
+            match s.last_seq {
+                None if seq != 1 => {
+                    self.c.gaps.fetch_add(1, Ordering::Relaxed);
+                }
+                Some(l) if seq <= l => {
+                    self.c.out_of_order.fetch_add(1, Ordering::Relaxed);
+                }
+                Some(l) if seq > l + 1 => {
+                    self.c.gaps.fetch_add(1, Ordering::Relaxed);
+                }
+                _ => {}
+            }
+            s.last_seq = Some(s.last_seq.map_or(seq, |l| l.max(seq)));
+        }
+        if ev.version > 0 && !s.seen.insert((ev.task_id.clone(), ev.version)) {
+            self.c.duplicates.fetch_add(1, Ordering::Relaxed);
+        }
+        s.del
+    }
+
     fn on_event(self: &Arc<Self>, slot: usize, ev: Ev) {
         let now = now_ns();
         let Some(s) = self.slot(slot) else {
             self.c.unexpected.fetch_add(1, Ordering::Relaxed);
             return;
         };
-        let k = {
-            let mut s = s.lock();
-            if let Some(seq) = ev.seq {
-                match s.last_seq {
-                    None if seq != 1 => {
-                        self.c.gaps.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Some(l) if seq <= l => {
-                        self.c.out_of_order.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Some(l) if seq > l + 1 => {
-                        self.c.gaps.fetch_add(1, Ordering::Relaxed);
-                    }
-                    _ => {}
-                }
-                s.last_seq = Some(s.last_seq.map_or(seq, |l| l.max(seq)));
-            }
-            if ev.version > 0 && !s.seen.insert((ev.task_id.clone(), ev.version)) {
-                self.c.duplicates.fetch_add(1, Ordering::Relaxed);
-            }
-            s.del
-        };
+        let k = self.note_order(&s, &ev);
         if ev.kind == EvKind::LeaseReleased {
             self.c.lease_events.fetch_add(1, Ordering::Relaxed);
         } else {

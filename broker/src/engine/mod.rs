@@ -387,32 +387,17 @@ impl Engine {
                 Command::Shutdown(tx) => shutdown = Some(tx),
             }
         }
-        if needs_tx && began.is_ok() {
-            use std::sync::atomic::Ordering::Relaxed;
-            self.shared.stats.commits.fetch_add(1, Relaxed);
-            self.shared
-                .stats
-                .calls
-                .fetch_add(done.len() as u64, Relaxed);
-            if let Err(e) = self.sql("COMMIT") {
-                let _ = self.sql("ROLLBACK");
-                self.restore(undo);
-                let err = crate::store::commit_error(&e);
-                // The file guard's refusal is reported on exit, at every level.
-                if matches!(&e, rusqlite::Error::SqliteFailure(f, _)
-                    if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_COMMITHOOK)
-                {
-                    tracing::info!(
-                        calls = done.len(),
-                        "commit refused: the database file is gone"
-                    );
-                } else {
-                    tracing::warn!(calls = done.len(), error = %e, "commit failed; the batch's calls are refused");
+        let undo = if needs_tx && began.is_ok() {
+            match self.commit_batch(done.len(), undo) {
+                Ok(undo) => undo,
+                Err(err) => {
+                    self.refuse_batch(done, &err, expired, closed);
+                    return shutdown;
                 }
-                self.refuse_batch(done, &err, expired, closed);
-                return shutdown;
             }
-        }
+        } else {
+            undo
+        };
         self.publish(&undo);
         self.commit_registry(&undo);
         // Every call's events first, each event ring published once, then
@@ -451,6 +436,29 @@ impl Engine {
             }
         }
         shutdown
+    }
+
+    /// Commits the batch's transaction of `calls` calls. If the commit
+    /// fails: rolled back, the caches restored, and the error to refuse
+    /// the calls with.
+    fn commit_batch(&mut self, calls: usize, undo: Undo) -> Result<Undo, RpcError> {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.shared.stats.commits.fetch_add(1, Relaxed);
+        self.shared.stats.calls.fetch_add(calls as u64, Relaxed);
+        let Err(e) = self.sql("COMMIT") else {
+            return Ok(undo);
+        };
+        let _ = self.sql("ROLLBACK");
+        self.restore(undo);
+        // The file guard's refusal is reported on exit, at every level.
+        if matches!(&e, rusqlite::Error::SqliteFailure(f, _)
+            if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_COMMITHOOK)
+        {
+            tracing::info!(calls, "commit refused: the database file is gone");
+        } else {
+            tracing::warn!(calls, error = %e, "commit failed; the batch's calls are refused");
+        }
+        Err(crate::store::commit_error(&e))
     }
 
     /// Answers the calls of a batch that was rolled back with `err`, then
