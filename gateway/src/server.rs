@@ -226,20 +226,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         .clone()
         .unwrap_or_else(|| format!("http://{addr}"));
     let pusher = Pusher::new(opts.webhooks.clone(), store.clone());
-    let caps = crate::v1::AgentCapabilities {
-        streaming: opts.streaming,
-        push_notifications: pusher.enabled(),
-        extended_agent_card: opts.extended_card,
-        extensions: opts
-            .required_extensions
-            .iter()
-            .map(|uri| crate::v1::AgentExtension {
-                uri: uri.clone(),
-                description: None,
-                required: true,
-            })
-            .collect(),
-    };
+    let caps = capabilities(&opts, pusher.enabled());
     let cards = Cards::new(&exposed, &public_url, &caps, !opts.tokens.is_empty());
     let core = Arc::new(Core::new(
         connect,
@@ -302,6 +289,24 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         join,
         sweeper,
     })
+}
+
+/// The capabilities every exposed agent's card states.
+fn capabilities(opts: &ServeOptions, push: bool) -> crate::v1::AgentCapabilities {
+    crate::v1::AgentCapabilities {
+        streaming: opts.streaming,
+        push_notifications: push,
+        extended_agent_card: opts.extended_card,
+        extensions: opts
+            .required_extensions
+            .iter()
+            .map(|uri| crate::v1::AgentExtension {
+                uri: uri.clone(),
+                description: None,
+                required: true,
+            })
+            .collect(),
+    }
 }
 
 /// How often to look for idle contexts: a short idle time (tests) is

@@ -6,7 +6,7 @@ use crate::args::{self, Action};
 use crate::error::ToolError;
 use crate::render::{self, nearest, peer_text, UNTRUSTED_NOTE};
 use crate::DEFAULT_TURN_CAP;
-use a2a_client::proto::types::{AgentKind, StreamEvent};
+use a2a_client::proto::types::{AgentKind, LeaseReleasedParams, StreamEvent};
 use a2a_client::{
     agent_card, task_message, A2aErrorCode, Agent, AgentCard, Artifact, Client, ClientError,
     Delivery, Event, Message, Part, State, Task, TaskQuery,
@@ -595,28 +595,7 @@ impl Session {
             },
             Event::Push(_) => Described::Ignored,
             Event::Lagged(l) => Described::Dropped(l.dropped),
-            Event::LeaseReleased(p) => {
-                let l = &p.lease;
-                let paths = render::list(&l.paths);
-                Described::Update {
-                    text: format!(
-                        "The lease of {} on {paths} ended ({}): you may lease those files now.",
-                        l.holder,
-                        p.reason.as_str()
-                    ),
-                    next: format!(
-                        "lease them (action lease, paths {}) before you edit them, if you still need to.",
-                        serde_json::to_string(&l.paths).unwrap_or_default()
-                    ),
-                    value: json!({
-                        "leaseId": l.id,
-                        "paths": l.paths,
-                        "holder": l.holder,
-                        "state": format!("lease-{}", p.reason.as_str()),
-                    }),
-                    quotes: false,
-                }
-            }
+            Event::LeaseReleased(p) => describe_lease_end(p),
         }
     }
 
@@ -1120,4 +1099,29 @@ fn parts_text(parts: &[Part]) -> String {
 
 fn artifact_name(a: &Artifact) -> String {
     a.name.clone().unwrap_or_else(|| a.artifact_id.clone())
+}
+
+/// A lease another agent held (one this agent was refused or waited on)
+/// ended, as a model reads it.
+fn describe_lease_end(p: &LeaseReleasedParams) -> Described {
+    let l = &p.lease;
+    let paths = render::list(&l.paths);
+    Described::Update {
+        text: format!(
+            "The lease of {} on {paths} ended ({}): you may lease those files now.",
+            l.holder,
+            p.reason.as_str()
+        ),
+        next: format!(
+            "lease them (action lease, paths {}) before you edit them, if you still need to.",
+            serde_json::to_string(&l.paths).unwrap_or_default()
+        ),
+        value: json!({
+            "leaseId": l.id,
+            "paths": l.paths,
+            "holder": l.holder,
+            "state": format!("lease-{}", p.reason.as_str()),
+        }),
+        quotes: false,
+    }
 }
