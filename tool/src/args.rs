@@ -137,72 +137,12 @@ pub fn parse(args: &Value) -> Result<Action, ToolError> {
         "wait" => Ok(Action::Wait {
             timeout_seconds: timeout(obj)?,
         }),
-        "complete" => {
-            let task_id = need_task(task_id, "complete")?;
-            let state = match string(obj, "state")? {
-                None => State::Completed,
-                Some(s) if COMPLETE_STATES.contains(&s.as_str()) => {
-                    State::parse(&s).expect("the listed states parse")
-                }
-                Some(s) => {
-                    return Err(ToolError::new(
-                        "bad-state",
-                        format!(
-                            "complete cannot set state `{s}`. Use one of: {} (completed is the default).",
-                            COMPLETE_STATES.join(", ")
-                        ),
-                    ))
-                }
-            };
-            let text = text.ok_or_else(|| {
-                ToolError::new(
-                    "missing-text",
-                    "complete needs `text`: your result, your question (state input-required), or why the task failed or is rejected.".to_string(),
-                )
-            })?;
-            let artifact = match (string(obj, "artifact")?, string(obj, "artifactName")?) {
-                (Some(body), name) => Some((name.unwrap_or_else(|| "result".into()), body)),
-                (None, Some(_)) => {
-                    return Err(ToolError::new(
-                        "missing-artifact",
-                        "`artifactName` names an artifact: give its text in `artifact` too."
-                            .to_string(),
-                    ))
-                }
-                (None, None) => None,
-            };
-            Ok(Action::Complete {
-                task_id,
-                state,
-                text,
-                artifact,
-            })
-        }
+        "complete" => complete(obj, text, task_id),
         "cancel" => Ok(Action::Cancel {
             task_id: need_task(task_id, "cancel")?,
             text,
         }),
-        "lease" => Ok(Action::Lease {
-            paths: paths(obj)?,
-            ttl_seconds: ttl(obj)?,
-            exclusive: match obj.get("exclusive") {
-                None | Some(Value::Null) => true,
-                Some(Value::Bool(b)) => *b,
-                Some(_) => {
-                    return Err(ToolError::new(
-                        "bad-arguments",
-                        "`exclusive` must be true (the default: nobody else may lease these paths) or false (a shared lease, for reading).".to_string(),
-                    ))
-                }
-            },
-            reason: text,
-            // A lease does not wait unless asked to.
-            wait_seconds: if obj.get("timeoutSeconds").is_some_and(|v| !v.is_null()) {
-                timeout(obj)?
-            } else {
-                0
-            },
-        }),
+        "lease" => lease(obj, text),
         "release" => Ok(Action::Release {
             lease_id: string(obj, "leaseId")?.ok_or_else(|| {
                 ToolError::new(
@@ -211,29 +151,107 @@ pub fn parse(args: &Value) -> Result<Action, ToolError> {
                 )
             })?,
         }),
-        other => Err(ToolError::new(
-            "unknown-action",
-            format!(
-                "There is no action `{other}`. The actions are: {}.{}",
-                ACTIONS.join(", "),
-                match other {
-                    "delegate" | "ask" | "message" | "reply" | "answer" => {
-                        " To give a peer work or answer on a task, use send."
-                    }
-                    "list" | "peers" | "agents" => " To list peers, use discover.",
-                    "finish" | "done" | "respond" => {
-                        " To finish a task you serve, use complete."
-                    }
-                    "status" | "read" => " To read a task, use get.",
-                    "lock" | "claim" | "reserve" | "acquire" => {
-                        " To reserve files before you edit them, use lease."
-                    }
-                    "unlock" | "unclaim" | "free" => " To give up a lease, use release.",
-                    _ => "",
-                }
-            ),
-        )),
+        other => Err(unknown_action(other)),
     }
+}
+
+/// `complete`: the state (completed unless one of the others is named),
+/// the text, and an artifact if one is given.
+fn complete(
+    obj: &Map<String, Value>,
+    text: Option<String>,
+    task_id: Option<String>,
+) -> Result<Action, ToolError> {
+    let task_id = need_task(task_id, "complete")?;
+    let state = match string(obj, "state")? {
+        None => State::Completed,
+        Some(s) if COMPLETE_STATES.contains(&s.as_str()) => {
+            State::parse(&s).expect("the listed states parse")
+        }
+        Some(s) => {
+            return Err(ToolError::new(
+                "bad-state",
+                format!(
+                    "complete cannot set state `{s}`. Use one of: {} (completed is the default).",
+                    COMPLETE_STATES.join(", ")
+                ),
+            ))
+        }
+    };
+    let text = text.ok_or_else(|| {
+        ToolError::new(
+            "missing-text",
+            "complete needs `text`: your result, your question (state input-required), or why the task failed or is rejected.".to_string(),
+        )
+    })?;
+    let artifact = match (string(obj, "artifact")?, string(obj, "artifactName")?) {
+        (Some(body), name) => Some((name.unwrap_or_else(|| "result".into()), body)),
+        (None, Some(_)) => {
+            return Err(ToolError::new(
+                "missing-artifact",
+                "`artifactName` names an artifact: give its text in `artifact` too.".to_string(),
+            ))
+        }
+        (None, None) => None,
+    };
+    Ok(Action::Complete {
+        task_id,
+        state,
+        text,
+        artifact,
+    })
+}
+
+/// `lease`: the paths, their time to live, exclusive unless said, the
+/// reason, and how long to wait for a conflict (none unless asked).
+fn lease(obj: &Map<String, Value>, text: Option<String>) -> Result<Action, ToolError> {
+    Ok(Action::Lease {
+        paths: paths(obj)?,
+        ttl_seconds: ttl(obj)?,
+        exclusive: match obj.get("exclusive") {
+            None | Some(Value::Null) => true,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                return Err(ToolError::new(
+                    "bad-arguments",
+                    "`exclusive` must be true (the default: nobody else may lease these paths) or false (a shared lease, for reading).".to_string(),
+                ))
+            }
+        },
+        reason: text,
+        // A lease does not wait unless asked to.
+        wait_seconds: if obj.get("timeoutSeconds").is_some_and(|v| !v.is_null()) {
+            timeout(obj)?
+        } else {
+            0
+        },
+    })
+}
+
+/// An action that does not exist, with the one meant where it is guessable.
+fn unknown_action(other: &str) -> ToolError {
+    ToolError::new(
+        "unknown-action",
+        format!(
+            "There is no action `{other}`. The actions are: {}.{}",
+            ACTIONS.join(", "),
+            match other {
+                "delegate" | "ask" | "message" | "reply" | "answer" => {
+                    " To give a peer work or answer on a task, use send."
+                }
+                "list" | "peers" | "agents" => " To list peers, use discover.",
+                "finish" | "done" | "respond" => {
+                    " To finish a task you serve, use complete."
+                }
+                "status" | "read" => " To read a task, use get.",
+                "lock" | "claim" | "reserve" | "acquire" => {
+                    " To reserve files before you edit them, use lease."
+                }
+                "unlock" | "unclaim" | "free" => " To give up a lease, use release.",
+                _ => "",
+            }
+        ),
+    )
 }
 
 fn not_a_string(field: &str) -> ToolError {
