@@ -517,6 +517,94 @@ enum Msg {
     Gone(usize, String),
 }
 
+/// The delegates one worker process runs: its index, the first
+/// delegate's number and how many.
+#[derive(Clone, Copy)]
+struct Span {
+    index: usize,
+    first: usize,
+    count: usize,
+}
+
+/// Starts the worker process for `span`, and the thread that reads its
+/// progress, its end of requests and its tally into `tx`.
+fn spawn_worker(
+    cfg: &Config,
+    target: &Target,
+    socket: &std::path::Path,
+    exe: &std::path::Path,
+    span: Span,
+    tx: mpsc::Sender<Msg>,
+    progress_of: Arc<Vec<(AtomicU64, AtomicU64)>>,
+) -> Result<Child, FanoutError> {
+    let mut cmd = Command::new(exe);
+    cmd.arg("worker")
+        .arg("--socket")
+        .arg(socket)
+        .arg("--transport")
+        .arg(cfg.transport.name())
+        .arg("--delegates")
+        .arg(cfg.delegates.to_string())
+        .arg("--first")
+        .arg(span.first.to_string())
+        .arg("--count")
+        .arg(span.count.to_string())
+        .arg("--window")
+        .arg(cfg.window.to_string())
+        .arg("--connections")
+        .arg(cfg.connections.to_string())
+        .arg("--timeout")
+        .arg(cfg.timeout.as_secs().to_string())
+        .arg("--workload")
+        .arg(cfg.workload.name())
+        .env(SECRET_ENV, &target.secret)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    if let Some(t) = cfg.tasks {
+        cmd.arg("--tasks").arg(t.to_string());
+    }
+    if let Some(s) = cfg.seconds {
+        cmd.arg("--seconds").arg(s.to_string());
+    }
+    let mut proc = cmd.spawn()?;
+    let stdout = proc
+        .stdout
+        .take()
+        .ok_or_else(|| FanoutError::Worker("no stdout".into()))?;
+    let prog = progress_of;
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if let Some(p) = v.get("progress") {
+                prog[span.index]
+                    .0
+                    .store(p[0].as_u64().unwrap_or(0), Ordering::Relaxed);
+                prog[span.index]
+                    .1
+                    .store(p[1].as_u64().unwrap_or(0), Ordering::Relaxed);
+            } else if v.get("requestsDone").is_some() {
+                let _ = tx.send(Msg::Done);
+            } else if let Some(t) = v.get("tally") {
+                let msg = match serde_json::from_value::<Tally>(t.clone()) {
+                    Ok(t) => Msg::Tally(Box::new(t)),
+                    Err(e) => Msg::Gone(span.index, format!("bad tally: {e}")),
+                };
+                let _ = tx.send(msg);
+                return;
+            }
+        }
+        let _ = tx.send(Msg::Gone(span.index, "exited without a tally".into()));
+    });
+    Ok(Child {
+        pid: proc.id().to_string(),
+        stdin: proc.stdin.take(),
+        proc,
+    })
+}
+
 fn run_processes(
     cfg: &Config,
     target: &Target,
@@ -541,74 +629,21 @@ fn run_processes(
     let mut first = 0;
     for i in 0..processes {
         let count = per + usize::from(i < extra);
-        let mut cmd = Command::new(&exe);
-        cmd.arg("worker")
-            .arg("--socket")
-            .arg(&socket)
-            .arg("--transport")
-            .arg(cfg.transport.name())
-            .arg("--delegates")
-            .arg(cfg.delegates.to_string())
-            .arg("--first")
-            .arg(first.to_string())
-            .arg("--count")
-            .arg(count.to_string())
-            .arg("--window")
-            .arg(cfg.window.to_string())
-            .arg("--connections")
-            .arg(cfg.connections.to_string())
-            .arg("--timeout")
-            .arg(cfg.timeout.as_secs().to_string())
-            .arg("--workload")
-            .arg(cfg.workload.name())
-            .env(SECRET_ENV, &target.secret)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        if let Some(t) = cfg.tasks {
-            cmd.arg("--tasks").arg(t.to_string());
-        }
-        if let Some(s) = cfg.seconds {
-            cmd.arg("--seconds").arg(s.to_string());
-        }
+        let span = Span {
+            index: i,
+            first,
+            count,
+        };
+        children.push(spawn_worker(
+            cfg,
+            target,
+            &socket,
+            &exe,
+            span,
+            tx.clone(),
+            progress_of.clone(),
+        )?);
         first += count;
-        let mut proc = cmd.spawn()?;
-        let stdout = proc
-            .stdout
-            .take()
-            .ok_or_else(|| FanoutError::Worker("no stdout".into()))?;
-        let tx = tx.clone();
-        let prog = progress_of.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                    continue;
-                };
-                if let Some(p) = v.get("progress") {
-                    prog[i]
-                        .0
-                        .store(p[0].as_u64().unwrap_or(0), Ordering::Relaxed);
-                    prog[i]
-                        .1
-                        .store(p[1].as_u64().unwrap_or(0), Ordering::Relaxed);
-                } else if v.get("requestsDone").is_some() {
-                    let _ = tx.send(Msg::Done);
-                } else if let Some(t) = v.get("tally") {
-                    let msg = match serde_json::from_value::<Tally>(t.clone()) {
-                        Ok(t) => Msg::Tally(Box::new(t)),
-                        Err(e) => Msg::Gone(i, format!("bad tally: {e}")),
-                    };
-                    let _ = tx.send(msg);
-                    return;
-                }
-            }
-            let _ = tx.send(Msg::Gone(i, "exited without a tally".into()));
-        });
-        children.push(Child {
-            pid: proc.id().to_string(),
-            stdin: proc.stdin.take(),
-            proc,
-        });
     }
     drop(tx);
     let target_tasks = cfg.tasks;
@@ -618,24 +653,12 @@ fn run_processes(
         label(cfg),
         target_tasks,
         cfg.seconds,
-        move || {
-            prog.iter().fold((0, 0), |(a, b), p| {
-                (
-                    a + p.0.load(Ordering::Relaxed),
-                    b + p.1.load(Ordering::Relaxed),
-                )
-            })
-        },
+        move || sum_progress(&prog),
     );
     let sampler = soak.map(|s| {
         let prog = progress_of.clone();
         Sampler::start(s.pid, s.db, s.cfg, load_for(cfg), move || {
-            prog.iter().fold((0, 0), |(a, b), p| {
-                (
-                    a + p.0.load(Ordering::Relaxed),
-                    b + p.1.load(Ordering::Relaxed),
-                )
-            })
+            sum_progress(&prog)
         })
     });
     let b0 = broker_pid.map(snapshot);
@@ -692,7 +715,24 @@ fn run_processes(
             }
         }
     }
-    for c in &mut children {
+    reap(&mut children, &mut tally, failures);
+    Ok((tally, cpu, None, sampler))
+}
+
+/// The workers' progress summed: (tasks done, events).
+fn sum_progress(prog: &[(AtomicU64, AtomicU64)]) -> (u64, u64) {
+    prog.iter().fold((0, 0), |(a, b), p| {
+        (
+            a + p.0.load(Ordering::Relaxed),
+            b + p.1.load(Ordering::Relaxed),
+        )
+    })
+}
+
+/// Waits for the workers to exit (killing one that does not within 10 s)
+/// and counts each worker's failure as an error of the run.
+fn reap(children: &mut [Child], tally: &mut Tally, failures: Vec<String>) {
+    for c in children {
         if a2a_testkit::process::wait_exit(&mut c.proc, Duration::from_secs(10)).is_none() {
             let _ = c.proc.kill();
             let _ = c.proc.wait();
@@ -704,7 +744,6 @@ fn run_processes(
             tally.error_samples.push(f);
         }
     }
-    Ok((tally, cpu, None, sampler))
 }
 
 /// Sums thread groups of the same process and name (worker processes).

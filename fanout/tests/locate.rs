@@ -100,11 +100,23 @@ fn an_installed_fanout_starts_the_broker_beside_it() {
     )
     .unwrap();
     std::fs::set_permissions(&broker, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let out = Command::new(&exe)
-        .args(["--delegates", "2", "--tasks", "2", "-q"])
-        .env_remove(a2a_testkit::bin::BIN_ENV)
-        .output()
-        .expect("run the copied a2a-fanout");
+    // A file just written may still be open for writing in a child that
+    // another test thread forked meanwhile (it closes at that child's
+    // exec): running it fails with ETXTBSY until then.
+    let mut tries = 0;
+    let out = loop {
+        match Command::new(&exe)
+            .args(["--delegates", "2", "--tasks", "2", "-q"])
+            .env_remove(a2a_testkit::bin::BIN_ENV)
+            .output()
+        {
+            Err(e) if e.raw_os_error() == Some(26) && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            r => break r.expect("run the copied a2a-fanout"),
+        }
+    };
     assert_eq!(out.status.code(), Some(2));
     assert!(
         marker.exists(),
