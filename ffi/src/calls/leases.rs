@@ -5,7 +5,7 @@
 //! A2A_ERROR_CODE_LEASE_CONFLICT; a2a_last_error_data() holds the broker's
 //! `data` (`holder`, `leaseId`, `paths`) as JSON.
 
-use super::{a2a_reply_cb, agent_arg, reply_async};
+use super::{a2a_reply_cb, agent_arg, begin, reply_async};
 use crate::agent::a2a_agent;
 use crate::args::{opt_str_arg, out_arg, str_arg, write_out};
 use crate::dispatch::{Dispatcher, UserData};
@@ -172,17 +172,23 @@ impl Request {
     }
 }
 
+/// The two forms of acquire read their C arguments here.
+///
 /// # Safety
-/// As [`paths_arg`]; `reason` NULL or a NUL-terminated string.
-unsafe fn request(
+/// `agent` NULL or a live handle; `paths` as [`paths_arg`]; `reason` NULL
+/// or a NUL-terminated string.
+unsafe fn acquire_args<'a>(
+    agent: *const a2a_agent,
     paths: *const *const c_char,
     paths_len: usize,
     ttl_seconds: u32,
     exclusive: bool,
     reason: *const c_char,
     wait_seconds: u32,
-) -> Result<Request, FfiError> {
-    Ok(Request {
+) -> Result<(&'a a2a_agent, Request), FfiError> {
+    // SAFETY: forwarded from the caller.
+    let agent = unsafe { agent_arg(agent) }?;
+    let request = Request {
         // SAFETY: forwarded from the caller.
         paths: unsafe { paths_arg(paths, paths_len) }?,
         ttl_seconds: u64::from(ttl_seconds),
@@ -190,7 +196,8 @@ unsafe fn request(
         // SAFETY: forwarded from the caller.
         reason: unsafe { opt_str_arg(reason, "reason") }?.map(str::to_owned),
         wait_seconds: (wait_seconds > 0).then_some(u64::from(wait_seconds)),
-    })
+    };
+    Ok((agent, request))
 }
 
 fn lease_blocking(
@@ -216,14 +223,7 @@ fn leases_async<T: Send + 'static>(
     submit: impl FnOnce() -> Result<Pending<T>, ClientError>,
 ) -> Result<(), FfiError> {
     let ud = UserData(userdata);
-    dispatcher.begin_call();
-    let pending = match submit() {
-        Ok(p) => p,
-        Err(e) => {
-            dispatcher.abort_call();
-            return Err(e.into());
-        }
-    };
+    let pending = begin(dispatcher, submit)?;
     let d = dispatcher.clone();
     pending.on_complete(move |result| {
         d.complete(Box::new(move || match result {
@@ -286,18 +286,16 @@ pub extern "C" fn a2a_agent_acquire_lease(
     guard(|| {
         // SAFETY: NULL or live handles and strings (header rule).
         let (a, r) = unsafe {
-            (
-                agent_arg(agent)?,
-                request(
-                    paths,
-                    paths_len,
-                    ttl_seconds,
-                    exclusive,
-                    reason,
-                    wait_seconds,
-                )?,
+            acquire_args(
+                agent,
+                paths,
+                paths_len,
+                ttl_seconds,
+                exclusive,
+                reason,
+                wait_seconds,
             )
-        };
+        }?;
         lease_blocking(a.dispatcher(), out, || {
             a.agent.acquire_lease(
                 &r.paths(),
@@ -329,18 +327,16 @@ pub extern "C" fn a2a_agent_acquire_lease_async(
     guard(|| {
         // SAFETY: NULL or live handles and strings (header rule).
         let (a, r) = unsafe {
-            (
-                agent_arg(agent)?,
-                request(
-                    paths,
-                    paths_len,
-                    ttl_seconds,
-                    exclusive,
-                    reason,
-                    wait_seconds,
-                )?,
+            acquire_args(
+                agent,
+                paths,
+                paths_len,
+                ttl_seconds,
+                exclusive,
+                reason,
+                wait_seconds,
             )
-        };
+        }?;
         lease_async(a.dispatcher(), cb, userdata, || {
             a.agent.acquire_lease_async(
                 &r.paths(),

@@ -96,7 +96,7 @@ pub(crate) fn reply_blocking(
 
 /// Runs `submit` as a call the dispatcher counts until its completion has
 /// run; a submission that fails is uncounted at once (it owes no callback).
-fn begin<P>(
+pub(crate) fn begin<P>(
     dispatcher: &Dispatcher,
     submit: impl FnOnce() -> Result<P, ClientError>,
 ) -> Result<P, FfiError> {
