@@ -268,16 +268,20 @@ fn state_of(me: &Agent, task: &str) -> Result<State, String> {
         .state)
 }
 
-/// Until the remote's log holds `line` (the remote prints after acting).
-fn until_logged(log: &Path, line: &str) -> Checked {
+/// Until a line of the remote's log starts with `prefix` (the remote
+/// prints after acting).
+fn until_logged(log: &Path, prefix: &str) -> Checked {
     let deadline = Instant::now() + TIMEOUT;
-    while count_lines(log, line)? == 0 {
+    loop {
+        let text = std::fs::read_to_string(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        if text.lines().any(|l| l.starts_with(prefix)) {
+            return Ok(());
+        }
         if Instant::now() > deadline {
-            return Err(format!("the remote never logged {line:?}"));
+            return Err(format!("the remote never logged {prefix:?}"));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    Ok(())
 }
 
 /// The `--restarts` run: each remote task runs once across three restarts
@@ -327,19 +331,8 @@ fn restarts(me: &Agent, bridge: &Bridge, log: &Path) -> Checked {
         "each message ran exactly once on the remote",
         &[format!("{ran:?}")],
     )?;
-    let deadline = Instant::now() + TIMEOUT;
-    let text = loop {
-        let text = std::fs::read_to_string(log).map_err(|e| e.to_string())?;
-        if text.contains("CANCELED ") || Instant::now() > deadline {
-            break text;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    expect(
-        text.contains("CANCELED "),
-        "the cancel reached the remote",
-        &[],
-    )?;
+    // The cancel reached the remote: it prints `CANCELED <its task id>`.
+    until_logged(log, "CANCELED ")?;
     stop(&mut child, "TERM")
 }
 

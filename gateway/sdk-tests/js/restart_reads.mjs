@@ -16,22 +16,12 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { TaskState } from '@a2a-js/sdk';
 import { ClientFactory } from '@a2a-js/sdk/client';
+import { withTimeout } from './timeout.mjs';
 
 const URL = process.env.A2A_GATEWAY_URL;
 const STATE = process.env.A2A_RESTART_STATE;
-// Bounds every call (it only stops a hang).
-const TIMEOUT_MS = 30_000;
-
 let saved;
 const clients = {};
-
-function withTimeout(promise, what) {
-  let timer;
-  const t = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer in ${TIMEOUT_MS} ms`)), TIMEOUT_MS);
-  });
-  return Promise.race([promise, t]).finally(() => clearTimeout(timer));
-}
 
 // The ids of a ListTasks answer, every page, sorted.
 async function listed(client, contextId = '') {

@@ -12,12 +12,10 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Message, TaskState, Role } from '@a2a-js/sdk';
 import { ClientFactory } from '@a2a-js/sdk/client';
+import { withTimeout } from './timeout.mjs';
 import { TaskNotFoundError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
 
 const URL = process.env.A2A_GATEWAY_URL;
-// Bounds every call and stream (it only stops a hang).
-const TIMEOUT_MS = 30_000;
-
 let client;
 
 function msg(prefix, { text = 'hi', taskId, contextId } = {}) {
@@ -28,14 +26,6 @@ function msg(prefix, { text = 'hi', taskId, contextId } = {}) {
     ...(taskId ? { taskId } : {}),
     ...(contextId ? { contextId } : {}),
   });
-}
-
-function withTimeout(promise, what) {
-  let timer;
-  const t = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer in ${TIMEOUT_MS} ms`)), TIMEOUT_MS);
-  });
-  return Promise.race([promise, t]).finally(() => clearTimeout(timer));
 }
 
 async function collect(gen, what) {
