@@ -50,7 +50,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{broadcast, watch, OnceCell};
+use tokio::sync::{broadcast, OnceCell};
 
 /// Events a subscriber may fall behind by before it is cut off (it then
 /// ends its stream; the client can subscribe again).
@@ -199,10 +199,6 @@ pub struct Core {
     blocking: Mutex<HashMap<String, usize>>,
     store: Store,
     started: Instant,
-    /// Set when the gateway stops: open streams end at once rather than
-    /// holding the stop for its whole grace period (their clients
-    /// subscribe again to the gateway started next).
-    stopping: watch::Sender<bool>,
     pub pusher: Pusher,
     /// New-task sends under way (a lone one commits its task's row in
     /// place: see `store`).
@@ -287,20 +283,9 @@ impl Core {
             blocking: Mutex::new(HashMap::new()),
             store,
             started: Instant::now(),
-            stopping: watch::channel(false).0,
             pusher,
             sends: AtomicUsize::new(0),
         }
-    }
-
-    /// Ends every open stream, now and from now on (the gateway stops).
-    pub fn begin_stop(&self) {
-        self.stopping.send_replace(true);
-    }
-
-    /// What a stream watches to end when the gateway stops.
-    pub fn stopping(&self) -> watch::Receiver<bool> {
-        self.stopping.subscribe()
     }
 
     /// The exposed agents.

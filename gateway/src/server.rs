@@ -137,7 +137,6 @@ impl Running {
     /// a disconnect, and a gateway started again on the same state file
     /// takes its tasks up where they are.
     pub async fn stop(mut self) {
-        self.core.begin_stop();
         if let Some(s) = self.shutdown.take() {
             let _ = s.send(true);
         }
@@ -257,6 +256,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
             }
         }
     });
+    let (tx, rx) = watch::channel(false);
     let app = Arc::new(App {
         core: core.clone(),
         config: HttpConfig {
@@ -271,10 +271,10 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
             extended_card: opts.extended_card,
             required_extensions: opts.required_extensions.clone(),
             audit,
+            stopping: rx.clone(),
         },
         cards,
     });
-    let (tx, rx) = watch::channel(false);
     let router = http::router(app);
     let edge = EdgeConfig {
         header_timeout: opts.header_timeout,

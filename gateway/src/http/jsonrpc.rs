@@ -241,7 +241,7 @@ async fn send_streaming(app: &App, call: Streaming<'_>, params: &Value) -> Respo
                     view_of(conf.history_length),
                     true,
                     app.config.max_stream,
-                    app.core.stopping(),
+                    app.config.stopping.clone(),
                 ),
                 None => Streaming {
                     id: Value::Null,
@@ -271,7 +271,7 @@ async fn subscribe(app: &App, call: Streaming<'_>, params: &Value) -> Response {
                 TaskView::FULL,
                 false,
                 app.config.max_stream,
-                app.core.stopping(),
+                app.config.stopping.clone(),
             )
         }
     }

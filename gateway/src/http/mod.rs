@@ -54,6 +54,10 @@ pub struct HttpConfig {
     pub required_extensions: Vec<String>,
     /// The audit file, if any (`--audit`).
     pub audit: AuditLog,
+    /// The server's stop signal (true once it stops): open streams end at
+    /// once rather than holding the stop for its whole grace period
+    /// (their clients subscribe again to the gateway started next).
+    pub stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 /// The shared state of every handler.

@@ -32,7 +32,7 @@ struct St {
     /// End on an interrupted state too.
     end_on_interrupt: bool,
     deadline: Instant,
-    /// True once the gateway stops (`Core::stopping`).
+    /// True once the gateway stops (`HttpConfig::stopping`).
     stopping: watch::Receiver<bool>,
 }
 
