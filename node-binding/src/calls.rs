@@ -375,6 +375,11 @@ unsafe extern "C" fn on_poll(h: Handle, status: c_int, events: c_int) {
     let conn = unsafe { conn_of(uv, h) };
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if status < 0 {
+            // libuv reports a socket error (POLLERR: e.g. the broker was
+            // killed with bytes of ours unread) as UV_EBADF: reading says
+            // what it is (a reset is the broker's end) and delivers the
+            // answers that came before it.
+            conn.read_ready();
             conn.end(CloseReason::Io(format!(
                 "polling the socket failed ({status})"
             )));
