@@ -242,7 +242,7 @@ async function main() {
   }
   const eventModes = process.env.EVENT_MODES ? process.env.EVENT_MODES.split(',') : ['ndjson', 'onEvent', 'native compact', 'native json', 'native objects', 'wait']
   const evResults = Object.fromEntries(eventModes.map((m) => [m, []]))
-  for (let r = 0; r <= ROUNDS; r++) {
+  for (let r = 0; r <= (EVENTS > 0 ? ROUNDS : -1); r++) {
     for (const mode of eventModes) {
       const m = await eventsRound(mode)
       if (r > 0) evResults[mode].push(m)
@@ -269,6 +269,9 @@ async function main() {
     console.log(row('NDJSON (net + JSON)', callResults.ndjson))
     console.log(row('addon', callResults.addon, callResults.ndjson))
   }
+  if (EVENTS > 0) printEvents()
+  console.log(`\nnode ${process.version}, ${os.cpus().length} cpus, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`)
+  function printEvents() {
   console.log(`\nevents: status-update events, ${EVENTS} per round from a producer process; median of ${ROUNDS} rounds`)
   console.log('| path | events/s | main-thread CPU µs/event | events/s vs NDJSON | CPU/event vs NDJSON |')
   console.log('|---|---|---|---|---|')
@@ -281,7 +284,7 @@ async function main() {
     const b = evResults[m].filter((x) => x.perBatch).map((x) => x.perBatch)
     if (b.length > 0) console.log(`${m}: ${median(b).toFixed(1)} events per callback (median)`)
   }
-  console.log(`\nnode ${process.version}, ${os.cpus().length} cpus, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`)
+  }
 }
 
 main().catch((e) => {

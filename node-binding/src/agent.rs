@@ -12,9 +12,9 @@
 //! with serde, and answers are rendered to JSON on the reader thread and
 //! parsed by V8. BENCHMARKS.md has the measurement behind that choice.
 
-use crate::calls::{Link, Render};
+use crate::calls::Link;
 use crate::error::Failure;
-use crate::settle::{self, Payload, Ticket};
+use crate::settle::{self, Payload, Shape, Ticket};
 use a2a_client::proto::call::{Call, Outcome};
 use a2a_client::proto::params::{
     AcquireLeaseParams, ArtifactParams, CancelParams, GetParams, ListAgentsParams,
@@ -50,12 +50,12 @@ impl NativeAgent {
 
     /// Submits `call` (built from the arguments, or why they could not be
     /// read) on the loop's calls connection when there is one, else on the
-    /// client's; its answer settles the promise through `render`.
+    /// client's; its answer settles the promise as `shape` says.
     fn call<'env>(
         &self,
         env: &'env Env,
         call: Result<Call, Failure>,
-        render: Render,
+        shape: Shape,
     ) -> JsPromise<'env> {
         // The checks the client's own submission makes: a deregistered
         // agent or a closed connection fails before anything is sent.
@@ -70,7 +70,7 @@ impl NativeAgent {
         });
         if let Some(link) = self.calls.as_deref().filter(|l| l.closed().is_none()) {
             return match call {
-                Ok(c) => link.submit(env, c, render),
+                Ok(c) => link.submit(env, c, shape),
                 Err(f) => {
                     let (deferred, promise) = settle::raw_promise(env)?;
                     settle::settle_now(env.raw(), deferred, Err(f));
@@ -83,7 +83,7 @@ impl NativeAgent {
             Ok(Ok(p)) => p.on_complete(move |r| {
                 ticket.settle(
                     r.map_err(Failure::from)
-                        .and_then(|o| render(o).map_err(Failure::from)),
+                        .and_then(|o| (shape.typed)(o).map_err(Failure::from)),
                 )
             }),
             Ok(Err(e)) => ticket.settle(Err(e.into())),
@@ -163,6 +163,30 @@ mod render {
             o => Err(unexpected(&o)),
         }
     }
+
+    const fn shape(
+        typed: fn(Outcome) -> Result<Payload, ClientError>,
+        member: Option<&'static str>,
+    ) -> Shape {
+        Shape {
+            typed,
+            member,
+            undefined: false,
+        }
+    }
+
+    pub(super) const TASK: Shape = shape(task, Some("task"));
+    pub(super) const TASKS: Shape = shape(tasks, Some("tasks"));
+    pub(super) const AGENTS: Shape = shape(agents, Some("agents"));
+    pub(super) const CONFIG: Shape = shape(config, Some("config"));
+    pub(super) const TASK_LIST: Shape = shape(task_list, None);
+    pub(super) const LEASE: Shape = shape(lease, Some("lease"));
+    pub(super) const LEASES: Shape = shape(leases, Some("leases"));
+    pub(super) const OK: Shape = Shape {
+        typed: ok,
+        member: None,
+        undefined: true,
+    };
 }
 
 type JsPromise<'env> = napi::Result<PromiseRaw<'env, Unknown<'env>>>;
@@ -257,12 +281,12 @@ impl NativeAgent {
                 configuration,
             })
         });
-        let render: Render = if broadcast {
-            render::tasks
+        let shape = if broadcast {
+            render::TASKS
         } else {
-            render::task
+            render::TASK
         };
-        self.call(env, call, render)
+        self.call(env, call, shape)
     }
 
     /// `a2a.message.stream` → Task.
@@ -289,7 +313,7 @@ impl NativeAgent {
                 history_length,
             })
         });
-        self.call(env, call, render::task)
+        self.call(env, call, render::TASK)
     }
 
     /// `a2a.tasks.status` (the worker's) → Task.
@@ -312,7 +336,7 @@ impl NativeAgent {
                     message,
                 })
             });
-        self.call(env, call, render::task)
+        self.call(env, call, render::TASK)
     }
 
     /// `a2a.tasks.artifact` (the worker's) → Task.
@@ -334,7 +358,7 @@ impl NativeAgent {
                 last_chunk: last_chunk.unwrap_or(true),
             })
         });
-        self.call(env, call, render::task)
+        self.call(env, call, render::TASK)
     }
 
     /// `a2a.tasks.cancel` (either party's) → Task.
@@ -352,7 +376,7 @@ impl NativeAgent {
                 message,
             })
         });
-        self.call(env, call, render::task)
+        self.call(env, call, render::TASK)
     }
 
     /// `a2a.tasks.resubscribe` → Task (the events arrive before it).
@@ -385,7 +409,7 @@ impl NativeAgent {
                 config,
             })
         });
-        self.call(env, call, render::config)
+        self.call(env, call, render::CONFIG)
     }
 
     /// `a2a.tasks.pushNotificationConfig.get` → PushConfig or null.
@@ -395,7 +419,7 @@ impl NativeAgent {
             token: self.token(),
             task_id,
         });
-        self.call(env, Ok(call), render::config)
+        self.call(env, Ok(call), render::CONFIG)
     }
 
     /// `a2a.agents.list` → AgentCard[].
@@ -405,7 +429,7 @@ impl NativeAgent {
             token: self.token(),
             skill,
         });
-        self.call(env, Ok(call), render::agents)
+        self.call(env, Ok(call), render::AGENTS)
     }
 
     /// `a2a.tasks.list` (ext) → `{tasks, nextCursor?}`; `query` is JSON
@@ -422,7 +446,7 @@ impl NativeAgent {
                 cursor: q.cursor,
             })
         });
-        self.call(env, call, render::task_list)
+        self.call(env, call, render::TASK_LIST)
     }
 
     /// `a2a.leases.acquire` (ext) → Lease; `request` is JSON `{paths,
@@ -439,7 +463,7 @@ impl NativeAgent {
                 wait_seconds: r.wait_seconds.map(|w| i64::try_from(w).unwrap_or(i64::MAX)),
             })
         });
-        self.call(env, call, render::lease)
+        self.call(env, call, render::LEASE)
     }
 
     /// `a2a.leases.renew` (ext) → Lease.
@@ -457,7 +481,7 @@ impl NativeAgent {
                 ttl_seconds: i64::try_from(t.unwrap_or(0)).unwrap_or(i64::MAX),
             })
         });
-        self.call(env, call, render::lease)
+        self.call(env, call, render::LEASE)
     }
 
     /// `a2a.leases.release` (ext) → undefined.
@@ -467,7 +491,7 @@ impl NativeAgent {
             token: self.token(),
             lease_id,
         });
-        self.call(env, Ok(call), render::ok)
+        self.call(env, Ok(call), render::OK)
     }
 
     /// `a2a.leases.list` (ext) → Lease[] (those overlapping `path`, when given).
@@ -477,7 +501,7 @@ impl NativeAgent {
             token: self.token(),
             path,
         });
-        self.call(env, Ok(call), render::leases)
+        self.call(env, Ok(call), render::LEASES)
     }
 
     /// `a2a.agents.deregister` → undefined. Events already delivered stay;

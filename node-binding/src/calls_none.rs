@@ -1,14 +1,13 @@
 //! Where there is no Unix socket to poll (Windows), no calls connection:
 //! every call takes the client's connection (see `calls` on Unix).
 
-use crate::settle::Payload;
-use a2a_client::proto::call::{Call, Outcome};
+use crate::settle::Shape;
+use a2a_client::proto::call::Call;
 use a2a_client::{ClientError, CloseReason};
 use napi::bindgen_prelude::{PromiseRaw, Unknown};
 use napi::{sys, Env};
 use std::rc::Rc;
 
-pub(crate) type Render = fn(Outcome) -> Result<Payload, ClientError>;
 pub(crate) type LinkKey = u64;
 
 /// Never made here.
@@ -19,7 +18,7 @@ impl Link {
         &self,
         _env: &'env Env,
         _call: Call,
-        _render: Render,
+        _shape: Shape,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
         match *self {}
     }

@@ -45,8 +45,14 @@ fn json_parse_ref(env: sys::napi_env) -> Result<sys::napi_ref, JsError> {
 }
 
 /// `JSON.parse(s)` through V8 (JS thread only).
-#[allow(unsafe_code)]
 pub(crate) fn parse_json(env: sys::napi_env, s: &str) -> Result<sys::napi_value, JsError> {
+    parse_json_bytes(env, s.as_bytes())
+}
+
+/// `JSON.parse` of UTF-8 bytes through V8 (JS thread only; invalid UTF-8
+/// is replaced, as V8 reads it).
+#[allow(unsafe_code)]
+pub(crate) fn parse_json_bytes(env: sys::napi_env, s: &[u8]) -> Result<sys::napi_value, JsError> {
     let parse_ref = json_parse_ref(env)?;
     // SAFETY: on the JS thread, with live handles.
     unsafe {

@@ -17,7 +17,8 @@
 //!   into JS, chosen by measurement).
 //! - `calls` -- the calls connection on the JS thread's own libuv loop:
 //!   calls written, read and settled on the JS thread, no thread hop
-//!   (`uv`: the libuv functions it needs, found in the Node process).
+//!   (`uv`: the libuv functions it needs, found in the Node process;
+//!   `envelope`: where an NDJSON answer's result lies in its line).
 //! - `settle` -- the completion queue that settles promises on the JS
 //!   thread, one wake-up per burst of answers (the client's path).
 //! - `error` -- how a failure becomes a JS `Error` (`code`, `kind`,
@@ -52,6 +53,8 @@ mod calls;
 #[path = "calls_none.rs"]
 mod calls;
 mod compact;
+#[cfg(unix)]
+mod envelope;
 mod error;
 pub mod events;
 mod js;

@@ -48,6 +48,19 @@ pub(crate) enum Payload {
     Native(MakeJs),
 }
 
+/// How a call's answer becomes its promise's value, on either connection.
+#[derive(Clone, Copy)]
+pub(crate) struct Shape {
+    /// From the client's typed answer (the client's connection).
+    pub(crate) typed:
+        fn(a2a_client::proto::call::Outcome) -> Result<Payload, a2a_client::ClientError>,
+    /// From the JSON result (the loop's calls connection): the value of
+    /// this member of it, or the whole result (`None`).
+    pub(crate) member: Option<&'static str>,
+    /// The promise resolves with `undefined` (the result is `{ok: true}`).
+    pub(crate) undefined: bool,
+}
+
 /// Makes a JS value on the JS thread (see [`Payload::Native`]).
 pub(crate) type MakeJs = Box<dyn FnOnce(sys::napi_env) -> Result<sys::napi_value, Failure> + Send>;
 
@@ -276,23 +289,12 @@ unsafe extern "C" fn drain(
 /// Settles `deferred` with `result`, here and now (JS thread only; each
 /// deferred once). Also how the loop's calls connection settles its
 /// promises, in its poll callback.
-#[allow(unsafe_code)]
 pub(crate) fn settle_now(
     env: sys::napi_env,
     deferred: sys::napi_deferred,
     result: Result<Payload, Failure>,
 ) {
-    let value = result.and_then(|p| to_js(env, p));
-    // SAFETY: on the JS thread; each deferred is settled once.
-    unsafe {
-        match value {
-            Ok(v) => sys::napi_resolve_deferred(env, deferred, v),
-            Err(f) => {
-                let e = f.error_value(env);
-                sys::napi_reject_deferred(env, deferred, e)
-            }
-        };
-    }
+    settle_value(env, deferred, result.and_then(|p| to_js(env, p)));
 }
 
 #[allow(unsafe_code)]
@@ -310,6 +312,35 @@ fn to_js(env: sys::napi_env, p: Payload) -> Result<sys::napi_value, Failure> {
             Ok(u)
         }
         Payload::Native(make) => make(env),
+    }
+}
+
+/// `undefined` (JS thread only).
+#[allow(unsafe_code)]
+pub(crate) fn undefined(env: sys::napi_env) -> Result<sys::napi_value, Failure> {
+    let mut u = ptr::null_mut();
+    // SAFETY: on the JS thread.
+    unsafe { sys::napi_get_undefined(env, &mut u) };
+    Ok(u)
+}
+
+/// Settles `deferred` with a JS value already made (or rejects), here and
+/// now (JS thread only; each deferred once).
+#[allow(unsafe_code)]
+pub(crate) fn settle_value(
+    env: sys::napi_env,
+    deferred: sys::napi_deferred,
+    value: Result<sys::napi_value, Failure>,
+) {
+    // SAFETY: on the JS thread; each deferred is settled once.
+    unsafe {
+        match value {
+            Ok(v) => sys::napi_resolve_deferred(env, deferred, v),
+            Err(f) => {
+                let e = f.error_value(env);
+                sys::napi_reject_deferred(env, deferred, e)
+            }
+        };
     }
 }
 
