@@ -65,6 +65,7 @@ use napi::{sys, Env};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
+use std::hash::BuildHasherDefault;
 use std::io::{Read, Write};
 
 use std::os::unix::io::AsRawFd;
@@ -86,8 +87,10 @@ const READ_BUDGET: usize = 1024 * 1024;
 /// of the turn.
 const FLUSH_AT: usize = 256 * 1024;
 
-/// A read buffer grown past this by one huge answer is given back.
-const KEEP_READ_BUF: usize = 4 * READ_CHUNK;
+/// A read (or batch) buffer grown past this by huge answers is given
+/// back; below it, it is kept for the next read (a buffer freed and made
+/// again each turn costs page faults: measured).
+const KEEP_READ_BUF: usize = 4 * READ_BUDGET;
 
 /// The calls connection's socket, between [`open`] and [`attach`].
 pub(crate) type Stream = UnixStream;
@@ -288,7 +291,7 @@ struct State {
     out: Vec<u8>,
     /// Bytes read that do not make a whole line yet.
     rbuf: Vec<u8>,
-    calls: HashMap<u64, Waiting>,
+    calls: HashMap<u64, Waiting, BuildHasherDefault<IdHasher>>,
     next_id: u64,
     /// Set once, when the connection ends; the first reason wins.
     closed: Option<CloseReason>,
@@ -315,6 +318,9 @@ pub(crate) struct Conn {
     /// count), while the hook is registered.
     cleanup_arg: Cell<*const Conn>,
     st: RefCell<State>,
+    /// The guessed values of one read, as one JSON array (kept between
+    /// reads, see `settle_answers`).
+    batch: RefCell<Vec<u8>>,
 }
 
 /// Attaches `stream` (from [`open`]) to the JS thread's loop of `env`;
@@ -375,7 +381,7 @@ pub(crate) fn attach(env: sys::napi_env, stream: UnixStream) -> Option<Rc<Link>>
         st: RefCell::new(State {
             out: Vec::new(),
             rbuf: Vec::new(),
-            calls: HashMap::new(),
+            calls: HashMap::default(),
             next_id: 1,
             closed: None,
             polling: UV_READABLE,
@@ -383,6 +389,7 @@ pub(crate) fn attach(env: sys::napi_env, stream: UnixStream) -> Option<Rc<Link>>
             referenced: false,
             orphaned: false,
         }),
+        batch: RefCell::new(Vec::new()),
     });
     // SAFETY: on the JS thread; the handles are initialised and each takes
     // one count of `conn` (released in `closed`).
@@ -663,20 +670,39 @@ impl Conn {
                 }
             }
         }
-        // Each whole line: its call, and what settles it (a range of
-        // `rbuf` for V8 to parse, `undefined`, or a failure). Answers read
+        // Each whole line: its call, and what settles it. Answers read
         // before an end are still delivered.
-        let mut done: Vec<(
-            sys::napi_deferred,
-            Result<Option<std::ops::Range<usize>>, Failure>,
-        )> = Vec::new();
+        let mut done: Vec<(sys::napi_deferred, Answer)> = Vec::new();
         let mut at = 0;
         {
             let mut st = self.st.borrow_mut();
             while let Some(n) = memchr::memchr(b'\n', &rbuf[at..]) {
-                let line = &rbuf[at..at + n];
+                let line_at = at..at + n;
+                let line = &rbuf[line_at.clone()];
                 at += n + 1;
                 if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                if let Some((id, result)) = envelope::answer_quick(line) {
+                    // An id not waiting cannot happen (each call stays
+                    // until answered); a second answer is dropped.
+                    let Some(w) = st.calls.remove(&id) else {
+                        continue;
+                    };
+                    let a = if w.shape.undefined {
+                        Answer::Undefined
+                    } else {
+                        let guess = match w.shape.member {
+                            None => Some(result),
+                            Some(k) => envelope::member_quick(result, k),
+                        };
+                        Answer::Value {
+                            guess: guess.map(|g| offset(&rbuf, g)),
+                            line: line_at,
+                            member: w.shape.member,
+                        }
+                    };
+                    done.push((w.deferred, a));
                     continue;
                 }
                 let a = match envelope::answer(line) {
@@ -699,26 +725,22 @@ impl Conn {
                     // A notification: no agent is registered here.
                     continue;
                 };
-                // An id not waiting cannot happen (each call stays until
-                // answered); a second answer is dropped.
                 let Some(w) = st.calls.remove(&id) else {
                     continue;
                 };
-                let r = match (a.result, a.error) {
-                    (_, Some(e)) => Err(Failure::from(rpc_error(e))),
-                    (Some(_), None) if w.shape.undefined => Ok(None),
-                    (Some(r), None) => match w.shape.member {
-                        None => Ok(Some(r)),
-                        Some(k) => envelope::member(r, k).map(Some).ok_or_else(|| {
-                            Failure::from(ClientError::Protocol(format!("the answer has no {k}")))
-                        }),
-                    }
-                    .map(|v| v.map(|v| offset(&rbuf, v))),
-                    (None, None) => {
-                        Err(ClientError::Protocol("an answer without result".into()).into())
-                    }
+                let answer = match (a.result, a.error) {
+                    (_, Some(e)) => Answer::Fail(rpc_error(e).into()),
+                    (Some(_), None) if w.shape.undefined => Answer::Undefined,
+                    (Some(_), None) => Answer::Value {
+                        guess: None,
+                        line: line_at,
+                        member: w.shape.member,
+                    },
+                    (None, None) => Answer::Fail(
+                        ClientError::Protocol("an answer without result".into()).into(),
+                    ),
                 };
-                done.push((w.deferred, r));
+                done.push((w.deferred, answer));
             }
         }
         if end.is_none() && rbuf.len() - at > A2A_MAX_OUT_FRAME_BYTES {
@@ -727,15 +749,12 @@ impl Conn {
             ));
         }
         if !done.is_empty() {
-            self.in_callback_scope(|env| {
-                for (deferred, r) in done {
-                    let r = r.and_then(|range| match range {
-                        Some(range) => Ok(js::parse_json_bytes(env, &rbuf[range])?),
-                        None => settle::undefined(env),
-                    });
-                    settle::settle_value(env, deferred, r);
-                }
-            });
+            let mut batch = std::mem::take(&mut *self.batch.borrow_mut());
+            self.in_callback_scope(|env| settle_answers(env, &rbuf, done, &mut batch));
+            batch.clear();
+            if batch.capacity() <= KEEP_READ_BUF {
+                *self.batch.borrow_mut() = batch;
+            }
         }
         if at == rbuf.len() {
             rbuf.clear();
@@ -884,6 +903,107 @@ impl Conn {
         }
         calls
     }
+}
+
+/// Hashes a call id: ids are this connection's own sequence numbers, so
+/// spreading their bits is all a hash needs (no adversary chooses them).
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// How one answer settles its promise.
+enum Answer {
+    /// A value in the read buffer: `guess` is where the quick reading put
+    /// it; `line` is read exactly when there is no guess or it does not
+    /// parse.
+    Value {
+        guess: Option<std::ops::Range<usize>>,
+        line: std::ops::Range<usize>,
+        member: Option<&'static str>,
+    },
+    Undefined,
+    Fail(Failure),
+}
+
+/// Settles the answers of one read (JS thread, in a callback scope). The
+/// guessed values are parsed by V8 in one `JSON.parse` of them all as an
+/// array (one call into V8 and one string per read, not per answer); a
+/// guess that was wrong cannot parse (what follows a value in its object
+/// is `,"name":`, which no array holds), and then each is read exactly.
+fn settle_answers(
+    env: sys::napi_env,
+    rbuf: &[u8],
+    done: Vec<(sys::napi_deferred, Answer)>,
+    batch: &mut Vec<u8>,
+) {
+    let mut guesses = 0u32;
+    for (_, a) in &done {
+        if let Answer::Value { guess: Some(g), .. } = a {
+            batch.push(if guesses == 0 { b'[' } else { b',' });
+            batch.extend_from_slice(&rbuf[g.clone()]);
+            guesses += 1;
+        }
+    }
+    batch.push(b']');
+    let array = (guesses > 0)
+        .then(|| js::parse_json_bytes(env, batch).ok())
+        .flatten()
+        .filter(|&a| js::array_len(env, a) == Some(guesses));
+    let mut k = 0;
+    for (deferred, a) in done {
+        let value = match a {
+            Answer::Undefined => settle::undefined(env),
+            Answer::Fail(f) => Err(f),
+            Answer::Value {
+                guess,
+                line,
+                member,
+            } => {
+                let quick = match (&guess, array) {
+                    (Some(_), Some(arr)) => js::element(env, arr, k),
+                    _ => None,
+                };
+                if guess.is_some() {
+                    k += 1;
+                }
+                match quick {
+                    Some(v) => Ok(v),
+                    None => exact(env, &rbuf[line], member),
+                }
+            }
+        };
+        settle::settle_value(env, deferred, value);
+    }
+}
+
+/// An answer's value read exactly from its line.
+fn exact(
+    env: sys::napi_env,
+    line: &[u8],
+    member: Option<&'static str>,
+) -> Result<sys::napi_value, Failure> {
+    let bad =
+        |what: &str| Failure::from(ClientError::Protocol(format!("unreadable answer: {what}")));
+    let a = envelope::answer(line).map_err(bad)?;
+    let result = a.result.ok_or_else(|| bad("no result"))?;
+    let v = match member {
+        None => result,
+        Some(k) => envelope::member(result, k).ok_or_else(|| bad(k))?,
+    };
+    Ok(js::parse_json_bytes(env, v)?)
 }
 
 /// Where `part` (a slice of `buf`) lies in `buf`.

@@ -147,3 +147,77 @@ fn value_end(b: &[u8], i: usize) -> Result<usize, &'static str> {
         }
     }
 }
+
+/// The quick reading of an answer line as the broker writes it (members
+/// in name order: `id` before `result`, `result` last): the id, and the
+/// result as everything after `"result":` up to the line's closing brace,
+/// without walking the result. A guess: V8's parse of the value checks it
+/// (a value that runs into another member does not parse), and the caller
+/// then reads the line with [`answer`]. `None` where the shape is not
+/// this one (an error, members in another order).
+pub(crate) fn answer_quick(line: &[u8]) -> Option<(u64, &[u8])> {
+    let mut i = ws(line, 0);
+    if line.get(i) != Some(&b'{') {
+        return None;
+    }
+    i = ws(line, i + 1);
+    let mut id = None;
+    loop {
+        if line.get(i) != Some(&b'"') {
+            return None;
+        }
+        let key_end = string_end(line, i).ok()?;
+        let key = &line[i + 1..key_end - 1];
+        i = ws(line, key_end);
+        if line.get(i) != Some(&b':') {
+            return None;
+        }
+        let start = ws(line, i + 1);
+        if key == b"result" {
+            let close = memchr::memrchr(b'}', line)?;
+            return Some((id?, trim(line.get(start..close)?)));
+        }
+        let end = value_end(line, start).ok()?;
+        if key == b"id" {
+            id = std::str::from_utf8(&line[start..end]).ok()?.parse().ok();
+        }
+        i = ws(line, end);
+        if line.get(i) != Some(&b',') {
+            return None;
+        }
+        i = ws(line, i + 1);
+    }
+}
+
+/// The quick reading of a one-member object `{"key": value}`: the value,
+/// up to the object's closing brace (a guess, checked as
+/// [`answer_quick`]'s is).
+pub(crate) fn member_quick<'a>(obj: &'a [u8], key: &str) -> Option<&'a [u8]> {
+    let mut i = ws(obj, 0);
+    if obj.get(i) != Some(&b'{') {
+        return None;
+    }
+    i = ws(obj, i + 1);
+    let k = key.as_bytes();
+    if obj.get(i) != Some(&b'"')
+        || obj.get(i + 1..i + 1 + k.len()) != Some(k)
+        || obj.get(i + 1 + k.len()) != Some(&b'"')
+    {
+        return None;
+    }
+    i = ws(obj, i + k.len() + 2);
+    if obj.get(i) != Some(&b':') {
+        return None;
+    }
+    let close = memchr::memrchr(b'}', obj)?;
+    Some(trim(obj.get(i + 1..close)?))
+}
+
+fn trim(b: &[u8]) -> &[u8] {
+    let start = ws(b, 0);
+    let mut end = b.len();
+    while end > start && matches!(b[end - 1], b' ' | b'\t' | b'\r' | b'\n') {
+        end -= 1;
+    }
+    &b[start..end]
+}

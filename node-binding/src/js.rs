@@ -88,3 +88,19 @@ pub(crate) fn string(env: sys::napi_env, s: &str) -> sys::napi_value {
     unsafe { sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut v) };
     v
 }
+
+/// The length of a JS array (JS thread only).
+#[allow(unsafe_code)]
+pub(crate) fn array_len(env: sys::napi_env, a: sys::napi_value) -> Option<u32> {
+    let mut n = 0;
+    // SAFETY: on the JS thread; a non-array is an error status.
+    (unsafe { sys::napi_get_array_length(env, a, &mut n) } == sys::Status::napi_ok).then_some(n)
+}
+
+/// Element `i` of a JS array (JS thread only).
+#[allow(unsafe_code)]
+pub(crate) fn element(env: sys::napi_env, a: sys::napi_value, i: u32) -> Option<sys::napi_value> {
+    let mut v = ptr::null_mut();
+    // SAFETY: on the JS thread.
+    (unsafe { sys::napi_get_element(env, a, i, &mut v) } == sys::Status::napi_ok).then_some(v)
+}
