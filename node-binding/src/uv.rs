@@ -73,13 +73,18 @@ fn load() -> Option<Uv> {
         (!p.is_null()).then_some(p)
     }
     macro_rules! f {
-        ($name:literal) => {
+        ($name:literal as $t:ty) => {
             // SAFETY: the symbol is the libuv function of that name, whose C
-            // signature is the field's type (uv.h, stable since libuv 1.19).
-            unsafe { std::mem::transmute::<*mut c_void, _>(sym($name)?) }
+            // signature is `$t` (uv.h, stable since libuv 1.19).
+            unsafe { std::mem::transmute::<*mut c_void, $t>(sym($name)?) }
         };
     }
-    let type_name: unsafe extern "C" fn(c_int) -> *const c_char = f!(c"uv_handle_type_name");
+    type Query = unsafe extern "C" fn(c_int) -> usize;
+    type Init = unsafe extern "C" fn(Loop, Handle) -> c_int;
+    type Start = unsafe extern "C" fn(Handle, HandleCb) -> c_int;
+    type Op = unsafe extern "C" fn(Handle) -> c_int;
+    type Void = unsafe extern "C" fn(Handle);
+    let type_name = f!(c"uv_handle_type_name" as unsafe extern "C" fn(c_int) -> *const c_char);
     for (n, want) in [
         (UV_CHECK, "check"),
         (UV_POLL, "poll"),
@@ -92,21 +97,21 @@ fn load() -> Option<Uv> {
         }
     }
     Some(Uv {
-        handle_size: f!(c"uv_handle_size"),
-        poll_init: f!(c"uv_poll_init"),
-        poll_start: f!(c"uv_poll_start"),
-        poll_stop: f!(c"uv_poll_stop"),
-        prepare_init: f!(c"uv_prepare_init"),
-        prepare_start: f!(c"uv_prepare_start"),
-        prepare_stop: f!(c"uv_prepare_stop"),
-        check_init: f!(c"uv_check_init"),
-        check_start: f!(c"uv_check_start"),
-        check_stop: f!(c"uv_check_stop"),
-        close: f!(c"uv_close"),
-        ref_: f!(c"uv_ref"),
-        unref: f!(c"uv_unref"),
-        set_data: f!(c"uv_handle_set_data"),
-        get_data: f!(c"uv_handle_get_data"),
+        handle_size: f!(c"uv_handle_size" as Query),
+        poll_init: f!(c"uv_poll_init" as unsafe extern "C" fn(Loop, Handle, c_int) -> c_int),
+        poll_start: f!(c"uv_poll_start" as unsafe extern "C" fn(Handle, c_int, PollCb) -> c_int),
+        poll_stop: f!(c"uv_poll_stop" as Op),
+        prepare_init: f!(c"uv_prepare_init" as Init),
+        prepare_start: f!(c"uv_prepare_start" as Start),
+        prepare_stop: f!(c"uv_prepare_stop" as Op),
+        check_init: f!(c"uv_check_init" as Init),
+        check_start: f!(c"uv_check_start" as Start),
+        check_stop: f!(c"uv_check_stop" as Op),
+        close: f!(c"uv_close" as unsafe extern "C" fn(Handle, Option<HandleCb>)),
+        ref_: f!(c"uv_ref" as Void),
+        unref: f!(c"uv_unref" as Void),
+        set_data: f!(c"uv_handle_set_data" as unsafe extern "C" fn(Handle, *mut c_void)),
+        get_data: f!(c"uv_handle_get_data" as unsafe extern "C" fn(Handle) -> *mut c_void),
     })
 }
 
