@@ -83,9 +83,13 @@ test('closing with calls in flight rejects every one of them with closed', async
       assert.match(o.reason.message, /closed by this client/)
     }
     assert.equal(outcomes[0].status, 'rejected', 'the parked call rejects')
-    // The calls queued after the last flush never left: all rejected.
-    assert.ok(outcomes.slice(-500).every((o) => o.status === 'rejected'))
-    assert.ok(rejected >= 501)
+    // On the loop, the calls queued after the turn's flush never left:
+    // each rejects, none is lost. (The client's connection, with
+    // A2A_NODE_NO_UV_CALLS=1, sends them at once from its writer thread.)
+    if (process.env.A2A_NODE_NO_UV_CALLS !== '1') {
+      assert.ok(outcomes.slice(-500).every((o) => o.status === 'rejected'))
+      assert.ok(rejected >= 501)
+    }
     const later = await settled([requester.get({ id: task.id })], 5_000, 'a later call')
     assert.equal(later[0].reason.kind, 'closed')
   } finally {
