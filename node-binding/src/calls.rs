@@ -648,6 +648,12 @@ impl Conn {
                     rbuf.set_len(len + n as usize)
                 };
                 total += n as usize;
+                if (n as usize) < spare {
+                    // Drained (a short read): no second system call to
+                    // hear EAGAIN; the poll is level-triggered, so bytes
+                    // arriving meanwhile call back on the next turn.
+                    break;
+                }
                 continue;
             }
             if n == 0 {
