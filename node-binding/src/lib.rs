@@ -25,9 +25,10 @@
 //!   `errorCode`, `data`).
 //! - `js` -- JS-thread helpers (`JSON.parse`), the lowest layer.
 //!
-//! Layers (issue 25: no import cycle): `js` <- `error` <- `settle` <-
-//! `calls`, `compact` <- `agent`, `events`, `tool` <- `broker`. A lower
-//! layer never names a higher one: a value only a higher one can make (a
+//! Layers (issue 25: no import cycle; `test/layers.test.js` checks it):
+//! the leaves `js`, `uv`, `envelope`, `compact` <- `error` <- `settle` <-
+//! `calls` <- `agent` <- `events`, `tool`, `broker`. A lower layer never
+//! names a higher one: a value only a higher one can make (a
 //! `NativeAgent`) crosses down as a closure (`settle::Payload::Native`).
 //!
 //! Architecture invariant: no call holds a thread while it waits for the
