@@ -87,6 +87,12 @@ const READ_BUDGET: usize = 1024 * 1024;
 /// of the turn.
 const FLUSH_AT: usize = 256 * 1024;
 
+/// The most answer bytes parsed in one `JSON.parse`: V8 puts a string
+/// over 128 KiB in its large-object space, a fresh mapping each time
+/// (page faults on the JS thread: measured), so a read's answers are
+/// parsed in strings below that.
+const BATCH_BYTES: usize = 48 * 1024;
+
 /// A read (or batch) buffer grown past this by huge answers is given
 /// back; below it, it is kept for the next read (a buffer freed and made
 /// again each turn costs page faults: measured).
@@ -955,6 +961,33 @@ fn settle_answers(
     done: Vec<(sys::napi_deferred, Answer)>,
     batch: &mut Vec<u8>,
 ) {
+    let mut group = Vec::new();
+    let mut bytes = 0;
+    for item in done {
+        let len = match &item.1 {
+            Answer::Value { guess: Some(g), .. } => g.len(),
+            _ => 0,
+        };
+        if bytes + len > BATCH_BYTES && !group.is_empty() {
+            settle_group(env, rbuf, std::mem::take(&mut group), batch);
+            bytes = 0;
+        }
+        bytes += len;
+        group.push(item);
+    }
+    if !group.is_empty() {
+        settle_group(env, rbuf, group, batch);
+    }
+}
+
+/// One `JSON.parse` of at most about [`BATCH_BYTES`] of answers.
+fn settle_group(
+    env: sys::napi_env,
+    rbuf: &[u8],
+    done: Vec<(sys::napi_deferred, Answer)>,
+    batch: &mut Vec<u8>,
+) {
+    batch.clear();
     let mut guesses = 0u32;
     for (_, a) in &done {
         if let Answer::Value { guess: Some(g), .. } = a {
