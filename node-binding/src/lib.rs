@@ -18,7 +18,8 @@
 //! - `calls` -- the calls connection on the JS thread's own libuv loop:
 //!   calls written, read and settled on the JS thread, no thread hop
 //!   (`uv`: the libuv functions it needs, found in the Node process;
-//!   `envelope`: where an NDJSON answer's result lies in its line).
+//!   `wire`: its request and answer lines; `envelope`: where an NDJSON
+//!   answer's result lies in its line).
 //! - `settle` -- the completion queue that settles promises on the JS
 //!   thread, one wake-up per burst of answers (the client's path).
 //! - `error` -- how a failure becomes a JS `Error` (`code`, `kind`,
@@ -27,7 +28,7 @@
 //!
 //! Layers (issue 25: no import cycle; `test/layers.test.js` checks it):
 //! the leaves `js`, `uv`, `envelope`, `compact` <- `error` <- `settle` <-
-//! `calls` <- `agent` <- `events`, `tool`, `broker`. A lower layer never
+//! `wire` <- `calls` <- `agent` <- `events`, `tool`, `broker`. A lower layer never
 //! names a higher one: a value only a higher one can make (a
 //! `NativeAgent`) crosses down as a closure (`settle::Payload::Native`).
 //!
@@ -62,3 +63,5 @@ mod js;
 mod settle;
 pub mod tool;
 mod uv;
+#[cfg(unix)]
+mod wire;
