@@ -10,7 +10,7 @@
 //! the type numbers below before anything is used, so a libuv whose
 //! numbering differs is refused rather than misused.
 
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
 
 /// `uv_handle_type` numbers (uv.h, `UV_HANDLE_TYPE_MAP`), checked against
@@ -67,6 +67,7 @@ pub(crate) fn get() -> Option<&'static Uv> {
 #[cfg(unix)]
 #[allow(unsafe_code)]
 fn load() -> Option<Uv> {
+    use std::ffi::{c_char, CStr};
     fn sym(name: &CStr) -> Option<*mut c_void> {
         // SAFETY: dlsym with a NUL-terminated name; a null result is "absent".
         let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
