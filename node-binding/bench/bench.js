@@ -15,7 +15,12 @@
 //   native objects   events built as JS objects through napi
 //   wait             `await agent.wait()` in a loop (one compact batch per call)
 //
-// Usage: node bench/bench.js   (env: CALLS, EVENTS, ROUNDS, A2A_BROKER_BIN)
+// BUSY=N runs N busy loops (child processes spinning `for (;;) {}`) during
+// the calls rounds, one per core on a 2-core machine with BUSY=2: the
+// addon's calls against NDJSON when every core has other work.
+//
+// Usage: node bench/bench.js   (env: CALLS, EVENTS, ROUNDS, BUSY,
+// A2A_BROKER_BIN; A2A_NODE_ADDON=path runs another build of the addon)
 'use strict'
 const fs = require('node:fs')
 const os = require('node:os')
@@ -29,6 +34,7 @@ const { Broker, textMessage, decodeCompact } = require('..')
 const CALLS = Number(process.env.CALLS || 20000)
 const EVENTS = Number(process.env.EVENTS || 20000)
 const ROUNDS = Number(process.env.ROUNDS || 3)
+const BUSY = Number(process.env.BUSY || 0)
 const WINDOW = 256
 const TASKS = 10
 
@@ -164,12 +170,16 @@ async function main() {
     ndjson: () => lanes(CALLS, () => nd.call('a2a.tasks.get', { token: ndReg.token, id: ndTask.id }).then((r) => r.task)),
   }
   const callResults = { addon: [], ndjson: [] }
+  const busy = Array.from({ length: CALLS > 0 ? BUSY : 0 }, () =>
+    spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }),
+  )
   for (let r = 0; r <= (CALLS > 0 ? ROUNDS : -1); r++) {
     for (const [name, fn] of Object.entries(callModes)) {
       const m = await measure(fn)
       if (r > 0) callResults[name].push(m) // round 0 warms up
     }
   }
+  for (const b of busy) b.kill('SIGKILL')
 
   // ---- events: the producer's status updates to the receiver ----
   let round = 0
@@ -232,7 +242,7 @@ async function main() {
   }
   const eventModes = process.env.EVENT_MODES ? process.env.EVENT_MODES.split(',') : ['ndjson', 'onEvent', 'native compact', 'native json', 'native objects', 'wait']
   const evResults = Object.fromEntries(eventModes.map((m) => [m, []]))
-  for (let r = 0; r <= ROUNDS; r++) {
+  for (let r = 0; r <= (EVENTS > 0 ? ROUNDS : -1); r++) {
     for (const mode of eventModes) {
       const m = await eventsRound(mode)
       if (r > 0) evResults[mode].push(m)
@@ -251,13 +261,17 @@ async function main() {
     const ratio = b ? ` | ${(perSec / b.perSec).toFixed(2)}x | ${(b.cpu / cpu).toFixed(2)}x lower` : ' | 1.00x | 1.00x'
     return `| ${name} | ${Math.round(perSec)} | ${(cpu / 1000).toFixed(2)}${ratio} |`
   }
-  if (CALLS > 0) console.log(`\ncalls: a2a.tasks.get, ${CALLS} per round, ${WINDOW} in flight; median of ${ROUNDS} rounds`)
+  if (CALLS > 0)
+    console.log(`\ncalls: a2a.tasks.get, ${CALLS} per round, ${WINDOW} in flight; median of ${ROUNDS} rounds; ${BUSY} busy loops running`)
   if (CALLS > 0) {
     console.log('| path | calls/s | main-thread CPU µs/call | calls/s vs NDJSON | CPU/call vs NDJSON |')
     console.log('|---|---|---|---|---|')
     console.log(row('NDJSON (net + JSON)', callResults.ndjson))
     console.log(row('addon', callResults.addon, callResults.ndjson))
   }
+  if (EVENTS > 0) printEvents()
+  console.log(`\nnode ${process.version}, ${os.cpus().length} cpus, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`)
+  function printEvents() {
   console.log(`\nevents: status-update events, ${EVENTS} per round from a producer process; median of ${ROUNDS} rounds`)
   console.log('| path | events/s | main-thread CPU µs/event | events/s vs NDJSON | CPU/event vs NDJSON |')
   console.log('|---|---|---|---|---|')
@@ -270,7 +284,7 @@ async function main() {
     const b = evResults[m].filter((x) => x.perBatch).map((x) => x.perBatch)
     if (b.length > 0) console.log(`${m}: ${median(b).toFixed(1)} events per callback (median)`)
   }
-  console.log(`\nnode ${process.version}, ${os.cpus().length} cpus, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`)
+  }
 }
 
 main().catch((e) => {

@@ -1,35 +1,192 @@
 //! `NativeAgent`: one registered agent and one method per `a2a.*` call
-//! (docs/protocol.md §5 Methods). Each method submits the call (`*_async` of
-//! `a2a_client::Agent`) and returns a promise settled by the call's
-//! completion on the connection's reader thread (see `settle`): no thread
-//! waits for the broker.
+//! (docs/protocol.md §5 Methods). Each method builds the call and returns a
+//! promise; no thread waits for the broker. Where libuv can be used, the
+//! call goes on the broker's calls connection on the JS thread's own loop
+//! (`calls`: written, read and settled on the JS thread, no thread hop);
+//! elsewhere (and for `stream`, `resubscribe`, `deregister`, whose answers
+//! keep an order with the agent's events) it is submitted on the client's
+//! connection and settled from its reader thread (see `settle`).
 //!
 //! Protocol values cross as JSON text both ways: the JS layer
 //! (`index.js`) passes `JSON.stringify`'d arguments, this side parses them
 //! with serde, and answers are rendered to JSON on the reader thread and
 //! parsed by V8. BENCHMARKS.md has the measurement behind that choice.
 
+use crate::calls::Link;
 use crate::error::Failure;
-use crate::settle::{self, Payload, Ticket};
+use crate::settle::{self, Payload, Shape, Ticket};
+use a2a_client::proto::call::{Call, Outcome};
+use a2a_client::proto::params::{
+    AcquireLeaseParams, ArtifactParams, CancelParams, GetParams, ListAgentsParams,
+    ListLeasesParams, ListTasksParams, PushGetParams, PushSetParams, ReleaseLeaseParams,
+    RenewLeaseParams, SendParams, StatusParams,
+};
 use a2a_client::{
     Agent, Artifact, ClientError, ListRole, Message, Pending, PushConfig, SendConfiguration, State,
-    TaskQuery,
 };
 use napi::bindgen_prelude::{PromiseRaw, Unknown};
 use napi::Env;
 use napi_derive::napi;
 use serde::de::DeserializeOwned;
+use std::rc::Rc;
 
 /// A registered agent.
 #[napi]
 pub struct NativeAgent {
     pub(crate) agent: Agent,
+    /// Its broker's calls connection on this thread's loop, if it has one.
+    calls: Option<Rc<Link>>,
 }
 
 impl NativeAgent {
-    pub(crate) fn new(agent: Agent) -> NativeAgent {
-        NativeAgent { agent }
+    pub(crate) fn new(agent: Agent, calls: Option<Rc<Link>>) -> NativeAgent {
+        NativeAgent { agent, calls }
     }
+
+    /// The agent's token, as every call carries it.
+    fn token(&self) -> Option<String> {
+        Some(self.agent.token().to_owned())
+    }
+
+    /// Submits `call` (built from the arguments, or why they could not be
+    /// read) on the loop's calls connection when there is one, else on the
+    /// client's; its answer settles the promise as `shape` says.
+    fn call<'env>(
+        &self,
+        env: &'env Env,
+        call: Result<Call, Failure>,
+        shape: Shape,
+    ) -> JsPromise<'env> {
+        // The checks the client's own submission makes: a deregistered
+        // agent or a closed connection fails before anything is sent.
+        let call = call.and_then(|c| {
+            if self.agent.is_deregistered() {
+                return Err(ClientError::Deregistered(self.agent.id().to_owned()).into());
+            }
+            if let Some(r) = self.agent.client().close_reason() {
+                return Err(ClientError::Closed(r).into());
+            }
+            Ok(c)
+        });
+        if let Some(link) = self.calls.as_deref().filter(|l| l.closed().is_none()) {
+            return match call {
+                Ok(c) => link.submit(env, c, shape),
+                Err(f) => {
+                    let (deferred, promise) = settle::raw_promise(env)?;
+                    settle::settle_now(env.raw(), deferred, Err(f));
+                    Ok(promise)
+                }
+            };
+        }
+        let (ticket, promise) = settle::promise(env)?;
+        match call.map(|c| self.agent.client().call_async(c)) {
+            Ok(Ok(p)) => p.on_complete(move |r| {
+                ticket.settle(
+                    r.map_err(Failure::from)
+                        .and_then(|o| (shape.typed)(o).map_err(Failure::from)),
+                )
+            }),
+            Ok(Err(e)) => ticket.settle(Err(e.into())),
+            Err(f) => ticket.settle(Err(f)),
+        }
+        Ok(promise)
+    }
+}
+
+/// How each answer becomes its promise's value (what `a2a_client::Agent`'s
+/// typed methods return, as JSON for V8 to parse).
+mod render {
+    use super::*;
+
+    fn json<T: serde::Serialize>(v: &T) -> Result<Payload, ClientError> {
+        serde_json::to_string(v)
+            .map(Payload::Json)
+            .map_err(|e| ClientError::Protocol(format!("cannot render the answer: {e}")))
+    }
+
+    fn unexpected(o: &Outcome) -> ClientError {
+        ClientError::Protocol(format!("unexpected answer ({:?})", o.kind()))
+    }
+
+    pub(super) fn task(o: Outcome) -> Result<Payload, ClientError> {
+        match o {
+            Outcome::Task(r) => json(&r.task),
+            o => Err(unexpected(&o)),
+        }
+    }
+
+    pub(super) fn tasks(o: Outcome) -> Result<Payload, ClientError> {
+        match o {
+            Outcome::Tasks(r) => json(&r.tasks),
+            o => Err(unexpected(&o)),
+        }
+    }
+
+    pub(super) fn agents(o: Outcome) -> Result<Payload, ClientError> {
+        match o {
+            Outcome::Agents(r) => json(&r.agents),
+            o => Err(unexpected(&o)),
+        }
+    }
+
+    pub(super) fn config(o: Outcome) -> Result<Payload, ClientError> {
+        match o {
+            Outcome::Config(r) => json(&r.config),
+            o => Err(unexpected(&o)),
+        }
+    }
+
+    pub(super) fn task_list(o: Outcome) -> Result<Payload, ClientError> {
+        match o {
+            Outcome::TaskList(r) => json(&r),
+            o => Err(unexpected(&o)),
+        }
+    }
+
+    pub(super) fn lease(o: Outcome) -> Result<Payload, ClientError> {
+        match o {
+            Outcome::Lease(r) => json(&r.lease),
+            o => Err(unexpected(&o)),
+        }
+    }
+
+    pub(super) fn leases(o: Outcome) -> Result<Payload, ClientError> {
+        match o {
+            Outcome::Leases(r) => json(&r.leases),
+            o => Err(unexpected(&o)),
+        }
+    }
+
+    pub(super) fn ok(o: Outcome) -> Result<Payload, ClientError> {
+        match o {
+            Outcome::Ok(_) => Ok(Payload::Undefined),
+            o => Err(unexpected(&o)),
+        }
+    }
+
+    const fn shape(
+        typed: fn(Outcome) -> Result<Payload, ClientError>,
+        member: Option<&'static str>,
+    ) -> Shape {
+        Shape {
+            typed,
+            member,
+            undefined: false,
+        }
+    }
+
+    pub(super) const TASK: Shape = shape(task, Some("task"));
+    pub(super) const TASKS: Shape = shape(tasks, Some("tasks"));
+    pub(super) const AGENTS: Shape = shape(agents, Some("agents"));
+    pub(super) const CONFIG: Shape = shape(config, Some("config"));
+    pub(super) const TASK_LIST: Shape = shape(task_list, None);
+    pub(super) const LEASE: Shape = shape(lease, Some("lease"));
+    pub(super) const LEASES: Shape = shape(leases, Some("leases"));
+    pub(super) const OK: Shape = Shape {
+        typed: ok,
+        member: None,
+        undefined: true,
+    };
 }
 
 type JsPromise<'env> = napi::Result<PromiseRaw<'env, Unknown<'env>>>;
@@ -110,21 +267,26 @@ impl NativeAgent {
         message: String,
         configuration: Option<String>,
     ) -> JsPromise<'env> {
-        let (ticket, promise) = settle::promise(env)?;
         let parsed = arg::<Message>("message", &message).and_then(|m| {
             Ok((
                 m,
                 opt_arg::<SendConfiguration>("configuration", configuration.as_deref())?,
             ))
         });
-        match parsed {
-            Ok((m, c)) if m.to.as_deref() == Some("*") => {
-                submit(ticket, Ok(self.agent.broadcast_async(m, c)))
-            }
-            Ok((m, c)) => submit(ticket, Ok(self.agent.send_async(m, c))),
-            Err(f) => ticket.settle(Err(f)),
-        }
-        Ok(promise)
+        let broadcast = matches!(&parsed, Ok((m, _)) if m.to.as_deref() == Some("*"));
+        let call = parsed.map(|(message, configuration)| {
+            Call::Send(SendParams {
+                token: self.token(),
+                message,
+                configuration,
+            })
+        });
+        let shape = if broadcast {
+            render::TASKS
+        } else {
+            render::TASK
+        };
+        self.call(env, call, shape)
     }
 
     /// `a2a.message.stream` → Task.
@@ -144,11 +306,14 @@ impl NativeAgent {
         id: String,
         history_length: Option<f64>,
     ) -> JsPromise<'env> {
-        let (ticket, promise) = settle::promise(env)?;
-        let call =
-            count("historyLength", history_length).map(|h| self.agent.get_task_async(&id, h));
-        submit(ticket, call);
-        Ok(promise)
+        let call = count("historyLength", history_length).map(|history_length| {
+            Call::Get(GetParams {
+                token: self.token(),
+                id,
+                history_length,
+            })
+        });
+        self.call(env, call, render::TASK)
     }
 
     /// `a2a.tasks.status` (the worker's) → Task.
@@ -160,13 +325,18 @@ impl NativeAgent {
         state: String,
         message: Option<String>,
     ) -> JsPromise<'env> {
-        let (ticket, promise) = settle::promise(env)?;
         let call = serde_json::from_value::<State>(serde_json::Value::String(state))
             .map_err(|e| Failure::invalid("state", e))
             .and_then(|s| Ok((s, opt_arg::<Message>("message", message.as_deref())?)))
-            .map(|(s, m)| self.agent.set_status_async(&id, s, m));
-        submit(ticket, call);
-        Ok(promise)
+            .map(|(state, message)| {
+                Call::Status(StatusParams {
+                    token: self.token(),
+                    id,
+                    state,
+                    message,
+                })
+            });
+        self.call(env, call, render::TASK)
     }
 
     /// `a2a.tasks.artifact` (the worker's) → Task.
@@ -179,17 +349,16 @@ impl NativeAgent {
         append: Option<bool>,
         last_chunk: Option<bool>,
     ) -> JsPromise<'env> {
-        let (ticket, promise) = settle::promise(env)?;
-        let call = arg::<Artifact>("artifact", &artifact).map(|a| {
-            self.agent.add_artifact_async(
-                &id,
-                a,
-                append.unwrap_or(false),
-                last_chunk.unwrap_or(true),
-            )
+        let call = arg::<Artifact>("artifact", &artifact).map(|artifact| {
+            Call::Artifact(ArtifactParams {
+                token: self.token(),
+                id,
+                artifact,
+                append: append.unwrap_or(false),
+                last_chunk: last_chunk.unwrap_or(true),
+            })
         });
-        submit(ticket, call);
-        Ok(promise)
+        self.call(env, call, render::TASK)
     }
 
     /// `a2a.tasks.cancel` (either party's) → Task.
@@ -200,11 +369,14 @@ impl NativeAgent {
         id: String,
         message: Option<String>,
     ) -> JsPromise<'env> {
-        let (ticket, promise) = settle::promise(env)?;
-        let call = opt_arg::<Message>("message", message.as_deref())
-            .map(|m| self.agent.cancel_async(&id, m));
-        submit(ticket, call);
-        Ok(promise)
+        let call = opt_arg::<Message>("message", message.as_deref()).map(|message| {
+            Call::Cancel(CancelParams {
+                token: self.token(),
+                id,
+                message,
+            })
+        });
+        self.call(env, call, render::TASK)
     }
 
     /// `a2a.tasks.resubscribe` → Task (the events arrive before it).
@@ -230,64 +402,68 @@ impl NativeAgent {
         task_id: String,
         config: String,
     ) -> JsPromise<'env> {
-        let (ticket, promise) = settle::promise(env)?;
-        let call = arg::<PushConfig>("config", &config)
-            .map(|c| self.agent.set_push_config_async(&task_id, c));
-        submit(ticket, call);
-        Ok(promise)
+        let call = arg::<PushConfig>("config", &config).map(|config| {
+            Call::PushSet(PushSetParams {
+                token: self.token(),
+                task_id,
+                config,
+            })
+        });
+        self.call(env, call, render::CONFIG)
     }
 
     /// `a2a.tasks.pushNotificationConfig.get` → PushConfig or null.
     #[napi]
     pub fn get_push<'env>(&self, env: &'env Env, task_id: String) -> JsPromise<'env> {
-        let (ticket, promise) = settle::promise(env)?;
-        submit(ticket, Ok(self.agent.push_config_async(&task_id)));
-        Ok(promise)
+        let call = Call::PushGet(PushGetParams {
+            token: self.token(),
+            task_id,
+        });
+        self.call(env, Ok(call), render::CONFIG)
     }
 
     /// `a2a.agents.list` → AgentCard[].
     #[napi]
     pub fn list<'env>(&self, env: &'env Env, skill: Option<String>) -> JsPromise<'env> {
-        let (ticket, promise) = settle::promise(env)?;
-        submit(ticket, Ok(self.agent.list_agents_async(skill.as_deref())));
-        Ok(promise)
+        let call = Call::ListAgents(ListAgentsParams {
+            token: self.token(),
+            skill,
+        });
+        self.call(env, Ok(call), render::AGENTS)
     }
 
     /// `a2a.tasks.list` (ext) → `{tasks, nextCursor?}`; `query` is JSON
     /// `{role?, state?, limit?, cursor?}`.
     #[napi]
     pub fn list_tasks<'env>(&self, env: &'env Env, query: Option<String>) -> JsPromise<'env> {
-        let (ticket, promise) = settle::promise(env)?;
         let call = opt_arg::<TaskQueryJson>("query", query.as_deref()).map(|q| {
             let q = q.unwrap_or_default();
-            self.agent.list_tasks_async(TaskQuery {
+            Call::ListTasks(ListTasksParams {
+                token: self.token(),
                 role: q.role.unwrap_or_default(),
                 state: q.state,
                 limit: q.limit,
                 cursor: q.cursor,
             })
         });
-        submit(ticket, call);
-        Ok(promise)
+        self.call(env, call, render::TASK_LIST)
     }
 
     /// `a2a.leases.acquire` (ext) → Lease; `request` is JSON `{paths,
     /// ttlSeconds, exclusive?, reason?, waitSeconds?}`.
     #[napi]
     pub fn lease_acquire<'env>(&self, env: &'env Env, request: String) -> JsPromise<'env> {
-        let (ticket, promise) = settle::promise(env)?;
         let call = arg::<LeaseJson>("lease", &request).map(|r| {
-            let paths: Vec<&str> = r.paths.iter().map(String::as_str).collect();
-            self.agent.acquire_lease_async(
-                &paths,
-                r.ttl_seconds,
-                r.exclusive.unwrap_or(true),
-                r.reason.as_deref(),
-                r.wait_seconds,
-            )
+            Call::LeaseAcquire(AcquireLeaseParams {
+                token: self.token(),
+                paths: r.paths,
+                ttl_seconds: i64::try_from(r.ttl_seconds).unwrap_or(i64::MAX),
+                exclusive: r.exclusive.unwrap_or(true),
+                reason: r.reason,
+                wait_seconds: r.wait_seconds.map(|w| i64::try_from(w).unwrap_or(i64::MAX)),
+            })
         });
-        submit(ticket, call);
-        Ok(promise)
+        self.call(env, call, render::LEASE)
     }
 
     /// `a2a.leases.renew` (ext) → Lease.
@@ -298,32 +474,34 @@ impl NativeAgent {
         lease_id: String,
         ttl_seconds: f64,
     ) -> JsPromise<'env> {
-        let (ticket, promise) = settle::promise(env)?;
-        let call = count("ttlSeconds", Some(ttl_seconds))
-            .map(|t| self.agent.renew_lease_async(&lease_id, t.unwrap_or(0)));
-        submit(ticket, call);
-        Ok(promise)
+        let call = count("ttlSeconds", Some(ttl_seconds)).map(|t| {
+            Call::LeaseRenew(RenewLeaseParams {
+                token: self.token(),
+                lease_id,
+                ttl_seconds: i64::try_from(t.unwrap_or(0)).unwrap_or(i64::MAX),
+            })
+        });
+        self.call(env, call, render::LEASE)
     }
 
     /// `a2a.leases.release` (ext) → undefined.
     #[napi]
     pub fn lease_release<'env>(&self, env: &'env Env, lease_id: String) -> JsPromise<'env> {
-        let (ticket, promise) = settle::promise(env)?;
-        match self.agent.release_lease_async(&lease_id) {
-            Ok(p) => p.on_complete(move |r| {
-                ticket.settle(r.map(|()| Payload::Undefined).map_err(Failure::from))
-            }),
-            Err(e) => ticket.settle(Err(e.into())),
-        }
-        Ok(promise)
+        let call = Call::LeaseRelease(ReleaseLeaseParams {
+            token: self.token(),
+            lease_id,
+        });
+        self.call(env, Ok(call), render::OK)
     }
 
     /// `a2a.leases.list` (ext) → Lease[] (those overlapping `path`, when given).
     #[napi]
     pub fn lease_list<'env>(&self, env: &'env Env, path: Option<String>) -> JsPromise<'env> {
-        let (ticket, promise) = settle::promise(env)?;
-        submit(ticket, Ok(self.agent.list_leases_async(path.as_deref())));
-        Ok(promise)
+        let call = Call::LeaseList(ListLeasesParams {
+            token: self.token(),
+            path,
+        });
+        self.call(env, Ok(call), render::LEASES)
     }
 
     /// `a2a.agents.deregister` → undefined. Events already delivered stay;

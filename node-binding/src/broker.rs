@@ -1,13 +1,17 @@
 //! `NativeBroker`: one connection to the broker (an `a2a_client::Client`,
-//! binary frames on the local socket) and the calls that are not an
-//! agent's: connecting and registering.
+//! binary frames on the local socket), the calls connection on the JS
+//! thread's loop beside it where libuv allows (`calls`), and the calls
+//! that are not an agent's: connecting and registering.
 
+use crate::agent::NativeAgent;
+use crate::calls::{self, Link};
 use crate::error::Failure;
 use crate::settle::{self, Payload};
 use a2a_client::{AgentCard, Client, ClientOptions, Delivery, SecretFrom};
-use napi::bindgen_prelude::{PromiseRaw, Unknown};
-use napi::Env;
+use napi::bindgen_prelude::{PromiseRaw, ToNapiValue, Unknown};
+use napi::{sys, Env};
 use napi_derive::napi;
+use std::rc::Rc;
 use std::time::Duration;
 
 /// How to reach the broker.
@@ -32,12 +36,37 @@ pub struct ConnectOptions {
 #[napi]
 pub struct NativeBroker {
     client: Client,
+    /// The calls connection on this thread's loop (see `calls`), if any.
+    calls: Option<Rc<Link>>,
 }
 
-impl NativeBroker {
-    pub(crate) fn new(client: Client) -> NativeBroker {
-        NativeBroker { client }
-    }
+/// Wraps a connected client (and its calls connection's socket) as a
+/// `NativeBroker`, on the JS thread, where the socket joins the loop.
+#[allow(unsafe_code)]
+fn make_broker(
+    env: sys::napi_env,
+    client: Client,
+    calls: Option<calls::Stream>,
+) -> Result<sys::napi_value, Failure> {
+    let calls = calls.and_then(|s| calls::attach(env, s));
+    // SAFETY: on the JS thread (a `Payload::Native` runs there).
+    unsafe { NativeBroker::to_napi_value(env, NativeBroker { client, calls }) }
+        .map_err(|e| Failure::internal(e.reason))
+}
+
+/// Wraps a registered agent as a `NativeAgent` bound to its broker's
+/// calls connection, found by number (the completion that made the agent
+/// ran on another thread).
+#[allow(unsafe_code)]
+fn make_agent(
+    env: sys::napi_env,
+    agent: a2a_client::Agent,
+    link: Option<calls::LinkKey>,
+) -> Result<sys::napi_value, Failure> {
+    let calls = link.and_then(Link::find);
+    // SAFETY: on the JS thread (a `Payload::Native` runs there).
+    unsafe { NativeAgent::to_napi_value(env, NativeAgent::new(agent, calls)) }
+        .map_err(|e| Failure::internal(e.reason))
 }
 
 #[napi]
@@ -69,9 +98,26 @@ impl NativeBroker {
         let spawned = std::thread::Builder::new()
             .name("a2a-node-connect".into())
             .spawn(move || {
-                let given = options.secret.as_deref().map(|s| (s, SecretFrom::Given));
-                let r = a2a_client::locate(&options.socket).connect(given, opts);
-                ticket.settle(r.map(Payload::Client).map_err(Failure::from));
+                let located = a2a_client::locate(&options.socket);
+                let io_timeout = opts.io_timeout;
+                let r = match options.secret {
+                    Some(s) => Ok((s, SecretFrom::Given)),
+                    None => located.secret(),
+                }
+                .and_then(|(secret, from)| {
+                    let client = located.connect(Some((&secret, from)), opts)?;
+                    // The calls connection, where the loop can take it; a
+                    // failure leaves calls on the client's connection.
+                    let calls = crate::uv::get()
+                        .and_then(|_| calls::open(&located.socket, &secret, io_timeout).ok());
+                    Ok((client, calls))
+                });
+                ticket.settle(
+                    r.map(|(client, calls)| {
+                        Payload::Native(Box::new(move |env| make_broker(env, client, calls)))
+                    })
+                    .map_err(Failure::from),
+                );
             });
         if let Err(e) = spawned {
             // The ticket went down with the closure and rejected itself.
@@ -109,9 +155,13 @@ impl NativeBroker {
                 return Ok(promise);
             }
         };
+        let link = self.calls.as_ref().map(|l| l.key());
         match self.client.register_async(&context_id, card, delivery) {
             Ok(p) => p.on_complete(move |r| {
-                ticket.settle(r.map(Payload::Agent).map_err(Failure::from));
+                ticket.settle(
+                    r.map(|a| Payload::Native(Box::new(move |env| make_agent(env, a, link))))
+                        .map_err(Failure::from),
+                );
             }),
             Err(e) => ticket.settle(Err(e.into())),
         }
@@ -135,6 +185,9 @@ impl NativeBroker {
     #[napi]
     pub fn close(&self) {
         self.client.close();
+        if let Some(l) = &self.calls {
+            l.close();
+        }
     }
 
     /// `(frames written, write system calls)` of this connection, for

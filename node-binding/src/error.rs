@@ -12,6 +12,7 @@
 //! with `code` `-32602` and `kind` `"invalid_params"`, the answer the
 //! broker would have given to the same value, so callers branch one way.
 
+use crate::js;
 use a2a_client::ClientError;
 use napi::sys;
 use std::ptr;
@@ -73,15 +74,15 @@ impl Failure {
                     sys::napi_create_int64(env, c, &mut v);
                     v
                 }
-                None => js_str(env, self.kind),
+                None => js::string(env, self.kind),
             };
             sys::napi_set_named_property(env, err, c"code".as_ptr(), code);
-            sys::napi_set_named_property(env, err, c"kind".as_ptr(), js_str(env, self.kind));
+            sys::napi_set_named_property(env, err, c"kind".as_ptr(), js::string(env, self.kind));
             if let Some(a) = &self.a2a_code {
-                sys::napi_set_named_property(env, err, c"errorCode".as_ptr(), js_str(env, a));
+                sys::napi_set_named_property(env, err, c"errorCode".as_ptr(), js::string(env, a));
             }
             if let Some(d) = &self.data_json {
-                if let Ok(v) = crate::settle::parse_json_in(env, d) {
+                if let Ok(v) = js::parse_json(env, d) {
                     sys::napi_set_named_property(env, err, c"data".as_ptr(), v);
                 }
             }
@@ -90,12 +91,10 @@ impl Failure {
     }
 }
 
-#[allow(unsafe_code)]
-unsafe fn js_str(env: sys::napi_env, s: &str) -> sys::napi_value {
-    let mut v = ptr::null_mut();
-    // SAFETY: the caller is on the JS thread.
-    unsafe { sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut v) };
-    v
+impl From<js::JsError> for Failure {
+    fn from(e: js::JsError) -> Failure {
+        Failure::internal(e.0)
+    }
 }
 
 impl From<ClientError> for Failure {

@@ -83,7 +83,7 @@ impl ToNapiValue for EventBatch {
         match batch.mode {
             Mode::Json => {
                 let text = format!("[{json}]");
-                settle::parse_json_in(env, &text)
+                crate::js::parse_json(env, &text)
                     .map_err(|_| napi::Error::new(Status::GenericFailure, "bad event batch"))
             }
             Mode::Compact => {

@@ -15,16 +15,30 @@
 //!   and `wait` (a timer thread, not the libuv pool).
 //! - `compact` -- the compact event batch (the default way events cross
 //!   into JS, chosen by measurement).
+//! - `calls` -- the calls connection on the JS thread's own libuv loop:
+//!   calls written, read and settled on the JS thread, no thread hop
+//!   (`uv`: the libuv functions it needs, found in the Node process;
+//!   `wire`: its request and answer lines; `envelope`: where an NDJSON
+//!   answer's result lies in its line).
 //! - `settle` -- the completion queue that settles promises on the JS
-//!   thread, one wake-up per burst of answers.
+//!   thread, one wake-up per burst of answers (the client's path).
 //! - `error` -- how a failure becomes a JS `Error` (`code`, `kind`,
 //!   `errorCode`, `data`).
+//! - `js` -- JS-thread helpers (`JSON.parse`), the lowest layer.
+//!
+//! Layers (issue 25: no import cycle; `test/layers.test.js` checks it):
+//! the leaves `js`, `uv`, `envelope`, `compact` <- `error` <- `settle` <-
+//! `wire` <- `calls` <- `agent` <- `events`, `tool`, `broker`. A lower layer never
+//! names a higher one: a value only a higher one can make (a
+//! `NativeAgent`) crosses down as a closure (`settle::Payload::Native`).
 //!
 //! Architecture invariant: no call holds a thread while it waits for the
-//! broker. Calls are submissions whose completions run on the client's
-//! reader thread; `wait` parks a future on one timer thread; connecting
-//! (once per connection) uses a short-lived thread of its own. The libuv
-//! thread pool, shared with the file system, DNS and crypto, is never used.
+//! broker. Calls are written by the JS thread and completed in its loop's
+//! poll callback (`calls`), or, where libuv cannot be used, submitted to
+//! the client and completed on its reader thread; `wait` parks a future on
+//! one timer thread; connecting (once per connection) uses a short-lived
+//! thread of its own. The libuv thread pool, shared with the file system,
+//! DNS and crypto, is never used.
 //!
 //! `unsafe`: the promise queue calls napi directly (a raw threadsafe
 //! function without a JS function, raw deferreds), because napi-rs's
@@ -35,8 +49,19 @@
 
 pub mod agent;
 pub mod broker;
+#[cfg(unix)]
+mod calls;
+#[cfg(not(unix))]
+#[path = "calls_none.rs"]
+mod calls;
 mod compact;
+#[cfg(unix)]
+mod envelope;
 mod error;
 pub mod events;
+mod js;
 mod settle;
 pub mod tool;
+mod uv;
+#[cfg(unix)]
+mod wire;

@@ -21,6 +21,7 @@
 //! itself with an error, so no promise is left pending by a bug here.
 
 use crate::error::Failure;
+use crate::js;
 use napi::bindgen_prelude::{PromiseRaw, ToNapiValue, Unknown};
 use napi::{sys, Env};
 use parking_lot::Mutex;
@@ -40,11 +41,28 @@ pub(crate) enum Payload {
     Text(String),
     /// `undefined`.
     Undefined,
-    /// A registered agent, wrapped as a `NativeAgent` on the JS thread.
-    Agent(a2a_client::Agent),
-    /// A connection, wrapped as a `NativeBroker` on the JS thread.
-    Client(a2a_client::Client),
+    /// A value only the JS thread can make (a native class instance),
+    /// made there by this function. The module that owns the class writes
+    /// it, so this layer knows no class (issue 25: no `settle` <-> `agent`
+    /// or `broker` cycle).
+    Native(MakeJs),
 }
+
+/// How a call's answer becomes its promise's value, on either connection.
+#[derive(Clone, Copy)]
+pub(crate) struct Shape {
+    /// From the client's typed answer (the client's connection).
+    pub(crate) typed:
+        fn(a2a_client::proto::call::Outcome) -> Result<Payload, a2a_client::ClientError>,
+    /// From the JSON result (the loop's calls connection): the value of
+    /// this member of it, or the whole result (`None`).
+    pub(crate) member: Option<&'static str>,
+    /// The promise resolves with `undefined` (the result is `{ok: true}`).
+    pub(crate) undefined: bool,
+}
+
+/// Makes a JS value on the JS thread (see [`Payload::Native`]).
+pub(crate) type MakeJs = Box<dyn FnOnce(sys::napi_env) -> Result<sys::napi_value, Failure> + Send>;
 
 /// One answer on its way to the JS thread.
 struct Settle {
@@ -108,8 +126,6 @@ struct Local {
     queue: Arc<Queue>,
     /// Promises created and not yet settled (JS thread only).
     outstanding: std::cell::Cell<usize>,
-    /// A reference to `JSON.parse`.
-    json_parse: sys::napi_ref,
 }
 
 thread_local! {
@@ -216,29 +232,10 @@ fn local(env: sys::napi_env) -> napi::Result<Rc<Local>> {
     check!(sys::napi_unref_threadsafe_function(env, tsfn));
     queue.st.lock().tsfn = tsfn;
 
-    let mut global = ptr::null_mut();
-    check!(sys::napi_get_global(env, &mut global));
-    let mut json = ptr::null_mut();
-    check!(sys::napi_get_named_property(
-        env,
-        global,
-        c"JSON".as_ptr(),
-        &mut json
-    ));
-    let mut parse = ptr::null_mut();
-    check!(sys::napi_get_named_property(
-        env,
-        json,
-        c"parse".as_ptr(),
-        &mut parse
-    ));
-    let mut json_parse = ptr::null_mut();
-    check!(sys::napi_create_reference(env, parse, 1, &mut json_parse));
     let l = Rc::new(Local {
         env,
         queue,
         outstanding: std::cell::Cell::new(0),
-        json_parse,
     });
     LOCAL.with(|cell| *cell.borrow_mut() = Some(l.clone()));
     Ok(l)
@@ -278,7 +275,7 @@ unsafe extern "C" fn drain(
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let Ok(l) = local(env) else { return };
         for s in items {
-            settle_one(&l, s);
+            settle_now(env, s.deferred, s.result);
         }
         let left = l.outstanding.get().saturating_sub(n);
         l.outstanding.set(left);
@@ -289,85 +286,76 @@ unsafe extern "C" fn drain(
     }));
 }
 
+/// Settles `deferred` with `result`, here and now (JS thread only; each
+/// deferred once). Also how the loop's calls connection settles its
+/// promises, in its poll callback.
+pub(crate) fn settle_now(
+    env: sys::napi_env,
+    deferred: sys::napi_deferred,
+    result: Result<Payload, Failure>,
+) {
+    settle_value(env, deferred, result.and_then(|p| to_js(env, p)));
+}
+
 #[allow(unsafe_code)]
-fn settle_one(l: &Local, s: Settle) {
-    let env = l.env;
-    let value = match s.result {
-        Ok(p) => to_js(l, p),
-        Err(f) => Err(f),
-    };
+fn to_js(env: sys::napi_env, p: Payload) -> Result<sys::napi_value, Failure> {
+    match p {
+        Payload::Json(s) => Ok(js::parse_json(env, &s)?),
+        // SAFETY: on the JS thread.
+        Payload::Text(s) => {
+            unsafe { String::to_napi_value(env, s) }.map_err(|e| Failure::internal(e.reason))
+        }
+        Payload::Undefined => {
+            let mut u = ptr::null_mut();
+            // SAFETY: on the JS thread.
+            unsafe { sys::napi_get_undefined(env, &mut u) };
+            Ok(u)
+        }
+        Payload::Native(make) => make(env),
+    }
+}
+
+/// `undefined` (JS thread only).
+#[allow(unsafe_code)]
+pub(crate) fn undefined(env: sys::napi_env) -> Result<sys::napi_value, Failure> {
+    let mut u = ptr::null_mut();
+    // SAFETY: on the JS thread.
+    unsafe { sys::napi_get_undefined(env, &mut u) };
+    Ok(u)
+}
+
+/// Settles `deferred` with a JS value already made (or rejects), here and
+/// now (JS thread only; each deferred once).
+#[allow(unsafe_code)]
+pub(crate) fn settle_value(
+    env: sys::napi_env,
+    deferred: sys::napi_deferred,
+    value: Result<sys::napi_value, Failure>,
+) {
     // SAFETY: on the JS thread; each deferred is settled once.
     unsafe {
         match value {
-            Ok(v) => sys::napi_resolve_deferred(env, s.deferred, v),
+            Ok(v) => sys::napi_resolve_deferred(env, deferred, v),
             Err(f) => {
                 let e = f.error_value(env);
-                sys::napi_reject_deferred(env, s.deferred, e)
+                sys::napi_reject_deferred(env, deferred, e)
             }
         };
     }
 }
 
-#[allow(unsafe_code)]
-fn to_js(l: &Local, p: Payload) -> Result<sys::napi_value, Failure> {
-    let env = l.env;
-    // SAFETY: on the JS thread.
-    unsafe {
-        match p {
-            Payload::Json(s) => parse_json(l, &s),
-            Payload::Text(s) => {
-                String::to_napi_value(env, s).map_err(|e| Failure::internal(e.reason))
-            }
-            Payload::Undefined => {
-                let mut u = ptr::null_mut();
-                sys::napi_get_undefined(env, &mut u);
-                Ok(u)
-            }
-            Payload::Agent(a) => {
-                crate::agent::NativeAgent::to_napi_value(env, crate::agent::NativeAgent::new(a))
-                    .map_err(|e| Failure::internal(e.reason))
-            }
-            Payload::Client(c) => {
-                crate::broker::NativeBroker::to_napi_value(env, crate::broker::NativeBroker::new(c))
-                    .map_err(|e| Failure::internal(e.reason))
-            }
-        }
-    }
-}
-
-/// `JSON.parse(s)` through V8, on the JS thread.
-#[allow(unsafe_code)]
-pub(crate) fn parse_json_in(env: sys::napi_env, s: &str) -> Result<sys::napi_value, Failure> {
-    let l = local(env).map_err(|e| Failure::internal(e.reason))?;
-    parse_json(&l, s)
-}
-
-#[allow(unsafe_code)]
-fn parse_json(l: &Local, s: &str) -> Result<sys::napi_value, Failure> {
-    let env = l.env;
-    // SAFETY: on the JS thread, with live handles.
-    unsafe {
-        let mut js = ptr::null_mut();
-        if sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut js)
-            != sys::Status::napi_ok
-        {
-            return Err(Failure::internal("cannot create a string"));
-        }
-        let mut parse = ptr::null_mut();
-        sys::napi_get_reference_value(env, l.json_parse, &mut parse);
-        let mut undefined = ptr::null_mut();
-        sys::napi_get_undefined(env, &mut undefined);
-        let mut out = ptr::null_mut();
-        let args = [js];
-        if sys::napi_call_function(env, undefined, parse, 1, args.as_ptr(), &mut out)
-            != sys::Status::napi_ok
-        {
-            let mut exc = ptr::null_mut();
-            sys::napi_get_and_clear_last_exception(env, &mut exc);
-            return Err(Failure::internal("JSON.parse failed on an answer"));
-        }
-        Ok(out)
-    }
+/// A new promise without a ticket: its deferred, for a settler on the JS
+/// thread that keeps the process alive by its own means (the loop's calls
+/// connection: its poll handle is referenced while calls are pending).
+/// JS thread only.
+pub(crate) fn raw_promise<'env>(
+    env: &'env Env,
+) -> napi::Result<(sys::napi_deferred, PromiseRaw<'env, Unknown<'env>>)> {
+    let raw = env.raw();
+    let mut deferred = ptr::null_mut();
+    let mut promise = ptr::null_mut();
+    check!(sys::napi_create_promise(raw, &mut deferred, &mut promise));
+    Ok((deferred, PromiseRaw::new(raw, promise)))
 }
 
 /// A new promise and the ticket that settles it. JS thread only.
