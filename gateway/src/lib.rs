@@ -8,6 +8,8 @@
 //! - [`http`]: axum routes: agent cards, the JSON-RPC endpoint, SSE.
 //! - [`security`]: bind rule, bearer identities, rate limits, webhook
 //!   SSRF guard, audit lines.
+//! - [`conn`]: the broker connection of each identity, on the gateway's
+//!   own runtime (a reader task, no threads).
 //! - [`core`]: the v1.0 operations as `a2a.*` calls on the broker (one
 //!   requester agent per identity and A2A context), task event hubs.
 //! - [`push`]: push notification configs and their delivery.
@@ -22,6 +24,7 @@
 //! - [`tck`]: `serve-tck`, the TCK's system under test.
 //! - [`outbound`]: remote A2A agents as broker peers (`remote add`).
 
+pub mod conn;
 pub mod core;
 pub mod http;
 pub mod limits;
