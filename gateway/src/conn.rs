@@ -679,3 +679,339 @@ impl Requester {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Against a fake broker on a real Unix socket, which sends exactly
+    //! the frames each test needs.
+    use super::*;
+    use a2a_client::{agent_card, message_to, text_message};
+    use a2a_proto::binary::decode_payload;
+    use a2a_proto::params::{HandshakeResult, RegisterResult, TaskResult};
+    use a2a_proto::types::{State, StatusUpdate, StreamEvent, TaskEventParams, TaskStatus};
+    use tokio::io::AsyncReadExt;
+    use tokio::net::UnixListener;
+
+    /// The broker's end of the socket.
+    struct Fake {
+        stream: UnixStream,
+    }
+
+    impl Fake {
+        async fn read_call(&mut self) -> (u64, Call) {
+            let mut len = [0u8; 4];
+            self.stream.read_exact(&mut len).await.expect("a frame");
+            let mut payload = vec![0u8; u32::from_le_bytes(len) as usize];
+            self.stream.read_exact(&mut payload).await.expect("a frame");
+            match decode_payload::<ClientFrame>(&payload).expect("decodes") {
+                ClientFrame::Request { id, call } => (id, call),
+                ClientFrame::Notify { .. } => panic!("no notifications are sent"),
+            }
+        }
+
+        /// Sends `frames` in one write.
+        async fn send(&mut self, frames: &[ServerFrame]) {
+            let mut buf = Vec::new();
+            for f in frames {
+                encode_frame(f, &mut buf).expect("encodes");
+            }
+            self.send_raw(&buf).await;
+        }
+
+        async fn send_raw(&mut self, bytes: &[u8]) {
+            self.stream.write_all(bytes).await.expect("written");
+        }
+    }
+
+    fn answer(id: u64, outcome: Outcome) -> ServerFrame {
+        ServerFrame::Response {
+            id,
+            result: Ok(outcome),
+        }
+    }
+
+    fn task(id: &str, version: u64) -> Task {
+        Task {
+            kind: "task".into(),
+            id: id.into(),
+            context_id: "c".into(),
+            status: TaskStatus {
+                state: State::Working,
+                message: None,
+                timestamp: "2026-12-01T00:00:00Z".into(),
+            },
+            history: Vec::new(),
+            artifacts: Vec::new(),
+            agent_name: "worker".into(),
+            requester_name: "req-1".into(),
+            version,
+        }
+    }
+
+    fn event(recipient: &str, version: u64) -> ServerFrame {
+        ServerFrame::Notification(Notification::TaskEvent(TaskEventParams {
+            recipient: recipient.into(),
+            recipient_context_id: "ctx".into(),
+            context_id: "ctx".into(),
+            seq: version,
+            task_version: version,
+            event: StreamEvent::Status(StatusUpdate {
+                task_id: "t-1".into(),
+                context_id: "ctx".into(),
+                status: task("t-1", version).status,
+                is_final: false,
+            }),
+        }))
+    }
+
+    /// A connection past its handshake, and the fake broker's end.
+    async fn pair(io_timeout: Duration) -> (BrokerConn, Fake, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("broker.sock");
+        let listener = UnixListener::bind(&path).expect("bind");
+        let addr = BrokerAddr {
+            socket: path,
+            secret: "s".into(),
+            options: ClientOptions {
+                io_timeout,
+                ..ClientOptions::default()
+            },
+        };
+        let broker = async {
+            let (stream, _) = listener.accept().await.expect("accept");
+            let mut fake = Fake { stream };
+            let mut pre = [0u8; 6];
+            fake.stream.read_exact(&mut pre).await.expect("preamble");
+            assert_eq!(pre, preamble());
+            let (id, call) = fake.read_call().await;
+            let Call::Handshake(h) = call else {
+                panic!("the handshake comes first: {call:?}")
+            };
+            assert_eq!(h.secret.as_deref(), Some("s"));
+            let hello = HandshakeResult {
+                protocol_version: PROTOCOL_VERSION,
+                host: "fake".into(),
+                host_version: "0".into(),
+                features: Vec::new(),
+                capabilities: Vec::new(),
+                event_ring: None,
+            };
+            fake.send(&[answer(id, Outcome::Handshake(hello))]).await;
+            fake
+        };
+        let (conn, fake) = tokio::join!(BrokerConn::connect(&addr), broker);
+        (conn.expect("connects"), fake, dir)
+    }
+
+    /// Registers `req-1` with `handler`.
+    async fn requester(conn: &BrokerConn, fake: &mut Fake, handler: EventHandler) -> Requester {
+        let broker = async {
+            let (id, call) = fake.read_call().await;
+            let Call::Register(p) = call else {
+                panic!("a registration: {call:?}")
+            };
+            assert!(p.hidden, "the gateway's requesters are hidden");
+            let r = RegisterResult {
+                agent_id: "req-1".into(),
+                token: "tok".into(),
+                card: p.card,
+            };
+            fake.send(&[answer(id, Outcome::Registered(r))]).await;
+        };
+        let (r, ()) = tokio::join!(conn.register("ctx", agent_card("req-1"), handler), broker);
+        r.expect("registered")
+    }
+
+    #[tokio::test]
+    async fn answers_events_and_hooks_keep_the_brokers_order() {
+        let (conn, mut fake, _dir) = pair(Duration::from_secs(5)).await;
+        let log = Arc::new(Mutex::new(Vec::<String>::new()));
+        let events = Arc::clone(&log);
+        let handler: EventHandler = Arc::new(move |n| {
+            if let Notification::TaskEvent(p) = n {
+                events.lock().push(format!("event {}", p.task_version));
+            }
+        });
+        let req = requester(&conn, &mut fake, handler).await;
+        let hooked = Arc::clone(&log);
+        let hook: TaskHook = Box::new(move |t| hooked.lock().push(format!("hook {}", t.version)));
+        let calls = async {
+            tokio::join!(
+                req.send(message_to("worker", "hi"), None, Some(hook)),
+                req.get_task("t-2", None)
+            )
+        };
+        let broker = async {
+            let (a, call_a) = fake.read_call().await;
+            let (b, _) = fake.read_call().await;
+            let (send_id, get_id) = match call_a {
+                Call::Send(_) => (a, b),
+                _ => (b, a),
+            };
+            // One read's worth: an event, the second call's answer first,
+            // an event for nobody here, then the first call's answer.
+            fake.send(&[
+                event("req-1", 1),
+                answer(
+                    get_id,
+                    Outcome::Task(TaskResult {
+                        task: task("t-2", 7),
+                    }),
+                ),
+                event("someone-else", 9),
+                answer(
+                    send_id,
+                    Outcome::Task(TaskResult {
+                        task: task("t-1", 2),
+                    }),
+                ),
+            ])
+            .await;
+        };
+        let ((sent, got), ()) = tokio::join!(calls, broker);
+        assert_eq!(sent.expect("send answered").id, "t-1");
+        assert_eq!(got.expect("get answered").id, "t-2");
+        // The hook ran on the reader, in frame order, before the caller
+        // resumed; the event for another peer reached no handler.
+        assert_eq!(*log.lock(), vec!["event 1".to_owned(), "hook 2".to_owned()]);
+        // Deregistered: its events are no longer routed.
+        let broker = async {
+            let (id, call) = fake.read_call().await;
+            assert!(matches!(call, Call::Deregister(_)));
+            fake.send(&[
+                answer(id, Outcome::Ok(a2a_proto::params::OkResult { ok: true })),
+                event("req-1", 3),
+            ])
+            .await;
+        };
+        let (r, ()) = tokio::join!(req.deregister(), broker);
+        r.expect("deregistered");
+        // A call after the event proves the reader has passed it.
+        let broker = async {
+            let (id, _) = fake.read_call().await;
+            fake.send(&[answer(
+                id,
+                Outcome::Task(TaskResult {
+                    task: task("t-2", 7),
+                }),
+            )])
+            .await;
+        };
+        let (r, ()) = tokio::join!(
+            conn.call(
+                Call::Get(GetParams {
+                    token: None,
+                    id: "t-2".into(),
+                    history_length: None,
+                }),
+                None
+            ),
+            broker
+        );
+        r.expect("answered");
+        assert_eq!(log.lock().len(), 2, "{:?}", log.lock());
+    }
+
+    #[tokio::test]
+    async fn a_bad_frame_ends_the_connection_and_fails_its_calls() {
+        for bad in [
+            // A length past what the broker may send.
+            u32::MAX.to_le_bytes().to_vec(),
+            // A payload that is no frame.
+            vec![3, 0, 0, 0, 0xff, 0xff, 0xff],
+        ] {
+            let (conn, mut fake, _dir) = pair(Duration::from_secs(5)).await;
+            let call = Call::Get(GetParams {
+                token: None,
+                id: "t".into(),
+                history_length: None,
+            });
+            let broker = async {
+                fake.read_call().await;
+                fake.send_raw(&bad).await;
+            };
+            let (r, ()) = tokio::join!(conn.call(call.clone(), None), broker);
+            let reason = match r {
+                Err(ClientError::Closed(reason)) => reason,
+                other => panic!("the call fails with the connection: {other:?}"),
+            };
+            assert!(matches!(reason, CloseReason::BadFrame(_)), "{reason:?}");
+            assert!(matches!(
+                conn.call(call, None).await,
+                Err(ClientError::Closed(CloseReason::BadFrame(_)))
+            ));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_broker_that_stops_reading_closes_the_connection_in_io_timeout() {
+        let (conn, _fake, _dir) = pair(Duration::from_millis(300)).await;
+        // More than the socket's buffers hold, never read.
+        let big = text_message(&"x".repeat(8 << 20));
+        let call = Call::Send(SendParams {
+            token: None,
+            message: big,
+            configuration: None,
+        });
+        let started = std::time::Instant::now();
+        let r = tokio::time::timeout(Duration::from_secs(10), conn.call(call, None))
+            .await
+            .expect("ends within the io timeout, not never");
+        assert!(
+            matches!(r, Err(ClientError::Closed(CloseReason::Io(_)))),
+            "{r:?}"
+        );
+        assert!(started.elapsed() >= Duration::from_millis(300));
+    }
+
+    #[tokio::test]
+    async fn a_request_over_the_frame_bound_is_refused_before_it_is_sent() {
+        let (conn, mut fake, _dir) = pair(Duration::from_secs(5)).await;
+        let call = Call::Send(SendParams {
+            token: None,
+            message: text_message(&"x".repeat(MAX_FRAME_BYTES + 1)),
+            configuration: None,
+        });
+        assert!(matches!(
+            conn.call(call, None).await,
+            Err(ClientError::FrameTooLarge { .. })
+        ));
+        // Nothing of it was written: the next call is the next frame read.
+        let get = Call::Get(GetParams {
+            token: None,
+            id: "t-2".into(),
+            history_length: None,
+        });
+        let broker = async {
+            let (id, call) = fake.read_call().await;
+            assert!(matches!(call, Call::Get(_)), "{call:?}");
+            fake.send(&[answer(
+                id,
+                Outcome::Task(TaskResult {
+                    task: task("t-2", 1),
+                }),
+            )])
+            .await;
+        };
+        let (r, ()) = tokio::join!(conn.call(get, None), broker);
+        assert!(matches!(r, Ok(Outcome::Task(_))));
+    }
+
+    #[tokio::test]
+    async fn the_last_handle_dropped_closes_the_socket() {
+        let (conn, mut fake, _dir) = pair(Duration::from_secs(5)).await;
+        let req = requester(&conn, &mut fake, Arc::new(|_| {})).await;
+        drop(conn);
+        // A requester keeps its connection open.
+        let mut byte = [0u8; 1];
+        let early =
+            tokio::time::timeout(Duration::from_millis(200), fake.stream.read(&mut byte)).await;
+        assert!(early.is_err(), "still open while a requester lives");
+        drop(req);
+        let n = tokio::time::timeout(Duration::from_secs(5), fake.stream.read(&mut byte))
+            .await
+            .expect("closed at once")
+            .expect("read");
+        assert_eq!(n, 0, "end of stream: the reader task let the socket go");
+    }
+}
