@@ -22,7 +22,7 @@
 //!   `io_timeout` (a broker that stops reading closes the connection);
 //! - no call outlives the connection: when it ends, every waiting call
 //!   fails with [`ClientError::Closed`], and later calls at once;
-//! - answers are completed, and events handed to their requester's
+//! - answers are completed, and events handed to their agent's
 //!   handler, in the order the broker sent them, on the reader task: a
 //!   call's [`Hook`] runs there before its caller resumes (the core
 //!   publishes a follow-up's result that way, in version order with the
@@ -34,6 +34,7 @@
 //! The codec, the frames and the calls' types are `a2a-proto`'s; errors
 //! are `a2a-client`'s [`ClientError`], so the gateway maps them as before.
 
+use a2a_client::TaskQuery;
 use a2a_client::{ClientError, ClientOptions, CloseReason};
 use a2a_proto::binary::{
     decode_server_payload, encode_frame, preamble, split_frames_within, ClientFrame, ServerFrame,
@@ -41,10 +42,10 @@ use a2a_proto::binary::{
 use a2a_proto::call::{Call, Outcome};
 use a2a_proto::limits::{A2A_MAX_OUT_FRAME_BYTES, MAX_FRAME_BYTES};
 use a2a_proto::params::{
-    CancelParams, GetParams, HandshakeParams, RegisterParams, SendConfiguration, SendParams,
-    TokenParams,
+    ArtifactParams, CancelParams, GetParams, HandshakeParams, ListTasksParams, RegisterParams,
+    SendConfiguration, SendParams, StatusParams, TaskListResult, TokenParams,
 };
-use a2a_proto::types::{AgentCard, Delivery, Message, Notification, Task};
+use a2a_proto::types::{AgentCard, Artifact, Delivery, Message, Notification, State, Task};
 use a2a_proto::PROTOCOL_VERSION;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -54,7 +55,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 /// Bytes asked of each read (a frame larger than this is reassembled).
 const READ_CHUNK: usize = 64 * 1024;
@@ -72,7 +73,7 @@ pub type Hook = Box<dyn FnOnce(&Answer) + Send + 'static>;
 /// Run on the reader task with a task a call returned (see [`Hook`]).
 pub type TaskHook = Box<dyn FnOnce(&Task) + Send + 'static>;
 
-/// A requester's events: run on the reader task for every notification
+/// An agent's events: run on the reader task for every notification
 /// addressed to it, in the broker's order. Must not block.
 pub type EventHandler = Arc<dyn Fn(Notification) + Send + Sync + 'static>;
 
@@ -102,7 +103,7 @@ impl Waiter {
     }
 }
 
-/// A registered requester's route: its events go to `handler`.
+/// A registered agent's route: its events go to `handler`.
 struct Route {
     context_id: String,
     /// Which registration made it (a peer id is registered again, on the
@@ -320,7 +321,7 @@ impl Shared {
                             .filter(|r| r.context_id == ctx)
                             .map(|r| Arc::clone(&r.handler))
                     };
-                    // An event for no live requester (one being freed) is
+                    // An event for no live agent (one being freed) is
                     // dropped: the gateway's record is refreshed on reads.
                     if let Some(h) = handler {
                         h(n);
@@ -426,7 +427,7 @@ impl Drop for Handle {
 }
 
 /// A connection to the broker on the current tokio runtime. Cheap to
-/// clone; it closes when the last clone and the last [`Requester`] made
+/// clone; it closes when the last clone and the last [`Peer`] made
 /// on it are dropped.
 #[derive(Clone)]
 pub struct BrokerConn {
@@ -518,13 +519,41 @@ impl BrokerConn {
         context_id: &str,
         card: AgentCard,
         handler: EventHandler,
-    ) -> Result<Requester, ClientError> {
+    ) -> Result<Peer, ClientError> {
+        self.register_with(context_id, card, true, handler).await
+    }
+
+    /// Registers a push agent that local agents discover (the bridge's
+    /// mirror of a remote agent); its events come on the returned channel,
+    /// which ends when the agent is deregistered, its [`Peer`] dropped or
+    /// the connection gone. Unbounded, as `a2a-client`'s queues: the
+    /// broker bounds what one connection is sent (`a2a.lagged` past it).
+    pub async fn register_visible(
+        &self,
+        context_id: &str,
+        card: AgentCard,
+    ) -> Result<(Peer, mpsc::UnboundedReceiver<Notification>), ClientError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let handler: EventHandler = Arc::new(move |n| {
+            let _ = tx.send(n);
+        });
+        let peer = self.register_with(context_id, card, false, handler).await?;
+        Ok((peer, rx))
+    }
+
+    async fn register_with(
+        &self,
+        context_id: &str,
+        card: AgentCard,
+        hidden: bool,
+        handler: EventHandler,
+    ) -> Result<Peer, ClientError> {
         let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
         let call = Call::Register(RegisterParams {
             context_id: context_id.to_owned(),
             card,
             delivery: Some(Delivery::Push),
-            hidden: true,
+            hidden,
         });
         let shared: Weak<Shared> = Arc::downgrade(self.shared());
         let route_ctx = context_id.to_owned();
@@ -540,7 +569,7 @@ impl BrokerConn {
             shared.table.lock().routes.insert(r.agent_id.clone(), route);
         });
         match self.call(call, Some(hook)).await? {
-            Outcome::Registered(r) => Ok(Requester {
+            Outcome::Registered(r) => Ok(Peer {
                 conn: self.clone(),
                 id: r.agent_id,
                 token: r.token,
@@ -551,22 +580,22 @@ impl BrokerConn {
     }
 }
 
-/// A requester agent registered on a [`BrokerConn`]: the calls the
-/// gateway makes as an A2A context's party.
-pub struct Requester {
+/// An agent registered on a [`BrokerConn`]: an A2A context's requester
+/// (`core`), or the bridge's mirror of a remote agent (`outbound`).
+pub struct Peer {
     conn: BrokerConn,
     id: String,
     token: String,
     generation: u64,
 }
 
-impl std::fmt::Debug for Requester {
+impl std::fmt::Debug for Peer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Requester").field("id", &self.id).finish()
+        f.debug_struct("Peer").field("id", &self.id).finish()
     }
 }
 
-impl Drop for Requester {
+impl Drop for Peer {
     fn drop(&mut self) {
         unroute(self.conn.shared(), &self.id, self.generation);
     }
@@ -580,7 +609,7 @@ fn unroute(shared: &Shared, id: &str, generation: u64) {
     }
 }
 
-impl Requester {
+impl Peer {
     /// The peer id (`agentId`).
     pub fn id(&self) -> &str {
         &self.id
@@ -652,6 +681,57 @@ impl Requester {
             message,
         });
         self.task_call("a2a.tasks.cancel", call, hook).await
+    }
+
+    /// `a2a.tasks.status` (the worker's): moves the task, optionally with
+    /// a message.
+    pub async fn set_status(
+        &self,
+        id: &str,
+        state: State,
+        message: Option<Message>,
+    ) -> Result<Task, ClientError> {
+        let call = Call::Status(StatusParams {
+            token: self.token(),
+            id: id.to_owned(),
+            state,
+            message,
+        });
+        self.task_call("a2a.tasks.status", call, None).await
+    }
+
+    /// `a2a.tasks.artifact` (the worker's): adds an artifact, or with
+    /// `append` extends the one with the same `artifactId`.
+    pub async fn add_artifact(
+        &self,
+        id: &str,
+        artifact: Artifact,
+        append: bool,
+        last_chunk: bool,
+    ) -> Result<Task, ClientError> {
+        let call = Call::Artifact(ArtifactParams {
+            token: self.token(),
+            id: id.to_owned(),
+            artifact,
+            append,
+            last_chunk,
+        });
+        self.task_call("a2a.tasks.artifact", call, None).await
+    }
+
+    /// `a2a.tasks.list`: one page of this agent's tasks, newest first.
+    pub async fn list_tasks(&self, query: TaskQuery) -> Result<TaskListResult, ClientError> {
+        let call = Call::ListTasks(ListTasksParams {
+            token: self.token(),
+            role: query.role,
+            state: query.state,
+            limit: query.limit,
+            cursor: query.cursor,
+        });
+        match self.conn.call(call, None).await? {
+            Outcome::TaskList(r) => Ok(r),
+            other => Err(unexpected("a2a.tasks.list", &other)),
+        }
     }
 
     /// `a2a.agents.deregister`: the token dies, the broker cancels the
@@ -804,7 +884,7 @@ mod tests {
     }
 
     /// Registers `req-1` with `handler`.
-    async fn requester(conn: &BrokerConn, fake: &mut Fake, handler: EventHandler) -> Requester {
+    async fn requester(conn: &BrokerConn, fake: &mut Fake, handler: EventHandler) -> Peer {
         let broker = async {
             let (id, call) = fake.read_call().await;
             let Call::Register(p) = call else {
@@ -910,6 +990,41 @@ mod tests {
         );
         r.expect("answered");
         assert_eq!(log.lock().len(), 2, "{:?}", log.lock());
+    }
+
+    #[tokio::test]
+    async fn a_visible_agents_events_come_on_its_channel_until_it_is_dropped() {
+        let (conn, mut fake, _dir) = pair(Duration::from_secs(5)).await;
+        let broker = async {
+            let (id, call) = fake.read_call().await;
+            let Call::Register(p) = call else {
+                panic!("a registration: {call:?}")
+            };
+            assert!(!p.hidden, "the bridge's mirror is discoverable");
+            let r = RegisterResult {
+                agent_id: "req-1".into(),
+                token: "tok".into(),
+                card: p.card,
+            };
+            // The answer and the first event in one write: the route is
+            // set before the event is read.
+            fake.send(&[answer(id, Outcome::Registered(r)), event("req-1", 1)])
+                .await;
+        };
+        let (r, ()) = tokio::join!(conn.register_visible("ctx", agent_card("req-1")), broker);
+        let (peer, mut events) = r.expect("registered");
+        let first = tokio::time::timeout(Duration::from_secs(5), events.recv())
+            .await
+            .expect("the event comes");
+        assert!(
+            matches!(first, Some(Notification::TaskEvent(ref p)) if p.task_version == 1),
+            "{first:?}"
+        );
+        drop(peer);
+        let end = tokio::time::timeout(Duration::from_secs(5), events.recv())
+            .await
+            .expect("the channel ends");
+        assert!(end.is_none(), "{end:?}");
     }
 
     #[tokio::test]

@@ -34,7 +34,7 @@
 //! same reader task, which keeps every hub in version order.
 //! Subscribers skip what is not newer than what they have sent.
 
-use crate::conn::{BrokerAddr, BrokerConn, EventHandler, Requester, TaskHook};
+use crate::conn::{BrokerAddr, BrokerConn, EventHandler, Peer, TaskHook};
 use crate::limits;
 use crate::mapping::{self, GatewayError, Op, TaskView};
 use crate::push::Pusher;
@@ -82,7 +82,7 @@ pub type LazyHub = Arc<std::sync::OnceLock<Hub>>;
 pub struct Ctx {
     pub identity: String,
     pub v1_context: String,
-    pub agent: Requester,
+    pub agent: Peer,
     pub hub: LazyHub,
     /// When it was last used (ms since the core started).
     last_used: AtomicU64,
