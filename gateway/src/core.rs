@@ -25,21 +25,22 @@
 //! deregistered when idle ([`Core::sweep_idle`]); a context whose
 //! registration spent its sends registers again under the hood.
 //!
-//! Events: each requester's event handler runs on the client's reader
-//! thread and publishes the broker's task events, in commit order, to the
+//! Events: each requester's event handler runs on its connection's reader
+//! task ([`crate::conn`]) and publishes the broker's task events, in commit order, to the
 //! context's [`Hub`] (a broadcast channel) and to the push deliverer.
 //! Calls of the requester itself (a follow-up message, a cancel) route no
 //! event back to it (the broker routes to the counterpart), so their
-//! results are published the same way, from their completion callback on
-//! the same reader thread, which keeps every hub in version order.
+//! results are published the same way, from their answer's hook on the
+//! same reader task, which keeps every hub in version order.
 //! Subscribers skip what is not newer than what they have sent.
 
+use crate::conn::{BrokerAddr, BrokerConn, EventHandler, Peer, TaskHook};
 use crate::limits;
 use crate::mapping::{self, GatewayError, Op, TaskView};
 use crate::push::Pusher;
 use crate::store::{ListFilter, Store, TaskRow};
 use crate::v1;
-use a2a_client::{Agent, Client, ClientError, Delivery, Pending};
+use a2a_client::ClientError;
 use a2a_proto::error::A2aErrorCode;
 use a2a_proto::params::SendConfiguration;
 use a2a_proto::types::{
@@ -81,7 +82,7 @@ pub type LazyHub = Arc<std::sync::OnceLock<Hub>>;
 pub struct Ctx {
     pub identity: String,
     pub v1_context: String,
-    pub agent: Agent,
+    pub agent: Peer,
     pub hub: LazyHub,
     /// When it was last used (ms since the core started).
     last_used: AtomicU64,
@@ -141,9 +142,6 @@ impl Default for CoreConfig {
     }
 }
 
-/// Opens a new connection to the broker (one per identity).
-pub type Connector = Arc<dyn Fn() -> Result<Client, ClientError> + Send + Sync>;
-
 type Cell = Arc<OnceCell<Arc<Ctx>>>;
 
 /// Broker context -> its requester cell, with a count per identity (the
@@ -188,11 +186,11 @@ impl Contexts {
 
 /// The gateway's state, shared by every HTTP request.
 pub struct Core {
-    connect: Connector,
+    broker: BrokerAddr,
     config: CoreConfig,
     exposed: Vec<Exposed>,
     /// Identity -> its broker connection, made once.
-    clients: Mutex<HashMap<String, Arc<OnceCell<Client>>>>,
+    clients: Mutex<HashMap<String, Arc<OnceCell<BrokerConn>>>>,
     /// Broker context -> its requester, registered once (until freed).
     contexts: Mutex<Contexts>,
     /// Identity -> blocking sends waiting now.
@@ -265,17 +263,17 @@ fn settled(state: State) -> bool {
 }
 
 impl Core {
-    /// A core serving `exposed`, with `connect` for its broker connections
-    /// and `store` for its durable state.
+    /// A core serving `exposed`, connecting to the broker at `broker`
+    /// (one connection per identity), with `store` for its durable state.
     pub fn new(
-        connect: Connector,
+        broker: BrokerAddr,
         exposed: Vec<Exposed>,
         config: CoreConfig,
         pusher: Pusher,
         store: Store,
     ) -> Core {
         Core {
-            connect,
+            broker,
             config,
             exposed,
             clients: Mutex::new(HashMap::new()),
@@ -313,19 +311,17 @@ impl Core {
     }
 
     /// The broker connection of `identity`, made on first use.
-    async fn client(&self, identity: &str) -> Result<Client, GatewayError> {
+    async fn client(&self, identity: &str) -> Result<BrokerConn, GatewayError> {
         let cell = self
             .clients
             .lock()
             .entry(identity.to_owned())
             .or_default()
             .clone();
-        let connect = Arc::clone(&self.connect);
         let c = cell
-            .get_or_try_init(|| async move {
-                tokio::task::spawn_blocking(move || connect())
+            .get_or_try_init(|| async {
+                BrokerConn::connect(&self.broker)
                     .await
-                    .map_err(|e| GatewayError::Internal(e.to_string()))?
                     .map_err(|e| GatewayError::from_client(&e, Op::Other, ""))
             })
             .await?;
@@ -416,23 +412,31 @@ impl Core {
     ) -> Result<Arc<Ctx>, GatewayError> {
         let client = self.client(identity).await?;
         let name = mapping::requester_name(broker_ctx);
+        let hub = hub.unwrap_or_default();
+        let handler: EventHandler = {
+            let hub = hub.clone();
+            let pusher = self.pusher.clone();
+            let store = self.store.clone();
+            Arc::new(move |event| {
+                if let Notification::TaskEvent(p) = event {
+                    publish(&hub, &pusher, &store, p.task_version, p.event);
+                }
+            })
+        };
         let mut attempt = 0;
         let agent = loop {
             let mut card = a2a_client::agent_card(&name);
             card.description = "A2A gateway requester".into();
             card.kind = Some(self.config.kind);
             let agent = client
-                .register_with_async(broker_ctx, card, Delivery::Push, true)
-                .map_err(|e| GatewayError::from_client(&e, Op::Other, ""))?
+                .register(broker_ctx, card, Arc::clone(&handler))
                 .await
                 .map_err(|e| GatewayError::from_client(&e, Op::Other, ""))?;
             if agent.id() == name {
                 break agent;
             }
             attempt += 1;
-            if let Ok(p) = agent.deregister_async() {
-                let _ = p.await;
-            }
+            let _ = agent.deregister().await;
             if attempt >= REGISTER_ATTEMPTS {
                 return Err(GatewayError::Internal(format!(
                     "the requester of context {v1_context} is still registered elsewhere"
@@ -444,18 +448,9 @@ impl Core {
             identity: identity.to_owned(),
             v1_context: v1_context.to_owned(),
             agent,
-            hub: hub.unwrap_or_default(),
+            hub,
             last_used: AtomicU64::new(self.now_ms()),
         });
-        let hub = ctx.hub.clone();
-        let pusher = self.pusher.clone();
-        let store = self.store.clone();
-        ctx.agent
-            .set_event_handler(Some(Box::new(move |_agent, event| {
-                if let Notification::TaskEvent(p) = event {
-                    publish(&hub, &pusher, &store, p.task_version, p.event);
-                }
-            })));
         Ok(ctx)
     }
 
@@ -475,9 +470,7 @@ impl Core {
                 map.insert(broker_ctx.clone(), cell.clone());
             }
         }
-        if let Ok(p) = ctx.agent.deregister_async() {
-            let _ = p.await;
-        }
+        let _ = ctx.agent.deregister().await;
         let hub = ctx.hub.clone();
         let (identity, v1_context) = (ctx.identity.clone(), ctx.v1_context.clone());
         let fresh = cell
@@ -560,9 +553,7 @@ impl Core {
                 ctx
             };
             if let Some(ctx) = taken {
-                if let Ok(p) = ctx.agent.deregister_async() {
-                    let _ = p.await;
-                }
+                let _ = ctx.agent.deregister().await;
                 freed += 1;
             }
         }
@@ -586,10 +577,7 @@ impl Core {
                     continue;
                 }
             };
-            let Ok(p) = ctx.agent.get_task_async(&row.id, Some(0)) else {
-                continue;
-            };
-            match p.await {
+            match ctx.agent.get_task(&row.id, Some(0)).await {
                 Ok(t) => {
                     self.store
                         .update_task(&t.id, t.status.state, &t.status.timestamp, t.version);
@@ -782,10 +770,15 @@ impl Core {
             history_length: None,
             push_notification_config: None,
         };
-        let pending = ctx
+        let first = ctx
             .agent
-            .send_async(msg.clone(), Some(configuration.clone()))?;
-        match self.published(&ctx, pending, follow_up).await {
+            .send(
+                msg.clone(),
+                Some(configuration.clone()),
+                self.publisher(&ctx, follow_up),
+            )
+            .await;
+        match first {
             Err(e) if e.a2a_code() == Some(A2aErrorCode::SendCap) => {
                 // The state store commits task updates in groups, a few
                 // milliseconds after their events: what it answers must
@@ -803,8 +796,8 @@ impl Core {
                     .reregister(&ctx)
                     .await
                     .map_err(|g| ClientError::Protocol(g.to_string()))?;
-                let pending = fresh.agent.send_async(msg, Some(configuration))?;
-                let t = self.published(&fresh, pending, follow_up).await?;
+                let hook = self.publisher(&fresh, follow_up);
+                let t = fresh.agent.send(msg, Some(configuration), hook).await?;
                 Ok((fresh, t))
             }
             other => other.map(|t| (ctx, t)),
@@ -855,40 +848,26 @@ impl Core {
         fetch(ctx, id).await
     }
 
-    /// Awaits a requester call's task; with `publish`, also hands it to the
-    /// hub and the pusher on the reader thread as it completes (the broker
-    /// sends the requester no event of its own change).
-    async fn published(
-        &self,
-        ctx: &Arc<Ctx>,
-        pending: Pending<Task>,
-        publish_it: bool,
-    ) -> Result<Task, ClientError> {
+    /// With `publish_it`, the hook that hands a requester call's task to
+    /// the hub and the pusher on the reader task as its answer arrives (the
+    /// broker sends the requester no event of its own change), in order
+    /// with the events read before and after it.
+    fn publisher(&self, ctx: &Arc<Ctx>, publish_it: bool) -> Option<TaskHook> {
         if !publish_it {
-            return pending.await;
+            return None;
         }
-        let (tx, rx) = tokio::sync::oneshot::channel();
         let hub = ctx.hub.clone();
         let pusher = self.pusher.clone();
         let store = self.store.clone();
-        pending.on_complete(move |r| {
-            if let Ok(t) = &r {
-                publish(&hub, &pusher, &store, t.version, status_event(t));
-            }
-            let _ = tx.send(r);
-        });
-        rx.await
-            .unwrap_or_else(|_| Err(ClientError::Protocol("call dropped".into())))
+        Some(Box::new(move |t: &Task| {
+            publish(&hub, &pusher, &store, t.version, status_event(t));
+        }))
     }
 
     /// `GetTask`.
     pub async fn get(&self, identity: &str, agent: &str, id: &str) -> Result<Task, GatewayError> {
         let ctx = self.task_context(identity, agent, id).await?;
-        ctx.agent
-            .get_task_async(id, None)
-            .map_err(|e| GatewayError::from_client(&e, Op::Get, id))?
-            .await
-            .map_err(|e| GatewayError::from_client(&e, Op::Get, id))
+        fetch(&ctx, id).await
     }
 
     /// `CancelTask`.
@@ -915,11 +894,8 @@ impl Core {
         let message = reason
             .filter(|r| !r.is_empty())
             .map(a2a_client::text_message);
-        let pending = ctx
-            .agent
-            .cancel_async(id, message)
-            .map_err(|e| GatewayError::from_client(&e, Op::Cancel, id))?;
-        self.published(&ctx, pending, true)
+        ctx.agent
+            .cancel(id, message, self.publisher(&ctx, true))
             .await
             .map_err(|e| GatewayError::from_client(&e, Op::Cancel, id))
     }
@@ -972,12 +948,7 @@ impl Core {
         // identity's connection).
         let fetches = rows.iter().map(|row| async move {
             let ctx = self.context(identity, &row.context).await?;
-            let p = ctx
-                .agent
-                .get_task_async(&row.id, None)
-                .map_err(|e| GatewayError::from_client(&e, Op::Get, &row.id))?;
-            p.await
-                .map_err(|e| GatewayError::from_client(&e, Op::Get, &row.id))
+            fetch(&ctx, &row.id).await
         });
         let fetched = futures_util::future::join_all(fetches).await;
         let mut tasks = Vec::with_capacity(fetched.len());
@@ -1000,14 +971,13 @@ impl Core {
 /// A task as the context's requester reads it.
 async fn fetch(ctx: &Ctx, id: &str) -> Result<Task, GatewayError> {
     ctx.agent
-        .get_task_async(id, None)
-        .map_err(|e| GatewayError::from_client(&e, Op::Get, id))?
+        .get_task(id, None)
         .await
         .map_err(|e| GatewayError::from_client(&e, Op::Get, id))
 }
 
 /// Hands one task event to a context's subscribers and to the pusher.
-/// Runs on the client's reader thread: never blocks.
+/// Runs on the connection's reader task: never blocks.
 fn publish(hub: &LazyHub, pusher: &Pusher, store: &Store, version: u64, event: StreamEvent) {
     let task_id = match &event {
         StreamEvent::Status(s) => {

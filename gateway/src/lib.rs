@@ -3,11 +3,15 @@
 //! notifications), and the TCK's system under test (`serve-tck`).
 //!
 //! The gateway is a separate, opt-in process: a client of the broker's
-//! local socket through `a2a-client`, so nothing listens on the network
-//! unless it is started. Modules, from the wire inwards:
+//! local socket (its own connection on its tokio runtime, [`conn`], with
+//! `a2a-client`'s types), so nothing listens on the network unless it is
+//! started. Modules, from the wire inwards:
 //! - [`http`]: axum routes: agent cards, the JSON-RPC endpoint, SSE.
 //! - [`security`]: bind rule, bearer identities, rate limits, webhook
 //!   SSRF guard, audit lines.
+//! - [`conn`]: the broker connections (one per identity; one for
+//!   `remote add`'s mirror peers), on the gateway's own runtime (a reader
+//!   task each, no threads).
 //! - [`core`]: the v1.0 operations as `a2a.*` calls on the broker (one
 //!   requester agent per identity and A2A context), task event hubs.
 //! - [`push`]: push notification configs and their delivery.
@@ -22,6 +26,7 @@
 //! - [`tck`]: `serve-tck`, the TCK's system under test.
 //! - [`outbound`]: remote A2A agents as broker peers (`remote add`).
 
+pub mod conn;
 pub mod core;
 pub mod http;
 pub mod limits;

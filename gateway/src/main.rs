@@ -235,13 +235,16 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
             let bridged = if remotes.is_empty() {
                 None
             } else {
-                Some(a2a_gateway::outbound::cli::ServedRemotes::start(
-                    &bridge_to.0,
-                    &bridge_to.1,
-                    remotes,
-                    remote_bearer_env.as_deref(),
-                    running.core.store().clone(),
-                )?)
+                Some(
+                    a2a_gateway::outbound::cli::ServedRemotes::start(
+                        &bridge_to.0,
+                        &bridge_to.1,
+                        remotes,
+                        remote_bearer_env.as_deref(),
+                        running.core.store().clone(),
+                    )
+                    .await?,
+                )
             };
             ready_line(running.addr);
             wait_for_signal().await;

@@ -1,7 +1,8 @@
 //! Starting the gateway: connect to the broker, look up the exposed
 //! agents' cards, check the security rules, bind, serve until shut down.
 
-use crate::core::{Connector, Core, CoreConfig, Exposed};
+use crate::conn::BrokerAddr;
+use crate::core::{Core, CoreConfig, Exposed};
 use crate::http::edge::{self, EdgeConfig};
 use crate::http::{self, card::Cards, App, HttpConfig};
 use crate::limits;
@@ -189,16 +190,18 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         opts.expose.clone(),
         opts.kind,
     );
-    let connect: Connector = Arc::new(move || {
-        let options = ClientOptions {
+    let broker = BrokerAddr {
+        socket,
+        secret,
+        options: ClientOptions {
             client_name: "a2a-gateway".into(),
             ..ClientOptions::default()
-        };
-        Client::connect_with(&socket, &secret, options)
-    });
-    let first = Arc::clone(&connect);
+        },
+    };
+    let first = broker.clone();
     let exposed = tokio::task::spawn_blocking(move || -> Result<_, ServeError> {
-        let client = first()?;
+        // The cards are read once, at start, through the blocking client.
+        let client = Client::connect_with(&first.socket, &first.secret, first.options)?;
         let exposed = discover(&client, &names, kind)?;
         client.close();
         Ok(exposed)
@@ -228,7 +231,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
     let caps = capabilities(&opts, pusher.enabled());
     let cards = Cards::new(&exposed, &public_url, &caps, !opts.tokens.is_empty());
     let core = Arc::new(Core::new(
-        connect,
+        broker,
         exposed,
         CoreConfig {
             max_contexts: opts.max_contexts,

@@ -16,6 +16,7 @@ use a2a_client::proto::types::StreamEvent;
 use a2a_client::{
     agent_card, message_to, task_message, Agent, Client, Delivery, Event, Part, State, Task,
 };
+use a2a_gateway::conn::{BrokerAddr, BrokerConn};
 use a2a_gateway::outbound::{add_remote, OutboundOptions, Remote, RemoteSpec};
 use a2a_testkit::{BrokerProcess, Spawn};
 use axum::body::Body;
@@ -330,7 +331,7 @@ fn broker_in(dir: &std::path::Path) -> (BrokerProcess, std::path::PathBuf, Strin
 async fn setup_with(url: &str, opts: OutboundOptions) -> Setup {
     let dir = tempfile::tempdir().expect("tempdir");
     let (broker, socket, secret) = broker_in(dir.path());
-    let gateway = Client::connect(&socket, &secret).expect("gateway connects");
+    let gateway = gateway_conn(&socket, &secret).await;
     let remote = add_remote(&gateway, RemoteSpec::new(url), &opts)
         .await
         .expect("remote added");
@@ -580,7 +581,7 @@ async fn forwarded_once_across_restarts(streaming: bool) {
             assert!(tokio::time::Instant::now() < deadline, "the peer stays");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let gateway = Client::connect(&socket, &secret).expect("connect");
+        let gateway = gateway_conn(&socket, &secret).await;
         let again = add_remote(&gateway, RemoteSpec::new(&url), &opts)
             .await
             .expect("re-added");
@@ -621,7 +622,7 @@ async fn a_cancel_made_while_the_gateway_was_down_reaches_the_remote() {
     cancel(&delegate, &task.id).await;
     assert!(fake.calls_of("CancelTask").is_empty());
     let socket = bdir.path().join("run").join("sock");
-    let gateway = Client::connect(&socket, &broker.secret().expect("secret")).expect("connect");
+    let gateway = gateway_conn(&socket, &broker.secret().expect("secret")).await;
     let _again = add_remote(&gateway, RemoteSpec::new(&url), &opts)
         .await
         .expect("re-added");
@@ -686,7 +687,7 @@ async fn a_remote_that_moved_is_found_again_through_its_card() {
 async fn an_unreachable_remote_cannot_be_added() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (_broker, socket, secret) = broker_in(dir.path());
-    let client = Client::connect(&socket, &secret).expect("connect");
+    let client = gateway_conn(&socket, &secret).await;
     // A port nothing listens on: bind one, then free it.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .expect("bind")
@@ -721,7 +722,7 @@ async fn a_gateway_that_comes_back_fails_the_tasks_it_lost() {
     }
     // It comes back under the same name and context: the same party.
     let socket = dir.path().join("run").join("sock");
-    let gateway = Client::connect(&socket, &broker.secret().expect("secret")).expect("connect");
+    let gateway = gateway_conn(&socket, &broker.secret().expect("secret")).await;
     let again = add_remote(&gateway, RemoteSpec::new(&url), &OutboundOptions::default())
         .await
         .expect("re-added");
@@ -913,7 +914,7 @@ async fn the_token_goes_only_to_the_origin_that_was_added() {
     };
     let dir = tempfile::tempdir().expect("tempdir");
     let (_broker, socket, secret) = broker_in(dir.path());
-    let gateway = Client::connect(&socket, &secret).expect("gateway connects");
+    let gateway = gateway_conn(&socket, &secret).await;
     let mut spec = RemoteSpec::new(&card_origin);
     spec.bearer = Some("tok-123".into());
     let remote = add_remote(&gateway, spec, &OutboundOptions::default())
@@ -1021,4 +1022,16 @@ async fn remote_add_stopped_by_sigterm_resumes_when_started_again() {
     until_called(&fake, "CancelTask").await;
     let _ = second.kill();
     let _ = second.wait();
+}
+
+/// A gateway's broker connection, as `remote add` makes it.
+async fn gateway_conn(socket: &std::path::Path, secret: &str) -> BrokerConn {
+    let addr = BrokerAddr {
+        socket: socket.to_path_buf(),
+        secret: secret.to_owned(),
+        options: a2a_client::ClientOptions::default(),
+    };
+    BrokerConn::connect(&addr)
+        .await
+        .expect("the gateway connects")
 }

@@ -37,16 +37,14 @@ use super::rpc::{CardFetch, RemoteError, RemoteRpc};
 use super::translate::{
     artifact_from_v1, message_from_v1, reflect, send_params, status_steps, Reflect,
 };
+use crate::conn::Peer;
 use crate::limits::{
     REMOTE_CANCEL_RETRY, REMOTE_PROBE_EVERY, REMOTE_PROBE_TIMEOUT, REMOTE_UNREACHABLE_AFTER,
 };
 use crate::store::Store;
 use a2a_client::proto::limits::A2A_MAX_ID_BYTES;
 use a2a_client::proto::types::{Object, Role, StreamEvent, TaskEventParams};
-use a2a_client::{
-    new_id, text_message, Agent, ClientError, Event, ListRole, Message, Pending, State, TaskQuery,
-};
-use futures_util::StreamExt;
+use a2a_client::{new_id, text_message, ClientError, Event, ListRole, Message, State, TaskQuery};
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -89,8 +87,9 @@ impl Default for SettleOptions {
 
 /// What a bridge shares with its task actors.
 pub(crate) struct Shared {
-    /// The agent registered for the remote.
-    pub agent: Agent,
+    /// The agent registered for the remote (on the gateway's runtime:
+    /// `crate::conn`).
+    pub agent: Peer,
     pub rpc: RemoteRpc,
     /// The URL the remote was added by (its card is fetched from there).
     pub base_url: String,
@@ -228,10 +227,10 @@ pub(crate) enum Stop {
 /// (connection closed, agent deregistered) or `stop` is notified.
 pub(crate) async fn run(
     shared: Arc<Shared>,
+    mut events: mpsc::UnboundedReceiver<Event>,
     stop: Arc<Notify>,
     how: Arc<parking_lot::Mutex<Stop>>,
 ) {
-    let mut events = shared.agent.events();
     let mut actors: HashMap<String, mpsc::UnboundedSender<Cmd>> = HashMap::new();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<String>();
     // One deadline across loop turns: a sleep made anew each turn would be
@@ -244,7 +243,7 @@ pub(crate) async fn run(
     loop {
         tokio::select! {
             _ = gone.changed() => break,
-            ev = events.next() => {
+            ev = events.recv() => {
                 let Some(ev) = ev else { break };
                 match ev {
                     Event::TaskEvent(p) => on_task_event(&shared, &mut actors, &done_tx, p),
@@ -295,7 +294,7 @@ pub(crate) async fn run(
                     }
                 };
                 let _ = tokio::time::timeout(STOP_GRACE, drained).await;
-                let _ = broker(shared.agent.deregister_async()).await;
+                let _ = broker(shared.agent.deregister()).await;
                 break;
             }
         }
@@ -392,19 +391,14 @@ async fn sweep(
                 continue;
             }
             let msg = text_message("the gateway restarted and lost the remote agent's task");
-            let _ = broker(
-                shared
-                    .agent
-                    .set_status_async(&task.id, State::Failed, Some(msg)),
-            )
-            .await;
+            let _ = broker(shared.agent.set_status(&task.id, State::Failed, Some(msg))).await;
         }
     }
     for (task_id, remote) in shared.store.remote_tasks_of(&shared.key) {
         if actors.contains_key(&task_id) {
             continue;
         }
-        let Ok(t) = broker(shared.agent.get_task_async(&task_id, Some(0))).await else {
+        let Ok(t) = broker(shared.agent.get_task(&task_id, Some(0))).await else {
             continue;
         };
         if !t.status.state.is_terminal() {
@@ -464,7 +458,7 @@ async fn resync(
     }
     let known: Vec<String> = actors.keys().cloned().collect();
     for id in known {
-        if let Ok(t) = broker(shared.agent.get_task_async(&id, Some(0))).await {
+        if let Ok(t) = broker(shared.agent.get_task(&id, Some(0))).await {
             if t.status.state.is_terminal() {
                 if let Some(tx) = actors.get(&id) {
                     let reason = t.status.message.as_deref().and_then(reason_of);
@@ -475,7 +469,7 @@ async fn resync(
     }
 }
 
-async fn list_worker_tasks(agent: &Agent, state: State) -> Vec<a2a_client::Task> {
+async fn list_worker_tasks(agent: &Peer, state: State) -> Vec<a2a_client::Task> {
     let mut out = Vec::new();
     let mut cursor = None;
     // Bounded: a sweep reads at most this many pages.
@@ -486,7 +480,7 @@ async fn list_worker_tasks(agent: &Agent, state: State) -> Vec<a2a_client::Task>
             limit: Some(100),
             cursor,
         };
-        match broker(agent.list_tasks_async(q)).await {
+        match broker(agent.list_tasks(q)).await {
             Ok(page) => {
                 out.extend(page.tasks);
                 match page.next_cursor {
@@ -504,9 +498,10 @@ async fn list_worker_tasks(agent: &Agent, state: State) -> Vec<a2a_client::Task>
 }
 
 /// A broker call, awaited with a timeout.
-async fn broker<T>(p: Result<Pending<T>, ClientError>) -> Result<T, String> {
-    let p = p.map_err(|e| e.to_string())?;
-    match tokio::time::timeout(BROKER_TIMEOUT, p).await {
+async fn broker<T>(
+    call: impl std::future::Future<Output = Result<T, ClientError>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(BROKER_TIMEOUT, call).await {
         Ok(r) => r.map_err(|e| e.to_string()),
         Err(_) => Err("the broker did not answer in time".into()),
     }
@@ -679,7 +674,7 @@ impl TaskActor {
 
     async fn seed_from_broker(&mut self) {
         let id = self.task_id.clone();
-        match broker(self.shared.agent.get_task_async(&id, None)).await {
+        match broker(self.shared.agent.get_task(&id, None)).await {
             Ok(t) => {
                 self.messages
                     .extend(t.history.iter().map(|m| m.message_id.clone()));
@@ -948,12 +943,8 @@ impl TaskActor {
                         continue;
                     }
                     let id = self.task_id.clone();
-                    if let Err(e) = broker(
-                        self.shared
-                            .agent
-                            .add_artifact_async(&id, a, append, last_chunk),
-                    )
-                    .await
+                    if let Err(e) =
+                        broker(self.shared.agent.add_artifact(&id, a, append, last_chunk)).await
                     {
                         tracing::warn!(task = %id, error = %e, "reflecting an artifact failed");
                     }
@@ -994,12 +985,12 @@ impl TaskActor {
         for (i, step) in steps.into_iter().enumerate() {
             let msg = if i + 1 == n { message.take() } else { None };
             let id = self.task_id.clone();
-            match broker(self.shared.agent.set_status_async(&id, step, msg)).await {
+            match broker(self.shared.agent.set_status(&id, step, msg)).await {
                 Ok(task) => self.state = task.status.state,
                 Err(e) => {
                     tracing::warn!(task = %id, state = step.as_str(), error = %e, "reflecting a status failed");
                     // The task may have ended meanwhile (a cancel): read it.
-                    if let Ok(t) = broker(self.shared.agent.get_task_async(&id, Some(0))).await {
+                    if let Ok(t) = broker(self.shared.agent.get_task(&id, Some(0))).await {
                         self.state = t.status.state;
                     }
                     return;

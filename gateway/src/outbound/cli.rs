@@ -3,8 +3,9 @@
 //! broker going away). Kept here so that `main.rs` only wires it.
 
 use super::{add_remote, OutboundOptions, RemoteSpec, DEFAULT_CONTEXT};
+use crate::conn::{BrokerAddr, BrokerConn};
 use crate::store::Store;
-use a2a_client::{read_secret, Client, ClientOptions};
+use a2a_client::{read_secret, ClientOptions};
 use std::path::PathBuf;
 
 /// The arguments of `remote add`.
@@ -83,11 +84,8 @@ pub async fn run(
         socket: socket.clone(),
         source,
     })?;
-    let options = ClientOptions {
-        client_name: "a2a-gateway".into(),
-        ..ClientOptions::default()
-    };
-    let client = Client::connect_with(&args.socket, &secret, options)
+    let client = BrokerConn::connect(&broker_addr(&args.socket, &secret))
+        .await
         .map_err(|source| RemoteAddError::Connect { socket, source })?;
     let bearer = match &args.bearer_env {
         Some(var) => match std::env::var(var) {
@@ -171,23 +169,21 @@ impl ServedRemotes {
     /// Starts bridging `urls` (on the current tokio runtime). Errors only
     /// for what no retry can fix: the broker connection, the bearer
     /// variable.
-    pub fn start(
+    pub async fn start(
         socket: &std::path::Path,
         secret: &str,
         urls: Vec<String>,
         bearer_env: Option<&str>,
         store: Store,
     ) -> Result<ServedRemotes, Box<RemoteAddError>> {
-        let options = ClientOptions {
-            client_name: "a2a-gateway".into(),
-            ..ClientOptions::default()
-        };
-        let client = Client::connect_with(socket, secret, options).map_err(|source| {
-            Box::new(RemoteAddError::Connect {
-                socket: socket.display().to_string(),
-                source,
-            })
-        })?;
+        let client = BrokerConn::connect(&broker_addr(socket, secret))
+            .await
+            .map_err(|source| {
+                Box::new(RemoteAddError::Connect {
+                    socket: socket.display().to_string(),
+                    source,
+                })
+            })?;
         let bearer = match bearer_env {
             Some(var) => match std::env::var(var) {
                 Ok(v) if !v.is_empty() => Some(v),
@@ -256,5 +252,17 @@ impl ServedRemotes {
     pub async fn suspend(self) {
         let _ = self.suspend.send(true);
         futures_util::future::join_all(self.joins).await;
+    }
+}
+
+/// The broker at `socket`, greeted as `a2a-gateway`.
+fn broker_addr(socket: &std::path::Path, secret: &str) -> BrokerAddr {
+    BrokerAddr {
+        socket: socket.to_path_buf(),
+        secret: secret.to_owned(),
+        options: ClientOptions {
+            client_name: "a2a-gateway".into(),
+            ..ClientOptions::default()
+        },
     }
 }

@@ -32,7 +32,8 @@ use bridge::Stop;
 pub use bridge::{SettleOptions, NOTICE_KEY, NOTICE_REACHABLE, NOTICE_UNREACHABLE};
 pub use rpc::{RemoteError, RpcOptions};
 
-use a2a_client::{Client, ClientError, Delivery};
+use crate::conn::BrokerConn;
+use a2a_client::ClientError;
 use bridge::Shared;
 use parking_lot::{Mutex, RwLock};
 use rpc::{CardFetch, RemoteRpc};
@@ -179,7 +180,7 @@ impl Remote {
 /// Adds the remote agent of `spec` as a peer of the broker `client` is
 /// connected to, and starts bridging it (on the current tokio runtime).
 pub async fn add_remote(
-    client: &Client,
+    client: &BrokerConn,
     spec: RemoteSpec,
     opts: &OutboundOptions,
 ) -> Result<Remote, OutboundError> {
@@ -208,18 +209,11 @@ pub async fn add_remote(
     };
     let card = cached.card.mirror();
     let name = card.name.clone();
-    // Registration is a quick broker call; the blocking form would hold a
-    // runtime thread, so it is awaited.
-    let pending = client
-        .register_async(&opts.context_id, card, Delivery::Push)
-        .map_err(|source| OutboundError::Broker {
-            name: name.clone(),
-            source,
-        })?;
-    let registered = tokio::time::timeout(REGISTER_TIMEOUT, pending)
+    let registered = client.register_visible(&opts.context_id, card);
+    let registered = tokio::time::timeout(REGISTER_TIMEOUT, registered)
         .await
         .unwrap_or(Err(ClientError::Timeout(REGISTER_TIMEOUT)));
-    let agent = registered.map_err(|source| OutboundError::Broker {
+    let (agent, events) = registered.map_err(|source| OutboundError::Broker {
         name: name.clone(),
         source,
     })?;
@@ -248,7 +242,12 @@ pub async fn add_remote(
     });
     let stop = Arc::new(Notify::new());
     let how = Arc::new(Mutex::new(Stop::Leave));
-    let task = tokio::spawn(bridge::run(shared, Arc::clone(&stop), Arc::clone(&how)));
+    let task = tokio::spawn(bridge::run(
+        shared,
+        events,
+        Arc::clone(&stop),
+        Arc::clone(&how),
+    ));
     Ok(Remote {
         peer_id,
         url: spec.url,
