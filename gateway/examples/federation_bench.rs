@@ -198,6 +198,36 @@ fn spawn_gateway(bin: &Path, args: &[&str], secret: &str, ready_on_stdout: bool)
     child
 }
 
+/// Phase 1's table: each mode's percentiles, against the local ones.
+fn report_latency(rounds: usize, lat: &[Vec<Duration>; 3]) {
+    println!(
+        "phase 1: {} paired sequential round trips (send -> completed), one in flight",
+        rounds
+    );
+    println!("mode        p50_us   p99_us   mean_us");
+    let sorted: Vec<Vec<Duration>> = lat
+        .iter()
+        .map(|l| {
+            let mut s = l.clone();
+            s.sort();
+            s
+        })
+        .collect();
+    for m in PHASE1 {
+        let s = &sorted[m as usize];
+        let mean = s.iter().map(Duration::as_secs_f64).sum::<f64>() / s.len() as f64;
+        println!(
+            "{:<10} {:>8.0} {:>8.0} {:>9.0}   p50 x{:.2}, p99 x{:.2} of local",
+            m.name(),
+            pct(s, 0.5),
+            pct(s, 0.99),
+            mean * 1e6,
+            pct(s, 0.5) / pct(&sorted[0], 0.5),
+            pct(s, 0.99) / pct(&sorted[0], 0.99),
+        );
+    }
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let a = args();
@@ -270,32 +300,7 @@ async fn main() {
             lat[mode as usize].push(d);
         }
     }
-    println!(
-        "phase 1: {} paired sequential round trips (send -> completed), one in flight",
-        a.rounds
-    );
-    println!("mode        p50_us   p99_us   mean_us");
-    let sorted: Vec<Vec<Duration>> = lat
-        .iter()
-        .map(|l| {
-            let mut s = l.clone();
-            s.sort();
-            s
-        })
-        .collect();
-    for m in PHASE1 {
-        let s = &sorted[m as usize];
-        let mean = s.iter().map(Duration::as_secs_f64).sum::<f64>() / s.len() as f64;
-        println!(
-            "{:<10} {:>8.0} {:>8.0} {:>9.0}   p50 x{:.2}, p99 x{:.2} of local",
-            m.name(),
-            pct(s, 0.5),
-            pct(s, 0.99),
-            mean * 1e6,
-            pct(s, 0.5) / pct(&sorted[0], 0.5),
-            pct(s, 0.99) / pct(&sorted[0], 0.99),
-        );
-    }
+    report_latency(a.rounds, &lat);
 
     // Phase 2: `concurrency` conversations per mode, modes alternating.
     let mut total = [(0u64, Duration::ZERO); 2];

@@ -219,6 +219,101 @@ fn spawn_gateway(
     (child, addr)
 }
 
+/// Phase 1's table: each mode's percentiles, and its p50 against the socket's.
+fn report_latency(rounds: usize, lat: &[Vec<Duration>; 3]) {
+    println!("phase 1: {} paired rounds, one call in flight", rounds);
+    println!("mode       p50_us   p99_us   mean_us  calls/s(1 in flight)");
+    let base_p50;
+    {
+        let mut s = lat[0].clone();
+        s.sort();
+        base_p50 = pct(&s, 0.5);
+    }
+    for m in MODES {
+        let mut s = lat[m as usize].clone();
+        s.sort();
+        let mean = s.iter().map(Duration::as_secs_f64).sum::<f64>() / s.len() as f64;
+        println!(
+            "{:<9} {:>8.0} {:>8.0} {:>9.0} {:>10.0}   p50 x{:.2} of socket",
+            m.name(),
+            pct(&s, 0.5),
+            pct(&s, 0.99),
+            mean * 1e6,
+            1.0 / mean,
+            pct(&s, 0.5) / base_p50
+        );
+    }
+}
+
+/// `perf record -g` of the gateway (`--perf MODE`), into
+/// /tmp/a2a-gateway.perf.data.
+fn start_perf(pid: u32) -> Option<Child> {
+    Command::new("perf")
+        .args([
+            "record",
+            "-F",
+            "2000",
+            "-g",
+            "-o",
+            "/tmp/a2a-gateway.perf.data",
+            "-p",
+        ])
+        .arg(pid.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()
+}
+
+/// What a phase-2 caller needs to reach the broker and the gateway.
+struct Target {
+    url: String,
+    http: reqwest::Client,
+    socket: PathBuf,
+    secret: String,
+    worker: String,
+}
+
+/// One phase-2 caller: blocking sends in `m`'s way until `end`, each
+/// counted.
+async fn call_until(m: Mode, t: Target, n: u64, end: Instant, count: Arc<AtomicU64>) {
+    match m {
+        Mode::Socket => {
+            let client = Client::connect(&t.socket, &t.secret).expect("connect");
+            let agent = client
+                .register(
+                    &format!("bench-{n}"),
+                    a2a_client::agent_card(&format!("bench-req-{n}")),
+                    Delivery::Push,
+                )
+                .expect("register");
+            let mut s = SocketSide {
+                client,
+                agent,
+                sent: 0,
+                worker: t.worker,
+                n: n * 1000,
+            };
+            while Instant::now() < end {
+                s.send().await;
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        m => {
+            let mut h = HttpSide {
+                http: t.http,
+                url: t.url,
+                ctx_sent: 0,
+                ctx: String::new(),
+            };
+            while Instant::now() < end {
+                h.send(m).await;
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let a = args();
@@ -272,28 +367,7 @@ async fn main() {
             lat[mode as usize].push(d);
         }
     }
-    println!("phase 1: {} paired rounds, one call in flight", a.rounds);
-    println!("mode       p50_us   p99_us   mean_us  calls/s(1 in flight)");
-    let base_p50;
-    {
-        let mut s = lat[0].clone();
-        s.sort();
-        base_p50 = pct(&s, 0.5);
-    }
-    for m in MODES {
-        let mut s = lat[m as usize].clone();
-        s.sort();
-        let mean = s.iter().map(Duration::as_secs_f64).sum::<f64>() / s.len() as f64;
-        println!(
-            "{:<9} {:>8.0} {:>8.0} {:>9.0} {:>10.0}   p50 x{:.2} of socket",
-            m.name(),
-            pct(&s, 0.5),
-            pct(&s, 0.99),
-            mean * 1e6,
-            1.0 / mean,
-            pct(&s, 0.5) / base_p50
-        );
-    }
+    report_latency(a.rounds, &lat);
 
     // Phase 2: throughput with `concurrency` callers, modes alternating.
     let mut total = [(0u64, Duration::ZERO); 3];
@@ -301,21 +375,7 @@ async fn main() {
     for slice in 0..a.slices {
         for m in MODES {
             if a.perf == Some(m) && slice == 0 {
-                perf = Command::new("perf")
-                    .args([
-                        "record",
-                        "-F",
-                        "2000",
-                        "-g",
-                        "-o",
-                        "/tmp/a2a-gateway.perf.data",
-                        "-p",
-                    ])
-                    .arg(gw.id().to_string())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .ok();
+                perf = start_perf(gw.id());
                 tokio::time::sleep(Duration::from_millis(300)).await;
             }
             let count = Arc::new(AtomicU64::new(0));
@@ -323,50 +383,15 @@ async fn main() {
             let t0 = Instant::now();
             let mut joins = Vec::new();
             for c in 0..a.concurrency {
-                let count = count.clone();
-                let url = url.clone();
-                let http = http.clone();
-                let socket = socket.clone();
-                let secret = secret.clone();
-                let worker = worker.id().to_owned();
-                joins.push(tokio::spawn(async move {
-                    match m {
-                        Mode::Socket => {
-                            let client = Client::connect(&socket, &secret).expect("connect");
-                            let n = 1000 + slice as u64 * 1000 + c as u64;
-                            let agent = client
-                                .register(
-                                    &format!("bench-{n}"),
-                                    a2a_client::agent_card(&format!("bench-req-{n}")),
-                                    Delivery::Push,
-                                )
-                                .expect("register");
-                            let mut s = SocketSide {
-                                client,
-                                agent,
-                                sent: 0,
-                                worker,
-                                n: n * 1000,
-                            };
-                            while Instant::now() < end {
-                                s.send().await;
-                                count.fetch_add(1, Ordering::Relaxed);
-                            }
-                        }
-                        m => {
-                            let mut h = HttpSide {
-                                http,
-                                url,
-                                ctx_sent: 0,
-                                ctx: String::new(),
-                            };
-                            while Instant::now() < end {
-                                h.send(m).await;
-                                count.fetch_add(1, Ordering::Relaxed);
-                            }
-                        }
-                    }
-                }));
+                let target = Target {
+                    url: url.clone(),
+                    http: http.clone(),
+                    socket: socket.clone(),
+                    secret: secret.clone(),
+                    worker: worker.id().to_owned(),
+                };
+                let n = 1000 + slice as u64 * 1000 + c as u64;
+                joins.push(tokio::spawn(call_until(m, target, n, end, count.clone())));
             }
             for j in joins {
                 j.await.expect("caller");

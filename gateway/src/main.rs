@@ -188,18 +188,7 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
             remote_bearer_env,
             audit,
         } => {
-            let mut specs = tokens;
-            if let Some(f) = token_file {
-                let text =
-                    std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-                specs.extend(
-                    text.lines()
-                        .map(str::trim)
-                        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                        .map(str::to_owned),
-                );
-            }
-            let tokens = Tokens::parse(specs.iter().map(String::as_str))?;
+            let tokens = tokens_of(tokens, token_file)?;
             // The one locator of every front end (issue 24): a NAME or a
             // path, "no broker is listening" told apart from a bad secret.
             let located = a2a_client::locate(&socket);
@@ -287,6 +276,24 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
             Ok(())
         }
     }
+}
+
+/// The `--token` specs and the lines of `--token-file` (blank lines and
+/// `#` comments skipped), parsed together.
+fn tokens_of(
+    mut specs: Vec<String>,
+    file: Option<PathBuf>,
+) -> Result<Tokens, Box<dyn std::error::Error>> {
+    if let Some(f) = file {
+        let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+        specs.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_owned),
+        );
+    }
+    Ok(Tokens::parse(specs.iter().map(String::as_str))?)
 }
 
 /// The line a starter waits for: `{"ready":true,"listen":"ADDR"}`.

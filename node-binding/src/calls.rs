@@ -555,13 +555,55 @@ impl Conn {
     fn read_ready(&self) {
         // The read buffer is taken out of the state while its answers are
         // parsed by V8: nothing is borrowed across a call into JS.
-        let (mut rbuf, mut end) = {
+        let mut rbuf = {
             let mut st = self.st.borrow_mut();
             if st.closed.is_some() {
                 return;
             }
-            (std::mem::take(&mut st.rbuf), None)
+            std::mem::take(&mut st.rbuf)
         };
+        let read_end = self.read_available(&mut rbuf);
+        // A bad line ends the connection, whatever the read saw.
+        let (done, at, bad) = self.match_answers(&rbuf);
+        let mut end = bad.or(read_end);
+        if end.is_none() && rbuf.len() - at > A2A_MAX_OUT_FRAME_BYTES {
+            end = Some(CloseReason::BadFrame(
+                "an answer line exceeds the bound".into(),
+            ));
+        }
+        if !done.is_empty() {
+            let mut batch = std::mem::take(&mut *self.batch.borrow_mut());
+            self.in_callback_scope(|env| settle_answers(env, &rbuf, done, &mut batch));
+            batch.clear();
+            if batch.capacity() <= KEEP_READ_BUF {
+                *self.batch.borrow_mut() = batch;
+            }
+        }
+        if at == rbuf.len() {
+            rbuf.clear();
+            if rbuf.capacity() > KEEP_READ_BUF {
+                rbuf = Vec::new();
+            }
+        } else {
+            rbuf.drain(..at);
+        }
+        {
+            let mut st = self.st.borrow_mut();
+            if st.closed.is_none() {
+                st.rbuf = rbuf;
+            }
+        }
+        if let Some(reason) = end {
+            self.end(reason);
+            return;
+        }
+        self.after_answers();
+    }
+
+    /// Reads what the socket holds (up to [`READ_BUDGET`]) onto `rbuf`;
+    /// `Some` when the connection ended.
+    fn read_available(&self, rbuf: &mut Vec<u8>) -> Option<CloseReason> {
+        let mut end = None;
         let mut total = 0;
         while total < READ_BUDGET {
             let len = rbuf.len();
@@ -611,9 +653,18 @@ impl Conn {
                 }
             }
         }
-        // Each whole line: its call, and what settles it. Answers read
-        // before an end are still delivered.
+        end
+    }
+
+    /// Each whole line of `rbuf`: its call, and what settles it; then how
+    /// far the lines went, and the end a bad line makes. Answers read
+    /// before an end are still delivered.
+    fn match_answers(
+        &self,
+        rbuf: &[u8],
+    ) -> (Vec<(sys::napi_deferred, Answer)>, usize, Option<CloseReason>) {
         let mut done: Vec<(sys::napi_deferred, Answer)> = Vec::new();
+        let mut end = None;
         let mut at = 0;
         {
             let mut st = self.st.borrow_mut();
@@ -684,38 +735,7 @@ impl Conn {
                 done.push((w.deferred, answer));
             }
         }
-        if end.is_none() && rbuf.len() - at > A2A_MAX_OUT_FRAME_BYTES {
-            end = Some(CloseReason::BadFrame(
-                "an answer line exceeds the bound".into(),
-            ));
-        }
-        if !done.is_empty() {
-            let mut batch = std::mem::take(&mut *self.batch.borrow_mut());
-            self.in_callback_scope(|env| settle_answers(env, &rbuf, done, &mut batch));
-            batch.clear();
-            if batch.capacity() <= KEEP_READ_BUF {
-                *self.batch.borrow_mut() = batch;
-            }
-        }
-        if at == rbuf.len() {
-            rbuf.clear();
-            if rbuf.capacity() > KEEP_READ_BUF {
-                rbuf = Vec::new();
-            }
-        } else {
-            rbuf.drain(..at);
-        }
-        {
-            let mut st = self.st.borrow_mut();
-            if st.closed.is_none() {
-                st.rbuf = rbuf;
-            }
-        }
-        if let Some(reason) = end {
-            self.end(reason);
-            return;
-        }
-        self.after_answers();
+        (done, at, end)
     }
 
     /// After settling: unreference the poll handle when nothing is
