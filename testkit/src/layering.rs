@@ -210,10 +210,17 @@ pub fn assert_no_import_cycle(crate_dir: impl AsRef<Path>) {
     let mut report = String::new();
     for graph in &graphs {
         for cycle in graph.cycles() {
-            report.push_str(&format!("{} ({}):\n{cycle}", crate_dir.display(), graph.root));
+            report.push_str(&format!(
+                "{} ({}):\n{cycle}",
+                crate_dir.display(),
+                graph.root
+            ));
         }
     }
-    assert!(report.is_empty(), "import cycles inside the crate:\n{report}");
+    assert!(
+        report.is_empty(),
+        "import cycles inside the crate:\n{report}"
+    );
 }
 
 /// The module graph of each crate root under `crate_dir/src`.
@@ -683,8 +690,7 @@ fn mod_declarations(tokens: &[Token]) -> Vec<ModDecl> {
 fn inline_root_modules(tokens: &[Token]) -> Vec<String> {
     let mut out = Vec::new();
     walk_inline(tokens, |i, inline| {
-        if inline.is_empty() && is_ident(tokens.get(i), "mod") && is_punct(tokens.get(i + 2), '{')
-        {
+        if inline.is_empty() && is_ident(tokens.get(i), "mod") && is_punct(tokens.get(i + 2), '{') {
             if let Some(Tok::Ident(name)) = tokens.get(i + 1).map(|t| &t.tok) {
                 out.push(name.clone());
             }
@@ -749,7 +755,12 @@ fn root_imports(tokens: &[Token], modules: &BTreeSet<String>) -> BTreeMap<String
 }
 
 /// Reads a use tree at `*i`: every (path, name it binds).
-fn use_tree(tokens: &[Token], i: &mut usize, mut path: Vec<String>, out: &mut Vec<(Vec<String>, String)>) {
+fn use_tree(
+    tokens: &[Token],
+    i: &mut usize,
+    mut path: Vec<String>,
+    out: &mut Vec<(Vec<String>, String)>,
+) {
     while let Some(t) = tokens.get(*i) {
         match &t.tok {
             Tok::PathSep => *i += 1,
@@ -816,7 +827,9 @@ fn references(
             Tok::Ident(w) if w == "super" => {
                 let mut at = here.clone();
                 let mut j = i;
-                while is_ident(t.get(j), "super") && matches!(t.get(j + 1).map(|t| &t.tok), Some(Tok::PathSep)) {
+                while is_ident(t.get(j), "super")
+                    && matches!(t.get(j + 1).map(|t| &t.tok), Some(Tok::PathSep))
+                {
                     at.pop();
                     j += 2;
                 }

@@ -17,8 +17,14 @@ fn the_fixture_s_cycle_is_found_with_the_edges_that_make_it() {
     assert_eq!(modules, ["alpha", "beta", "gamma"]);
     // The brace group gives both of its items; the root's re-export
     // `Beta` is `beta`'s; `super::super` from beta/inner.rs is the root.
-    assert_eq!(graph.imports("alpha").into_iter().collect::<Vec<_>>(), ["beta", "gamma"]);
-    assert_eq!(graph.imports("beta").into_iter().collect::<Vec<_>>(), ["alpha"]);
+    assert_eq!(
+        graph.imports("alpha").into_iter().collect::<Vec<_>>(),
+        ["beta", "gamma"]
+    );
+    assert_eq!(
+        graph.imports("beta").into_iter().collect::<Vec<_>>(),
+        ["alpha"]
+    );
     // A comment, a string and a test module are no imports.
     assert!(graph.imports("gamma").is_empty(), "{:?}", graph.edges);
 
@@ -26,7 +32,10 @@ fn the_fixture_s_cycle_is_found_with_the_edges_that_make_it() {
     assert_eq!(cycles.len(), 1, "{cycles:?}");
     assert_eq!(cycles[0].path, ["alpha", "beta", "alpha"]);
     let shown = cycles[0].to_string();
-    assert!(shown.contains("alpha -> beta: src/alpha.rs:1 `crate::{Beta`"), "{shown}");
+    assert!(
+        shown.contains("alpha -> beta: src/alpha.rs:1 `crate::{Beta`"),
+        "{shown}"
+    );
     assert!(
         shown.contains("beta -> alpha: src/beta/inner.rs:1 `super::super::alpha`"),
         "{shown}"
@@ -37,7 +46,10 @@ fn the_fixture_s_cycle_is_found_with_the_edges_that_make_it() {
     let message = message
         .downcast_ref::<String>()
         .expect("a formatted panic message");
-    assert!(message.contains("cycle: alpha -> beta -> alpha"), "{message}");
+    assert!(
+        message.contains("cycle: alpha -> beta -> alpha"),
+        "{message}"
+    );
 }
 
 #[test]
