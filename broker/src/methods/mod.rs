@@ -38,7 +38,7 @@ mod tasks_status;
 use crate::broker::Broker;
 use crate::core::CoreError;
 use crate::delivery::Responder;
-use crate::engine::{Effects, Op, Origin, Shared, WriteCtx};
+use crate::engine::{Effects, Op, Origin, RunOnWriter, Shared, WriteCtx};
 use crate::read_calls::ReadCtx;
 use crate::reply::Reply;
 use crate::rpc_errors::to_rpc;
@@ -132,16 +132,17 @@ macro_rules! dispatch {
         }
 
         /// The writer's side: runs a queued call's method.
-        pub(crate) fn execute(call: Call, cx: &mut WriteCtx<'_>) -> Result<Effects, CoreError> {
-            match call {
-                $( Call::$variant(p) => on_writer!($route, $h, p, cx), )*
+        impl RunOnWriter for Call {
+            fn run_on_writer(self, cx: &mut WriteCtx<'_>) -> Result<Effects, CoreError> {
+                match self {
+                    $( Call::$variant(p) => on_writer!($route, $h, p, cx), )*
+                }
             }
-        }
 
-        /// Does this queued call write rows?
-        pub(crate) fn writes(call: &Call) -> bool {
-            match call {
-                $( Call::$variant(_) => writes!($route, $h), )*
+            fn writes(&self) -> bool {
+                match self {
+                    $( Call::$variant(_) => writes!($route, $h), )*
+                }
             }
         }
     };
