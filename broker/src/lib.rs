@@ -17,7 +17,11 @@
 //!   broker on a local socket ([`transport::socket::SocketServer`]).
 //! - [`memory`]: a broker in this process spoken to in NDJSON
 //!   lines ([`MemoryBroker`], [`MemoryConnection`]), for tests and benchmarks.
-//! - [`inspect`]: `a2a-broker tasks list|show`, the read-only audit view.
+//! - [`inspect`]: the records of `a2a-broker tasks list|show` and `leases
+//!   list`, the read-only audit view (the binary prints them).
+//!
+//! The command line (clap, the demo, `call`, every printed line) is the
+//! binary's own (`src/main.rs` + `src/cli/`), not the library's.
 pub mod inspect;
 pub mod memory;
 pub mod server;

@@ -252,7 +252,29 @@ struct File {
     tokens: Vec<Token>,
 }
 
-fn graph_of(crate_dir: &Path, root: &Path) -> Graph {
+/// Every identifier in the code of the module files under one root
+/// (`src/lib.rs`: the library), with where it stands: to hold that a
+/// module tree does not name a crate or a macro (comments, strings and
+/// test items left out, as for the edges).
+pub fn names_used(crate_dir: &Path, root: &str) -> Vec<(String, Site)> {
+    let mut out = Vec::new();
+    for f in module_files(crate_dir, &crate_dir.join(root)) {
+        for t in &f.tokens {
+            if let Tok::Ident(w) = &t.tok {
+                let site = Site {
+                    file: f.rel.clone(),
+                    line: t.line,
+                    path: w.clone(),
+                };
+                out.push((w.clone(), site));
+            }
+        }
+    }
+    out
+}
+
+/// The files a root's `mod` declarations reach, tokenized, by path.
+fn module_files(crate_dir: &Path, root: &Path) -> Vec<File> {
     let rel = |p: &Path| {
         p.strip_prefix(crate_dir)
             .unwrap_or(p)
@@ -310,7 +332,17 @@ fn graph_of(crate_dir: &Path, root: &Path) -> Graph {
         });
     }
     files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    files
+}
 
+fn graph_of(crate_dir: &Path, root: &Path) -> Graph {
+    let rel = |p: &Path| {
+        p.strip_prefix(crate_dir)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .into_owned()
+    };
+    let files = module_files(crate_dir, root);
     let root_file = files
         .iter()
         .find(|f| f.module.is_empty())
