@@ -17,8 +17,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     let args = Cli::parse();
     // Only `serve` logs; the client commands keep stderr for their own lines.
-    if let Cmd::Serve { verbose, .. } = &args.cmd {
-        cli::serve::init_logs(*verbose);
+    if let Cmd::Serve(serve) = &args.cmd {
+        cli::serve::init_logs(serve.verbose);
     }
     match cli::run(args.cmd) {
         Ok(()) => ExitCode::SUCCESS,

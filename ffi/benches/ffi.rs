@@ -276,10 +276,7 @@ fn paired_rounds(
     (pc, pa, ptask): (*mut a2a_client, *mut a2a_agent, &CString),
 ) -> Rounds {
     let us = |n: u64, d: Duration| d.as_secs_f64() * 1e6 / n as f64;
-    let (mut rr, mut fr, mut rw, mut fw) = (vec![], vec![], vec![], vec![]);
-    let (mut ratio_rtt, mut ratio_win) = (vec![], vec![]);
-    let (mut rcpu, mut fcpu) = (vec![], vec![]);
-    let (mut wrc, mut wfc) = (Duration::ZERO, Duration::ZERO);
+    let mut out = Rounds::default();
     for round in 0..ROUNDS {
         // The round trip in short alternating blocks (the first side
         // alternating too), so that both sides see the same moments of
@@ -300,8 +297,8 @@ fn paired_rounds(
             }
         }
         let (r1, f1) = (us(N_RTT, rd), us(N_RTT, fd));
-        rcpu.push(us(N_RTT, rc));
-        fcpu.push(us(N_RTT, fc));
+        out.rcpu.push(us(N_RTT, rc));
+        out.fcpu.push(us(N_RTT, fc));
         // The window likewise, in alternating blocks of WINDOW_BLOCK calls.
         let (mut rd, mut fd) = (Duration::ZERO, Duration::ZERO);
         for block in 0..(N_WINDOW / WINDOW_BLOCK) as usize {
@@ -309,74 +306,51 @@ fn paired_rounds(
                 let c0 = thread_cpu();
                 if (block + round + side) % 2 == 0 {
                     rd += rust_window(req, task, WINDOW_BLOCK);
-                    wrc += thread_cpu().saturating_sub(c0);
+                    out.wrc += thread_cpu().saturating_sub(c0);
                 } else {
                     fd += ffi_window(pc, pa, ptask, WINDOW_BLOCK);
-                    wfc += thread_cpu().saturating_sub(c0);
+                    out.wfc += thread_cpu().saturating_sub(c0);
                 }
             }
         }
         let (r2, f2) = (us(N_WINDOW, rd), us(N_WINDOW, fd));
-        rr.push(r1);
-        fr.push(f1);
-        rw.push(r2);
-        fw.push(f2);
-        ratio_rtt.push(f1 / r1);
-        ratio_win.push(f2 / r2);
+        out.rr.push(r1);
+        out.fr.push(f1);
+        out.rw.push(r2);
+        out.fw.push(f2);
+        out.ratio_rtt.push(f1 / r1);
+        out.ratio_win.push(f2 / r2);
     }
-    Rounds {
-        rr,
-        fr,
-        rw,
-        fw,
-        ratio_rtt,
-        ratio_win,
-        rcpu,
-        fcpu,
-        wrc,
-        wfc,
-    }
+    out
 }
 
 impl Rounds {
     /// The SUMMARY lines.
     fn report(self) {
-        let Rounds {
-            rr,
-            fr,
-            rw,
-            fw,
-            ratio_rtt,
-            ratio_win,
-            rcpu,
-            fcpu,
-            wrc,
-            wfc,
-        } = self;
         let verdict = |r: f64| if r <= 1.2 { "met" } else { "MISSED" };
-        let (q1, q2) = (median(ratio_rtt), median(ratio_win));
+        let (q1, q2) = (median(self.ratio_rtt), median(self.ratio_win));
         eprintln!(
             "SUMMARY ffi one round trip (get_task, historyLength 1): Rust {:.1} us, FFI {:.1} us; \
              FFI/Rust {q1:.3}x [{}] (median of {ROUNDS} paired rounds; target <= 1.2x)",
-            median(rr),
-            median(fr),
+            median(self.rr),
+            median(self.fr),
             verdict(q1)
         );
         eprintln!(
             "SUMMARY ffi one round trip, calling thread CPU per call: Rust {:.2} us, FFI {:.2} us \
              (FFI adds {:.2} us: the call through the C ABI, the task view and its free)",
-            median(rcpu.clone()),
-            median(fcpu.clone()),
-            median(fcpu) - median(rcpu)
+            median(self.rcpu.clone()),
+            median(self.fcpu.clone()),
+            median(self.fcpu) - median(self.rcpu)
         );
         eprintln!(
             "SUMMARY ffi 256 in flight: Rust (Pending window) {:.2} us/call ({:.0} calls/s), \
              FFI (poll(2) + a2a_client_poll, callbacks resubmit) {:.2} us/call ({:.0} calls/s); \
              FFI/Rust {q2:.3}x [{}] (median of {ROUNDS} paired rounds; target <= 1.2x)",
-            median(rw.clone()),
-            1e6 / median(rw),
-            median(fw.clone()),
-            1e6 / median(fw),
+            median(self.rw.clone()),
+            1e6 / median(self.rw),
+            median(self.fw.clone()),
+            1e6 / median(self.fw),
             verdict(q2)
         );
 
@@ -384,8 +358,8 @@ impl Rounds {
         eprintln!(
             "SUMMARY ffi 256 in flight, loop thread CPU per call: Rust {:.2} us, FFI {:.2} us; \
              FFI poll loop: {:.1} callbacks per wake-up",
-            wrc.as_secs_f64() * 1e6 / total,
-            wfc.as_secs_f64() * 1e6 / total,
+            self.wrc.as_secs_f64() * 1e6 / total,
+            self.wfc.as_secs_f64() * 1e6 / total,
             RAN.with(Cell::get) as f64 / WAKES.with(Cell::get).max(1) as f64
         );
     }

@@ -20,35 +20,7 @@ pub struct Cli {
 pub enum Cmd {
     /// Serve the a2a.* protocol on stdin/stdout until stdin closes (exit 0),
     /// or SIGTERM/SIGINT. Prints {"ready":true,...} on stderr once serving.
-    Serve {
-        /// SQLite database file (created and migrated to schema 12 if needed).
-        #[arg(long)]
-        db: PathBuf,
-        /// full: a committed call survives power loss (synchronous=FULL).
-        /// normal: survives a broker crash, may lose the last commits on power loss.
-        #[arg(long, value_enum, default_value_t = DurabilityArg::Full)]
-        durability: DurabilityArg,
-        /// Most calls committed in one SQLite transaction.
-        #[arg(long, default_value_t = DEFAULT_BATCH_MAX as u64, value_parser = clap::value_parser!(u64).range(1..=65536))]
-        batch_max: u64,
-        /// Also listen on a local socket: a path, or a name placed in
-        /// $XDG_RUNTIME_DIR/a2a-broker/ (else /tmp/a2a-broker-UID/), in a 0700
-        /// directory. Clients must present the secret from A2A_BROKER_SECRET
-        /// or, if unset, from the owner-only file the broker writes beside it.
-        #[arg(long, value_name = "NAME")]
-        socket: Option<String>,
-        /// Do not serve stdin/stdout (a socket-only broker; stops on SIGTERM/SIGINT).
-        #[arg(long, requires = "socket")]
-        no_stdio: bool,
-        /// Socket connections held at once; one more is answered with an
-        /// error line and closed.
-        #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000), requires = "socket")]
-        max_connections: u64,
-        /// Log events on stderr, one line each: -v connections, registrations,
-        /// refusals and shutdown; -vv also debug. RUST_LOG overrides.
-        #[arg(short, long, action = clap::ArgAction::Count)]
-        verbose: u8,
-    },
+    Serve(ServeArgs),
     /// Run a short delegation through a broker (this binary, on a local
     /// socket) with the a2a-client library, print what happens and the
     /// audit view of the durable log.
@@ -173,6 +145,38 @@ pub enum LeasesCmd {
         #[arg(long)]
         json: bool,
     },
+}
+
+// `serve`'s flags (no doc comment, as for AgentAt).
+#[derive(Args)]
+pub struct ServeArgs {
+    /// SQLite database file (created and migrated to schema 12 if needed).
+    #[arg(long)]
+    pub db: PathBuf,
+    /// full: a committed call survives power loss (synchronous=FULL).
+    /// normal: survives a broker crash, may lose the last commits on power loss.
+    #[arg(long, value_enum, default_value_t = DurabilityArg::Full)]
+    pub durability: DurabilityArg,
+    /// Most calls committed in one SQLite transaction.
+    #[arg(long, default_value_t = DEFAULT_BATCH_MAX as u64, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub batch_max: u64,
+    /// Also listen on a local socket: a path, or a name placed in
+    /// $XDG_RUNTIME_DIR/a2a-broker/ (else /tmp/a2a-broker-UID/), in a 0700
+    /// directory. Clients must present the secret from A2A_BROKER_SECRET
+    /// or, if unset, from the owner-only file the broker writes beside it.
+    #[arg(long, value_name = "NAME")]
+    pub socket: Option<String>,
+    /// Do not serve stdin/stdout (a socket-only broker; stops on SIGTERM/SIGINT).
+    #[arg(long, requires = "socket")]
+    pub no_stdio: bool,
+    /// Socket connections held at once; one more is answered with an
+    /// error line and closed.
+    #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000), requires = "socket")]
+    pub max_connections: u64,
+    /// Log events on stderr, one line each: -v connections, registrations,
+    /// refusals and shutdown; -vv also debug. RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
 }
 
 // The agent `watch` and `reply` run as, on a running broker's socket (no

@@ -24,22 +24,7 @@ use args::{Cmd, LeasesCmd, TasksCmd};
 /// Runs one subcommand: `Err` is the one line to print after `a2a-broker: `.
 pub fn run(cmd: Cmd) -> Result<(), String> {
     match cmd {
-        Cmd::Serve {
-            db,
-            durability,
-            batch_max,
-            socket,
-            no_stdio,
-            max_connections,
-            verbose: _,
-        } => serve::run(serve::ServeArgs {
-            db,
-            durability,
-            batch_max,
-            socket,
-            no_stdio,
-            max_connections,
-        }),
+        Cmd::Serve(a) => serve::run(a),
         Cmd::Demo { keep, db } => demo::run(demo::Options { db, keep }),
         Cmd::Call {
             socket,

@@ -1,9 +1,8 @@
 //! `a2a-broker serve` on the command line: its event log on stderr, and
 //! the socket-only start when stdin is `/dev/null`.
 
-use super::args::DurabilityArg;
+use super::args::ServeArgs;
 use a2a_broker::server;
-use std::path::PathBuf;
 
 /// The event log of `serve`, on stderr: `warn` by default (so a quiet
 /// broker's first stderr line is its ready line), `-v` info, `-vv` debug;
@@ -53,16 +52,6 @@ fn stdin_is_dev_null() -> bool {
         return false;
     };
     stdin.file_type().is_char_device() && stdin.rdev() == null.rdev()
-}
-
-/// The flags of `serve`.
-pub struct ServeArgs {
-    pub db: PathBuf,
-    pub durability: DurabilityArg,
-    pub batch_max: u64,
-    pub socket: Option<String>,
-    pub no_stdio: bool,
-    pub max_connections: u64,
 }
 
 /// Runs the broker (`server::serve`) until stdin ends or a signal.
