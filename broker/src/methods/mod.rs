@@ -41,7 +41,7 @@ use crate::delivery::Responder;
 use crate::engine::{Effects, Op, Origin, RunOnWriter, Shared, WriteCtx};
 use crate::read_calls::ReadCtx;
 use crate::reply::Reply;
-use crate::rpc_errors::to_rpc;
+use crate::rpc_errors::{self, to_rpc};
 use crate::session::Session;
 use a2a_proto::call::Call;
 use a2a_proto::error::RpcError;
@@ -200,7 +200,7 @@ impl Broker {
                 let mut ctx = ReadCtx::new(&shared, pool);
                 M::run(p, &mut ctx).map_err(to_rpc)
             }))
-            .unwrap_or_else(|_| Err(RpcError::internal("the request failed inside the broker")));
+            .unwrap_or_else(|_| Err(rpc_errors::handler_panicked()));
             responder.send(result);
         }));
         None
