@@ -196,6 +196,91 @@ impl Cpu {
     }
 }
 
+/// One round of (b): the minimal client, the raw server and the typed
+/// client's three ways of waiting, one call outstanding; us per round trip
+/// into `rtt`, the typed client's over the minimal one into `overhead`.
+fn one_outstanding(
+    minimal: &mut a2a_benches::socket::Conn,
+    raw: &mut a2a_benches::socket::Conn,
+    get: &[u8],
+    (req, task): (&Agent, &str),
+    rtt: &mut BTreeMap<&'static str, Vec<f64>>,
+    overhead: &mut BTreeMap<&'static str, Vec<f64>>,
+) {
+    let us = |n: u64, d: Duration| d.as_secs_f64() * 1e6 / n as f64;
+    let m = us(N_RTT, minimal.round_trips(get, N_RTT));
+    let r = us(N_RTT, raw.round_trips(get, N_RTT));
+    let w = us(N_RTT, rtt_wait(req, task, N_RTT));
+    let c = us(N_RTT, rtt_callback(req, task, N_RTT));
+    let k = us(N_RTT, rtt_waker(req, task, N_RTT));
+    for (name, v) in [
+        ("raw server", r),
+        ("minimal client", m),
+        ("wait", w),
+        ("on_complete", c),
+        ("waker", k),
+    ] {
+        rtt.entry(name).or_default().push(v);
+    }
+    for (name, v) in [("wait", w), ("on_complete", c), ("waker", k)] {
+        overhead.entry(name).or_default().push(v - m);
+    }
+}
+
+/// The SUMMARY lines: (a)'s rates, CPU and paired ratios, (b)'s round
+/// trips and the typed client's overhead over the minimal one.
+fn report(
+    rates: &BTreeMap<&str, Vec<f64>>,
+    (ratio_1, ratio_64): (&Vec<f64>, &Vec<f64>),
+    cpu: &BTreeMap<&str, Cpu>,
+    rtt: &BTreeMap<&str, Vec<f64>>,
+    overhead: &BTreeMap<&str, Vec<f64>>,
+    async_frames: (u64, u64),
+) {
+    let med = |v: &Vec<f64>| median(v.clone()).unwrap_or(f64::NAN);
+    for name in ["async-256", "blocking-1", "blocking-64"] {
+        eprintln!(
+            "SUMMARY client_async {name}: {:.0} calls/s (median of {ROUNDS} rounds); {}",
+            med(&rates[name]),
+            cpu[name].line()
+        );
+    }
+    let (r1, r64) = (med(ratio_1), med(ratio_64));
+    eprintln!(
+        "SUMMARY client_async ratios (median of paired rounds): async-256 / blocking-1 {r1:.2}x [{}] \
+         (target >= 3x); async-256 / blocking-64 {r64:.2}x [{}] (target >= 1x); \
+         async-256 frames per write {:.1}",
+        if r1 >= 3.0 { "met" } else { "MISSED" },
+        if r64 >= 1.0 { "met" } else { "MISSED" },
+        async_frames.0 as f64 / async_frames.1.max(1) as f64,
+    );
+    let reader = cpu["async-256"].groups.get("client reader").copied();
+    eprintln!(
+        "SUMMARY client_async reader thread CPU per completion at 256 in flight: {:.2} us",
+        reader.map_or(f64::NAN, |d| cpu["async-256"].us(d))
+    );
+    let parts: Vec<String> = [
+        "raw server",
+        "minimal client",
+        "wait",
+        "on_complete",
+        "waker",
+    ]
+    .iter()
+    .map(|k| format!("{k} {:.1} us", med(&rtt[k])))
+    .collect();
+    let over: Vec<String> = ["wait", "on_complete", "waker"]
+        .iter()
+        .map(|k| format!("{k} +{:.1} us", med(&overhead[k])))
+        .collect();
+    eprintln!(
+        "SUMMARY client_async one outstanding, round trip: {}; typed client over the minimal \
+         client (paired medians): {}",
+        parts.join(", "),
+        over.join(", ")
+    );
+}
+
 fn main() {
     if !bench_mode() {
         eprintln!("client_async: skipped (runs under `cargo bench` only)");
@@ -279,67 +364,23 @@ fn main() {
         ratio_64.push(round_rates["async-256"] / round_rates["blocking-64"]);
 
         // (b)
-        let us = |n: u64, d: Duration| d.as_secs_f64() * 1e6 / n as f64;
-        let m = us(N_RTT, minimal.round_trips(&get, N_RTT));
-        let r = us(N_RTT, raw.round_trips(&get, N_RTT));
-        let w = us(N_RTT, rtt_wait(&req, &task, N_RTT));
-        let c = us(N_RTT, rtt_callback(&req, &task, N_RTT));
-        let k = us(N_RTT, rtt_waker(&req, &task, N_RTT));
-        for (name, v) in [
-            ("raw server", r),
-            ("minimal client", m),
-            ("wait", w),
-            ("on_complete", c),
-            ("waker", k),
-        ] {
-            rtt.entry(name).or_default().push(v);
-        }
-        for (name, v) in [("wait", w), ("on_complete", c), ("waker", k)] {
-            overhead.entry(name).or_default().push(v - m);
-        }
-    }
-
-    let med = |v: &Vec<f64>| median(v.clone()).unwrap_or(f64::NAN);
-    for name in ["async-256", "blocking-1", "blocking-64"] {
-        eprintln!(
-            "SUMMARY client_async {name}: {:.0} calls/s (median of {ROUNDS} rounds); {}",
-            med(&rates[name]),
-            cpu[name].line()
+        one_outstanding(
+            &mut minimal,
+            &mut raw,
+            &get,
+            (&req, &task),
+            &mut rtt,
+            &mut overhead,
         );
     }
-    let (r1, r64) = (med(&ratio_1), med(&ratio_64));
-    eprintln!(
-        "SUMMARY client_async ratios (median of paired rounds): async-256 / blocking-1 {r1:.2}x [{}] \
-         (target >= 3x); async-256 / blocking-64 {r64:.2}x [{}] (target >= 1x); \
-         async-256 frames per write {:.1}",
-        if r1 >= 3.0 { "met" } else { "MISSED" },
-        if r64 >= 1.0 { "met" } else { "MISSED" },
-        async_frames.0 as f64 / async_frames.1.max(1) as f64,
-    );
-    let reader = cpu["async-256"].groups.get("client reader").copied();
-    eprintln!(
-        "SUMMARY client_async reader thread CPU per completion at 256 in flight: {:.2} us",
-        reader.map_or(f64::NAN, |d| cpu["async-256"].us(d))
-    );
-    let parts: Vec<String> = [
-        "raw server",
-        "minimal client",
-        "wait",
-        "on_complete",
-        "waker",
-    ]
-    .iter()
-    .map(|k| format!("{k} {:.1} us", med(&rtt[k])))
-    .collect();
-    let over: Vec<String> = ["wait", "on_complete", "waker"]
-        .iter()
-        .map(|k| format!("{k} +{:.1} us", med(&overhead[k])))
-        .collect();
-    eprintln!(
-        "SUMMARY client_async one outstanding, round trip: {}; typed client over the minimal \
-         client (paired medians): {}",
-        parts.join(", "),
-        over.join(", ")
+
+    report(
+        &rates,
+        (&ratio_1, &ratio_64),
+        &cpu,
+        &rtt,
+        &overhead,
+        async_frames,
     );
     let (frames1, writes1) = client.write_stats();
     eprintln!(

@@ -251,6 +251,48 @@ fn paired(raw64: &mut Raw, group: &mut Broker, b1: &mut Broker) -> (Option<f64>,
     (median(vs_raw), median(vs_b1))
 }
 
+/// `A2A_BENCH_DIAG`: the raw baseline (durability full, tx1 and tx64)
+/// with random ids, with a savepoint per call, and with savepoints and
+/// an in-memory temp store.
+fn diagnostic_variants(g: &mut BenchmarkGroup<'_, WallTime>) -> Vec<(&'static str, [Raw; 2])> {
+    let mut diag = Vec::new();
+    let variants = [
+        (
+            "-random",
+            Variant {
+                random_ids: true,
+                ..Variant::default()
+            },
+        ),
+        (
+            "-savepoint",
+            Variant {
+                savepoints: true,
+                ..Variant::default()
+            },
+        ),
+        (
+            "-savepoint-memtemp",
+            Variant {
+                savepoints: true,
+                temp_store_memory: true,
+                ..Variant::default()
+            },
+        ),
+    ];
+    for (suffix, v) in variants {
+        let mut pair = [
+            Raw::new(Durability::Full, 1, v, suffix),
+            Raw::new(Durability::Full, 64, v, suffix),
+        ];
+        for x in pair.iter_mut() {
+            x.bench(g);
+        }
+        diag.push((suffix, pair));
+    }
+    diag
+}
+
 fn main() {
     if !bench_mode() {
         eprintln!("commit: skipped (runs under `cargo bench` only)");
@@ -290,43 +332,11 @@ fn main() {
     for d in durabilities {
         stdio(&mut g, d, &mut stdio_figs);
     }
-    let mut diag = Vec::new();
-    if std::env::var_os("A2A_BENCH_DIAG").is_some() {
-        let variants = [
-            (
-                "-random",
-                Variant {
-                    random_ids: true,
-                    ..Variant::default()
-                },
-            ),
-            (
-                "-savepoint",
-                Variant {
-                    savepoints: true,
-                    ..Variant::default()
-                },
-            ),
-            (
-                "-savepoint-memtemp",
-                Variant {
-                    savepoints: true,
-                    temp_store_memory: true,
-                    ..Variant::default()
-                },
-            ),
-        ];
-        for (suffix, v) in variants {
-            let mut pair = [
-                Raw::new(Durability::Full, 1, v, suffix),
-                Raw::new(Durability::Full, 64, v, suffix),
-            ];
-            for x in pair.iter_mut() {
-                x.bench(&mut g);
-            }
-            diag.push((suffix, pair));
-        }
-    }
+    let diag = if std::env::var_os("A2A_BENCH_DIAG").is_some() {
+        diagnostic_variants(&mut g)
+    } else {
+        Vec::new()
+    };
     g.finish();
 
     let (s, m, l) = row_sizes(&raws[0][1].store.db);

@@ -26,7 +26,7 @@
 
 use a2a_benches::pin;
 use a2a_benches::socket::SocketBroker;
-use a2a_broker::bench::{ring_wake_stats, EventInjector};
+use a2a_broker::bench::EventInjector;
 use a2a_broker::Durability;
 use a2a_client::proto::types::{
     Notification, StatusUpdate, StreamEvent, TaskEventParams, TaskStatus,
@@ -192,9 +192,9 @@ fn through_writer(sb: &SocketBroker) {
             // Fresh tasks each round: the task log bound is 10,000 changes.
             let ring = path(sb, true, k);
             let sock = path(sb, false, k);
-            let w0 = ring_wake_stats();
+            let w0 = sb.ring_wake_stats();
             let (rr, rs) = in_turn(k, &ring, &sock, |p| stream(p, size, STREAM));
-            let w1 = ring_wake_stats();
+            let w1 = sb.ring_wake_stats();
             let staged = (w1.0 - w0.0).max(1) as f64;
             wakes.push((w1.1 - w0.1) as f64 / staged);
             per_publish.push(staged / (w1.2 - w0.2).max(1) as f64);
@@ -421,9 +421,9 @@ fn measure(sb: &SocketBroker, ring: bool, k: usize, size: usize, cpus: (usize, u
     pin::place(cpus.0, cpus.1);
     // Warm up (first touches of the ring, the buffers, the allocator).
     rx.stream(2_000);
-    let (w0, f0) = (ring_wake_stats(), sb.write_stats());
+    let (w0, f0) = (sb.ring_wake_stats(), sb.write_stats());
     let rate = rx.stream(DELIVERY_STREAM);
-    let (w1, f1) = (ring_wake_stats(), sb.write_stats());
+    let (w1, f1) = (sb.ring_wake_stats(), sb.write_stats());
     let (syscalls, per_batch) = if ring {
         let staged = (w1.0 - w0.0).max(1) as f64;
         (

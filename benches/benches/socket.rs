@@ -176,52 +176,20 @@ fn pinned_round_trips(rts: &mut [RoundTrips]) {
     eprintln!("socket: load average at end {}", load_average());
 }
 
-fn main() {
-    if !bench_mode() {
-        eprintln!("socket: skipped (runs under `cargo bench` only)");
-        return;
-    }
-    eprintln!("socket: load average at start {}", load_average());
-    let sb = SocketBroker::start(Durability::Normal);
+/// Criterion's samples of (a) (by `broker/<codec>`, `raw/<codec>`,
+/// `typed/binary`) and of (b) (by codec and flow).
+struct CriterionSamples {
+    rt: BTreeMap<String, Samples>,
+    ev: BTreeMap<(&'static str, Flow), Samples>,
+}
 
-    // Setup for (a): a typed client registers a requester and a worker and
-    // creates one task to read.
-    let (typed, req, task) = sb.task_to_read();
-    let get_params = json!({"token": req.token(), "id": task, "historyLength": 1});
-    let codecs = [Codec::Binary, Codec::Ndjson];
-    let mut rts = codecs.map(|c| RoundTrips::new(&sb, c, &get_params));
-    let mut evs = codecs.map(|c| EventStreams::setup(&sb, c));
-    for (rt, ev) in rts.iter().zip(&evs) {
-        eprintln!(
-            "socket {}: tasks.get request {} B, response {} B; events: resubscribe {} B, \
-             replay {} events of {} B on average, status {} B",
-            rt.codec.label(),
-            rt.get.len(),
-            rt.resp_len,
-            ev.event_len,
-            ev.fanout,
-            ev.replay_event_len,
-            ev.status_event_len,
-        );
-    }
-    let typed_rt = |n: u64| {
-        let start = Instant::now();
-        for _ in 0..n {
-            req.get_task(&task, Some(1)).expect("tasks.get");
-        }
-        start.elapsed()
-    };
-    if std::env::var_os("A2A_SOCKET_RTT_PINNED").is_some() {
-        return pinned_round_trips(&mut rts);
-    }
-
-    let mut c = Criterion::default()
-        .sample_size(SAMPLES)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2))
-        .without_plots()
-        .configure_from_args();
-
+/// Criterion's runs of (a) and (b).
+fn criterion_runs(
+    c: &mut Criterion,
+    rts: &mut [RoundTrips],
+    evs: &mut [EventStreams],
+    typed_rt: &dyn Fn(u64) -> Duration,
+) -> CriterionSamples {
     // (a) round trips; one criterion iteration is one round trip.
     let mut rt_samples: BTreeMap<String, Samples> = BTreeMap::new();
     {
@@ -247,7 +215,7 @@ fn main() {
     }
 
     // (b) event streams; one criterion iteration is one event.
-    let mut ev_samples: BTreeMap<(&str, Flow), Samples> = BTreeMap::new();
+    let mut ev_samples: BTreeMap<(&'static str, Flow), Samples> = BTreeMap::new();
     {
         let mut g = c.benchmark_group("socket_events");
         g.sampling_mode(SamplingMode::Flat)
@@ -270,12 +238,34 @@ fn main() {
         g.finish();
     }
 
-    // Paired rounds: every configuration once per round, in alternation.
+    CriterionSamples {
+        rt: rt_samples,
+        ev: ev_samples,
+    }
+}
+
+/// The paired rounds' figures: per-round broker/raw ratios of (a) by
+/// codec, rates of (a) by configuration and of (b) by codec and flow, and
+/// (b)'s tallies.
+struct Paired {
+    rt_pairs: BTreeMap<&'static str, Vec<f64>>,
+    rt_rates: BTreeMap<String, Vec<f64>>,
+    ev_rates: BTreeMap<(&'static str, Flow), Vec<f64>>,
+    tallies: BTreeMap<(&'static str, Flow), Tally>,
+}
+
+/// Paired rounds: every configuration once per round, in alternation.
+fn paired_rounds(
+    sb: &SocketBroker,
+    rts: &mut [RoundTrips],
+    evs: &mut [EventStreams],
+    typed_rt: &dyn Fn(u64) -> Duration,
+) -> Paired {
     let rate = |n: u64, d: Duration| n as f64 / d.as_secs_f64();
-    let mut rt_pairs: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let mut rt_pairs: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
     let mut rt_rates: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    let mut ev_rates: BTreeMap<(&str, Flow), Vec<f64>> = BTreeMap::new();
-    let mut tallies: BTreeMap<(&str, Flow), Tally> = BTreeMap::new();
+    let mut ev_rates: BTreeMap<(&'static str, Flow), Vec<f64>> = BTreeMap::new();
+    let mut tallies: BTreeMap<(&'static str, Flow), Tally> = BTreeMap::new();
     for _ in 0..PAIRS {
         for rt in rts.iter_mut() {
             let l = rt.codec.label();
@@ -322,17 +312,27 @@ fn main() {
         }
     }
 
-    // Reports.
+    Paired {
+        rt_pairs,
+        rt_rates,
+        ev_rates,
+        tallies,
+    }
+}
+
+/// The SUMMARY lines: (a) per codec and the typed client, (b) per flow,
+/// and the CPU per thread of (b)'s broker flows.
+fn report(rts: &[RoundTrips], evs: &[EventStreams], criterion: &CriterionSamples, paired: &Paired) {
     let med = |v: Option<&Vec<f64>>| v.and_then(|v| median(v.clone()));
     let per_round = |a: &[f64], b: &[f64]| -> Option<f64> {
         median(a.iter().zip(b).map(|(a, b)| a / b).collect())
     };
     let us = |r: Option<f64>| r.map_or(f64::NAN, |r| 1e6 / r);
-    for rt in &rts {
+    for rt in rts {
         let l = rt.codec.label();
-        let rb = rt_samples[&format!("broker/{l}")].rate(SAMPLES);
-        let rr = rt_samples[&format!("raw/{l}")].rate(SAMPLES);
-        let p = median(rt_pairs[l].clone()).unwrap_or(0.0);
+        let rb = criterion.rt[&format!("broker/{l}")].rate(SAMPLES);
+        let rr = criterion.rt[&format!("raw/{l}")].rate(SAMPLES);
+        let p = median(paired.rt_pairs[l].clone()).unwrap_or(0.0);
         eprintln!(
             "SUMMARY socket rtt {l}: tasks.get one outstanding, response {} B: broker {} ({:.1} us) \
              raw {} ({:.1} us) broker/raw {}; paired median {:.2}x [{}] (target >= 0.50x); \
@@ -345,13 +345,13 @@ fn main() {
             fmt_ratio(rb, rr),
             p,
             if p >= 0.5 { "met" } else { "MISSED" },
-            fmt_rate(med(rt_rates.get(&format!("broker/{l}")))),
-            fmt_rate(med(rt_rates.get(&format!("raw/{l}")))),
+            fmt_rate(med(paired.rt_rates.get(&format!("broker/{l}")))),
+            fmt_rate(med(paired.rt_rates.get(&format!("raw/{l}")))),
         );
     }
-    let ty = rt_samples["typed/binary"].rate(SAMPLES);
-    let tp = med(rt_rates.get("typed/binary"));
-    let bp = med(rt_rates.get("broker/binary"));
+    let ty = criterion.rt["typed/binary"].rate(SAMPLES);
+    let tp = med(paired.rt_rates.get("typed/binary"));
+    let bp = med(paired.rt_rates.get("broker/binary"));
     eprintln!(
         "SUMMARY socket rtt typed a2a-client (Agent::get_task): {} ({:.1} us); \
          paired {} = {} of the minimal binary client",
@@ -362,26 +362,32 @@ fn main() {
     );
     for flow in [Flow::Resub1, Flow::Replay, Flow::Status, Flow::Inject] {
         let mut parts = Vec::new();
-        for ev in &evs {
+        for ev in evs {
             let l = ev.codec.label();
-            let (b, r) = (&ev_rates[&(l, flow)], &ev_rates[&(l, flow.raw())]);
+            let (b, r) = (
+                &paired.ev_rates[&(l, flow)],
+                &paired.ev_rates[&(l, flow.raw())],
+            );
             parts.push(format!(
                 "{l}: broker {} raw {} (criterion broker {} raw {}), broker/raw paired {:.2}x, \
                  frames/write {}, {}",
                 fmt_rate(median(b.clone())),
                 fmt_rate(median(r.clone())),
-                fmt_rate(ev_samples[&(l, flow)].rate(SAMPLES)),
-                fmt_rate(ev_samples[&(l, flow.raw())].rate(SAMPLES)),
+                fmt_rate(criterion.ev[&(l, flow)].rate(SAMPLES)),
+                fmt_rate(criterion.ev[&(l, flow.raw())].rate(SAMPLES)),
                 per_round(b, r).unwrap_or(0.0),
-                tallies[&(l, flow)].frames_per_write(),
-                tallies[&(l, flow)].cpu(),
+                paired.tallies[&(l, flow)].frames_per_write(),
+                paired.tallies[&(l, flow)].cpu(),
             ));
         }
-        let p =
-            per_round(&ev_rates[&("binary", flow)], &ev_rates[&("ndjson", flow)]).unwrap_or(0.0);
+        let p = per_round(
+            &paired.ev_rates[&("binary", flow)],
+            &paired.ev_rates[&("ndjson", flow)],
+        )
+        .unwrap_or(0.0);
         let raw_p = per_round(
-            &ev_rates[&("binary", flow.raw())],
-            &ev_rates[&("ndjson", flow.raw())],
+            &paired.ev_rates[&("binary", flow.raw())],
+            &paired.ev_rates[&("ndjson", flow.raw())],
         )
         .unwrap_or(0.0);
         eprintln!(
@@ -394,7 +400,7 @@ fn main() {
             raw_p,
         );
     }
-    for ((l, flow), t) in &tallies {
+    for ((l, flow), t) in &paired.tallies {
         if !flow.is_broker() {
             continue;
         }
@@ -411,6 +417,57 @@ fn main() {
             threads.join(", ")
         );
     }
+}
+
+fn main() {
+    if !bench_mode() {
+        eprintln!("socket: skipped (runs under `cargo bench` only)");
+        return;
+    }
+    eprintln!("socket: load average at start {}", load_average());
+    let sb = SocketBroker::start(Durability::Normal);
+
+    // Setup for (a): a typed client registers a requester and a worker and
+    // creates one task to read.
+    let (typed, req, task) = sb.task_to_read();
+    let get_params = json!({"token": req.token(), "id": task, "historyLength": 1});
+    let codecs = [Codec::Binary, Codec::Ndjson];
+    let mut rts = codecs.map(|c| RoundTrips::new(&sb, c, &get_params));
+    let mut evs = codecs.map(|c| EventStreams::setup(&sb, c));
+    for (rt, ev) in rts.iter().zip(&evs) {
+        eprintln!(
+            "socket {}: tasks.get request {} B, response {} B; events: resubscribe {} B, \
+             replay {} events of {} B on average, status {} B",
+            rt.codec.label(),
+            rt.get.len(),
+            rt.resp_len,
+            ev.event_len,
+            ev.fanout,
+            ev.replay_event_len,
+            ev.status_event_len,
+        );
+    }
+    let typed_rt = |n: u64| {
+        let start = Instant::now();
+        for _ in 0..n {
+            req.get_task(&task, Some(1)).expect("tasks.get");
+        }
+        start.elapsed()
+    };
+    if std::env::var_os("A2A_SOCKET_RTT_PINNED").is_some() {
+        return pinned_round_trips(&mut rts);
+    }
+
+    let mut c = Criterion::default()
+        .sample_size(SAMPLES)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .without_plots()
+        .configure_from_args();
+
+    let criterion = criterion_runs(&mut c, &mut rts, &mut evs, &typed_rt);
+    let paired = paired_rounds(&sb, &mut rts, &mut evs, &typed_rt);
+    report(&rts, &evs, &criterion, &paired);
     eprintln!("socket: load average at end {}", load_average());
     drop((rts, evs, req, typed));
     sb.shutdown();

@@ -87,6 +87,14 @@ impl SocketBroker {
             .map_or((0, 0), SocketServer::write_stats)
     }
 
+    /// `(events staged, futex wake-ups issued, publishes)` over this
+    /// broker's event rings so far.
+    pub fn ring_wake_stats(&self) -> (u64, u64, u64) {
+        self.server
+            .as_ref()
+            .map_or((0, 0, 0), SocketServer::ring_wake_stats)
+    }
+
     /// A typed client with a requester and a worker registered, and one
     /// task between them to read: the setup of the round-trip benchmarks.
     /// Returns the client (which keeps both agents alive), the requester

@@ -7,8 +7,8 @@
 //!   baseline writes values of the same shapes and order.
 //! - [`log_status`], [`status_row`]: the compact stored status forms, for
 //!   the scaling benchmark's raw builder.
-//! - [`ring_wake_stats`]: wake-ups per event on the event rings (frames
-//!   per write call on a local socket: `SocketServer::write_stats`).
+//!   (Wake-ups per event on a server's event rings and frames per write
+//!   call: `SocketServer::ring_wake_stats` and `write_stats`.)
 //! - [`EventInjector`]: delivers events to an agent as the writer's
 //!   routing does, to measure the delivery path alone.
 
@@ -57,12 +57,6 @@ pub fn message_row(msg: &a2a_proto::types::Message) -> String {
 /// The task row's status column as the broker writes it.
 pub fn status_row(status: &a2a_proto::types::TaskStatus, msg_pos: Option<usize>) -> String {
     crate::store::write::status_row(status, msg_pos, None).unwrap_or_default()
-}
-
-/// `(events staged, futex wake-ups issued, publishes)` over all event
-/// rings so far: wake-up system calls per event, events per publish.
-pub fn ring_wake_stats() -> (u64, u64, u64) {
-    crate::delivery::ring::wake_stats()
 }
 
 /// A live push agent's endpoint, to deliver events to.

@@ -107,7 +107,7 @@ impl Broker {
     ) -> Option<Result<Reply, RpcError>> {
         // Refused here, on the connection's thread, so the writer never
         // pays for decoding a large payload just to refuse it.
-        if let Err(e) = a2a_proto::check::precheck(&mut call) {
+        if let Err(e) = call.precheck() {
             return Some(Err(to_rpc(e.into())));
         }
         // One line per method, from the method table (`methods/mod.rs`).

@@ -1,14 +1,16 @@
-//! `a2a-broker tasks list|show --db PATH`: a read-only audit of the durable
-//! history, for a person checking a fan-out: who asked whom, every
-//! transition, when; `leases list` the same for leases: who held which
-//! paths, when, and how each ended. Opens the database read-only and writes
-//! nothing.
+//! What `a2a-broker tasks list|show --db PATH` shows, read back: a
+//! read-only audit of the durable history, for a person checking a
+//! fan-out: who asked whom, every transition, when; `leases list` the same
+//! for leases: who held which paths, when, and how each ended. Opens the
+//! database read-only and writes nothing. This returns the records; the
+//! binary's `cli/audit.rs` prints them.
 
 use crate::core::CoreError;
 use crate::store::{self, migrate, read, OpenError};
-use a2a_proto::types::{Part, State, StreamEvent};
+use a2a_proto::types::{Artifact, Message, PushConfig, State};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Why the audit view cannot show what was asked (one line each, printed
 /// after `a2a-broker: `).
@@ -47,14 +49,6 @@ pub enum InspectError {
     Read(#[from] CoreError),
 }
 
-/// The demo (`crate::demo`, on its way out of the library) reports its
-/// failures as lines of text.
-impl From<InspectError> for String {
-    fn from(e: InspectError) -> String {
-        e.to_string()
-    }
-}
-
 fn open(db: &Path) -> Result<Connection, InspectError> {
     if !db.exists() {
         return Err(InspectError::Missing(db.to_path_buf()));
@@ -77,32 +71,7 @@ fn open(db: &Path) -> Result<Connection, InspectError> {
     Ok(conn)
 }
 
-/// A short, one-line rendering of some parts.
-pub(crate) fn summarize(parts: &[Part]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    for p in parts {
-        out.push(match p {
-            Part::Text { text, .. } => {
-                let mut t: String = text.chars().take(60).collect();
-                if text.chars().count() > 60 {
-                    t.push('…');
-                }
-                format!("{t:?}")
-            }
-            Part::File { file, .. } => format!(
-                "[file {}]",
-                file.name
-                    .as_deref()
-                    .or(file.uri.as_deref())
-                    .unwrap_or("inline bytes")
-            ),
-            Part::Data { data, .. } => format!("[data {} keys]", data.len()),
-        });
-    }
-    out.join(" + ")
-}
-
-/// What `tasks list` selects and how it prints (the flags of the subcommand).
+/// What `tasks list` selects (the flags of the subcommand).
 #[derive(Debug, Clone, Default)]
 pub struct ListQuery {
     /// Only tasks of this requester context.
@@ -116,8 +85,6 @@ pub struct ListQuery {
     /// Only tasks older than this cursor (a creation `seq`, as printed after
     /// the previous page).
     pub before: Option<i64>,
-    /// One JSON object per line instead of the table.
-    pub json: bool,
 }
 
 /// The shortest task id prefix or tail `tasks show` accepts: shorter ones would
@@ -127,45 +94,37 @@ pub const MIN_PREFIX: usize = 4;
 /// At most this many candidates are named when a prefix or tail is ambiguous.
 const MAX_CANDIDATES: usize = 10;
 
-/// `1 message`, `2 messages`.
-pub(crate) fn plural(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("{n} {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
-
 /// One row of `tasks list`.
-struct ListRow {
-    id: String,
-    seq: i64,
-    state: String,
-    version: i64,
-    ctx: String,
-    req: String,
-    wctx: String,
-    wrk: String,
-    created: String,
-    updated: String,
+#[derive(Debug, Clone)]
+pub struct TaskRow {
+    pub id: String,
+    /// The creation sequence number (the `--before` cursor).
+    pub seq: i64,
+    pub state: String,
+    pub version: i64,
+    /// The requester's context.
+    pub ctx: String,
+    /// The requester's peer id.
+    pub req: String,
+    /// The worker's context.
+    pub wctx: String,
+    /// The worker's peer id.
+    pub wrk: String,
+    pub created: String,
+    pub updated: String,
 }
 
-/// `tasks list --context C --limit N`: the table, first page (the demo's view).
-pub fn list(db: &Path, context: Option<&str>, limit: u32) -> Result<(), InspectError> {
-    list_with(
-        db,
-        &ListQuery {
-            context: context.map(str::to_owned),
-            limit,
-            ..ListQuery::default()
-        },
-    )
+/// One page of `tasks list`, newest first.
+#[derive(Debug, Clone)]
+pub struct TaskPage {
+    pub tasks: Vec<TaskRow>,
+    /// More tasks match than the page holds: the next page's cursor.
+    pub next_before: Option<i64>,
 }
 
-/// `tasks list`: newest first, one page of at most `q.limit` tasks. When
-/// more match, the cursor of the next page is printed on stderr as
-/// `next page: --before SEQ`, so stdout stays a table or pure JSON lines.
-pub fn list_with(db: &Path, q: &ListQuery) -> Result<(), InspectError> {
+/// `tasks list`: newest first, one page of at most `q.limit` tasks, and
+/// the cursor of the next page when more match.
+pub fn list_tasks(db: &Path, q: &ListQuery) -> Result<TaskPage, InspectError> {
     if let Some(s) = q.state.as_deref() {
         if State::parse(s).is_none() {
             return Err(InspectError::BadState {
@@ -187,7 +146,7 @@ pub fn list_with(db: &Path, q: &ListQuery) -> Result<(), InspectError> {
     // One more than a page: whether a next page exists, without a count.
     let want = i64::from(q.limit) + 1;
     let rows = st.query_map(params![q.context, q.state, q.agent, q.before, want], |r| {
-        Ok(ListRow {
+        Ok(TaskRow {
             id: r.get(0)?,
             seq: r.get(1)?,
             state: r.get(2)?,
@@ -200,51 +159,18 @@ pub fn list_with(db: &Path, q: &ListQuery) -> Result<(), InspectError> {
             updated: r.get(9)?,
         })
     })?;
-    let mut page = rows.collect::<Result<Vec<ListRow>, _>>()?;
+    let mut page = rows.collect::<Result<Vec<TaskRow>, _>>()?;
     let more = page.len() > q.limit as usize;
     page.truncate(q.limit as usize);
-    if q.json {
-        for t in &page {
-            let line = serde_json::json!({
-                "id": t.id,
-                "seq": t.seq,
-                "contextId": t.ctx,
-                "requester": t.req,
-                "worker": t.wrk,
-                "workerContextId": t.wctx,
-                "state": t.state,
-                "version": t.version,
-                "createdAt": t.created,
-                "updatedAt": t.updated,
-            });
-            println!("{line}");
-        }
+    let next_before = if more {
+        page.last().map(|t| t.seq)
     } else {
-        println!(
-            "{:<36}  {:<14} {:>3}  {:<40} UPDATED",
-            "TASK", "STATE", "VER", "REQUESTER -> WORKER"
-        );
-        for t in &page {
-            let who = if t.ctx == t.wctx {
-                format!("{} -> {} ({})", t.req, t.wrk, t.ctx)
-            } else {
-                format!("{} ({}) -> {} ({})", t.req, t.ctx, t.wrk, t.wctx)
-            };
-            println!(
-                "{:<36}  {:<14} {:>3}  {who:<40} {}",
-                t.id, t.state, t.version, t.updated
-            );
-        }
-        if page.is_empty() {
-            println!("(no tasks)");
-        }
-    }
-    if more {
-        if let Some(last) = page.last() {
-            eprintln!("next page: --before {}", last.seq);
-        }
-    }
-    Ok(())
+        None
+    };
+    Ok(TaskPage {
+        tasks: page,
+        next_before,
+    })
 }
 
 /// The full id of the task `id` names: itself if a task has it, else the
@@ -290,8 +216,45 @@ fn resolve(conn: &Connection, db: &Path, id: &str) -> Result<String, InspectErro
     }
 }
 
-/// `tasks show`.
-pub fn show(db: &Path, id: &str) -> Result<(), InspectError> {
+/// A party of a task, by name.
+#[derive(Debug, Clone)]
+pub struct PartyName {
+    pub peer_id: String,
+    pub context_id: String,
+}
+
+/// One entry of a task's log, its payload the full event JSON.
+#[derive(Debug, Clone)]
+pub struct LogLine {
+    pub version: u64,
+    pub at: String,
+    pub actor: String,
+    pub kind: String,
+    pub payload: String,
+}
+
+/// What `tasks show` shows of one task.
+#[derive(Debug, Clone)]
+pub struct TaskAudit {
+    pub id: String,
+    pub requester: PartyName,
+    pub worker: PartyName,
+    pub state: State,
+    pub version: u64,
+    pub created_at: String,
+    pub updated_at: String,
+    pub history: Vec<Arc<Message>>,
+    /// Each artifact with its appended chunks merged.
+    pub artifacts: Vec<Artifact>,
+    /// The push configs, with the party that set each.
+    pub push_configs: Vec<(PartyName, PushConfig)>,
+    /// Every transition, oldest first.
+    pub log: Vec<LogLine>,
+}
+
+/// `tasks show`: the task `id` names (an id, or a unique prefix or tail
+/// of at least [`MIN_PREFIX`] characters), and its whole log.
+pub fn task(db: &Path, id: &str) -> Result<TaskAudit, InspectError> {
     let conn = open(db)?;
     let id = resolve(&conn, db, id)?;
     let id = id.as_str();
@@ -299,79 +262,40 @@ pub fn show(db: &Path, id: &str) -> Result<(), InspectError> {
         id: id.to_owned(),
         db: db.to_path_buf(),
     })?;
-    println!("task {}", rec.id);
-    println!(
-        "  requester {} ({})  ->  worker {} ({})",
-        rec.requester.peer_id, rec.requester.context_id, rec.worker.peer_id, rec.worker.context_id
-    );
-    println!(
-        "  state {}, version {}, created {}, updated {}",
-        rec.state().as_str(),
-        rec.version,
-        rec.created_at,
-        rec.updated_at
-    );
-    println!("history ({}):", plural(rec.history.len(), "message"));
-    for (i, m) in rec.history.iter().enumerate() {
-        println!(
-            "  [{}] {} -> {}: {}",
-            i + 1,
-            m.from.as_deref().unwrap_or("?"),
-            m.to.as_deref().unwrap_or("?"),
-            summarize(&m.parts)
-        );
-    }
-    if !rec.artifacts.is_empty() {
-        println!("artifacts ({}):", plural(rec.artifacts.len(), "artifact"));
-        for a in &rec.artifacts {
-            let a = a.merged();
-            println!(
-                "  {}{}: {}",
-                a.artifact_id,
-                a.name
-                    .as_deref()
-                    .map(|n| format!(" ({n})"))
-                    .unwrap_or_default(),
-                summarize(&a.parts)
-            );
-        }
-    }
-    for (owner, cfg) in &rec.push_configs {
-        println!(
-            "push config {} set by {} ({})",
-            cfg.id, owner.peer_id, owner.context_id
-        );
-    }
-    let log = read::full_log(&conn, id)?;
-    println!("log ({}):", plural(log.len(), "transition"));
-    for e in log {
-        let what = match serde_json::from_str::<StreamEvent>(&e.payload) {
-            Ok(StreamEvent::Status(s)) => format!(
-                "{}{}{}",
-                s.status.state.as_str(),
-                if s.is_final { " (final)" } else { "" },
-                s.status
-                    .message
-                    .as_ref()
-                    .map(|m| format!(": {}", summarize(&m.parts)))
-                    .unwrap_or_default()
-            ),
-            Ok(StreamEvent::Artifact(a)) => format!(
-                "artifact {}{}",
-                a.artifact.artifact_id,
-                if a.append { " (append)" } else { "" }
-            ),
-            Err(err) => format!("unreadable entry: {err}"),
-        };
-        println!(
-            "  v{:<3} {}  {:<16} {:<16} {}",
-            e.version, e.at, e.actor, e.kind, what
-        );
-    }
-    Ok(())
+    let name = |p: &crate::core::task::Party| PartyName {
+        peer_id: p.peer_id.clone(),
+        context_id: p.context_id.clone(),
+    };
+    let log = read::full_log(&conn, id)?
+        .into_iter()
+        .map(|e| LogLine {
+            version: e.version,
+            at: e.at,
+            actor: e.actor,
+            kind: e.kind,
+            payload: e.payload,
+        })
+        .collect();
+    Ok(TaskAudit {
+        id: rec.id.clone(),
+        requester: name(&rec.requester),
+        worker: name(&rec.worker),
+        state: rec.state(),
+        version: rec.version,
+        created_at: rec.created_at.clone(),
+        updated_at: rec.updated_at.clone(),
+        history: rec.history.clone(),
+        artifacts: rec.artifacts.iter().map(|a| a.merged()).collect(),
+        push_configs: rec
+            .push_configs
+            .iter()
+            .map(|(owner, cfg)| (name(owner), cfg.clone()))
+            .collect(),
+        log,
+    })
 }
 
-/// What `leases list` selects and how it prints.
+/// What `leases list` selects.
 #[derive(Debug, Clone, Default)]
 pub struct LeaseQuery {
     /// Only leases held in this context.
@@ -380,29 +304,30 @@ pub struct LeaseQuery {
     pub holder: Option<String>,
     /// Most leases shown, newest first.
     pub limit: u32,
-    /// One JSON object per line instead of the table.
-    pub json: bool,
 }
 
 /// One row of `leases list`.
-struct LeaseRow {
-    id: String,
-    context: String,
-    holder: String,
-    paths: Vec<String>,
-    exclusive: bool,
-    reason: Option<String>,
-    acquired: String,
-    expires: String,
-    ended: Option<String>,
-    end_reason: Option<String>,
+#[derive(Debug, Clone)]
+pub struct LeaseRow {
+    pub id: String,
+    pub context: String,
+    pub holder: String,
+    pub paths: Vec<String>,
+    pub exclusive: bool,
+    pub reason: Option<String>,
+    pub acquired: String,
+    pub expires: String,
+    /// `None` while the lease is held.
+    pub ended: Option<String>,
+    /// How it ended (`released`, `expired`, `deregistered`, ...).
+    pub end_reason: Option<String>,
 }
 
 /// `leases list`: the lease records, newest first: who held which paths,
 /// from when, until when, and how each ended (`held` while live). A
 /// database written only by brokers without leases has no record table:
 /// that is an empty list, not an error.
-pub fn leases(db: &Path, q: &LeaseQuery) -> Result<(), InspectError> {
+pub fn leases(db: &Path, q: &LeaseQuery) -> Result<Vec<LeaseRow>, InspectError> {
     let conn = open(db)?;
     let has_table: bool = conn.query_row(
         "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'a2a_ext_leases')",
@@ -436,51 +361,5 @@ pub fn leases(db: &Path, q: &LeaseQuery) -> Result<(), InspectError> {
         })?;
         rows = found.collect::<Result<Vec<LeaseRow>, _>>()?;
     }
-    if q.json {
-        for l in &rows {
-            let line = serde_json::json!({
-                "id": l.id,
-                "contextId": l.context,
-                "holder": l.holder,
-                "paths": l.paths,
-                "exclusive": l.exclusive,
-                "reason": l.reason,
-                "acquiredAt": l.acquired,
-                "expiresAt": l.expires,
-                "endedAt": l.ended,
-                "end": l.end_reason.as_deref().unwrap_or(if l.ended.is_none() { "held" } else { "ended" }),
-            });
-            println!("{line}");
-        }
-        return Ok(());
-    }
-    println!(
-        "{:<36}  {:<24} {:<6} {:<24} {:<24} {:<12} PATHS",
-        "LEASE", "HOLDER (CONTEXT)", "MODE", "ACQUIRED", "UNTIL", "END"
-    );
-    for l in &rows {
-        let until = l.ended.as_deref().unwrap_or(&l.expires);
-        let end = match (&l.ended, l.end_reason.as_deref()) {
-            (None, _) => "held",
-            (Some(_), Some(r)) => r,
-            (Some(_), None) => "ended",
-        };
-        let mut paths = l.paths.join(" ");
-        if let Some(r) = &l.reason {
-            paths.push_str(&format!("  ({})", summarize(&[Part::text(r.as_str())])));
-        }
-        println!(
-            "{:<36}  {:<24} {:<6} {:<24} {:<24} {:<12} {paths}",
-            l.id,
-            format!("{} ({})", l.holder, l.context),
-            if l.exclusive { "excl" } else { "shared" },
-            l.acquired,
-            until,
-            end,
-        );
-    }
-    if rows.is_empty() {
-        println!("(no leases)");
-    }
-    Ok(())
+    Ok(rows)
 }

@@ -15,13 +15,19 @@
 //!   ([`server::serve`]) from a [`server::ServeConfig`] and a [`Durability`].
 //! - [`transport::socket`]: [`transport::socket::listen`] serves a started
 //!   broker on a local socket ([`transport::socket::SocketServer`]).
-//! - [`transport::memory`]: a broker in this process spoken to in NDJSON
+//! - [`memory`]: a broker in this process spoken to in NDJSON
 //!   lines ([`MemoryBroker`], [`MemoryConnection`]), for tests and benchmarks.
-//! - [`inspect`]: `a2a-broker tasks list|show`, the read-only audit view.
+//! - [`inspect`]: the records of `a2a-broker tasks list|show` and `leases
+//!   list`, the read-only audit view (the binary prints them).
+//!
+//! The command line (clap, the demo, `call`, every printed line) is the
+//! binary's own (`src/main.rs` + `src/cli/`), not the library's.
 pub mod inspect;
+pub mod memory;
 pub mod server;
 pub mod transport;
 
+pub(crate) mod agents;
 pub(crate) mod broker;
 pub(crate) mod clock;
 pub(crate) mod core;
@@ -41,7 +47,7 @@ pub(crate) mod store;
 pub mod bench;
 
 pub use broker::{Broker, BrokerStats};
+pub use memory::{MemoryBroker, MemoryConnection, MemoryError};
 /// `a2a-broker check --db PATH`: header, schema, every page and index, read-only.
 pub use store::check::check_command as check_database;
 pub use store::Durability;
-pub use transport::memory::{MemoryBroker, MemoryConnection, MemoryError};

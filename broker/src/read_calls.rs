@@ -5,7 +5,7 @@
 //! stalls the socket runtime that serves every connection. They never
 //! queue behind the writer.
 
-use crate::core::registry::Agent;
+use crate::agents::registry::Agent;
 use crate::core::task::TaskRecord;
 use crate::core::CoreError;
 use crate::engine::Shared;

@@ -121,6 +121,28 @@ pub fn pre_handshake_closed(reason: &str, max: usize) -> RpcError {
     )
 }
 
+/// A handshake offering another protocol version (docs/protocol.md §2).
+pub fn version_mismatch() -> RpcError {
+    RpcError::new(
+        INVALID_REQUEST,
+        "invalid request",
+        Some(json!({
+            "reason": "protocol version mismatch",
+            "protocolVersion": a2a_proto::PROTOCOL_VERSION,
+        })),
+    )
+}
+
+/// A handshake without the socket's secret (the session closes after).
+pub fn bad_secret() -> RpcError {
+    RpcError::invalid_request("bad secret")
+}
+
+/// `a2a.events.wait` from an agent registered with `delivery: "push"`.
+pub fn wait_needs_pull() -> RpcError {
+    RpcError::invalid_params("a2a.events.wait is for agents registered with delivery \"pull\"")
+}
+
 /// A binary connection whose first bytes are not the preamble.
 pub fn bad_preamble() -> RpcError {
     RpcError::invalid_request(&format!(

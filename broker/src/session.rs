@@ -2,7 +2,7 @@
 //! outbox), whether its handshake is done, the secret it must present, and
 //! its parking places for unanswered waits and blocking sends.
 
-use crate::core::registry::ConnId;
+use crate::core::ConnId;
 use crate::delivery::outbox::Parked;
 use crate::delivery::Outbox;
 use crate::secret::Secret;

@@ -22,16 +22,19 @@
 //! - [`chart`]: the sweeps behind BENCHMARKS.md's SVG charts.
 //! - [`soak`]: `--soak`, the broker's memory, log, database and bytes
 //!   written sampled through a long run, and their chart.
+//! - [`error`]: [`FanoutError`], why a run could not be made.
 
 pub mod binary;
 pub mod chart;
 pub mod driver;
 pub mod engine;
+pub mod error;
 pub mod ndjson;
 pub mod profile;
 pub mod report;
 pub mod run;
 pub mod soak;
 
+pub use error::FanoutError;
 pub use report::Report;
-pub use run::{run, Config, Durability, FanoutError, Transport};
+pub use run::{run, Config, Durability, Transport};

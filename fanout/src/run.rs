@@ -14,12 +14,13 @@
 use crate::binary::BinaryDriver;
 use crate::driver::Driver;
 use crate::engine::{Engine, Plan, Tally, Workload};
+pub use crate::error::FanoutError;
 use crate::ndjson::NdjsonDriver;
 use crate::profile::{diff, snapshot, ThreadCpu};
 use crate::report::{Labels, Report};
 use crate::soak::{Sampler, SoakConfig};
 use a2a_testkit::bin::{locate, Build, Profile};
-use a2a_testkit::process::{socket_path_for, BrokerProcess, Spawn, SpawnError};
+use a2a_testkit::process::{socket_path_for, BrokerProcess, Spawn};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::path::PathBuf;
@@ -82,24 +83,6 @@ impl Durability {
             Durability::Normal => "normal",
         }
     }
-}
-
-/// Why a run could not be made (a run that ran and failed its checks is a
-/// [`Report`] whose `checks.passed` is false, not an error).
-#[derive(Debug, thiserror::Error)]
-pub enum FanoutError {
-    #[error("cannot start the broker: {0}")]
-    Broker(#[from] SpawnError),
-    #[error("cannot find the broker binary: {0}")]
-    Bin(#[from] a2a_testkit::bin::BinError),
-    #[error("cannot connect: {0}")]
-    Connect(String),
-    #[error("invalid options: {0}")]
-    Options(String),
-    #[error("worker process: {0}")]
-    Worker(String),
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
 }
 
 /// A broker to use instead of starting one.

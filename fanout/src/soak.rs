@@ -10,7 +10,7 @@
 //! broker's checkpoint thread ([`CHECKPOINT_THREAD`], `/proc/PID/task/TID/io`)
 //! went to the database file, nearly all the rest is the writer's log.
 
-use crate::run::FanoutError;
+use crate::error::FanoutError;
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -181,6 +181,190 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// One C client (`dispatch` mode) with a requester and a worker of its
+/// own in context `ctx`, and a task of the benchmark's size: the client,
+/// the requester and the task's id. The worker's handle is freed (the
+/// agent stays registered on the client's connection).
+fn c_side(
+    c_socket: &CString,
+    c_secret: &CString,
+    dispatch: a2a_dispatch,
+    ctx: &str,
+) -> (*mut a2a_client, *mut a2a_agent, CString) {
+    let opts = a2a_client_options {
+        call_timeout_ms: 0,
+        io_timeout_ms: 0,
+        connect_retry_ms: 0,
+        event_ring_bytes: 0,
+        dispatch,
+        client_name: ptr::null(),
+    };
+    let mut c = ptr::null_mut();
+    ok(
+        a2a_client_new(c_socket.as_ptr(), c_secret.as_ptr(), &opts, &mut c),
+        "client",
+    );
+    let ctx = CString::new(ctx).expect("no NUL");
+    let (mut r, mut w) = (ptr::null_mut(), ptr::null_mut());
+    ok(
+        a2a_client_register(
+            c,
+            ctx.as_ptr(),
+            c"req".as_ptr(),
+            ptr::null(),
+            a2a_delivery::PUSH,
+            &mut r,
+        ),
+        "register",
+    );
+    ok(
+        a2a_client_register(
+            c,
+            ctx.as_ptr(),
+            c"wrk".as_ptr(),
+            ptr::null(),
+            a2a_delivery::PUSH,
+            &mut w,
+        ),
+        "register",
+    );
+    let mut parts = ptr::null_mut();
+    ok(a2a_parts_new(&mut parts), "parts");
+    ok(
+        a2a_parts_add_text(parts, c"a task of typical size for the benchmark".as_ptr()),
+        "text",
+    );
+    let mut t: *mut a2a_task = ptr::null_mut();
+    // SAFETY: `w` is a live agent; its id borrows from it.
+    let to = unsafe { a2a_agent_id(w).as_str() }.expect("id").to_owned();
+    let to = CString::new(to).expect("no NUL");
+    ok(
+        a2a_agent_send(r, to.as_ptr(), parts, ptr::null(), &mut t),
+        "send",
+    );
+    // SAFETY: `t` is the task just returned, alive until freed below.
+    let id = unsafe { (*t).id.as_str() }.expect("id").to_owned();
+    a2a_task_free(t);
+    a2a_parts_free(parts);
+    a2a_agent_free(w);
+    (c, r, CString::new(id).expect("no NUL"))
+}
+
+/// Per round: the round trip and the window, Rust and FFI in alternating
+/// blocks (us per call, their ratios, the calling thread's CPU per call);
+/// the window loops' CPU summed over the rounds.
+#[derive(Default)]
+struct Rounds {
+    rr: Vec<f64>,
+    fr: Vec<f64>,
+    rw: Vec<f64>,
+    fw: Vec<f64>,
+    ratio_rtt: Vec<f64>,
+    ratio_win: Vec<f64>,
+    rcpu: Vec<f64>,
+    fcpu: Vec<f64>,
+    wrc: Duration,
+    wfc: Duration,
+}
+
+/// [`ROUNDS`] paired rounds: the Rust requester against the thread-mode C
+/// agent for the round trip, against the poll-mode C client for the window.
+fn paired_rounds(
+    req: &Agent,
+    task: &str,
+    (ta, ttask): (*mut a2a_agent, &CString),
+    (pc, pa, ptask): (*mut a2a_client, *mut a2a_agent, &CString),
+) -> Rounds {
+    let us = |n: u64, d: Duration| d.as_secs_f64() * 1e6 / n as f64;
+    let mut out = Rounds::default();
+    for round in 0..ROUNDS {
+        // The round trip in short alternating blocks (the first side
+        // alternating too), so that both sides see the same moments of
+        // this shared machine's load.
+        let (mut rd, mut fd) = (Duration::ZERO, Duration::ZERO);
+        let (mut rc, mut fc) = (Duration::ZERO, Duration::ZERO);
+        let per = N_RTT / RTT_BLOCKS as u64;
+        for block in 0..RTT_BLOCKS {
+            for side in 0..2 {
+                let c0 = thread_cpu();
+                if (block + round + side) % 2 == 0 {
+                    rd += rust_rtt(req, task, per);
+                    rc += thread_cpu().saturating_sub(c0);
+                } else {
+                    fd += ffi_rtt(ta, ttask, per);
+                    fc += thread_cpu().saturating_sub(c0);
+                }
+            }
+        }
+        let (r1, f1) = (us(N_RTT, rd), us(N_RTT, fd));
+        out.rcpu.push(us(N_RTT, rc));
+        out.fcpu.push(us(N_RTT, fc));
+        // The window likewise, in alternating blocks of WINDOW_BLOCK calls.
+        let (mut rd, mut fd) = (Duration::ZERO, Duration::ZERO);
+        for block in 0..(N_WINDOW / WINDOW_BLOCK) as usize {
+            for side in 0..2 {
+                let c0 = thread_cpu();
+                if (block + round + side) % 2 == 0 {
+                    rd += rust_window(req, task, WINDOW_BLOCK);
+                    out.wrc += thread_cpu().saturating_sub(c0);
+                } else {
+                    fd += ffi_window(pc, pa, ptask, WINDOW_BLOCK);
+                    out.wfc += thread_cpu().saturating_sub(c0);
+                }
+            }
+        }
+        let (r2, f2) = (us(N_WINDOW, rd), us(N_WINDOW, fd));
+        out.rr.push(r1);
+        out.fr.push(f1);
+        out.rw.push(r2);
+        out.fw.push(f2);
+        out.ratio_rtt.push(f1 / r1);
+        out.ratio_win.push(f2 / r2);
+    }
+    out
+}
+
+impl Rounds {
+    /// The SUMMARY lines.
+    fn report(self) {
+        let verdict = |r: f64| if r <= 1.2 { "met" } else { "MISSED" };
+        let (q1, q2) = (median(self.ratio_rtt), median(self.ratio_win));
+        eprintln!(
+            "SUMMARY ffi one round trip (get_task, historyLength 1): Rust {:.1} us, FFI {:.1} us; \
+             FFI/Rust {q1:.3}x [{}] (median of {ROUNDS} paired rounds; target <= 1.2x)",
+            median(self.rr),
+            median(self.fr),
+            verdict(q1)
+        );
+        eprintln!(
+            "SUMMARY ffi one round trip, calling thread CPU per call: Rust {:.2} us, FFI {:.2} us \
+             (FFI adds {:.2} us: the call through the C ABI, the task view and its free)",
+            median(self.rcpu.clone()),
+            median(self.fcpu.clone()),
+            median(self.fcpu) - median(self.rcpu)
+        );
+        eprintln!(
+            "SUMMARY ffi 256 in flight: Rust (Pending window) {:.2} us/call ({:.0} calls/s), \
+             FFI (poll(2) + a2a_client_poll, callbacks resubmit) {:.2} us/call ({:.0} calls/s); \
+             FFI/Rust {q2:.3}x [{}] (median of {ROUNDS} paired rounds; target <= 1.2x)",
+            median(self.rw.clone()),
+            1e6 / median(self.rw),
+            median(self.fw.clone()),
+            1e6 / median(self.fw),
+            verdict(q2)
+        );
+
+        let total = (N_WINDOW * ROUNDS as u64) as f64;
+        eprintln!(
+            "SUMMARY ffi 256 in flight, loop thread CPU per call: Rust {:.2} us, FFI {:.2} us; \
+             FFI poll loop: {:.1} callbacks per wake-up",
+            self.wrc.as_secs_f64() * 1e6 / total,
+            self.wfc.as_secs_f64() * 1e6 / total,
+            RAN.with(Cell::get) as f64 / WAKES.with(Cell::get).max(1) as f64
+        );
+    }
+}
+
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         eprintln!("ffi: skipped (runs under `cargo bench` only)");
@@ -220,67 +404,8 @@ fn main() {
     // worker and reads a task of its own, of the same size.
     let c_socket = CString::new(socket.to_str().expect("utf-8")).expect("no NUL");
     let c_secret = CString::new(secret).expect("no NUL");
-    let mk = |dispatch: a2a_dispatch, ctx: &str| -> (*mut a2a_client, *mut a2a_agent, CString) {
-        let opts = a2a_client_options {
-            call_timeout_ms: 0,
-            io_timeout_ms: 0,
-            connect_retry_ms: 0,
-            event_ring_bytes: 0,
-            dispatch,
-            client_name: ptr::null(),
-        };
-        let mut c = ptr::null_mut();
-        ok(
-            a2a_client_new(c_socket.as_ptr(), c_secret.as_ptr(), &opts, &mut c),
-            "client",
-        );
-        let ctx = CString::new(ctx).expect("no NUL");
-        let (mut r, mut w) = (ptr::null_mut(), ptr::null_mut());
-        ok(
-            a2a_client_register(
-                c,
-                ctx.as_ptr(),
-                c"req".as_ptr(),
-                ptr::null(),
-                a2a_delivery::PUSH,
-                &mut r,
-            ),
-            "register",
-        );
-        ok(
-            a2a_client_register(
-                c,
-                ctx.as_ptr(),
-                c"wrk".as_ptr(),
-                ptr::null(),
-                a2a_delivery::PUSH,
-                &mut w,
-            ),
-            "register",
-        );
-        let mut parts = ptr::null_mut();
-        ok(a2a_parts_new(&mut parts), "parts");
-        ok(
-            a2a_parts_add_text(parts, c"a task of typical size for the benchmark".as_ptr()),
-            "text",
-        );
-        let mut t: *mut a2a_task = ptr::null_mut();
-        // SAFETY: `w` is a live agent; its id borrows from it.
-        let to = unsafe { a2a_agent_id(w).as_str() }.expect("id").to_owned();
-        let to = CString::new(to).expect("no NUL");
-        ok(
-            a2a_agent_send(r, to.as_ptr(), parts, ptr::null(), &mut t),
-            "send",
-        );
-        // SAFETY: `t` is the task just returned, alive until freed below.
-        let id = unsafe { (*t).id.as_str() }.expect("id").to_owned();
-        a2a_task_free(t);
-        a2a_parts_free(parts);
-        a2a_agent_free(w);
-        (c, r, CString::new(id).expect("no NUL"))
-    };
-    let (tc, ta, ttask) = mk(a2a_dispatch::THREAD, "bench-c-thread");
-    let (pc, pa, ptask) = mk(a2a_dispatch::POLL, "bench-c-poll");
+    let (tc, ta, ttask) = c_side(&c_socket, &c_secret, a2a_dispatch::THREAD, "bench-c-thread");
+    let (pc, pa, ptask) = c_side(&c_socket, &c_secret, a2a_dispatch::POLL, "bench-c-poll");
 
     // Warm-up: every path once.
     rust_rtt(&req, &task, 200);
@@ -288,90 +413,8 @@ fn main() {
     rust_window(&req, &task, 2_000);
     ffi_window(pc, pa, &ptask, 2_000);
 
-    let us = |n: u64, d: Duration| d.as_secs_f64() * 1e6 / n as f64;
-    let (mut rr, mut fr, mut rw, mut fw) = (vec![], vec![], vec![], vec![]);
-    let (mut ratio_rtt, mut ratio_win) = (vec![], vec![]);
-    let (mut rcpu, mut fcpu) = (vec![], vec![]);
-    let (mut wrc, mut wfc) = (Duration::ZERO, Duration::ZERO);
-    for round in 0..ROUNDS {
-        // The round trip in short alternating blocks (the first side
-        // alternating too), so that both sides see the same moments of
-        // this shared machine's load.
-        let (mut rd, mut fd) = (Duration::ZERO, Duration::ZERO);
-        let (mut rc, mut fc) = (Duration::ZERO, Duration::ZERO);
-        let per = N_RTT / RTT_BLOCKS as u64;
-        for block in 0..RTT_BLOCKS {
-            for side in 0..2 {
-                let c0 = thread_cpu();
-                if (block + round + side) % 2 == 0 {
-                    rd += rust_rtt(&req, &task, per);
-                    rc += thread_cpu().saturating_sub(c0);
-                } else {
-                    fd += ffi_rtt(ta, &ttask, per);
-                    fc += thread_cpu().saturating_sub(c0);
-                }
-            }
-        }
-        let (r1, f1) = (us(N_RTT, rd), us(N_RTT, fd));
-        rcpu.push(us(N_RTT, rc));
-        fcpu.push(us(N_RTT, fc));
-        // The window likewise, in alternating blocks of WINDOW_BLOCK calls.
-        let (mut rd, mut fd) = (Duration::ZERO, Duration::ZERO);
-        for block in 0..(N_WINDOW / WINDOW_BLOCK) as usize {
-            for side in 0..2 {
-                let c0 = thread_cpu();
-                if (block + round + side) % 2 == 0 {
-                    rd += rust_window(&req, &task, WINDOW_BLOCK);
-                    wrc += thread_cpu().saturating_sub(c0);
-                } else {
-                    fd += ffi_window(pc, pa, &ptask, WINDOW_BLOCK);
-                    wfc += thread_cpu().saturating_sub(c0);
-                }
-            }
-        }
-        let (r2, f2) = (us(N_WINDOW, rd), us(N_WINDOW, fd));
-        rr.push(r1);
-        fr.push(f1);
-        rw.push(r2);
-        fw.push(f2);
-        ratio_rtt.push(f1 / r1);
-        ratio_win.push(f2 / r2);
-    }
-    let verdict = |r: f64| if r <= 1.2 { "met" } else { "MISSED" };
-    let (q1, q2) = (median(ratio_rtt), median(ratio_win));
-    eprintln!(
-        "SUMMARY ffi one round trip (get_task, historyLength 1): Rust {:.1} us, FFI {:.1} us; \
-         FFI/Rust {q1:.3}x [{}] (median of {ROUNDS} paired rounds; target <= 1.2x)",
-        median(rr),
-        median(fr),
-        verdict(q1)
-    );
-    eprintln!(
-        "SUMMARY ffi one round trip, calling thread CPU per call: Rust {:.2} us, FFI {:.2} us \
-         (FFI adds {:.2} us: the call through the C ABI, the task view and its free)",
-        median(rcpu.clone()),
-        median(fcpu.clone()),
-        median(fcpu) - median(rcpu)
-    );
-    eprintln!(
-        "SUMMARY ffi 256 in flight: Rust (Pending window) {:.2} us/call ({:.0} calls/s), \
-         FFI (poll(2) + a2a_client_poll, callbacks resubmit) {:.2} us/call ({:.0} calls/s); \
-         FFI/Rust {q2:.3}x [{}] (median of {ROUNDS} paired rounds; target <= 1.2x)",
-        median(rw.clone()),
-        1e6 / median(rw),
-        median(fw.clone()),
-        1e6 / median(fw),
-        verdict(q2)
-    );
-
-    let total = (N_WINDOW * ROUNDS as u64) as f64;
-    eprintln!(
-        "SUMMARY ffi 256 in flight, loop thread CPU per call: Rust {:.2} us, FFI {:.2} us; \
-         FFI poll loop: {:.1} callbacks per wake-up",
-        wrc.as_secs_f64() * 1e6 / total,
-        wfc.as_secs_f64() * 1e6 / total,
-        RAN.with(Cell::get) as f64 / WAKES.with(Cell::get).max(1) as f64
-    );
+    let rounds = paired_rounds(&req, &task, (ta, &ttask), (pc, pa, &ptask));
+    rounds.report();
     eprintln!("ffi: load average at end {}", load().trim());
     for a in [ta, pa] {
         a2a_agent_free(a);

@@ -69,8 +69,12 @@ macro_rules! define_call {
                 }
             }
 
-            /// Runs the params' pre-checks ([`crate::check::precheck`]).
-            pub(crate) fn precheck(&mut self) -> Result<(), CheckError> {
+            /// Everything the call can be refused for without the broker's
+            /// state: ids' lengths, message, artifact and card bounds (§9
+            /// Bounds), blank `to`/`taskId` read as omitted (§3 Shapes).
+            /// Each method's params say theirs ([`Precheck`]); the dispatch
+            /// is the method table's.
+            pub fn precheck(&mut self) -> Result<(), CheckError> {
                 match self {
                     $( Call::$variant(p) => Precheck::precheck(p), )*
                 }

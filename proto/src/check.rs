@@ -1,7 +1,8 @@
 //! The request pre-checks: everything a call can be refused for without
 //! the broker's state. Checks of messages, artifacts, cards and ids beyond
-//! their shape (base64, ids, the size bounds of §9), and [`precheck`], which
-//! applies them to a whole [`Call`].
+//! their shape (base64, ids, the size bounds of §9), one [`Precheck`] impl
+//! per method's params; `Call::precheck` (`call.rs`, above this module)
+//! applies them to a whole call.
 //!
 //! The broker runs these on the connection's thread before a call reaches
 //! the writer, so decoding a 20 MiB file part never holds up the commits of
@@ -9,7 +10,6 @@
 //! broker where it is lenient (§3): a message may have no parts, a file part
 //! may carry only a `name`, or both `uri` and `bytes`.
 
-use crate::call::Call;
 use crate::lease_path::{self, PathError};
 use crate::limits::{
     A2A_MAX_ARTIFACT_BYTES, A2A_MAX_CARD_BYTES, A2A_MAX_FILE_BYTES, A2A_MAX_ID_BYTES,
@@ -65,14 +65,6 @@ pub enum CheckError {
     /// A value could not be serialized to be sized (a bug, not the caller's).
     #[error("sizing a value: {0}")]
     Unsizable(String),
-}
-
-/// Everything a call can be refused for without the broker's state: ids'
-/// lengths, message, artifact and card bounds (§9 Bounds), blank
-/// `to`/`taskId` read as omitted (§3 Shapes). Each method's params say
-/// theirs ([`Precheck`]); the dispatch is the method table's.
-pub fn precheck(call: &mut Call) -> Result<(), CheckError> {
-    call.precheck()
 }
 
 /// A method's params' own pre-checks: one impl per params type of the

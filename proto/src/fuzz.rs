@@ -7,7 +7,7 @@
 
 use crate::binary::{decode_payload, split_frames, ClientFrame, ServerFrame};
 use crate::call::Call;
-use crate::check::{self as validate, precheck};
+use crate::check as validate;
 use crate::jsonrpc::{parse_line, Incoming};
 use crate::lines::{Line, LineReader};
 use crate::types::{Message, Part};
@@ -34,7 +34,7 @@ fn request(line: &[u8]) {
     };
     for req in reqs.into_iter().flatten() {
         if let Ok(mut call) = Call::from_json(&req.method, req.params_str()) {
-            let _ = precheck(&mut call);
+            let _ = call.precheck();
         }
     }
 }
@@ -49,7 +49,7 @@ pub fn binary(data: &[u8]) {
         if let Ok(ClientFrame::Request { mut call, .. } | ClientFrame::Notify { mut call }) =
             decode_payload::<ClientFrame>(&data[range.clone()])
         {
-            let _ = precheck(&mut call);
+            let _ = call.precheck();
         }
         let _ = decode_payload::<ServerFrame>(&data[range]);
     }

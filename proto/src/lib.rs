@@ -6,7 +6,7 @@
 //!
 //! - [`call`]: every method as one typed value ([`call::Call`]), and every result ([`call::Outcome`]).
 //! - [`binary`]: the binary frame codec (ext): magic, length prefix, bincode payloads.
-//! - [`check`]: the request pre-checks (ids, parts, the §9 size bounds), [`check::precheck`].
+//! - [`check`]: the request pre-checks (ids, parts, the §9 size bounds), [`call::Call::precheck`] applies them.
 //! - [`lines`]: NDJSON line splitting under a size cap.
 //! - [`lease_path`]: lease paths (ext): their normal form and when two overlap.
 //! - [`limits`]: the §9 bounds, named exactly as in the contract.

@@ -5,6 +5,9 @@
 //! says) rather than a params error.
 
 use crate::types::{AgentCard, Artifact, Delivery, Message, Notification, PushConfig, State, Task};
+// In `types` (a notification carries it too); named here with the
+// results that return it.
+pub use crate::types::Lease;
 use bincode::{Decode, Encode};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -285,23 +288,6 @@ pub struct WaitParams {
 pub struct WaitResult {
     pub events: Vec<Notification>,
     pub timed_out: bool,
-}
-
-/// A lease (ext, docs/protocol.md §11 Leases): advisory, on paths, in the
-/// holder's context.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
-#[serde(rename_all = "camelCase")]
-pub struct Lease {
-    pub id: String,
-    /// Normalised (`src/` reads back as `src/**`).
-    pub paths: Vec<String>,
-    /// The holder's peer id.
-    pub holder: String,
-    pub exclusive: bool,
-    /// RFC 3339 UTC, milliseconds.
-    pub expires_at: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
 }
 
 /// `a2a.leases.acquire` (ext) params. The numbers are read as signed

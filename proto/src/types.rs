@@ -490,6 +490,23 @@ impl LeaseEnd {
     }
 }
 
+/// A lease (ext, docs/protocol.md §11 Leases): advisory, on paths, in the
+/// holder's context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
+#[serde(rename_all = "camelCase")]
+pub struct Lease {
+    pub id: String,
+    /// Normalised (`src/` reads back as `src/**`).
+    pub paths: Vec<String>,
+    /// The holder's peer id.
+    pub holder: String,
+    pub exclusive: bool,
+    /// RFC 3339 UTC, milliseconds.
+    pub expires_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// Params of `a2a.lease.released` (ext): a lease the recipient waited on
 /// or was refused has ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
@@ -498,7 +515,7 @@ pub struct LeaseReleasedParams {
     pub recipient: String,
     pub recipient_context_id: String,
     pub seq: u64,
-    pub lease: crate::params::Lease,
+    pub lease: Lease,
     pub reason: LeaseEnd,
 }
 

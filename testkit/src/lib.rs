@@ -20,6 +20,8 @@
 //!   [`transcript::Lines`] and rewritten with `UPDATE_EXPECT=1`.
 //! - [`raw`]: an NDJSON connection that keeps lines as text (large
 //!   replies, reply sizes).
+//! - [`layering`]: the imports between a crate's own modules, and
+//!   [`layering::assert_no_import_cycle`], each crate's own test.
 //! - [`measure`]: a broker's peak memory and a thread's CPU time, from `/proc`.
 //! - [`pin`]: thread placement for benchmarks (same core, cross core).
 //!
@@ -34,6 +36,7 @@ pub mod broker;
 pub mod conn;
 #[cfg(feature = "db")]
 pub mod db;
+pub mod layering;
 pub mod measure;
 pub mod pin;
 pub mod process;

@@ -3,7 +3,7 @@
 //! answered with what to write instead.
 
 use crate::error::ToolError;
-use crate::schema::{ACTIONS, COMPLETE_STATES};
+use crate::schema::{ACTIONS, COMPLETE_STATES, DEFAULT_LEASE_TTL_SECONDS};
 use crate::MAX_WAIT_SECONDS;
 use a2a_client::State;
 use serde_json::{Map, Value};
@@ -55,10 +55,6 @@ pub enum Action {
         lease_id: String,
     },
 }
-
-/// A lease's time to live when `ttlSeconds` is absent: long enough for an
-/// edit, short enough that a lease whose holder forgot it frees itself.
-pub const DEFAULT_LEASE_TTL_SECONDS: u64 = 600;
 
 const FIELDS: [&str; 12] = [
     "action",

@@ -3,9 +3,12 @@
 //! object each (providers differ on `oneOf`), and no token anywhere: the
 //! session holds the agent's token and never shows it.
 
-use crate::args::DEFAULT_LEASE_TTL_SECONDS;
 use crate::{DEFAULT_TURN_CAP, MAX_WAIT_SECONDS};
 use serde_json::{json, Value};
+
+/// A lease's time to live when `ttlSeconds` is absent: long enough for an
+/// edit, short enough that a lease whose holder forgot it frees itself.
+pub const DEFAULT_LEASE_TTL_SECONDS: u64 = 600;
 
 /// The tool's name, as ADR 0147 gives it.
 pub const NAME: &str = "A2A";

@@ -110,11 +110,3 @@ impl From<CheckError> for CoreError {
         }
     }
 }
-
-impl From<rusqlite::Error> for CoreError {
-    fn from(e: rusqlite::Error) -> Self {
-        // A damaged page stops every later write (`store::check`).
-        crate::store::check::note(&e);
-        CoreError::Internal(format!("database: {e}"))
-    }
-}

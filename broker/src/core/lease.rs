@@ -9,8 +9,8 @@
 //! path of each (`a2a_proto::lease_path::overlaps`) and at least one is
 //! exclusive. A holder's own leases never conflict with each other.
 
-use super::registry::ConnId;
 use super::task::Party;
+use super::ConnId;
 use a2a_proto::lease_path::overlaps;
 use a2a_proto::limits::A2A_MAX_LEASES_PER_AGENT;
 use std::collections::{BTreeSet, HashMap};

@@ -6,16 +6,18 @@
 //! - [`artifact`]: an artifact as stored (first call + appended chunks), and its merge rule.
 //! - [`idempotency`]: when a send is a retry by `messageId`, and when reuse is refused.
 //! - [`lease`]: live leases per context, their conflicts, expiries and watchers.
-//! - [`registry`]: live agents, peer ids and capability tokens.
-//! - [`addressing`]: who may address whom, and the `to` resolution rules.
+//!
+//! The live agents (registry, addressing) are `crate::agents`, above this
+//! module and `crate::delivery`: an agent holds its endpoint.
 
-pub mod addressing;
 pub mod artifact;
 pub mod error;
 pub mod idempotency;
 pub mod lease;
-pub mod registry;
 pub mod state;
 pub mod task;
 
 pub use error::CoreError;
+
+/// Identifies one transport connection (its agents share its fate).
+pub type ConnId = u64;

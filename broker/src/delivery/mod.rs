@@ -87,7 +87,7 @@ mod tests {
     /// larger than the ring goes to the outbox (the socket) instead.
     #[test]
     fn a_routing_pass_publishes_each_ring_once_at_its_end() {
-        let outbox = Arc::new(Outbox::new(16).with_ring_slot());
+        let outbox = Arc::new(Outbox::new(16).with_ring_slot(Arc::default()));
         let info = outbox.ring().unwrap().grant(4096).expect("a ring");
         let mut consumer = Segment::open(&info.name, info.bytes as usize).unwrap();
         let endpoint = Endpoint::Push(outbox.clone());
@@ -121,7 +121,7 @@ mod tests {
     /// Staged events are published even if the pass forgets to.
     #[test]
     fn dropping_a_routing_pass_publishes_it() {
-        let outbox = Arc::new(Outbox::new(16).with_ring_slot());
+        let outbox = Arc::new(Outbox::new(16).with_ring_slot(Arc::default()));
         let info = outbox.ring().unwrap().grant(4096).expect("a ring");
         let mut consumer = Segment::open(&info.name, info.bytes as usize).unwrap();
         let mut rings = RingPublishes::default();
@@ -134,7 +134,10 @@ mod tests {
     /// Without a granted ring, events queue in the outbox as before.
     #[test]
     fn a_connection_without_a_ring_gets_its_events_in_its_outbox() {
-        for outbox in [Outbox::new(16), Outbox::new(16).with_ring_slot()] {
+        for outbox in [
+            Outbox::new(16),
+            Outbox::new(16).with_ring_slot(Arc::default()),
+        ] {
             let outbox = Arc::new(outbox);
             let mut rings = RingPublishes::default();
             Endpoint::Push(outbox.clone()).deliver(event(1, 1), &mut rings);

@@ -86,9 +86,9 @@ impl Outbox {
     }
 
     /// This connection may be granted an event ring in its handshake (a
-    /// local socket's).
-    pub fn with_ring_slot(mut self) -> Self {
-        self.ring = Some(super::ring::RingSlot::default());
+    /// local socket's), its publishes counted into `stats`.
+    pub fn with_ring_slot(mut self, stats: Arc<super::ring::RingStats>) -> Self {
+        self.ring = Some(super::ring::RingSlot::counting_into(stats));
         self
     }
 

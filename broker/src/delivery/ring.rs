@@ -54,19 +54,26 @@ static WATCHER: LazyLock<SpaceWatcher> = LazyLock::new(SpaceWatcher::new);
 static LIVE: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
 /// Events staged into rings, the futex wake-ups the producers issued for
-/// them, and the publishes, over all connections so far (for the
-/// benchmarks: wake-up system calls per event, events per publish).
-static STAGED: AtomicU64 = AtomicU64::new(0);
-static WAKES: AtomicU64 = AtomicU64::new(0);
-static PUBLISHES: AtomicU64 = AtomicU64::new(0);
+/// them, and the publishes (for the benchmarks: wake-up system calls per
+/// event, events per publish). A value the rings' owner hands each slot
+/// (the socket server: its connections' rings), so that two servers in
+/// one process count apart.
+#[derive(Debug, Default)]
+pub struct RingStats {
+    staged: AtomicU64,
+    wakes: AtomicU64,
+    publishes: AtomicU64,
+}
 
-/// `(events staged, wake-ups, publishes)` over all rings so far.
-pub(crate) fn wake_stats() -> (u64, u64, u64) {
-    (
-        STAGED.load(Ordering::Relaxed),
-        WAKES.load(Ordering::Relaxed),
-        PUBLISHES.load(Ordering::Relaxed),
-    )
+impl RingStats {
+    /// `(events staged, wake-ups, publishes)` so far.
+    pub fn snapshot(&self) -> (u64, u64, u64) {
+        (
+            self.staged.load(Ordering::Relaxed),
+            self.wakes.load(Ordering::Relaxed),
+            self.publishes.load(Ordering::Relaxed),
+        )
+    }
 }
 
 /// One connection's ring: empty until its handshake asks for one.
@@ -81,6 +88,8 @@ pub struct RingSlot {
     /// Set when the client corrupted the ring's indices and the ring was
     /// dropped: the writer task closes the connection with an error.
     failed: AtomicBool,
+    /// Where its publishes are counted.
+    stats: Arc<RingStats>,
 }
 
 /// The shared memory all rings of this broker may take together: at most
@@ -174,15 +183,16 @@ pub enum Staged {
 }
 
 impl EventRing {
-    fn counted(&mut self, f: impl FnOnce(&mut Publisher<Segment>)) {
+    fn counted(&mut self, stats: &RingStats, f: impl FnOnce(&mut Publisher<Segment>)) {
         let before = self.publisher.producer().wake_count();
         f(&mut self.publisher);
         let wakes = self.publisher.producer().wake_count() - before;
         // Relaxed adds once per publish: counters only, nothing
         // synchronises through them.
-        STAGED.fetch_add(std::mem::take(&mut self.staged), Ordering::Relaxed);
-        WAKES.fetch_add(wakes, Ordering::Relaxed);
-        PUBLISHES.fetch_add(1, Ordering::Relaxed);
+        let staged = std::mem::take(&mut self.staged);
+        stats.staged.fetch_add(staged, Ordering::Relaxed);
+        stats.wakes.fetch_add(wakes, Ordering::Relaxed);
+        stats.publishes.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -195,6 +205,14 @@ impl Drop for EventRing {
 }
 
 impl RingSlot {
+    /// An empty slot whose ring's publishes count into `stats`.
+    pub fn counting_into(stats: Arc<RingStats>) -> RingSlot {
+        RingSlot {
+            stats,
+            ..RingSlot::default()
+        }
+    }
+
     /// Grants a ring of about `bytes` (clamped to the ring's limits and
     /// `MAX_EVENT_RING_BYTES`), or the one already granted (a repeated
     /// handshake changes nothing). Declined when the ring would pass the
@@ -258,7 +276,7 @@ impl RingSlot {
             Err(PublishError::Corrupt) => {
                 // Publish what was staged before dropping it: nothing else
                 // will.
-                r.counted(|p| p.commit());
+                r.counted(&self.stats, |p| p.commit());
                 self.fail(&mut slot);
                 Staged::Socket
             }
@@ -284,7 +302,7 @@ impl RingSlot {
         let Some(r) = slot.as_mut() else {
             return;
         };
-        r.counted(|p| p.commit());
+        r.counted(&self.stats, |p| p.commit());
         if r.watch.is_none() && r.publisher.has_backlog() {
             // Stores a permit when the task is busy: never lost.
             self.backlog.notify_one();
@@ -322,7 +340,7 @@ impl RingSlot {
         for _ in 0..SERVICE_ROUNDS {
             r.watch = None;
             let mut flushed = Ok(0);
-            r.counted(|p| flushed = p.flush());
+            r.counted(&self.stats, |p| flushed = p.flush());
             if flushed.is_err() {
                 self.fail(&mut slot);
                 self.failed.store(false, Ordering::Release);
@@ -415,6 +433,27 @@ mod tests {
             MAX_EVENT_RINGS_TOTAL_BYTES
         );
         assert_eq!(RingBudget::limit_for(None), MAX_EVENT_RINGS_TOTAL_BYTES);
+    }
+
+    /// Each slot counts its publishes into the stats value it was given:
+    /// two owners (two socket servers in one process) count apart, where
+    /// process-wide statics mixed them.
+    #[test]
+    fn publishes_count_into_the_owner_s_stats() {
+        let (mine, other) = (
+            Arc::new(RingStats::default()),
+            Arc::new(RingStats::default()),
+        );
+        let slot = RingSlot::counting_into(mine.clone());
+        let _quiet = RingSlot::counting_into(other.clone());
+        slot.grant(4096).expect("a ring");
+        for n in 0..3 {
+            assert_ne!(slot.stage(&event(n)), Staged::Socket);
+        }
+        slot.publish();
+        let (staged, _wakes, publishes) = mine.snapshot();
+        assert_eq!((staged, publishes), (3, 1));
+        assert_eq!(other.snapshot(), (0, 0, 0));
     }
 
     /// A backlog arms a watch and then waits: further services do nothing

@@ -10,12 +10,13 @@
 //! change in the undo record: so a refused call leaves nothing behind.
 
 use super::cache::TaskCache;
-use super::effects::Routed;
+use super::effects::{Effects, Routed};
 use super::{Shared, Undo};
+use crate::agents::registry::Agent;
 use crate::clock;
 use crate::core::idempotency::Creations;
-use crate::core::registry::{Agent, ConnId};
 use crate::core::task::{Party, TaskRecord};
+use crate::core::ConnId;
 use crate::core::CoreError;
 use crate::delivery::Outbox;
 use crate::store::read;
@@ -25,6 +26,18 @@ use a2a_proto::types::{Message, PushConfig, Role, State, StatusUpdate, StreamEve
 use rusqlite::Connection;
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// How the writer runs a queued call: implemented for `Call` by the
+/// method table's dispatch (`crate::methods`), so that the writer runs
+/// every method without naming one (the methods build on the writer, not
+/// the writer on them).
+pub(crate) trait RunOnWriter {
+    /// Does the call write rows (`WriteMethod::WRITES`)?
+    fn writes(&self) -> bool;
+
+    /// Runs the call's method against the writer's state.
+    fn run_on_writer(self, cx: &mut WriteCtx<'_>) -> Result<Effects, CoreError>;
+}
 
 /// The connection a call came from: where a registered agent lives and
 /// where its events go.

@@ -14,7 +14,7 @@ use super::effects::Routed;
 use super::{Command, Engine, Op, Undo, WriteCtx};
 use crate::clock;
 use crate::core::lease::{LeaseRec, LeaseUndo, Leases, Millis};
-use crate::core::registry::ConnId;
+use crate::core::ConnId;
 use crate::core::CoreError;
 use crate::delivery::timer::TimerKey;
 use crate::delivery::Responder;

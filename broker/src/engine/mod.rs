@@ -33,15 +33,17 @@ pub(crate) mod trim;
 
 pub(crate) use context::{
     check_bytes_room, check_log_room, check_status_message, current_status_event, history_room,
-    party_role, stamp, status_event, worker_only, Caches, Encoded, Move, Origin, WriteCtx, Written,
+    party_role, stamp, status_event, worker_only, Caches, Encoded, Move, Origin, RunOnWriter,
+    WriteCtx, Written,
 };
 pub(crate) use effects::{BlockingSpec, Effects, Routed};
 pub(crate) use leases::{lease_view, LeaseWait};
 
+use crate::agents::registry::Registry;
 use crate::core::idempotency::Creations;
-use crate::core::registry::{ConnId, Registry};
 use crate::core::task::Party;
 use crate::core::task::TaskRecord;
+use crate::core::ConnId;
 use crate::core::CoreError;
 use crate::delivery::{Responder, RingPublishes, Timer};
 use crate::rpc_errors::to_rpc;
@@ -203,12 +205,12 @@ pub(crate) struct Undo {
     /// them the cache drops them: SQLite, rolled back, has them as they were.
     pub(crate) tasks: HashSet<String>,
     pub(crate) open_counts: HashMap<String, usize>,
-    pub(crate) sends: Vec<(Arc<crate::core::registry::Agent>, u32)>,
+    pub(crate) sends: Vec<(Arc<crate::agents::registry::Agent>, u32)>,
     /// Agents registered: removed again if the commit fails, made visible if it succeeds.
-    pub(crate) registered: Vec<Arc<crate::core::registry::Agent>>,
+    pub(crate) registered: Vec<Arc<crate::agents::registry::Agent>>,
     /// Agents deregistered: kept if the commit fails, removed (and their
     /// pull queues closed) only once it succeeds.
-    pub(crate) leaving: Vec<Arc<crate::core::registry::Agent>>,
+    pub(crate) leaving: Vec<Arc<crate::agents::registry::Agent>>,
     pub(crate) next_seq: Option<i64>,
     /// Creations recorded in memory: `(party, messageId, length before)`.
     pub(crate) creations: Vec<(Party, String, usize)>,
@@ -492,7 +494,7 @@ impl Engine {
         op: Op,
         batch_undo: &mut Undo,
     ) -> Result<Result<Effects, CoreError>, Poisoned> {
-        let writes = crate::methods::writes(&op.call);
+        let writes = op.call.writes();
         let before = self.conn.total_changes();
         let mut undo = Undo::default();
         let result = catch_unwind(AssertUnwindSafe(|| self.execute(op, &mut undo)));
@@ -532,7 +534,7 @@ impl Engine {
             pinned: &self.waiters_by_task,
             resume: op.resume,
         };
-        crate::methods::execute(op.call, &mut cx)
+        op.call.run_on_writer(&mut cx)
     }
 
     /// Restores the writer's memory after a failed call or commit. The

@@ -3,7 +3,7 @@
 //! with a skill of that id or tag. Answered from the registry.
 
 use super::ReadMethod;
-use crate::core::addressing::addressable;
+use crate::agents::addressing::addressable;
 use crate::core::CoreError;
 use crate::engine::Shared;
 use crate::read_calls::ReadCtx;

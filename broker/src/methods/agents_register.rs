@@ -3,8 +3,8 @@
 //! connection's outbox (or its pull queue).
 
 use super::WriteMethod;
+use crate::agents::registry::Registration;
 use crate::clock;
-use crate::core::registry::Registration;
 use crate::core::CoreError;
 use crate::engine::{Effects, WriteCtx};
 use crate::reply::Reply;

@@ -5,7 +5,7 @@
 use crate::broker::Broker;
 use crate::delivery::{Endpoint, Responder};
 use crate::reply::Reply;
-use crate::rpc_errors::to_rpc;
+use crate::rpc_errors::{self, to_rpc};
 use crate::session::Session;
 use a2a_proto::error::RpcError;
 use a2a_proto::limits::{A2A_DEFAULT_STREAM_WAIT_SECONDS, A2A_MAX_STREAM_WAIT_SECONDS};
@@ -24,9 +24,7 @@ pub(crate) fn run(
         Err(e) => return Some(Err(to_rpc(e))),
     };
     let Endpoint::Pull(queue) = &agent.endpoint else {
-        return Some(Err(RpcError::invalid_params(
-            "a2a.events.wait is for agents registered with delivery \"pull\"",
-        )));
+        return Some(Err(rpc_errors::wait_needs_pull()));
     };
     let secs = p
         .timeout_seconds

@@ -3,11 +3,11 @@
 //! before its handshake.
 
 use crate::reply::Reply;
+use crate::rpc_errors;
 use crate::session::Session;
 use a2a_proto::error::RpcError;
 use a2a_proto::params::{HandshakeParams, HandshakeResult};
 use a2a_proto::PROTOCOL_VERSION;
-use serde_json::json;
 
 /// What `app.handshake` advertises beyond the base protocol.
 pub const FEATURES: &[&str] = &[
@@ -31,20 +31,14 @@ pub(crate) fn run(s: &mut Session, p: HandshakeParams) -> Result<Reply, RpcError
             offered = p.protocol_version,
             "handshake refused: protocol version mismatch"
         );
-        return Err(RpcError::new(
-            a2a_proto::error::INVALID_REQUEST,
-            "invalid request",
-            Some(
-                json!({"reason": "protocol version mismatch", "protocolVersion": PROTOCOL_VERSION}),
-            ),
-        ));
+        return Err(rpc_errors::version_mismatch());
     }
     if let Some(secret) = &s.secret {
         let offered = p.secret.as_deref().unwrap_or("");
         if !secret.matches(offered) {
             s.closing = true;
             tracing::info!(conn = s.conn, "handshake refused: bad secret");
-            return Err(RpcError::invalid_request("bad secret"));
+            return Err(rpc_errors::bad_secret());
         }
     }
     s.handshaken = true;

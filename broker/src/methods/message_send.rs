@@ -4,9 +4,9 @@
 //! the task's status sent to the caller too (`message_stream.rs`).
 
 use super::WriteMethod;
-use crate::core::addressing::resolve_workers;
+use crate::agents::addressing::resolve_workers;
+use crate::agents::registry::Agent;
 use crate::core::idempotency::{self, Known};
-use crate::core::registry::Agent;
 use crate::core::task::{Party, TaskRecord};
 use crate::core::CoreError;
 use crate::engine::{

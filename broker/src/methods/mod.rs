@@ -38,10 +38,10 @@ mod tasks_status;
 use crate::broker::Broker;
 use crate::core::CoreError;
 use crate::delivery::Responder;
-use crate::engine::{Effects, Op, Origin, Shared, WriteCtx};
+use crate::engine::{Effects, Op, Origin, RunOnWriter, Shared, WriteCtx};
 use crate::read_calls::ReadCtx;
 use crate::reply::Reply;
-use crate::rpc_errors::to_rpc;
+use crate::rpc_errors::{self, to_rpc};
 use crate::session::Session;
 use a2a_proto::call::Call;
 use a2a_proto::error::RpcError;
@@ -132,16 +132,17 @@ macro_rules! dispatch {
         }
 
         /// The writer's side: runs a queued call's method.
-        pub(crate) fn execute(call: Call, cx: &mut WriteCtx<'_>) -> Result<Effects, CoreError> {
-            match call {
-                $( Call::$variant(p) => on_writer!($route, $h, p, cx), )*
+        impl RunOnWriter for Call {
+            fn run_on_writer(self, cx: &mut WriteCtx<'_>) -> Result<Effects, CoreError> {
+                match self {
+                    $( Call::$variant(p) => on_writer!($route, $h, p, cx), )*
+                }
             }
-        }
 
-        /// Does this queued call write rows?
-        pub(crate) fn writes(call: &Call) -> bool {
-            match call {
-                $( Call::$variant(_) => writes!($route, $h), )*
+            fn writes(&self) -> bool {
+                match self {
+                    $( Call::$variant(_) => writes!($route, $h), )*
+                }
             }
         }
     };
@@ -199,7 +200,7 @@ impl Broker {
                 let mut ctx = ReadCtx::new(&shared, pool);
                 M::run(p, &mut ctx).map_err(to_rpc)
             }))
-            .unwrap_or_else(|_| Err(RpcError::internal("the request failed inside the broker")));
+            .unwrap_or_else(|_| Err(rpc_errors::handler_panicked()));
             responder.send(result);
         }));
         None

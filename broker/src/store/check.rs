@@ -27,6 +27,7 @@
 //! no write lands in a file whose pages are known bad.
 
 use super::OpenError;
+use crate::core::CoreError;
 use rusqlite::Connection;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -222,6 +223,16 @@ pub fn note(e: &rusqlite::Error) {
 /// What damage was found, if any.
 pub fn damaged() -> Option<&'static str> {
     DAMAGED.get().map(String::as_str)
+}
+
+/// A failed SQLite call as the core's error, noted first: a damaged page
+/// stops every later write. Here rather than in `core::error`, so that
+/// the core never reaches up into the store.
+impl From<rusqlite::Error> for CoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        note(&e);
+        CoreError::Internal(format!("database: {e}"))
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@
 //! `from` (the row's `from_peer`); readers put them back
 //! (`store::read::stored_message`). About 85 bytes a message.
 
-use crate::core::registry::Agent;
+use crate::agents::registry::Agent;
 use crate::core::task::{Party, TaskRecord};
 use crate::core::CoreError;
 use a2a_proto::types::{Artifact, Message, PushConfig, State, StreamEvent, TaskStatus};

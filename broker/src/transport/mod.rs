@@ -5,13 +5,15 @@
 //! - [`stdio`]: the canonical transport on stdin/stdout.
 //! - [`socket`]: the local socket (ext), NDJSON or binary frames by the first bytes.
 //! - [`binary`]: writing binary frames.
-//! - [`memory`]: an in-process connection pair (tests, transcripts, benchmarks).
+//!
+//! The in-process connection pair (tests, transcripts, benchmarks) is
+//! `crate::memory`: it starts a broker (`server::start`), so it sits above
+//! `server`, which serves these transports.
 //!
 //! The shared-memory event ring a socket connection may ask for is written
 //! by routing itself (`crate::delivery::ring`), not by a transport.
 
 pub(crate) mod binary;
-pub mod memory;
 pub(crate) mod ndjson;
 pub mod socket;
 pub(crate) mod stdio;

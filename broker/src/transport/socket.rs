@@ -14,7 +14,7 @@
 use super::binary;
 use super::ndjson::{self, AsyncLineReader, Line};
 use crate::broker::Broker;
-use crate::delivery::ring;
+use crate::delivery::ring::{self, RingStats};
 use crate::delivery::{Outbox, Outgoing, Responder};
 use crate::rpc_errors;
 use crate::secret::Secret;
@@ -45,6 +45,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 struct WriteStats {
     frames: AtomicU64,
     calls: AtomicU64,
+    /// The event rings of this server's connections.
+    rings: Arc<RingStats>,
 }
 
 /// Why the local socket cannot be served (one line each, printed after
@@ -102,6 +104,14 @@ impl SocketServer {
             self.stats.frames.load(Ordering::Relaxed),
             self.stats.calls.load(Ordering::Relaxed),
         )
+    }
+
+    /// `(events staged, futex wake-ups issued, publishes)` over this
+    /// server's event rings so far: wake-up system calls per event, events
+    /// per publish.
+    #[doc(hidden)]
+    pub fn ring_wake_stats(&self) -> (u64, u64, u64) {
+        self.stats.rings.snapshot()
     }
 }
 
@@ -383,7 +393,8 @@ async fn serve_connection(
     stats: Arc<WriteStats>,
 ) {
     let outbox = Arc::new(
-        Outbox::with_response_bound(OUTBOX_EVENT_BOUND, OUTBOX_RESPONSE_BOUND).with_ring_slot(),
+        Outbox::with_response_bound(OUTBOX_EVENT_BOUND, OUTBOX_RESPONSE_BOUND)
+            .with_ring_slot(stats.rings.clone()),
     );
     let mut session = broker.session_with_secret(outbox.clone(), secret);
     let mut rd = BufReader::with_capacity(64 * 1024, &conn);

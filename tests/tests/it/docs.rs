@@ -7,7 +7,7 @@
 //!
 //! The conventions (documented for authors in `docs/README.md`):
 //! - ```` ```ndjson ```` starts a session: a fresh database and one
-//!   in-memory connection (`a2a_broker::transport::memory`, the stdio
+//!   in-memory connection (`a2a_broker::memory`, the stdio
 //!   session, so the handshake takes no secret).
 //! - ```` ```ndjson socket ```` starts a session over the local socket of a
 //!   real `a2a-broker serve` started with `A2A_BROKER_SECRET` set to

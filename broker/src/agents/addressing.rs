@@ -1,7 +1,7 @@
 //! Who may address whom, and whom a message without a usable `to` goes to (§4, §5).
 
 use super::registry::{Agent, Registry};
-use super::CoreError;
+use crate::core::CoreError;
 use std::sync::Arc;
 
 /// Kinds never mix, and nobody addresses itself.
@@ -69,7 +69,7 @@ pub fn resolve_workers(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::registry::Registration;
+    use crate::agents::registry::Registration;
     use crate::delivery::Outbox;
     use a2a_proto::types::{AgentCard, AgentKind, Delivery};
 

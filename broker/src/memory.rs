@@ -13,9 +13,9 @@
 //! Architecture invariant: this module adds no protocol behaviour. A
 //! transcript that passes here passes over the real stdio transport.
 
-use super::stdio;
 use crate::broker::Broker;
 use crate::server::{self, ServeConfig};
+use crate::transport::stdio;
 use std::io::{self, Read, Write};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 //! commands that show it again (the database is kept with `--keep` or
 //! `--db PATH`).
 
-use a2a_broker::inspect;
+use super::audit;
 use a2a_client::proto::types::StreamEvent;
 use a2a_client::{
     agent_card, message_to, read_secret, skill, task_message, text_artifact, Agent, Client,
@@ -133,9 +133,9 @@ pub fn run(opts: Options) -> Result<(), String> {
     let result = drive(&db, &socket);
     if let Ok(task) = &result {
         println!("\n== the durable audit view ==");
-        inspect::list(&db, None, 10)?;
+        audit::list(&db, None, 10).map_err(|e| e.to_string())?;
         println!();
-        inspect::show(&db, task)?;
+        audit::show(&db, task).map_err(|e| e.to_string())?;
         println!();
         if keep {
             println!("Run these again at any time:");

@@ -5,17 +5,14 @@
 //! The key finds the agent; the secret is then compared in constant time, so
 //! the time a lookup takes says nothing about how much of a guess was right.
 
-use super::task::Party;
-use super::CoreError;
+use crate::core::task::Party;
+use crate::core::{ConnId, CoreError};
 use crate::delivery::{Endpoint, Outbox, PullQueue};
 use a2a_proto::types::{AgentCard, AgentKind, Delivery};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
-
-/// Identifies one transport connection (its agents share its fate).
-pub type ConnId = u64;
 
 /// A live agent.
 #[derive(Debug)]
