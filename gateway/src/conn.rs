@@ -6,7 +6,7 @@
 //! reader and a writer OS thread per connection (it serves plain threads,
 //! the C ABI and Node), so every answer crossed from its reader thread to a
 //! tokio worker: about four reader wake-ups and as many cross-thread wakes
-//! per HTTP call (BENCHMARKS.md, "the gateway's thread crossings"). Here a
+//! per HTTP call (BENCHMARKS.md, "A2A gateway"). Here a
 //! call is written by the task that makes it (a non-blocking write; what
 //! the socket cannot take at once is finished by a short-lived flush task),
 //! and one reader task per connection decodes the broker's frames and hands

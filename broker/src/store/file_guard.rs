@@ -120,7 +120,7 @@ impl FileGuard {
     /// one-row commit without fsync (`synchronous=NORMAL`), best of five
     /// rounds, in `tests::the_check_costs_a_small_fraction_of_a_commit`
     /// (debug build, this machine's ext4); with `synchronous=FULL` the
-    /// fsync alone takes 37–65 µs (BENCHMARKS.md, benchmark 2), and one
+    /// fsync alone takes 37–65 µs (BENCHMARKS.md, "Group commit vs raw SQLite"), and one
     /// commit holds up to `batch_max` calls. Once the file is gone it stays
     /// refused: the broker is stopping. A database a read found damaged
     /// (`store::check::note`) is refused too, for good.

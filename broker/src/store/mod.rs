@@ -313,7 +313,7 @@ impl Locked {
 /// into the write-ahead log, and the rows of a fan-out's calls are keyed by
 /// their task, so a group changes about one leaf per call in each of the
 /// message, task-log and task B-trees: smaller pages write fewer bytes for
-/// the same rows (BENCHMARKS.md, "Bytes written per job: page size":
+/// the same rows (BENCHMARKS.md, "Sustained load":
 /// 0.75x at 2048 against 4096). Not 1024: there a row of more than 230
 /// bytes (most stored messages) spills into an overflow page of its own,
 /// 1.7x the disk per task of a fan-out. The cost at 2048 is a band of
