@@ -95,6 +95,12 @@ pub fn to_rpc(e: CoreError) -> RpcError {
     }
 }
 
+/// A failed commit's calls: `-32603` with the store's reason
+/// (`data.reason`, e.g. "database file removed").
+pub fn store(e: &crate::store::StoreError) -> RpcError {
+    RpcError::internal(e)
+}
+
 // The refusals of the transports and the session: each is answered on the
 // connection it concerns (most then close it).
 
@@ -236,6 +242,23 @@ pub fn batch_reply_too_large() -> RpcError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_commit_is_an_internal_error_with_the_store_s_reason() {
+        use crate::store::StoreError;
+        for (e, reason) in [
+            (StoreError::Removed, "database file removed"),
+            (StoreError::Damaged, "database damaged"),
+            (
+                StoreError::Commit("disk I/O error".into()),
+                "commit failed: disk I/O error",
+            ),
+        ] {
+            let w = store(&e);
+            assert_eq!(w.code, INTERNAL_ERROR);
+            assert_eq!(w.data.unwrap()["reason"], reason);
+        }
+    }
 
     #[test]
     fn bounds_carry_limit_max_actual() {

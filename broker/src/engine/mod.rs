@@ -49,6 +49,7 @@ use crate::delivery::{Responder, RingPublishes, Timer};
 use crate::rpc_errors::to_rpc;
 use crate::store::checkpoint::Checkpointer;
 use crate::store::read;
+use crate::store::StoreError;
 use a2a_proto::call::Call;
 use a2a_proto::error::RpcError;
 use cache::TaskCache;
@@ -393,7 +394,7 @@ impl Engine {
             match self.commit_batch(done.len(), undo) {
                 Ok(undo) => undo,
                 Err(err) => {
-                    self.refuse_batch(done, &err, expired, closed);
+                    self.refuse_batch(done, &crate::rpc_errors::store(&err), expired, closed);
                     return shutdown;
                 }
             }
@@ -443,7 +444,7 @@ impl Engine {
     /// Commits the batch's transaction of `calls` calls. If the commit
     /// fails: rolled back, the caches restored, and the error to refuse
     /// the calls with.
-    fn commit_batch(&mut self, calls: usize, undo: Undo) -> Result<Undo, RpcError> {
+    fn commit_batch(&mut self, calls: usize, undo: Undo) -> Result<Undo, StoreError> {
         use std::sync::atomic::Ordering::Relaxed;
         self.shared.stats.commits.fetch_add(1, Relaxed);
         self.shared.stats.calls.fetch_add(calls as u64, Relaxed);

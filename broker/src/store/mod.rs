@@ -26,7 +26,6 @@ pub mod migrate;
 pub mod read;
 pub mod write;
 
-use a2a_proto::error::RpcError;
 use file_guard::{FileGuard, Identity};
 use lock::{DbLock, LockError};
 use rusqlite::{Connection, OpenFlags};
@@ -432,18 +431,33 @@ pub fn close(conn: Connection) {
     let _ = conn.close();
 }
 
+/// Why a COMMIT failed, for the calls it held (their wire error is made
+/// at the edge: `rpc_errors::store`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// A read or the check found the file damaged.
+    #[error("{}", check::DAMAGED_REASON)]
+    Damaged,
+    /// The file guard refused: the database file is gone.
+    #[error("{}", REMOVED_REASON)]
+    Removed,
+    /// SQLite's own failure.
+    #[error("commit failed: {0}")]
+    Commit(String),
+}
+
 /// What a failed COMMIT tells the calls it held.
-pub fn commit_error(e: &rusqlite::Error) -> RpcError {
+pub fn commit_error(e: &rusqlite::Error) -> StoreError {
     check::note(e);
     let refused = matches!(e, rusqlite::Error::SqliteFailure(f, _)
         if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_COMMITHOOK);
     if refused && check::damaged().is_some() {
-        RpcError::internal(check::DAMAGED_REASON)
+        StoreError::Damaged
     } else if refused {
         // Only the file guard's hook refuses commits.
-        RpcError::internal(REMOVED_REASON)
+        StoreError::Removed
     } else {
-        RpcError::internal(format!("commit failed: {e}"))
+        StoreError::Commit(e.to_string())
     }
 }
 
