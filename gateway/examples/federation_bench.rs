@@ -198,15 +198,6 @@ fn spawn_gateway(bin: &Path, args: &[&str], secret: &str, ready_on_stdout: bool)
     child
 }
 
-/// A loopback port free now, for A's `serve --listen`.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
-}
-
 /// Phase 1's table: each mode's percentiles, against the local ones.
 fn report_latency(rounds: usize, lat: &[Vec<Duration>; 3]) {
     println!(
@@ -246,7 +237,7 @@ async fn main() {
     let broker_a = tck::spawn_broker(&dir.join("a2a-broker")).expect("broker A");
     let worker_client = Client::connect(&broker_a.socket, &broker_a.secret).expect("connect");
     let worker = tck::register_sut(&worker_client).expect("worker");
-    let listen = format!("127.0.0.1:{}", free_port());
+    let listen = format!("127.0.0.1:{}", a2a_testkit::process::free_port());
     let socket_a = broker_a.socket.display().to_string();
     let mut serve = spawn_gateway(
         &gateway_bin,

@@ -23,6 +23,7 @@ use a2a_client::{
 };
 use a2a_gateway::outbound::NOTICE_KEY;
 use a2a_gateway::tck;
+use a2a_testkit::process::free_port;
 use a2a_testkit::{BrokerProcess, Spawn};
 use common::GatewayProc;
 use futures_util::StreamExt;
@@ -212,14 +213,6 @@ struct Host {
     remote_url: String,
     /// The other host's coder's name (its peer id here).
     remote_coder: String,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
 }
 
 impl Host {
