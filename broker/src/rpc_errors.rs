@@ -97,7 +97,7 @@ pub fn to_rpc(e: CoreError) -> RpcError {
 
 /// A failed commit's calls: `-32603` with the store's reason
 /// (`data.reason`, e.g. "database file removed").
-pub fn store(e: &crate::store::StoreError) -> RpcError {
+pub fn store(e: &crate::core::StoreError) -> RpcError {
     RpcError::internal(e)
 }
 
@@ -245,7 +245,7 @@ mod tests {
 
     #[test]
     fn a_failed_commit_is_an_internal_error_with_the_store_s_reason() {
-        use crate::store::StoreError;
+        use crate::core::StoreError;
         for (e, reason) in [
             (StoreError::Removed, "database file removed"),
             (StoreError::Damaged, "database damaged"),

@@ -110,3 +110,24 @@ impl From<CheckError> for CoreError {
         }
     }
 }
+
+/// `data.reason` of the calls refused because the file is gone.
+pub const REMOVED_REASON: &str = "database file removed";
+
+/// `data.reason` of the writes refused once a read has found a damaged page.
+pub const DAMAGED_REASON: &str = "database damaged";
+
+/// Why a COMMIT failed, for the calls it held (their wire error is made
+/// at the edge: `rpc_errors::store`; the texts are its `data.reason`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// A read or the check found the file damaged.
+    #[error("{}", DAMAGED_REASON)]
+    Damaged,
+    /// The file guard refused: the database file is gone.
+    #[error("{}", REMOVED_REASON)]
+    Removed,
+    /// SQLite's own failure.
+    #[error("commit failed: {0}")]
+    Commit(String),
+}

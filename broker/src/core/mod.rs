@@ -17,7 +17,7 @@ pub mod lease;
 pub mod state;
 pub mod task;
 
-pub use error::CoreError;
+pub use error::{CoreError, StoreError};
 
 /// Identifies one transport connection (its agents share its fate).
 pub type ConnId = u64;

@@ -23,7 +23,7 @@
 //! every page on demand (read-only, beside a running broker too), and the
 //! first statement that meets a damaged page marks the database damaged
 //! ([`note`]): that read fails, and from then on every commit is refused
-//! (`FileGuard::refuse_commit`) with `data.reason` [`DAMAGED_REASON`], so
+//! (`FileGuard::refuse_commit`) with `data.reason` [`DAMAGED_REASON`](crate::core::error::DAMAGED_REASON), so
 //! no write lands in a file whose pages are known bad.
 
 use super::OpenError;
@@ -196,9 +196,6 @@ pub fn check_command(path: &std::path::Path) -> Result<String, OpenError> {
         began.elapsed().as_secs_f64() * 1e3
     ))
 }
-
-/// `data.reason` of the writes refused once a read has found a damaged page.
-pub const DAMAGED_REASON: &str = "database damaged";
 
 /// The first damage any connection of this process met (one broker, one
 /// database per process).

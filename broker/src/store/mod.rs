@@ -26,6 +26,7 @@ pub mod migrate;
 pub mod read;
 pub mod write;
 
+use crate::core::StoreError;
 use file_guard::{FileGuard, Identity};
 use lock::{DbLock, LockError};
 use rusqlite::{Connection, OpenFlags};
@@ -431,21 +432,6 @@ pub fn close(conn: Connection) {
     let _ = conn.close();
 }
 
-/// Why a COMMIT failed, for the calls it held (their wire error is made
-/// at the edge: `rpc_errors::store`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StoreError {
-    /// A read or the check found the file damaged.
-    #[error("{}", check::DAMAGED_REASON)]
-    Damaged,
-    /// The file guard refused: the database file is gone.
-    #[error("{}", REMOVED_REASON)]
-    Removed,
-    /// SQLite's own failure.
-    #[error("commit failed: {0}")]
-    Commit(String),
-}
-
 /// What a failed COMMIT tells the calls it held.
 pub fn commit_error(e: &rusqlite::Error) -> StoreError {
     check::note(e);
@@ -461,8 +447,7 @@ pub fn commit_error(e: &rusqlite::Error) -> StoreError {
     }
 }
 
-/// `data.reason` of the calls refused because the file is gone.
-pub const REMOVED_REASON: &str = "database file removed";
+pub use crate::core::error::REMOVED_REASON;
 
 /// Removes the files a failed start created ([`Store::created`]), once
 /// the connection is closed.
