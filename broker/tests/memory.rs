@@ -49,27 +49,33 @@ fn settled_rss(pid: u32) -> u64 {
         .expect("samples")
 }
 
-/// From 1,000 to 5,000 open tasks of 15 KB text the broker's RSS grows by
-/// less than 16 MiB (the task cache is full, at its byte bound, from well
-/// before 1,000 tasks; before the bound, the 4,000 more cost about 60 MB).
+/// From 3,000 to 11,000 open tasks of 15 KB text the broker's RSS grows by
+/// less than 32 MiB, where 8,000 more tasks held in memory would cost
+/// about 120 MB. The task cache is at its byte bound (`TASK_CACHE_BYTES`,
+/// 32 MiB of content and renderings) from about 2,000 such tasks. What is
+/// left moves with the load, not the count: up to 8 reader threads' SQLite
+/// page caches (~2 MB each, README "Resident memory") and the allocator's
+/// give-back. A settled RSS at a fixed count moved by up to ~20 MiB from
+/// run to run here (from 1,000 to 5,000 with a 16 MiB bound the test
+/// passed or failed by it, the same on b989877).
 #[test]
 fn open_tasks_cost_bounded_memory() {
     let db = TestDb::new();
     let (b, mut load) = broker_with_load(&db);
-    load.fill(1_000);
-    let at_1k = settled_rss(b.pid);
-    load.fill(5_000);
-    let at_5k = settled_rss(b.pid);
-    let growth = at_5k.saturating_sub(at_1k);
+    load.fill(3_000);
+    let at_3k = settled_rss(b.pid);
+    load.fill(11_000);
+    let at_11k = settled_rss(b.pid);
+    let growth = at_11k.saturating_sub(at_3k);
     eprintln!(
-        "broker RSS: {} MiB at 1,000 open tasks, {} MiB at 5,000 (+{:.1} MiB)",
-        at_1k / MIB,
-        at_5k / MIB,
+        "broker RSS: {} MiB at 3,000 open tasks, {} MiB at 11,000 (+{:.1} MiB)",
+        at_3k / MIB,
+        at_11k / MIB,
         growth as f64 / MIB as f64
     );
     assert!(
-        growth < 16 * MIB,
-        "RSS grew by {:.1} MiB from 1,000 to 5,000 open tasks of 15 KB",
+        growth < 32 * MIB,
+        "RSS grew by {:.1} MiB from 3,000 to 11,000 open tasks of 15 KB",
         growth as f64 / MIB as f64
     );
 }
