@@ -532,6 +532,31 @@ fn fail(
 mod tests {
     use super::*;
 
+    /// The answer serialised once (a typed envelope around the result's
+    /// text) is the same JSON as the `Value` tree it replaced.
+    #[test]
+    fn a_reply_serialised_once_is_the_envelope_of_its_result() {
+        let m: v1::Message = serde_json::from_value(json!({
+            "messageId": "m", "contextId": "c", "role": "ROLE_AGENT",
+            "parts": [{"text": "done"}]
+        }))
+        .unwrap();
+        let out = v1::SendMessageResponse::Message(m);
+        let raw = to_raw(&out).unwrap();
+        let id = json!(7);
+        let body = serde_json::to_vec(&Reply {
+            jsonrpc: "2.0",
+            id: &id,
+            result: &raw,
+        })
+        .unwrap();
+        let got: Value = serde_json::from_slice(&body).unwrap();
+        let want =
+            json!({"jsonrpc": "2.0", "id": 7, "result": serde_json::to_value(&out).unwrap()});
+        assert_eq!(got, want);
+        assert_eq!(got["result"]["message"]["parts"][0]["text"], "done");
+    }
+
     #[test]
     fn v03_names_and_blocking_false_get_the_v1_hint() {
         assert_eq!(v03_method("message/send"), Some("SendMessage"));
