@@ -11,6 +11,7 @@ use crate::v1;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Instant;
@@ -111,9 +112,15 @@ pub async fn handle(
                 Ok(()),
                 started.elapsed().as_micros(),
             );
+            // Serialised once, straight to the body (no `Value` tree of
+            // the answer: issue 28).
             (
                 StatusCode::OK,
-                axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": v})),
+                axum::Json(Reply {
+                    jsonrpc: "2.0",
+                    id: &id,
+                    result: &v,
+                }),
             )
                 .into_response()
         }
@@ -121,9 +128,17 @@ pub async fn handle(
     }
 }
 
-/// What a unary method answers: its result, and the task it concerns (for
-/// the audit line).
-type Unary = Result<(Value, Option<String>), E>;
+/// What a unary method answers: its result, serialised once, and the task
+/// it concerns (for the audit line).
+type Unary = Result<(Box<RawValue>, Option<String>), E>;
+
+/// A JSON-RPC success answer.
+#[derive(serde::Serialize)]
+struct Reply<'a> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    result: &'a RawValue,
+}
 
 /// Dispatches a unary method (one JSON answer).
 async fn unary(app: &App, who: &Who<'_>, method: &str, params: &Value) -> Unary {
@@ -185,7 +200,7 @@ async fn send_message(app: &App, who: &Who<'_>, params: &Value) -> Unary {
             v1::SendMessageResponse::Task(core::render(&t, view_of(conf.history_length)))
         }
     };
-    to_value(&out).map(|v| (v, Some(tid)))
+    to_raw(&out).map(|v| (v, Some(tid)))
 }
 
 /// A streaming call under way: who asked, the method, when it started
@@ -281,7 +296,7 @@ async fn subscribe(app: &App, call: Streaming<'_>, params: &Value) -> Response {
 async fn get_task(app: &App, who: &Who<'_>, params: &Value) -> Unary {
     let req = parse::<v1::GetTaskRequest>(params)?;
     let t = app.core.get(who.identity, who.agent, &req.id).await?;
-    to_value(&core::render(&t, view_of(req.history_length))).map(|v| (v, Some(req.id)))
+    to_raw(&core::render(&t, view_of(req.history_length))).map(|v| (v, Some(req.id)))
 }
 
 /// `CancelTask`, with its reason: `metadata.reason` (a string), as a
@@ -296,14 +311,14 @@ async fn cancel_task(app: &App, who: &Who<'_>, params: &Value) -> Unary {
         .core
         .cancel_with_reason(who.identity, who.agent, &req.id, reason)
         .await?;
-    to_value(&core::render(&t, TaskView::FULL)).map(|v| (v, Some(req.id)))
+    to_raw(&core::render(&t, TaskView::FULL)).map(|v| (v, Some(req.id)))
 }
 
 /// `ListTasks`.
 async fn list_tasks(app: &App, who: &Who<'_>, params: &Value) -> Unary {
     let req = parse::<v1::ListTasksRequest>(params)?;
     let r = app.core.list(who.identity, who.agent, &req).await?;
-    to_value(&r).map(|v| (v, None))
+    to_raw(&r).map(|v| (v, None))
 }
 
 /// `GetTaskPushNotificationConfig`.
@@ -311,7 +326,7 @@ fn push_get(app: &App, who: &Who<'_>, params: &Value) -> Unary {
     let req = parse::<v1::PushConfigIdRequest>(params)?;
     push_task(app, who.identity, who.agent, &req.task_id)?;
     match app.core.pusher.get(&req.task_id, &req.id) {
-        Some(c) => to_value(&c).map(|v| (v, Some(req.task_id.clone()))),
+        Some(c) => to_raw(&c).map(|v| (v, Some(req.task_id.clone()))),
         None => Err(E::InvalidParams(format!(
             "no push config `{}` on task {}",
             req.id, req.task_id
@@ -327,7 +342,7 @@ fn push_list(app: &App, who: &Who<'_>, params: &Value) -> Unary {
         configs: app.core.pusher.list(&req.task_id),
         next_page_token: String::new(),
     };
-    to_value(&r).map(|v| (v, Some(req.task_id.clone())))
+    to_raw(&r).map(|v| (v, Some(req.task_id.clone())))
 }
 
 /// `DeleteTaskPushNotificationConfig`.
@@ -335,7 +350,7 @@ fn push_delete(app: &App, who: &Who<'_>, params: &Value) -> Unary {
     let req = parse::<v1::PushConfigIdRequest>(params)?;
     push_task(app, who.identity, who.agent, &req.task_id)?;
     app.core.pusher.delete(&req.task_id, &req.id);
-    Ok((json!({}), Some(req.task_id.clone())))
+    to_raw(&json!({})).map(|v| (v, Some(req.task_id.clone())))
 }
 
 /// `GetExtendedAgentCard`.
@@ -345,7 +360,7 @@ fn extended_card(app: &App, who: &Who<'_>) -> Unary {
     }
     match app.cards.get(who.agent) {
         None => Err(E::ExtendedCardNotConfigured),
-        Some(c) => serde_json::from_str(&c.body)
+        Some(c) => RawValue::from_string(c.body.clone())
             .map(|v| (v, None))
             .map_err(|e| E::Internal(e.to_string())),
     }
@@ -414,12 +429,7 @@ fn push_task(app: &App, identity: &str, agent: &str, task_id: &str) -> Result<()
     app.core.task_row(identity, agent, task_id).map(|_| ())
 }
 
-async fn push_create(
-    app: &App,
-    identity: &str,
-    agent: &str,
-    params: &Value,
-) -> Result<(Value, Option<String>), E> {
+async fn push_create(app: &App, identity: &str, agent: &str, params: &Value) -> Unary {
     // v1.0 sends the flat TaskPushNotificationConfig; an older nesting
     // (`{taskId, pushNotificationConfig: {...}}`) is read too.
     let mut cfg: v1::TaskPushNotificationConfig = parse(params)?;
@@ -441,7 +451,7 @@ async fn push_create(
     let task_id = cfg.task_id.clone();
     let checked = app.core.pusher.check(&cfg)?;
     let stored = app.core.pusher.store(identity, &task_id, checked)?;
-    to_value(&stored).map(|v| (v, Some(task_id)))
+    to_raw(&stored).map(|v| (v, Some(task_id)))
 }
 
 /// The v1.0 name of an A2A v0.3 JSON-RPC method (issue 24: a v0.3 client
@@ -480,11 +490,13 @@ fn parse<T: DeserializeOwned>(params: &Value) -> Result<T, E> {
     if !params.is_object() {
         return Err(E::InvalidParams("params must be an object".into()));
     }
-    serde_json::from_value(params.clone()).map_err(|e| E::InvalidParams(e.to_string()))
+    // From the tree as it is (no copy of it first).
+    T::deserialize(params).map_err(|e| E::InvalidParams(e.to_string()))
 }
 
-fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, E> {
-    serde_json::to_value(v).map_err(|e| E::Internal(e.to_string()))
+/// A result serialised to its JSON text (once: no `Value` tree between).
+fn to_raw<T: serde::Serialize>(v: &T) -> Result<Box<RawValue>, E> {
+    serde_json::value::to_raw_value(v).map_err(|e| E::Internal(e.to_string()))
 }
 
 /// Who a request is from, for its audit line.
@@ -519,6 +531,31 @@ fn fail(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The answer serialised once (a typed envelope around the result's
+    /// text) is the same JSON as the `Value` tree it replaced.
+    #[test]
+    fn a_reply_serialised_once_is_the_envelope_of_its_result() {
+        let m: v1::Message = serde_json::from_value(json!({
+            "messageId": "m", "contextId": "c", "role": "ROLE_AGENT",
+            "parts": [{"text": "done"}]
+        }))
+        .unwrap();
+        let out = v1::SendMessageResponse::Message(m);
+        let raw = to_raw(&out).unwrap();
+        let id = json!(7);
+        let body = serde_json::to_vec(&Reply {
+            jsonrpc: "2.0",
+            id: &id,
+            result: &raw,
+        })
+        .unwrap();
+        let got: Value = serde_json::from_slice(&body).unwrap();
+        let want =
+            json!({"jsonrpc": "2.0", "id": 7, "result": serde_json::to_value(&out).unwrap()});
+        assert_eq!(got, want);
+        assert_eq!(got["result"]["message"]["parts"][0]["text"], "done");
+    }
 
     #[test]
     fn v03_names_and_blocking_false_get_the_v1_hint() {
