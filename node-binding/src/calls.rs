@@ -662,7 +662,11 @@ impl Conn {
     fn match_answers(
         &self,
         rbuf: &[u8],
-    ) -> (Vec<(sys::napi_deferred, Answer)>, usize, Option<CloseReason>) {
+    ) -> (
+        Vec<(sys::napi_deferred, Answer)>,
+        usize,
+        Option<CloseReason>,
+    ) {
         let mut done: Vec<(sys::napi_deferred, Answer)> = Vec::new();
         let mut end = None;
         let mut at = 0;
