@@ -170,6 +170,15 @@ impl Contexts {
         }
     }
 
+    /// The context of `key` if only this map holds it: registered, no call
+    /// in flight on it (a call holds its `Arc`), no subscriber.
+    fn freeable(&self, key: &str) -> Option<Arc<Ctx>> {
+        self.get(key)
+            .and_then(|c| c.get())
+            .filter(|c| Arc::strong_count(c) == 1 && c.subscribers() == 0)
+            .cloned()
+    }
+
     fn remove(&mut self, key: &str) {
         if self.cells.remove(key).is_some() {
             if let Some(id) = mapping::context_identity(key) {
@@ -346,36 +355,31 @@ impl Core {
     ) -> Result<Arc<Ctx>, GatewayError> {
         mapping::check_v1_context(v1_context)?;
         let broker_ctx = mapping::broker_context(identity, v1_context);
-        // Room made by a freed context may be taken by a concurrent call
-        // first: a few tries.
-        let mut tries = 0;
-        let cell = loop {
-            let full = {
-                let mut map = self.contexts.lock();
-                match map.get(&broker_ctx) {
-                    Some(c) => break c.clone(),
-                    None => {
-                        if map.cells.len() >= self.config.max_contexts {
-                            return Err(GatewayError::Internal("too many contexts".into()));
-                        }
-                        if map.identity_count(identity) < self.config.max_contexts_per_identity {
-                            let cell = Cell::default();
-                            map.insert(broker_ctx.clone(), cell.clone());
-                            break cell;
-                        }
-                        true
-                    }
+        let cell = {
+            let mut map = self.contexts.lock();
+            match map.get(&broker_ctx) {
+                Some(c) => Some(c.clone()),
+                None if map.cells.len() >= self.config.max_contexts => {
+                    return Err(GatewayError::Internal("too many contexts".into()));
                 }
-            };
-            // At the identity's bound: its least recently used context
-            // with nothing open makes room.
-            if full && (tries >= 8 || !self.free_lru(identity).await) {
-                return Err(GatewayError::Internal(format!(
+                None if map.identity_count(identity) < self.config.max_contexts_per_identity => {
+                    let cell = Cell::default();
+                    map.insert(broker_ctx.clone(), cell.clone());
+                    Some(cell)
+                }
+                None => None,
+            }
+        };
+        // At the identity's bound: its least recently used context with
+        // nothing open gives its place to this one.
+        let cell = match cell {
+            Some(c) => c,
+            None => self.take_lru(identity, &broker_ctx).await.ok_or_else(|| {
+                GatewayError::Internal(format!(
                     "too many contexts for identity {identity} (at most {}, each with an open task or a subscriber)",
                     self.config.max_contexts_per_identity
-                )));
-            }
-            tries += 1;
+                ))
+            })?,
         };
         let ctx = cell
             .get_or_try_init(|| self.register(identity, v1_context, &broker_ctx, None))
@@ -502,10 +506,14 @@ impl Core {
         self.free(candidates, usize::MAX).await
     }
 
-    /// Frees the least recently used context of `identity` that has no
-    /// open task and no subscriber (an identity at its bound makes room
-    /// rather than being refused); false if none can go.
-    async fn free_lru(&self, identity: &str) -> bool {
+    /// Makes room for `key` at `identity`'s bound: the least recently used
+    /// context of `identity` with no open task, no call in flight and no
+    /// subscriber is taken out and `key`'s new cell put in its place under
+    /// one lock, so that a concurrent caller cannot claim the room in
+    /// between (16 callers past the bound were refused when room was made
+    /// first and claimed after). The cell of `key` (a concurrent caller's,
+    /// if it came first), or `None` if no context can go.
+    async fn take_lru(&self, identity: &str, key: &str) -> Option<Cell> {
         let mut candidates: Vec<(u64, String)> = self
             .contexts
             .lock()
@@ -518,10 +526,32 @@ impl Core {
             })
             .collect();
         candidates.sort();
+        // A bounded cost per call: each candidate is a read of the state.
         candidates.truncate(64);
-        self.free(candidates.into_iter().map(|(_, k)| k).collect(), 1)
-            .await
-            > 0
+        for (_, old) in candidates {
+            if self
+                .store
+                .context_has_open_tasks(identity, &mapping::v1_context(&old))
+            {
+                continue;
+            }
+            let (cell, gone) = {
+                let mut map = self.contexts.lock();
+                if let Some(c) = map.get(key) {
+                    return Some(c.clone());
+                }
+                let Some(gone) = map.freeable(&old) else {
+                    continue;
+                };
+                map.remove(&old);
+                let cell = Cell::default();
+                map.insert(key.to_owned(), cell.clone());
+                (cell, gone)
+            };
+            let _ = gone.agent.deregister().await;
+            return Some(cell);
+        }
+        None
     }
 
     /// Frees up to `limit` of the contexts `keys` that have no open task
@@ -542,11 +572,7 @@ impl Core {
             }
             let taken = {
                 let mut map = self.contexts.lock();
-                let ctx = map
-                    .get(&key)
-                    .and_then(|c| c.get())
-                    .filter(|c| Arc::strong_count(c) == 1 && c.subscribers() == 0)
-                    .cloned();
+                let ctx = map.freeable(&key);
                 if ctx.is_some() {
                     map.remove(&key);
                 }

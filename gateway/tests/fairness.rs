@@ -346,3 +346,38 @@ async fn the_reply_timeout_bounds_a_blocking_send() {
     );
     h.gateway.stop().await;
 }
+
+/// At its context bound, an identity whose contexts hold nothing open gets
+/// room for each new one even when many of its callers arrive at once
+/// (`send_bench`'s 16 callers without a `contextId` were refused "too many
+/// contexts" once past the bound).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_new_contexts_at_the_bound_make_room() {
+    let h = Harness::start(|o| {
+        two_identities(o);
+        o.max_contexts_per_identity = 32;
+    })
+    .await;
+    let callers = (0..16).map(|c| {
+        let h = &h;
+        async move {
+            for i in 0..40 {
+                let id = format!("tck-complete-task-{c}-{i}");
+                let r = call(
+                    h,
+                    BOB,
+                    "tck",
+                    "SendMessage",
+                    json!({"message": message(&id, "x")}),
+                )
+                .await;
+                assert_eq!(
+                    r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+                    "caller {c}, send {i}: {r}"
+                );
+            }
+        }
+    });
+    futures_util::future::join_all(callers).await;
+    h.gateway.stop().await;
+}
