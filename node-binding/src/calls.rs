@@ -693,7 +693,7 @@ impl Conn {
                             Some(k) => envelope::member_quick(result, k),
                         };
                         Answer::Value {
-                            guess: guess.map(|g| offset(&rbuf, g)),
+                            guess: guess.map(|g| offset(rbuf, g)),
                             line: line_at,
                             member: w.shape.member,
                         }

@@ -399,6 +399,17 @@ pub fn socket_path_for(db: &Path) -> PathBuf {
         .join("sock")
 }
 
+/// A loopback TCP port free now, for a child told to `--listen` on it
+/// (another process may take it before the child binds: tests on one
+/// machine accept that race).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind a loopback port")
+        .local_addr()
+        .expect("its address")
+        .port()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -416,15 +427,4 @@ mod tests {
             Path::new("/tmp/x/run/sock")
         );
     }
-}
-
-/// A loopback TCP port free now, for a child told to `--listen` on it
-/// (another process may take it before the child binds: tests on one
-/// machine accept that race).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind a loopback port")
-        .local_addr()
-        .expect("its address")
-        .port()
 }
