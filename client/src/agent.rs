@@ -9,7 +9,7 @@
 //! The token never leaves this type: every method fills it in, so a caller
 //! cannot act as another agent by mistake.
 
-use crate::client::{unexpected, Client};
+use crate::client::Client;
 use crate::error::{ClientError, CloseReason};
 use crate::events::{EventQueue, Owner, QueueHandler, SharedQueue};
 use crate::pending::{on_reader_thread, Convert, Pending};
@@ -175,7 +175,7 @@ impl Client {
             call,
             Convert::Boxed(Box::new(move |outcome| match outcome {
                 Outcome::Registered(r) => Ok(Agent::new(client, &context_id, r, delivery)),
-                other => Err(unexpected("a2a.agents.register", &other)),
+                other => Err(ClientError::unexpected("a2a.agents.register", &other)),
             })),
             None,
         )
@@ -188,7 +188,7 @@ macro_rules! convert {
     ($method:literal, $pat:pat => $val:expr) => {
         Convert::Fn(|outcome| match outcome {
             $pat => Ok($val),
-            other => Err(unexpected($method, &other)),
+            other => Err(ClientError::unexpected($method, &other)),
         })
     };
 }
@@ -641,7 +641,7 @@ impl Agent {
                 Outcome::Ok(_) => Err(ClientError::Protocol(
                     "deregister answered ok: false".into(),
                 )),
-                other => Err(unexpected("a2a.agents.deregister", &other)),
+                other => Err(ClientError::unexpected("a2a.agents.deregister", &other)),
             }),
             Some(hook),
         )

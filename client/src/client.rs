@@ -80,6 +80,26 @@ impl Default for ClientOptions {
     }
 }
 
+impl ClientOptions {
+    /// The `app.handshake` these options open a connection with, carrying
+    /// `secret` (one form for every connection of ours: this crate's, the
+    /// gateway's, the Node addon's calls).
+    pub fn handshake(&self, secret: &str) -> Call {
+        Call::Handshake(HandshakeParams {
+            protocol_version: PROTOCOL_VERSION,
+            client: Some(self.client_name.clone()),
+            client_version: Some(self.client_version.clone()),
+            locale: None,
+            secret: Some(secret.to_owned()),
+            event_ring: self
+                .event_ring_bytes
+                .map(|bytes| a2a_proto::params::EventRingRequest {
+                    bytes: bytes as u64,
+                }),
+        })
+    }
+}
+
 /// A connection to the broker.
 ///
 /// Threads: cheap to clone (an `Arc`), `Send + Sync`: any number of threads
@@ -131,22 +151,11 @@ impl Client {
         options: ClientOptions,
     ) -> Result<Client, ClientError> {
         let conn = Conn::open(socket.as_ref(), options.io_timeout, options.connect_retry)?;
-        let hello = Call::Handshake(HandshakeParams {
-            protocol_version: PROTOCOL_VERSION,
-            client: Some(options.client_name.clone()),
-            client_version: Some(options.client_version.clone()),
-            locale: None,
-            secret: Some(secret.to_owned()),
-            event_ring: options
-                .event_ring_bytes
-                .map(|bytes| a2a_proto::params::EventRingRequest {
-                    bytes: bytes as u64,
-                }),
-        });
+        let hello = options.handshake(secret);
         // On failure `conn` drops here, which closes the socket.
         let handshake = match conn.call(hello, options.io_timeout)? {
             Outcome::Handshake(h) => h,
-            other => return Err(unexpected("app.handshake", &other)),
+            other => return Err(ClientError::unexpected("app.handshake", &other)),
         };
         if let Some(ring) = &handshake.event_ring {
             conn.attach_ring(&ring.name, ring.bytes as usize)?;
@@ -271,9 +280,4 @@ impl Client {
     pub(crate) fn conn_id(&self) -> u64 {
         self.inner.conn.shared.id
     }
-}
-
-/// The error for a result of the wrong kind.
-pub(crate) fn unexpected(method: &str, got: &Outcome) -> ClientError {
-    ClientError::Protocol(format!("unexpected result for {method}: {}", got.to_json()))
 }

@@ -33,7 +33,7 @@
 use crate::demux::Demux;
 use crate::error::{ClientError, CloseReason};
 use crate::pending::{mark_reader_thread, on_reader_thread, Answer, Convert, Pending};
-use crate::shared::{send_all, send_error, Hook, Outgoing, Shared, Stats, Table, Waiter};
+use crate::shared::{send_all, Hook, Outgoing, Shared, Stats, Table, Waiter};
 use a2a_proto::binary::{decode_server_payload, preamble, split_frames_within, ServerFrame};
 use a2a_proto::call::{Call, Outcome};
 use a2a_proto::limits::A2A_MAX_OUT_FRAME_BYTES;
@@ -255,7 +255,7 @@ fn write_loop(shared: &Shared) {
         if let Err(e) = result {
             // A write that failed part-way leaves a torn frame on the wire:
             // the connection cannot be used again.
-            shared.close(send_error(&e));
+            shared.close(CloseReason::of_write(&e));
             return;
         }
         shared.stats.frames.fetch_add(frames, Ordering::Relaxed);

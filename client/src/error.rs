@@ -38,6 +38,21 @@ pub enum CloseReason {
     Shutdown,
 }
 
+impl CloseReason {
+    /// Why a failed write to the broker ended the connection: a broker
+    /// that went away (broken pipe, reset) or another I/O failure. Every
+    /// connection of ours (this crate's, the gateway's, the Node addon's
+    /// calls) reads a write failure this way.
+    pub fn of_write(e: &std::io::Error) -> CloseReason {
+        use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
+        if matches!(e.kind(), BrokenPipe | ConnectionReset) {
+            CloseReason::ByBroker
+        } else {
+            CloseReason::Io(e.to_string())
+        }
+    }
+}
+
 impl fmt::Display for CloseReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -163,6 +178,11 @@ impl fmt::Display for ErrorKind {
 }
 
 impl ClientError {
+    /// The error for an answer of the wrong kind to `method`.
+    pub fn unexpected(method: &str, got: &a2a_proto::call::Outcome) -> ClientError {
+        ClientError::Protocol(format!("unexpected result for {method}: {}", got.to_json()))
+    }
+
     /// The broker's error object, if the broker answered with one.
     pub fn rpc(&self) -> Option<&RpcError> {
         match self {

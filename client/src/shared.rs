@@ -108,16 +108,6 @@ fn send_now(stream: &Stream, bytes: &[u8]) -> std::io::Result<usize> {
     Ok(sent)
 }
 
-/// Why a failed send ended the connection.
-pub(crate) fn send_error(e: &std::io::Error) -> CloseReason {
-    use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
-    if matches!(e.kind(), BrokenPipe | ConnectionReset) {
-        CloseReason::ByBroker
-    } else {
-        CloseReason::Io(e.to_string())
-    }
-}
-
 /// Frames and write system calls of one connection, for the benchmarks.
 #[derive(Default)]
 pub(crate) struct Stats {
@@ -272,7 +262,7 @@ impl Shared {
             }
             Err(e) => {
                 drop(out);
-                self.close(send_error(&e));
+                self.close(CloseReason::of_write(&e));
                 return;
             }
         }

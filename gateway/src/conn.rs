@@ -42,11 +42,10 @@ use a2a_proto::binary::{
 use a2a_proto::call::{Call, Outcome};
 use a2a_proto::limits::{A2A_MAX_OUT_FRAME_BYTES, MAX_FRAME_BYTES};
 use a2a_proto::params::{
-    ArtifactParams, CancelParams, GetParams, HandshakeParams, ListTasksParams, RegisterParams,
-    SendConfiguration, SendParams, StatusParams, TaskListResult, TokenParams,
+    ArtifactParams, CancelParams, GetParams, ListTasksParams, RegisterParams, SendConfiguration,
+    SendParams, StatusParams, TaskListResult, TokenParams,
 };
 use a2a_proto::types::{AgentCard, Artifact, Delivery, Message, Notification, State, Task};
-use a2a_proto::PROTOCOL_VERSION;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -250,7 +249,7 @@ impl Shared {
                 }
                 Err(e) => {
                     self.out.lock().writing = false;
-                    self.close(write_error(&e));
+                    self.close(CloseReason::of_write(&e));
                     return;
                 }
             }
@@ -292,7 +291,7 @@ impl Shared {
 
     fn fail_write(&self, e: &std::io::Error) {
         self.out.lock().writing = false;
-        self.close(write_error(e));
+        self.close(CloseReason::of_write(e));
     }
 
     /// Hands every complete frame at the front of `bytes` to its taker, in
@@ -399,21 +398,6 @@ fn write_now(stream: &UnixStream, bytes: &[u8]) -> std::io::Result<usize> {
     Ok(sent)
 }
 
-/// Why a failed write ended the connection.
-fn write_error(e: &std::io::Error) -> CloseReason {
-    use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
-    if matches!(e.kind(), BrokenPipe | ConnectionReset) {
-        CloseReason::ByBroker
-    } else {
-        CloseReason::Io(e.to_string())
-    }
-}
-
-/// The error for a result of the wrong kind.
-fn unexpected(method: &str, got: &Outcome) -> ClientError {
-    ClientError::Protocol(format!("unexpected result for {method}: {}", got.to_json()))
-}
-
 /// Closes the connection when the last handle goes (the reader task holds
 /// the shared state, not a handle).
 struct Handle {
@@ -468,19 +452,18 @@ impl BrokerConn {
         let conn = BrokerConn {
             handle: Arc::new(Handle { shared }),
         };
-        let hello = Call::Handshake(HandshakeParams {
-            protocol_version: PROTOCOL_VERSION,
-            client: Some(addr.options.client_name.clone()),
-            client_version: Some(addr.options.client_version.clone()),
-            locale: None,
-            secret: Some(addr.secret.clone()),
-            event_ring: None,
-        });
+        // No event ring, whatever the options say: events come on the
+        // socket, to the reader task.
+        let hello = ClientOptions {
+            event_ring_bytes: None,
+            ..addr.options.clone()
+        }
+        .handshake(&addr.secret);
         // On failure `conn` drops here, which closes the connection.
         match tokio::time::timeout(io_timeout, conn.call(hello, None)).await {
             Err(_) => Err(timed_out()),
             Ok(Ok(Outcome::Handshake(_))) => Ok(conn),
-            Ok(Ok(other)) => Err(unexpected("app.handshake", &other)),
+            Ok(Ok(other)) => Err(ClientError::unexpected("app.handshake", &other)),
             Ok(Err(e)) => Err(e),
         }
     }
@@ -575,7 +558,7 @@ impl BrokerConn {
                 token: r.token,
                 generation,
             }),
-            other => Err(unexpected("a2a.agents.register", &other)),
+            other => Err(ClientError::unexpected("a2a.agents.register", &other)),
         }
     }
 }
@@ -635,7 +618,7 @@ impl Peer {
         });
         match self.conn.call(call, hook).await? {
             Outcome::Task(r) => Ok(r.task),
-            other => Err(unexpected(method, &other)),
+            other => Err(ClientError::unexpected(method, &other)),
         }
     }
 
@@ -730,7 +713,7 @@ impl Peer {
         });
         match self.conn.call(call, None).await? {
             Outcome::TaskList(r) => Ok(r),
-            other => Err(unexpected("a2a.tasks.list", &other)),
+            other => Err(ClientError::unexpected("a2a.tasks.list", &other)),
         }
     }
 
@@ -755,7 +738,7 @@ impl Peer {
             Outcome::Ok(_) => Err(ClientError::Protocol(
                 "deregister answered ok: false".into(),
             )),
-            other => Err(unexpected("a2a.agents.deregister", &other)),
+            other => Err(ClientError::unexpected("a2a.agents.deregister", &other)),
         }
     }
 }
@@ -869,7 +852,7 @@ mod tests {
             };
             assert_eq!(h.secret.as_deref(), Some("s"));
             let hello = HandshakeResult {
-                protocol_version: PROTOCOL_VERSION,
+                protocol_version: a2a_proto::PROTOCOL_VERSION,
                 host: "fake".into(),
                 host_version: "0".into(),
                 features: Vec::new(),

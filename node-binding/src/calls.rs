@@ -57,8 +57,7 @@ use crate::uv::{self, Handle, Uv, UV_CHECK, UV_POLL, UV_PREPARE, UV_READABLE, UV
 use crate::wire::{offset, request, rpc_error, settle_answers, Answer};
 use a2a_client::proto::call::Call;
 use a2a_client::proto::limits::{A2A_MAX_OUT_FRAME_BYTES, MAX_FRAME_BYTES};
-use a2a_client::proto::params::HandshakeParams;
-use a2a_client::{ClientError, CloseReason};
+use a2a_client::{ClientError, ClientOptions, CloseReason};
 use napi::bindgen_prelude::{PromiseRaw, Unknown};
 use napi::{sys, Env};
 use std::cell::{Cell, RefCell};
@@ -106,14 +105,12 @@ pub(crate) fn open(
     let mut s = UnixStream::connect(socket)?;
     s.set_read_timeout(Some(io_timeout))?;
     s.set_write_timeout(Some(io_timeout))?;
-    let hello = Call::Handshake(HandshakeParams {
-        protocol_version: a2a_client::proto::PROTOCOL_VERSION,
-        client: Some("a2a-node-calls".into()),
-        client_version: Some(env!("CARGO_PKG_VERSION").into()),
-        locale: None,
-        secret: Some(secret.to_owned()),
-        event_ring: None,
-    });
+    let hello = ClientOptions {
+        client_name: "a2a-node-calls".into(),
+        client_version: env!("CARGO_PKG_VERSION").into(),
+        ..ClientOptions::default()
+    }
+    .handshake(secret);
     let mut out = Vec::new();
     request(&mut out, 0, &hello)?;
     s.write_all(&out)?;
@@ -504,12 +501,8 @@ impl Conn {
             match e.kind() {
                 std::io::ErrorKind::Interrupted => continue,
                 std::io::ErrorKind::WouldBlock => break,
-                std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset => {
-                    failed = Some(CloseReason::ByBroker);
-                    break;
-                }
                 _ => {
-                    failed = Some(CloseReason::Io(e.to_string()));
+                    failed = Some(CloseReason::of_write(&e));
                     break;
                 }
             }
