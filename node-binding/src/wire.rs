@@ -27,7 +27,7 @@ pub(crate) fn request(out: &mut Vec<u8>, id: u64, call: &Call) -> Result<(), Cli
         "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{}\",\"params\":",
         call.method()
     );
-    let written = params(out, call);
+    let written = call.write_params_json(&mut *out);
     if let Err(e) = written {
         out.truncate(start);
         return Err(ClientError::Protocol(format!(
@@ -44,34 +44,6 @@ pub(crate) fn request(out: &mut Vec<u8>, id: u64, call: &Call) -> Result<(), Cli
         });
     }
     Ok(())
-}
-
-/// Writes a call's params as JSON, straight from the typed params.
-fn params(out: &mut Vec<u8>, call: &Call) -> serde_json::Result<()> {
-    macro_rules! direct {
-        ($($v:ident),*) => {
-            match call {
-                $( Call::$v(p) => serde_json::to_writer(out, p), )*
-                other => serde_json::to_writer(out, &other.params_json()),
-            }
-        };
-    }
-    direct!(
-        Handshake,
-        Send,
-        Get,
-        Status,
-        Artifact,
-        Cancel,
-        PushSet,
-        PushGet,
-        ListAgents,
-        ListTasks,
-        LeaseAcquire,
-        LeaseRenew,
-        LeaseRelease,
-        LeaseList
-    )
 }
 
 /// The broker's error object, as the client reports it.

@@ -69,6 +69,14 @@ macro_rules! define_call {
                 }
             }
 
+            /// Writes the params as JSON straight from their typed form (no
+            /// `Value` tree between: the Node addon's calls connection).
+            pub fn write_params_json<W: std::io::Write>(&self, out: W) -> serde_json::Result<()> {
+                match self {
+                    $( Call::$variant(p) => serde_json::to_writer(out, p), )*
+                }
+            }
+
             /// Everything the call can be refused for without the broker's
             /// state: ids' lengths, message, artifact and card bounds (§9
             /// Bounds), blank `to`/`taskId` read as omitted (§3 Shapes).

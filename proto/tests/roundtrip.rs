@@ -357,6 +357,16 @@ fn every_call_round_trips_in_both_codecs() {
     }
 }
 
+#[test]
+fn params_written_straight_are_the_params_json() {
+    for call in every_call() {
+        let mut out = Vec::new();
+        call.write_params_json(&mut out).unwrap();
+        let written: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(written, call.params_json(), "{}", call.method());
+    }
+}
+
 /// The binary codec numbers `Call`'s variants in the method table's order:
 /// these are the numbers every binary client already sends, so the table
 /// may grow at its end but never reorder (docs/protocol.md §1 Framing).
