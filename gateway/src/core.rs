@@ -170,13 +170,17 @@ impl Contexts {
         }
     }
 
-    /// The context of `key` if only this map holds it: registered, no call
-    /// in flight on it (a call holds its `Arc`), no subscriber.
-    fn freeable(&self, key: &str) -> Option<Arc<Ctx>> {
-        self.get(key)
+    /// Takes out the context of `key` if only this map holds it:
+    /// registered, no call in flight on it (a call holds its `Arc`), no
+    /// subscriber. The caller deregisters it.
+    fn take_free(&mut self, key: &str) -> Option<Arc<Ctx>> {
+        let ctx = self
+            .get(key)
             .and_then(|c| c.get())
             .filter(|c| Arc::strong_count(c) == 1 && c.subscribers() == 0)
-            .cloned()
+            .cloned()?;
+        self.remove(key);
+        Some(ctx)
     }
 
     fn remove(&mut self, key: &str) {
@@ -540,10 +544,9 @@ impl Core {
                 if let Some(c) = map.get(key) {
                     return Some(c.clone());
                 }
-                let Some(gone) = map.freeable(&old) else {
+                let Some(gone) = map.take_free(&old) else {
                     continue;
                 };
-                map.remove(&old);
                 let cell = Cell::default();
                 map.insert(key.to_owned(), cell.clone());
                 (cell, gone)
@@ -570,14 +573,7 @@ impl Core {
             if self.store.context_has_open_tasks(identity, &v1) {
                 continue;
             }
-            let taken = {
-                let mut map = self.contexts.lock();
-                let ctx = map.freeable(&key);
-                if ctx.is_some() {
-                    map.remove(&key);
-                }
-                ctx
-            };
+            let taken = self.contexts.lock().take_free(&key);
             if let Some(ctx) = taken {
                 let _ = ctx.agent.deregister().await;
                 freed += 1;
