@@ -25,10 +25,19 @@ use a2a_client::{
     Agent, Artifact, ClientError, ListRole, Message, Pending, PushConfig, SendConfiguration, State,
 };
 use napi::bindgen_prelude::{PromiseRaw, Unknown};
-use napi::Env;
+use napi::{Env, JsValue};
 use napi_derive::napi;
 use serde::de::DeserializeOwned;
 use std::rc::Rc;
+
+/// `setCallSettlers(settleBatch, settleOne)`: index.js's functions that
+/// settle the calls made on the loop's calls connection (see
+/// `calls::Link::submit`). Until they are set, no calls connection is
+/// attached: calls take the client's connection.
+#[napi]
+pub fn set_call_settlers(env: Env, batch: Unknown, one: Unknown) -> napi::Result<()> {
+    crate::calls::set_settlers(&env, batch, one)
+}
 
 /// A registered agent.
 #[napi]
@@ -56,7 +65,7 @@ impl NativeAgent {
         env: &'env Env,
         call: Result<Call, Failure>,
         shape: Shape,
-    ) -> JsPromise<'env> {
+    ) -> Called<'env> {
         // The checks the client's own submission makes: a deregistered
         // agent or a closed connection fails before anything is sent.
         let call = call.and_then(|c| {
@@ -74,7 +83,7 @@ impl NativeAgent {
                 Err(f) => {
                     let (deferred, promise) = settle::raw_promise(env)?;
                     settle::settle_now(env.raw(), deferred, Err(f));
-                    Ok(promise)
+                    Ok(any(promise))
                 }
             };
         }
@@ -89,7 +98,7 @@ impl NativeAgent {
             Ok(Err(e)) => ticket.settle(Err(e.into())),
             Err(f) => ticket.settle(Err(f)),
         }
-        Ok(promise)
+        Ok(any(promise))
     }
 }
 
@@ -191,6 +200,18 @@ mod render {
 
 type JsPromise<'env> = napi::Result<PromiseRaw<'env, Unknown<'env>>>;
 
+/// What a call that may take the loop's calls connection returns: a
+/// promise, or the call's id (a number) whose promise index.js makes and
+/// the connection settles (see `calls::Link::submit`).
+type Called<'env> = napi::Result<Unknown<'env>>;
+
+/// A promise as any value.
+#[allow(unsafe_code)]
+fn any<'env>(p: PromiseRaw<'env, Unknown<'env>>) -> Unknown<'env> {
+    // SAFETY: the promise's own environment and value.
+    unsafe { Unknown::from_raw_unchecked(p.value().env, p.raw()) }
+}
+
 /// Reads an argument, or rejects the call with `-32602`.
 fn arg<T: DeserializeOwned>(what: &str, json: &str) -> Result<T, Failure> {
     serde_json::from_str(json).map_err(|e| Failure::invalid(what, e))
@@ -266,7 +287,7 @@ impl NativeAgent {
         env: &'env Env,
         message: String,
         configuration: Option<String>,
-    ) -> JsPromise<'env> {
+    ) -> Called<'env> {
         let parsed = arg::<Message>("message", &message).and_then(|m| {
             Ok((
                 m,
@@ -305,7 +326,7 @@ impl NativeAgent {
         env: &'env Env,
         id: String,
         history_length: Option<f64>,
-    ) -> JsPromise<'env> {
+    ) -> Called<'env> {
         let call = count("historyLength", history_length).map(|history_length| {
             Call::Get(GetParams {
                 token: self.token(),
@@ -324,7 +345,7 @@ impl NativeAgent {
         id: String,
         state: String,
         message: Option<String>,
-    ) -> JsPromise<'env> {
+    ) -> Called<'env> {
         let call = serde_json::from_value::<State>(serde_json::Value::String(state))
             .map_err(|e| Failure::invalid("state", e))
             .and_then(|s| Ok((s, opt_arg::<Message>("message", message.as_deref())?)))
@@ -348,7 +369,7 @@ impl NativeAgent {
         artifact: String,
         append: Option<bool>,
         last_chunk: Option<bool>,
-    ) -> JsPromise<'env> {
+    ) -> Called<'env> {
         let call = arg::<Artifact>("artifact", &artifact).map(|artifact| {
             Call::Artifact(ArtifactParams {
                 token: self.token(),
@@ -368,7 +389,7 @@ impl NativeAgent {
         env: &'env Env,
         id: String,
         message: Option<String>,
-    ) -> JsPromise<'env> {
+    ) -> Called<'env> {
         let call = opt_arg::<Message>("message", message.as_deref()).map(|message| {
             Call::Cancel(CancelParams {
                 token: self.token(),
@@ -396,12 +417,7 @@ impl NativeAgent {
 
     /// `a2a.tasks.pushNotificationConfig.set` → PushConfig.
     #[napi]
-    pub fn set_push<'env>(
-        &self,
-        env: &'env Env,
-        task_id: String,
-        config: String,
-    ) -> JsPromise<'env> {
+    pub fn set_push<'env>(&self, env: &'env Env, task_id: String, config: String) -> Called<'env> {
         let call = arg::<PushConfig>("config", &config).map(|config| {
             Call::PushSet(PushSetParams {
                 token: self.token(),
@@ -414,7 +430,7 @@ impl NativeAgent {
 
     /// `a2a.tasks.pushNotificationConfig.get` → PushConfig or null.
     #[napi]
-    pub fn get_push<'env>(&self, env: &'env Env, task_id: String) -> JsPromise<'env> {
+    pub fn get_push<'env>(&self, env: &'env Env, task_id: String) -> Called<'env> {
         let call = Call::PushGet(PushGetParams {
             token: self.token(),
             task_id,
@@ -424,7 +440,7 @@ impl NativeAgent {
 
     /// `a2a.agents.list` → AgentCard[].
     #[napi]
-    pub fn list<'env>(&self, env: &'env Env, skill: Option<String>) -> JsPromise<'env> {
+    pub fn list<'env>(&self, env: &'env Env, skill: Option<String>) -> Called<'env> {
         let call = Call::ListAgents(ListAgentsParams {
             token: self.token(),
             skill,
@@ -435,7 +451,7 @@ impl NativeAgent {
     /// `a2a.tasks.list` (ext) → `{tasks, nextCursor?}`; `query` is JSON
     /// `{role?, state?, limit?, cursor?}`.
     #[napi]
-    pub fn list_tasks<'env>(&self, env: &'env Env, query: Option<String>) -> JsPromise<'env> {
+    pub fn list_tasks<'env>(&self, env: &'env Env, query: Option<String>) -> Called<'env> {
         let call = opt_arg::<TaskQueryJson>("query", query.as_deref()).map(|q| {
             let q = q.unwrap_or_default();
             Call::ListTasks(ListTasksParams {
@@ -452,7 +468,7 @@ impl NativeAgent {
     /// `a2a.leases.acquire` (ext) → Lease; `request` is JSON `{paths,
     /// ttlSeconds, exclusive?, reason?, waitSeconds?}`.
     #[napi]
-    pub fn lease_acquire<'env>(&self, env: &'env Env, request: String) -> JsPromise<'env> {
+    pub fn lease_acquire<'env>(&self, env: &'env Env, request: String) -> Called<'env> {
         let call = arg::<LeaseJson>("lease", &request).map(|r| {
             Call::LeaseAcquire(AcquireLeaseParams {
                 token: self.token(),
@@ -473,7 +489,7 @@ impl NativeAgent {
         env: &'env Env,
         lease_id: String,
         ttl_seconds: f64,
-    ) -> JsPromise<'env> {
+    ) -> Called<'env> {
         let call = count("ttlSeconds", Some(ttl_seconds)).map(|t| {
             Call::LeaseRenew(RenewLeaseParams {
                 token: self.token(),
@@ -486,7 +502,7 @@ impl NativeAgent {
 
     /// `a2a.leases.release` (ext) → undefined.
     #[napi]
-    pub fn lease_release<'env>(&self, env: &'env Env, lease_id: String) -> JsPromise<'env> {
+    pub fn lease_release<'env>(&self, env: &'env Env, lease_id: String) -> Called<'env> {
         let call = Call::LeaseRelease(ReleaseLeaseParams {
             token: self.token(),
             lease_id,
@@ -496,7 +512,7 @@ impl NativeAgent {
 
     /// `a2a.leases.list` (ext) → Lease[] (those overlapping `path`, when given).
     #[napi]
-    pub fn lease_list<'env>(&self, env: &'env Env, path: Option<String>) -> JsPromise<'env> {
+    pub fn lease_list<'env>(&self, env: &'env Env, path: Option<String>) -> Called<'env> {
         let call = Call::LeaseList(ListLeasesParams {
             token: self.token(),
             path,

@@ -56,12 +56,7 @@ pub(crate) fn parse_json_bytes(env: sys::napi_env, s: &[u8]) -> Result<sys::napi
     let parse_ref = json_parse_ref(env)?;
     // SAFETY: on the JS thread, with live handles.
     unsafe {
-        let mut js = ptr::null_mut();
-        if sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut js)
-            != sys::Status::napi_ok
-        {
-            return Err(JsError("cannot create a string"));
-        }
+        let js = json_text(env, s)?;
         let mut parse = ptr::null_mut();
         sys::napi_get_reference_value(env, parse_ref, &mut parse);
         let mut undefined = ptr::null_mut();
@@ -79,6 +74,28 @@ pub(crate) fn parse_json_bytes(env: sys::napi_env, s: &[u8]) -> Result<sys::napi
     }
 }
 
+/// A JS string of JSON text for V8 to parse (JS thread only). ASCII text
+/// (most answers: ids, states, times, English text) is copied as Latin-1,
+/// so V8 makes its one-byte string with a copy, not a UTF-8 decode; text
+/// with any other byte takes the UTF-8 path (V8 replaces invalid bytes).
+#[allow(unsafe_code)]
+pub(crate) fn json_text(env: sys::napi_env, s: &[u8]) -> Result<sys::napi_value, JsError> {
+    let mut js = ptr::null_mut();
+    // SAFETY: on the JS thread; `s` is valid for its length. ASCII is
+    // Latin-1 byte for byte.
+    let status = unsafe {
+        if s.is_ascii() {
+            sys::napi_create_string_latin1(env, s.as_ptr().cast(), s.len() as isize, &mut js)
+        } else {
+            sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut js)
+        }
+    };
+    if status != sys::Status::napi_ok {
+        return Err(JsError("cannot create a string"));
+    }
+    Ok(js)
+}
+
 /// A JS string (JS thread only; `undefined`-free: a failure yields null,
 /// which napi setters then refuse harmlessly).
 #[allow(unsafe_code)]
@@ -87,20 +104,4 @@ pub(crate) fn string(env: sys::napi_env, s: &str) -> sys::napi_value {
     // SAFETY: the caller is on the JS thread.
     unsafe { sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut v) };
     v
-}
-
-/// The length of a JS array (JS thread only).
-#[allow(unsafe_code)]
-pub(crate) fn array_len(env: sys::napi_env, a: sys::napi_value) -> Option<u32> {
-    let mut n = 0;
-    // SAFETY: on the JS thread; a non-array is an error status.
-    (unsafe { sys::napi_get_array_length(env, a, &mut n) } == sys::Status::napi_ok).then_some(n)
-}
-
-/// Element `i` of a JS array (JS thread only).
-#[allow(unsafe_code)]
-pub(crate) fn element(env: sys::napi_env, a: sys::napi_value, i: u32) -> Option<sys::napi_value> {
-    let mut v = ptr::null_mut();
-    // SAFETY: on the JS thread.
-    (unsafe { sys::napi_get_element(env, a, i, &mut v) } == sys::Status::napi_ok).then_some(v)
 }
