@@ -146,6 +146,28 @@ test('answers with non-ASCII text settle exactly, beside ASCII ones in the same 
   }
 })
 
+test('arguments of every length around the raw entry points\' inline buffer, with a 4-byte character across its end, arrive whole', async () => {
+  const broker = await spawnBroker()
+  try {
+    const { worker, requester } = await withTask(broker, 'lengths')
+    // The message JSON's bytes reach 128 (src/rawcall.rs INLINE_STRING)
+    // with the emoji at every offset around it (its text starts at byte 45).
+    for (let k = 70; k < 90; k++) {
+      const text = 'a'.repeat(k) + '\u{1F600}z'
+      const t = await requester.send({ message: textMessage(text, { to: worker.id }) })
+      const got = await requester.get({ id: t.id })
+      assert.equal(got.history[0].parts[0].text, text, `length ${k}`)
+    }
+    // An id past the inline buffer, ending in a 4-byte character: the
+    // broker's answer names it whole.
+    const long = 'i'.repeat(126) + '\u{1F600}'
+    const e = await requester.get({ id: long }).then(() => null, (e) => e)
+    assert.equal(e.errorCode, 'A2A_UNKNOWN_TASK', e.message)
+  } finally {
+    await broker.close()
+  }
+})
+
 test('the broker killed mid-call: every pending call rejects, saying so', async () => {
   const broker = await spawnBroker()
   try {
