@@ -32,7 +32,7 @@
 //! by one call into index.js (`settleBatch`, one `JSON.parse` of them all),
 //! the others one by one (`settleOne`); see `wire::settle_answers`. No napi
 //! promise or deferred per call, no napi crossing per answer (measured:
-//! node-binding/README.md). Without index.js's settlers (the addon loaded
+//! BENCHMARKS.md "Node addon"). Without index.js's settlers (the addon loaded
 //! alone), no calls connection is attached and calls take the client's.
 //!
 //! Turns of the loop: the buffer is flushed at the end of the poll

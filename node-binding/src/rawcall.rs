@@ -4,7 +4,7 @@
 //! wrapper. That wrapper costs each call a type-tag check of the receiver
 //! (a private-symbol lookup), a native-borrow record under a global mutex,
 //! and argument conversions through a length query: measured at about a
-//! tenth of the JS thread's time per `get` (node-binding/README.md).
+//! tenth of the JS thread's time per `get` (BENCHMARKS.md "Node addon").
 //!
 //! The agent is named by its slot number (`NativeAgent::call_slot`, which
 //! index.js reads once per agent), not by its JS object: a number cannot
