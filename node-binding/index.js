@@ -49,44 +49,6 @@ function textOf(message) {
   return message.parts.filter((p) => p.kind === 'text').map((p) => p.text).join('')
 }
 
-// Calls on the loop's calls connection (src/calls.rs): the addon returns
-// the call's id, this table holds its promise's resolvers, and the addon
-// settles a whole read's answers with one `settleBatch` (one JSON.parse of
-// `[id, value, id, value, …, count]`), others with `settleOne`: no napi
-// promise, and no napi crossing per answer. Ids are unique per thread.
-const loopCalls = new Map()
-
-/** The promise of what a native call returned: its own, or that of the
- * loop call with this id. */
-function loopCall(r) {
-  if (typeof r !== 'number') return r
-  return new Promise((resolve, reject) => loopCalls.set(r, { resolve, reject }))
-}
-
-function settleBatch(text) {
-  const a = JSON.parse(text)
-  const n = a.length - 1
-  if (n < 0 || a[n] * 2 !== n) return false
-  for (let i = 0; i < n; i += 2) {
-    const w = loopCalls.get(a[i])
-    if (w === undefined) continue
-    loopCalls.delete(a[i])
-    w.resolve(a[i + 1])
-  }
-  return true
-}
-
-function settleOne(id, ok, value) {
-  const w = loopCalls.get(id)
-  if (w === undefined) return
-  loopCalls.delete(id)
-  if (ok) w.resolve(value)
-  else w.reject(value)
-}
-
-// An addon without it (an older build) settles every call itself.
-if (native.setCallSettlers) native.setCallSettlers(settleBatch, settleOne)
-
 // The task calls' raw entry points (src/rawcall.rs): the same native
 // methods, named by the agent's slot, without napi-rs's method wrapper.
 const raw = native.rawCalls ? native.rawCalls() : null
@@ -94,7 +56,7 @@ const raw = native.rawCalls ? native.rawCalls() : null
 /** `fn()`, a promise; a synchronous throw becomes an invalid_params rejection. */
 function guard(fn) {
   try {
-    return loopCall(fn())
+    return fn()
   } catch (e) {
     return Promise.reject(a2aError(`invalid params: ${e.message}`, 'invalid_params', { code: -32602 }))
   }

@@ -25,20 +25,11 @@ use a2a_client::{
     Agent, Artifact, ClientError, ListRole, Message, Pending, PushConfig, SendConfiguration, State,
 };
 use napi::bindgen_prelude::{PromiseRaw, Unknown};
-use napi::{Env, JsValue};
+use napi::Env;
 use napi_derive::napi;
 use serde::de::DeserializeOwned;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-
-/// `setCallSettlers(settleBatch, settleOne)`: index.js's functions that
-/// settle the calls made on the loop's calls connection (see
-/// `calls::Link::submit`). Until they are set, no calls connection is
-/// attached: calls take the client's connection.
-#[napi]
-pub fn set_call_settlers(env: Env, batch: Unknown, one: Unknown) -> napi::Result<()> {
-    crate::calls::set_settlers(&env, batch, one)
-}
 
 /// A registered agent.
 #[napi]
@@ -114,7 +105,7 @@ impl NativeAgent {
         env: &'env Env,
         call: Result<Call, Failure>,
         shape: Shape,
-    ) -> Called<'env> {
+    ) -> JsPromise<'env> {
         // The checks the client's own submission makes: a deregistered
         // agent or a closed connection fails before anything is sent.
         let call = call.and_then(|c| {
@@ -132,7 +123,7 @@ impl NativeAgent {
                 Err(f) => {
                     let (deferred, promise) = settle::raw_promise(env)?;
                     settle::settle_now(env.raw(), deferred, Err(f));
-                    Ok(any(promise))
+                    Ok(promise)
                 }
             };
         }
@@ -147,7 +138,7 @@ impl NativeAgent {
             Ok(Err(e)) => ticket.settle(Err(e.into())),
             Err(f) => ticket.settle(Err(f)),
         }
-        Ok(any(promise))
+        Ok(promise)
     }
 }
 
@@ -247,19 +238,7 @@ mod render {
     };
 }
 
-type JsPromise<'env> = napi::Result<PromiseRaw<'env, Unknown<'env>>>;
-
-/// What a call that may take the loop's calls connection returns: a
-/// promise, or the call's id (a number) whose promise index.js makes and
-/// the connection settles (see `calls::Link::submit`).
-type Called<'env> = napi::Result<Unknown<'env>>;
-
-/// A promise as any value.
-#[allow(unsafe_code)]
-fn any<'env>(p: PromiseRaw<'env, Unknown<'env>>) -> Unknown<'env> {
-    // SAFETY: the promise's own environment and value.
-    unsafe { Unknown::from_raw_unchecked(p.value().env, p.raw()) }
-}
+pub(crate) type JsPromise<'env> = napi::Result<PromiseRaw<'env, Unknown<'env>>>;
 
 /// Reads an argument, or rejects the call with `-32602`.
 fn arg<T: DeserializeOwned>(what: &str, json: &str) -> Result<T, Failure> {
@@ -365,7 +344,7 @@ impl NativeAgent {
         env: &'env Env,
         message: String,
         configuration: Option<String>,
-    ) -> Called<'env> {
+    ) -> JsPromise<'env> {
         let parsed = arg::<Message>("message", &message).and_then(|m| {
             Ok((
                 m,
@@ -404,7 +383,7 @@ impl NativeAgent {
         env: &'env Env,
         id: String,
         history_length: Option<f64>,
-    ) -> Called<'env> {
+    ) -> JsPromise<'env> {
         let call = count("historyLength", history_length).map(|history_length| {
             Call::Get(GetParams {
                 token: self.token(),
@@ -423,7 +402,7 @@ impl NativeAgent {
         id: String,
         state: String,
         message: Option<String>,
-    ) -> Called<'env> {
+    ) -> JsPromise<'env> {
         let call = serde_json::from_value::<State>(serde_json::Value::String(state))
             .map_err(|e| Failure::invalid("state", e))
             .and_then(|s| Ok((s, opt_arg::<Message>("message", message.as_deref())?)))
@@ -447,7 +426,7 @@ impl NativeAgent {
         artifact: String,
         append: Option<bool>,
         last_chunk: Option<bool>,
-    ) -> Called<'env> {
+    ) -> JsPromise<'env> {
         let call = arg::<Artifact>("artifact", &artifact).map(|artifact| {
             Call::Artifact(ArtifactParams {
                 token: self.token(),
@@ -467,7 +446,7 @@ impl NativeAgent {
         env: &'env Env,
         id: String,
         message: Option<String>,
-    ) -> Called<'env> {
+    ) -> JsPromise<'env> {
         let call = opt_arg::<Message>("message", message.as_deref()).map(|message| {
             Call::Cancel(CancelParams {
                 token: self.token(),
@@ -495,7 +474,12 @@ impl NativeAgent {
 
     /// `a2a.tasks.pushNotificationConfig.set` → PushConfig.
     #[napi]
-    pub fn set_push<'env>(&self, env: &'env Env, task_id: String, config: String) -> Called<'env> {
+    pub fn set_push<'env>(
+        &self,
+        env: &'env Env,
+        task_id: String,
+        config: String,
+    ) -> JsPromise<'env> {
         let call = arg::<PushConfig>("config", &config).map(|config| {
             Call::PushSet(PushSetParams {
                 token: self.token(),
@@ -508,7 +492,7 @@ impl NativeAgent {
 
     /// `a2a.tasks.pushNotificationConfig.get` → PushConfig or null.
     #[napi]
-    pub fn get_push<'env>(&self, env: &'env Env, task_id: String) -> Called<'env> {
+    pub fn get_push<'env>(&self, env: &'env Env, task_id: String) -> JsPromise<'env> {
         let call = Call::PushGet(PushGetParams {
             token: self.token(),
             task_id,
@@ -518,7 +502,7 @@ impl NativeAgent {
 
     /// `a2a.agents.list` → AgentCard[].
     #[napi]
-    pub fn list<'env>(&self, env: &'env Env, skill: Option<String>) -> Called<'env> {
+    pub fn list<'env>(&self, env: &'env Env, skill: Option<String>) -> JsPromise<'env> {
         let call = Call::ListAgents(ListAgentsParams {
             token: self.token(),
             skill,
@@ -529,7 +513,7 @@ impl NativeAgent {
     /// `a2a.tasks.list` (ext) → `{tasks, nextCursor?}`; `query` is JSON
     /// `{role?, state?, limit?, cursor?}`.
     #[napi]
-    pub fn list_tasks<'env>(&self, env: &'env Env, query: Option<String>) -> Called<'env> {
+    pub fn list_tasks<'env>(&self, env: &'env Env, query: Option<String>) -> JsPromise<'env> {
         let call = opt_arg::<TaskQueryJson>("query", query.as_deref()).map(|q| {
             let q = q.unwrap_or_default();
             Call::ListTasks(ListTasksParams {
@@ -546,7 +530,7 @@ impl NativeAgent {
     /// `a2a.leases.acquire` (ext) → Lease; `request` is JSON `{paths,
     /// ttlSeconds, exclusive?, reason?, waitSeconds?}`.
     #[napi]
-    pub fn lease_acquire<'env>(&self, env: &'env Env, request: String) -> Called<'env> {
+    pub fn lease_acquire<'env>(&self, env: &'env Env, request: String) -> JsPromise<'env> {
         let call = arg::<LeaseJson>("lease", &request).map(|r| {
             Call::LeaseAcquire(AcquireLeaseParams {
                 token: self.token(),
@@ -567,7 +551,7 @@ impl NativeAgent {
         env: &'env Env,
         lease_id: String,
         ttl_seconds: f64,
-    ) -> Called<'env> {
+    ) -> JsPromise<'env> {
         let call = count("ttlSeconds", Some(ttl_seconds)).map(|t| {
             Call::LeaseRenew(RenewLeaseParams {
                 token: self.token(),
@@ -580,7 +564,7 @@ impl NativeAgent {
 
     /// `a2a.leases.release` (ext) → undefined.
     #[napi]
-    pub fn lease_release<'env>(&self, env: &'env Env, lease_id: String) -> Called<'env> {
+    pub fn lease_release<'env>(&self, env: &'env Env, lease_id: String) -> JsPromise<'env> {
         let call = Call::LeaseRelease(ReleaseLeaseParams {
             token: self.token(),
             lease_id,
@@ -590,7 +574,7 @@ impl NativeAgent {
 
     /// `a2a.leases.list` (ext) → Lease[] (those overlapping `path`, when given).
     #[napi]
-    pub fn lease_list<'env>(&self, env: &'env Env, path: Option<String>) -> Called<'env> {
+    pub fn lease_list<'env>(&self, env: &'env Env, path: Option<String>) -> JsPromise<'env> {
         let call = Call::LeaseList(ListLeasesParams {
             token: self.token(),
             path,

@@ -27,14 +27,6 @@
 //! `deregister` updates the client's agent when answered: those stay on
 //! the client's connection.
 //!
-//! Promises: a call made here returns its id (a number) and index.js
-//! makes its promise and keeps the resolvers; a read's answers are settled
-//! by one call into index.js (`settleBatch`, one `JSON.parse` of them all),
-//! the others one by one (`settleOne`); see `wire::settle_answers`. No napi
-//! promise or deferred per call, no napi crossing per answer (measured:
-//! BENCHMARKS.md "Node addon"). Without index.js's settlers (the addon loaded
-//! alone), no calls connection is attached and calls take the client's.
-//!
 //! Turns of the loop: the buffer is flushed at the end of the poll
 //! callback (the promise reactions run inside it, in its callback scope,
 //! and usually submit the next calls), or else by a prepare handle (before
@@ -62,12 +54,12 @@
 use crate::envelope;
 use crate::settle::{self, Shape};
 use crate::uv::{self, Handle, Uv, UV_CHECK, UV_POLL, UV_PREPARE, UV_READABLE, UV_WRITABLE};
-use crate::wire::{self, offset, request, rpc_error, settle_answers, Answer};
+use crate::wire::{offset, request, rpc_error, settle_answers, Answer};
 use a2a_client::proto::call::Call;
 use a2a_client::proto::limits::{A2A_MAX_OUT_FRAME_BYTES, MAX_FRAME_BYTES};
 use a2a_client::{ClientError, ClientOptions, CloseReason};
-use napi::bindgen_prelude::Unknown;
-use napi::{sys, Env, JsValue};
+use napi::bindgen_prelude::{PromiseRaw, Unknown};
+use napi::{sys, Env};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
@@ -162,16 +154,6 @@ thread_local! {
     /// This thread's live links, by number.
     static LINKS: RefCell<HashMap<LinkKey, Weak<Link>>> = RefCell::new(HashMap::new());
     static NEXT_KEY: Cell<LinkKey> = const { Cell::new(1) };
-    /// The next call id: one sequence for every calls connection of this
-    /// thread, so that index.js keeps one table of the calls it waits for.
-    static NEXT_ID: Cell<u64> = const { Cell::new(1) };
-}
-
-/// Keeps index.js's functions that settle the loop's calls (see
-/// `wire::settle_answers`; `agent::set_call_settlers`).
-pub(crate) fn set_settlers(env: &Env, batch: Unknown, one: Unknown) -> napi::Result<()> {
-    wire::set_settlers(env.raw(), batch.raw(), one.raw())
-        .map_err(|e| napi::Error::new(napi::Status::GenericFailure, e.0))
 }
 
 impl Drop for Link {
@@ -203,38 +185,18 @@ impl Link {
         LINKS.with(|l| l.borrow().get(&key).and_then(Weak::upgrade))
     }
 
-    /// Submits `call`: its id (a number) for index.js to wait on, which
-    /// its answer settles as `shape` says (see `wire::settle_answers`);
-    /// or, when it cannot be written, a rejected promise.
-    #[allow(unsafe_code)]
+    /// Submits `call`: a promise settled with `render` of its answer.
     pub(crate) fn submit<'env>(
         &self,
         env: &'env Env,
         call: Call,
         shape: Shape,
-    ) -> napi::Result<Unknown<'env>> {
-        match self.conn.submit(&call, shape) {
-            Ok(id) => {
-                let mut v = ptr::null_mut();
-                // SAFETY: on the JS thread, from a JS call.
-                if unsafe { sys::napi_create_double(env.raw(), id as f64, &mut v) }
-                    != sys::Status::napi_ok
-                {
-                    return Err(napi::Error::new(
-                        napi::Status::GenericFailure,
-                        "cannot return the call's id",
-                    ));
-                }
-                // SAFETY: a number just made in `env`.
-                Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), v) })
-            }
-            Err(e) => {
-                let (deferred, promise) = settle::raw_promise(env)?;
-                settle::settle_now(env.raw(), deferred, Err(e.into()));
-                // SAFETY: the promise just made in `env`.
-                Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), promise.raw()) })
-            }
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let (deferred, promise) = settle::raw_promise(env)?;
+        if let Err(e) = self.conn.submit(deferred, &call, shape) {
+            settle::settle_now(env.raw(), deferred, Err(e.into()));
         }
+        Ok(promise)
     }
 
     /// Closes the connection: pending calls reject with `closed`. JS
@@ -249,9 +211,9 @@ impl Link {
     }
 }
 
-/// One call waiting for its answer (index.js holds its promise's
-/// resolvers, under the call's id).
+/// One call waiting for its answer.
 struct Waiting {
+    deferred: sys::napi_deferred,
     shape: Shape,
 }
 
@@ -262,6 +224,7 @@ struct State {
     /// Bytes read that do not make a whole line yet.
     rbuf: Vec<u8>,
     calls: HashMap<u64, Waiting, BuildHasherDefault<IdHasher>>,
+    next_id: u64,
     /// Set once, when the connection ends; the first reason wins.
     closed: Option<CloseReason>,
     /// The events the poll handle watches.
@@ -297,9 +260,6 @@ pub(crate) struct Conn {
 #[allow(unsafe_code)]
 pub(crate) fn attach(env: sys::napi_env, stream: UnixStream) -> Option<Rc<Link>> {
     let uv = uv::get()?;
-    if !wire::has_settlers(env) {
-        return None;
-    }
     stream.set_nonblocking(true).ok()?;
     let mut lp: *mut sys::uv_loop_s = ptr::null_mut();
     // SAFETY: on the JS thread of `env`.
@@ -354,6 +314,7 @@ pub(crate) fn attach(env: sys::napi_env, stream: UnixStream) -> Option<Rc<Link>>
             out: Vec::new(),
             rbuf: Vec::new(),
             calls: HashMap::default(),
+            next_id: 1,
             closed: None,
             polling: UV_READABLE,
             flush_armed: false,
@@ -466,24 +427,25 @@ unsafe extern "C" fn env_cleanup(arg: *mut c_void) {
     let conn = unsafe { Rc::from_raw(arg as *const Conn) };
     conn.cleanup_arg.set(ptr::null());
     let dropped = conn.shut(CloseReason::Shutdown);
-    // Their promises (index.js's) go with the environment.
+    // The deferreds belong to the environment and are freed with it.
     drop(dropped);
 }
 
 impl Conn {
-    /// Queues `call`; its id.
-    fn submit(&self, call: &Call, shape: Shape) -> Result<u64, ClientError> {
+    fn submit(
+        &self,
+        deferred: sys::napi_deferred,
+        call: &Call,
+        shape: Shape,
+    ) -> Result<(), ClientError> {
         let mut st = self.st.borrow_mut();
         if let Some(r) = &st.closed {
             return Err(ClientError::Closed(r.clone()));
         }
-        let id = NEXT_ID.with(|n| {
-            let id = n.get();
-            n.set(id + 1);
-            id
-        });
+        let id = st.next_id;
+        st.next_id += 1;
         request(&mut st.out, id, call)?;
-        st.calls.insert(id, Waiting { shape });
+        st.calls.insert(id, Waiting { deferred, shape });
         if !st.referenced {
             st.referenced = true;
             // SAFETY: the poll handle is open while `closed` is None.
@@ -505,45 +467,17 @@ impl Conn {
         }
         drop(st);
         if big {
-            if let Some(_reason) = self.write_out() {
-                // Not ended here: index.js has not taken this call's id
-                // yet. The next turn's write meets the same error and
-                // ends the connection, settling every call.
-                self.arm_flush();
-            }
+            self.flush();
         }
-        Ok(id)
-    }
-
-    /// Starts the prepare and check handles (a write at the end of the turn).
-    fn arm_flush(&self) {
-        let mut st = self.st.borrow_mut();
-        if st.closed.is_some() || st.flush_armed {
-            return;
-        }
-        st.flush_armed = true;
-        // SAFETY: open handles while `closed` is None.
-        #[allow(unsafe_code)]
-        unsafe {
-            (self.uv.prepare_start)(self.prepare, on_turn);
-            (self.uv.check_start)(self.check, on_turn);
-        }
+        Ok(())
     }
 
     /// Writes what the socket takes now; watches for writability if some
     /// is left. Ends the connection on a write error.
     fn flush(&self) {
-        if let Some(reason) = self.write_out() {
-            self.end(reason);
-        }
-    }
-
-    /// What `flush` does but ending the connection: the write error, if
-    /// one came.
-    fn write_out(&self) -> Option<CloseReason> {
         let mut st = self.st.borrow_mut();
         if st.closed.is_some() {
-            return None;
+            return;
         }
         let mut sent = 0;
         let mut failed = None;
@@ -603,7 +537,10 @@ impl Conn {
                 (self.uv.poll_start)(self.poll, want, on_poll)
             };
         }
-        failed
+        drop(st);
+        if let Some(reason) = failed {
+            self.end(reason);
+        }
     }
 
     /// Reads what is there, settles the answers it completes, then writes
@@ -715,8 +652,15 @@ impl Conn {
     /// Each whole line of `rbuf`: its call, and what settles it; then how
     /// far the lines went, and the end a bad line makes. Answers read
     /// before an end are still delivered.
-    fn match_answers(&self, rbuf: &[u8]) -> (Vec<(u64, Answer)>, usize, Option<CloseReason>) {
-        let mut done: Vec<(u64, Answer)> = Vec::new();
+    fn match_answers(
+        &self,
+        rbuf: &[u8],
+    ) -> (
+        Vec<(sys::napi_deferred, Answer)>,
+        usize,
+        Option<CloseReason>,
+    ) {
+        let mut done: Vec<(sys::napi_deferred, Answer)> = Vec::new();
         let mut end = None;
         let mut at = 0;
         {
@@ -747,7 +691,7 @@ impl Conn {
                             member: w.shape.member,
                         }
                     };
-                    done.push((id, a));
+                    done.push((w.deferred, a));
                     continue;
                 }
                 let a = match envelope::answer(line) {
@@ -785,7 +729,7 @@ impl Conn {
                         ClientError::Protocol("an answer without result".into()).into(),
                     ),
                 };
-                done.push((id, answer));
+                done.push((w.deferred, answer));
             }
         }
         (done, at, end)
@@ -858,7 +802,13 @@ impl Conn {
             return;
         }
         self.in_callback_scope(|env| {
-            wire::settle_failed(env, &calls, || ClientError::Closed(reason.clone()).into())
+            for (_, w) in calls {
+                settle::settle_now(
+                    env,
+                    w.deferred,
+                    Err(ClientError::Closed(reason.clone()).into()),
+                );
+            }
         });
     }
 
@@ -875,10 +825,10 @@ impl Conn {
     }
 
     /// Marks the connection ended (first reason wins), closes its handles
-    /// and returns the ids of the calls still waiting (for the caller to
-    /// settle, or to drop at teardown). Runs no JS.
+    /// and returns the calls still waiting (for the caller to settle, or
+    /// to drop at teardown). Runs no JS.
     #[allow(unsafe_code)]
-    fn shut(&self, reason: CloseReason) -> Vec<u64> {
+    fn shut(&self, reason: CloseReason) -> Vec<(u64, Waiting)> {
         let mut st = self.st.borrow_mut();
         if st.closed.is_some() {
             return Vec::new();
@@ -887,8 +837,8 @@ impl Conn {
         st.out = Vec::new();
         st.rbuf = Vec::new();
         // In the order they were made, to be rejected in it.
-        let mut calls: Vec<u64> = st.calls.drain().map(|(id, _)| id).collect();
-        calls.sort_unstable();
+        let mut calls: Vec<(u64, Waiting)> = st.calls.drain().collect();
+        calls.sort_unstable_by_key(|(id, _)| *id);
         drop(st);
         // SAFETY: the handles are open (closed only here, once); their
         // close callbacks free them and release their counts, later, from

@@ -4,7 +4,7 @@
 use crate::settle::Shape;
 use a2a_client::proto::call::Call;
 use a2a_client::{ClientError, CloseReason};
-use napi::bindgen_prelude::Unknown;
+use napi::bindgen_prelude::{PromiseRaw, Unknown};
 use napi::{sys, Env};
 use std::rc::Rc;
 
@@ -19,7 +19,7 @@ impl Link {
         _env: &'env Env,
         _call: Call,
         _shape: Shape,
-    ) -> napi::Result<Unknown<'env>> {
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
         match *self {}
     }
     pub(crate) fn close(&self) {
@@ -34,11 +34,6 @@ impl Link {
     pub(crate) fn find(_key: LinkKey) -> Option<Rc<Link>> {
         None
     }
-}
-
-/// Nothing to settle here.
-pub(crate) fn set_settlers(_env: &Env, _batch: Unknown, _one: Unknown) -> napi::Result<()> {
-    Ok(())
 }
 
 /// Never attaches.

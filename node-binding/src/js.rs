@@ -79,7 +79,7 @@ pub(crate) fn parse_json_bytes(env: sys::napi_env, s: &[u8]) -> Result<sys::napi
 /// so V8 makes its one-byte string with a copy, not a UTF-8 decode; text
 /// with any other byte takes the UTF-8 path (V8 replaces invalid bytes).
 #[allow(unsafe_code)]
-pub(crate) fn json_text(env: sys::napi_env, s: &[u8]) -> Result<sys::napi_value, JsError> {
+fn json_text(env: sys::napi_env, s: &[u8]) -> Result<sys::napi_value, JsError> {
     let mut js = ptr::null_mut();
     // SAFETY: on the JS thread; `s` is valid for its length. ASCII is
     // Latin-1 byte for byte.
@@ -104,4 +104,20 @@ pub(crate) fn string(env: sys::napi_env, s: &str) -> sys::napi_value {
     // SAFETY: the caller is on the JS thread.
     unsafe { sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut v) };
     v
+}
+
+/// The length of a JS array (JS thread only).
+#[allow(unsafe_code)]
+pub(crate) fn array_len(env: sys::napi_env, a: sys::napi_value) -> Option<u32> {
+    let mut n = 0;
+    // SAFETY: on the JS thread; a non-array is an error status.
+    (unsafe { sys::napi_get_array_length(env, a, &mut n) } == sys::Status::napi_ok).then_some(n)
+}
+
+/// Element `i` of a JS array (JS thread only).
+#[allow(unsafe_code)]
+pub(crate) fn element(env: sys::napi_env, a: sys::napi_value, i: u32) -> Option<sys::napi_value> {
+    let mut v = ptr::null_mut();
+    // SAFETY: on the JS thread.
+    (unsafe { sys::napi_get_element(env, a, i, &mut v) } == sys::Status::napi_ok).then_some(v)
 }

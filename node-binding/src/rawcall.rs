@@ -14,7 +14,7 @@
 //! option); one that cannot be read throws, as napi-rs does, and index.js
 //! turns the throw into an `invalid_params` rejection.
 
-use crate::agent::NativeAgent;
+use crate::agent::{JsPromise, NativeAgent};
 use napi::bindgen_prelude::Unknown;
 use napi::{sys, Env, JsValue};
 use std::ffi::c_char;
@@ -154,7 +154,7 @@ impl Args {
 unsafe fn trampoline(
     env: sys::napi_env,
     info: sys::napi_callback_info,
-    f: impl for<'e> FnOnce(&NativeAgent, &'e Env, &Args) -> Result<napi::Result<Unknown<'e>>, Bad>,
+    f: impl for<'e> FnOnce(&NativeAgent, &'e Env, &Args) -> Result<JsPromise<'e>, Bad>,
 ) -> sys::napi_value {
     let mut all = [ptr::null_mut(); MAX_ARGS + 1];
     let mut argc = all.len();

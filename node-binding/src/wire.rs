@@ -11,8 +11,6 @@ use a2a_client::proto::call::Call;
 use a2a_client::proto::limits::MAX_FRAME_BYTES;
 use a2a_client::{ClientError, RpcError};
 use napi::sys;
-use std::cell::RefCell;
-use std::ptr;
 
 /// The most answer bytes parsed in one `JSON.parse`: V8 puts a string
 /// over 128 KiB in its large-object space, a fresh mapping each time
@@ -47,7 +45,7 @@ pub(crate) fn request(out: &mut Vec<u8>, id: u64, call: &Call) -> Result<(), Cli
     Ok(())
 }
 
-/// Appends `n` in decimal (without `fmt`'s machinery: twice per call).
+/// Appends `n` in decimal (without `fmt`'s machinery: once per call).
 fn push_u64(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
@@ -84,210 +82,81 @@ pub(crate) enum Answer {
     Fail(Failure),
 }
 
-thread_local! {
-    /// `(env, batch, one)`: index.js's two functions that settle the
-    /// loop's calls (`settleBatch`, `settleOne`), registered once per
-    /// environment by `setCallSettlers`.
-    static SETTLERS: RefCell<Option<(sys::napi_env, sys::napi_ref, sys::napi_ref)>> =
-        const { RefCell::new(None) };
-}
-
-/// Keeps `batch` and `one` as this environment's settlers (JS thread).
-#[allow(unsafe_code)]
-pub(crate) fn set_settlers(
-    env: sys::napi_env,
-    batch: sys::napi_value,
-    one: sys::napi_value,
-) -> Result<(), js::JsError> {
-    let mut refs = [ptr::null_mut(); 2];
-    for (r, f) in refs.iter_mut().zip([batch, one]) {
-        // SAFETY: on the JS thread of `env`, with live values.
-        if unsafe { sys::napi_create_reference(env, f, 1, r) } != sys::Status::napi_ok {
-            return Err(js::JsError("cannot keep the call settlers"));
-        }
-    }
-    let old = SETTLERS.with(|c| c.borrow_mut().replace((env, refs[0], refs[1])));
-    if let Some((e, b, o)) = old.filter(|(e, _, _)| *e == env) {
-        // SAFETY: references of this environment, replaced above.
-        unsafe {
-            sys::napi_delete_reference(e, b);
-            sys::napi_delete_reference(e, o);
-        }
-    }
-    Ok(())
-}
-
-/// Has this environment registered its settlers? (The loop's calls
-/// connection is only used where it has: see `calls::attach`.)
-pub(crate) fn has_settlers(env: sys::napi_env) -> bool {
-    SETTLERS.with(|c| matches!(*c.borrow(), Some((e, _, _)) if e == env))
-}
-
-/// The settlers as values (JS thread, inside a handle scope).
-#[allow(unsafe_code)]
-fn settlers(env: sys::napi_env) -> Option<Settlers> {
-    let (e, b, o) = SETTLERS.with(|c| *c.borrow())?;
-    if e != env {
-        return None;
-    }
-    let mut s = Settlers {
-        batch: ptr::null_mut(),
-        one: ptr::null_mut(),
-        undefined: ptr::null_mut(),
-    };
-    // SAFETY: on the JS thread; the references are live (never deleted
-    // but on replacement).
-    unsafe {
-        sys::napi_get_reference_value(env, b, &mut s.batch);
-        sys::napi_get_reference_value(env, o, &mut s.one);
-        sys::napi_get_undefined(env, &mut s.undefined);
-    }
-    (!s.batch.is_null() && !s.one.is_null()).then_some(s)
-}
-
-/// index.js's settlers, for one read.
-pub(crate) struct Settlers {
-    /// `settleBatch(text)`: `text` is `[id, value, id, value, …, count]`;
-    /// resolves each call `id` with its `value` and returns true, or
-    /// returns false (or throws) having settled nothing.
-    batch: sys::napi_value,
-    /// `settleOne(id, ok, value)`: resolves (`ok`) or rejects call `id`.
-    one: sys::napi_value,
-    undefined: sys::napi_value,
-}
-
-impl Settlers {
-    /// Settles call `id` with `value` (a JS value, or the failure).
-    #[allow(unsafe_code)]
-    fn one(&self, env: sys::napi_env, id: u64, value: Result<sys::napi_value, Failure>) {
-        let (ok, v) = match value {
-            Ok(v) => (true, v),
-            Err(f) => (false, f.error_value(env)),
-        };
-        // SAFETY: on the JS thread, inside the caller's handle scope.
-        unsafe {
-            let mut args = [ptr::null_mut(); 3];
-            sys::napi_create_double(env, id as f64, &mut args[0]);
-            sys::napi_get_boolean(env, ok, &mut args[1]);
-            args[2] = v;
-            let mut out = ptr::null_mut();
-            if sys::napi_call_function(env, self.undefined, self.one, 3, args.as_ptr(), &mut out)
-                != sys::Status::napi_ok
-            {
-                clear_exception(env);
-            }
-        }
-    }
-
-    /// Settles the guessed values written in `batch` (`[id,value,…`) by
-    /// one `settleBatch` call; false when they did not parse (nothing is
-    /// settled then).
-    #[allow(unsafe_code)]
-    fn batch(&self, env: sys::napi_env, batch: &mut Vec<u8>, count: usize) -> bool {
-        batch.push(b',');
-        push_u64(batch, count as u64);
-        batch.push(b']');
-        let Ok(text) = js::json_text(env, batch) else {
-            return false;
-        };
-        let mut out = ptr::null_mut();
-        let mut done = false;
-        // SAFETY: on the JS thread, inside the caller's handle scope.
-        unsafe {
-            if sys::napi_call_function(env, self.undefined, self.batch, 1, &text, &mut out)
-                == sys::Status::napi_ok
-            {
-                sys::napi_get_value_bool(env, out, &mut done);
-            } else {
-                clear_exception(env);
-            }
-        }
-        done
-    }
-}
-
-/// Takes a pending JS exception out of the way (a settler that threw).
-#[allow(unsafe_code)]
-fn clear_exception(env: sys::napi_env) {
-    let mut exc = ptr::null_mut();
-    // SAFETY: on the JS thread.
-    unsafe { sys::napi_get_and_clear_last_exception(env, &mut exc) };
-}
-
-/// Settles the answers of one read, in their order (JS thread, in a
-/// callback scope), through index.js's settlers: the guessed values go
-/// into one text `[id,value,id,value,…,count]` that `settleBatch` parses
-/// with V8's `JSON.parse` and settles in a loop of JS (one call into JS
-/// and one string per read, not a napi crossing per answer; no napi
-/// deferred either: index.js holds each call's resolvers). A guess that
-/// was wrong cannot parse (what follows a value in its object is
-/// `,"name":`, which no array holds), and then each is read exactly.
-/// Other answers (errors, `undefined`, values read exactly) go one by one
-/// through `settleOne`, after the batch before them.
+/// Settles the answers of one read (JS thread, in a callback scope). The
+/// guessed values are parsed by V8 in one `JSON.parse` of them all as an
+/// array (one call into V8 and one string per read, not per answer); a
+/// guess that was wrong cannot parse (what follows a value in its object
+/// is `,"name":`, which no array holds), and then each is read exactly.
 pub(crate) fn settle_answers(
     env: sys::napi_env,
     rbuf: &[u8],
-    done: Vec<(u64, Answer)>,
+    done: Vec<(sys::napi_deferred, Answer)>,
     batch: &mut Vec<u8>,
 ) {
-    let Some(st) = settlers(env) else {
-        // Cannot happen: the connection is only attached where they are.
-        return;
-    };
-    // The answers written into `batch`, for the exact reading if it does
-    // not parse.
-    let mut group: Vec<(u64, std::ops::Range<usize>, Option<&'static str>)> = Vec::new();
-    let flush = |group: &mut Vec<(u64, std::ops::Range<usize>, Option<&'static str>)>,
-                 batch: &mut Vec<u8>| {
-        if group.is_empty() {
-            return;
+    let mut group = Vec::new();
+    let mut bytes = 0;
+    for item in done {
+        let len = match &item.1 {
+            Answer::Value { guess: Some(g), .. } => g.len(),
+            _ => 0,
+        };
+        if bytes + len > BATCH_BYTES && !group.is_empty() {
+            settle_group(env, rbuf, std::mem::take(&mut group), batch);
+            bytes = 0;
         }
-        if !st.batch(env, batch, group.len()) {
-            for (id, line, member) in group.iter() {
-                st.one(env, *id, exact(env, &rbuf[line.clone()], *member));
-            }
-        }
-        group.clear();
-        batch.clear();
-    };
+        bytes += len;
+        group.push(item);
+    }
+    if !group.is_empty() {
+        settle_group(env, rbuf, group, batch);
+    }
+}
+
+/// One `JSON.parse` of at most about [`BATCH_BYTES`] of answers.
+fn settle_group(
+    env: sys::napi_env,
+    rbuf: &[u8],
+    done: Vec<(sys::napi_deferred, Answer)>,
+    batch: &mut Vec<u8>,
+) {
     batch.clear();
-    for (id, a) in done {
-        match a {
+    let mut guesses = 0u32;
+    for (_, a) in &done {
+        if let Answer::Value { guess: Some(g), .. } = a {
+            batch.push(if guesses == 0 { b'[' } else { b',' });
+            batch.extend_from_slice(&rbuf[g.clone()]);
+            guesses += 1;
+        }
+    }
+    batch.push(b']');
+    let array = (guesses > 0)
+        .then(|| js::parse_json_bytes(env, batch).ok())
+        .flatten()
+        .filter(|&a| js::array_len(env, a) == Some(guesses));
+    let mut k = 0;
+    for (deferred, a) in done {
+        let value = match a {
+            Answer::Undefined => settle::undefined(env),
+            Answer::Fail(f) => Err(f),
             Answer::Value {
-                guess: Some(g),
+                guess,
                 line,
                 member,
             } => {
-                if batch.len() + g.len() > BATCH_BYTES {
-                    flush(&mut group, batch);
-                }
-                batch.push(if group.is_empty() { b'[' } else { b',' });
-                push_u64(batch, id);
-                batch.push(b',');
-                batch.extend_from_slice(&rbuf[g]);
-                group.push((id, line, member));
-            }
-            other => {
-                flush(&mut group, batch);
-                let value = match other {
-                    Answer::Undefined => settle::undefined(env),
-                    Answer::Fail(f) => Err(f),
-                    Answer::Value { line, member, .. } => exact(env, &rbuf[line], member),
+                let quick = match (&guess, array) {
+                    (Some(_), Some(arr)) => js::element(env, arr, k),
+                    _ => None,
                 };
-                st.one(env, id, value);
+                if guess.is_some() {
+                    k += 1;
+                }
+                match quick {
+                    Some(v) => Ok(v),
+                    None => exact(env, &rbuf[line], member),
+                }
             }
-        }
-    }
-    flush(&mut group, batch);
-}
-
-/// Rejects calls `ids` with `failure` (the connection ended; JS thread,
-/// in a callback scope).
-pub(crate) fn settle_failed(env: sys::napi_env, ids: &[u64], failure: impl Fn() -> Failure) {
-    if let Some(st) = settlers(env) {
-        for &id in ids {
-            st.one(env, id, Err(failure()));
-        }
+        };
+        settle::settle_value(env, deferred, value);
     }
 }
 
