@@ -78,7 +78,9 @@ impl NativeAgent {
     }
 
     /// The agent in `slot` (JS thread, for the duration of a JS call into
-    /// the addon: the caller holds the agent's JS object).
+    /// the addon: index.js's `Agent` making the call holds the agent's JS
+    /// object, and napi runs a wrapped object's finalizer from a later
+    /// task, never inside a call).
     #[allow(unsafe_code)]
     pub(crate) fn by_slot<'a>(slot: u32) -> Option<&'a NativeAgent> {
         let p = SLOTS.with(|s| {
