@@ -49,6 +49,10 @@ function textOf(message) {
   return message.parts.filter((p) => p.kind === 'text').map((p) => p.text).join('')
 }
 
+// The task calls' raw entry points (src/rawcall.rs): the same native
+// methods, named by the agent's slot, without napi-rs's method wrapper.
+const raw = native.rawCalls ? native.rawCalls() : null
+
 /** `fn()`, a promise; a synchronous throw becomes an invalid_params rejection. */
 function guard(fn) {
   try {
@@ -183,9 +187,13 @@ class Agent {
   #delegating = 0
   #routing = false
 
+  /** The agent's slot for the raw entry points (0: none). */
+  #slot = 0
+
   /** @internal */
   constructor(nativeAgent) {
     this.#n = nativeAgent
+    this.#slot = raw ? nativeAgent.callSlot : 0
     this.id = nativeAgent.id
     this.contextId = nativeAgent.contextId
     this.card = JSON.parse(nativeAgent.card)
@@ -205,21 +213,26 @@ class Agent {
   // even be handed to the addon (missing, not serializable) rejects with
   // the same shape as one the addon refuses (-32602, invalid_params).
   send(p) {
+    if (this.#slot) return guard(() => raw.send(this.#slot, JSON.stringify(p.message), json(p.configuration)))
     return guard(() => this.#n.send(JSON.stringify(p.message), json(p.configuration)))
   }
   stream(p) {
     return guard(() => this.#n.stream(JSON.stringify(p.message)))
   }
   get(p) {
+    if (this.#slot) return guard(() => raw.get(this.#slot, p.id, p.historyLength))
     return guard(() => this.#n.get(p.id, p.historyLength))
   }
   status(p) {
+    if (this.#slot) return guard(() => raw.status(this.#slot, p.id, p.state, json(p.message)))
     return guard(() => this.#n.status(p.id, p.state, json(p.message)))
   }
   artifact(p) {
+    if (this.#slot) return guard(() => raw.artifact(this.#slot, p.id, JSON.stringify(p.artifact), p.append, p.lastChunk))
     return guard(() => this.#n.artifact(p.id, JSON.stringify(p.artifact), p.append, p.lastChunk))
   }
   cancel(p) {
+    if (this.#slot) return guard(() => raw.cancel(this.#slot, p.id, json(p.message)))
     return guard(() => this.#n.cancel(p.id, json(p.message)))
   }
   resubscribe(p) {

@@ -28,6 +28,7 @@ use napi::bindgen_prelude::{PromiseRaw, Unknown};
 use napi::Env;
 use napi_derive::napi;
 use serde::de::DeserializeOwned;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 /// A registered agent.
@@ -36,11 +37,61 @@ pub struct NativeAgent {
     pub(crate) agent: Agent,
     /// Its broker's calls connection on this thread's loop, if it has one.
     calls: Option<Rc<Link>>,
+    /// Its number in [`SLOTS`] (0: none yet), for the raw entry points of
+    /// the hottest calls (`rawcall`).
+    slot: Cell<u32>,
+}
+
+thread_local! {
+    /// The agents (of this thread) the raw entry points can name, by slot
+    /// number - 1; a slot is emptied when its agent drops (JS thread: napi
+    /// finalizes a wrapped object there), so a number never names a freed
+    /// agent.
+    static SLOTS: RefCell<Slots> = const { RefCell::new(Slots { agents: Vec::new(), free: Vec::new() }) };
+}
+
+struct Slots {
+    agents: Vec<*const NativeAgent>,
+    free: Vec<u32>,
+}
+
+impl Drop for NativeAgent {
+    fn drop(&mut self) {
+        let slot = self.slot.get();
+        if slot != 0 {
+            let _ = SLOTS.try_with(|s| {
+                let mut s = s.borrow_mut();
+                s.agents[slot as usize - 1] = std::ptr::null();
+                s.free.push(slot);
+            });
+        }
+    }
 }
 
 impl NativeAgent {
     pub(crate) fn new(agent: Agent, calls: Option<Rc<Link>>) -> NativeAgent {
-        NativeAgent { agent, calls }
+        NativeAgent {
+            agent,
+            calls,
+            slot: Cell::new(0),
+        }
+    }
+
+    /// The agent in `slot` (JS thread, for the duration of a JS call into
+    /// the addon: index.js's `Agent` making the call holds the agent's JS
+    /// object, and napi runs a wrapped object's finalizer from a later
+    /// task, never inside a call).
+    #[allow(unsafe_code)]
+    pub(crate) fn by_slot<'a>(slot: u32) -> Option<&'a NativeAgent> {
+        let p = SLOTS.with(|s| {
+            let s = s.borrow();
+            (slot as usize)
+                .checked_sub(1)
+                .and_then(|i| s.agents.get(i).copied())
+        })?;
+        // SAFETY: a slot holds the address of a live agent (napi's boxed
+        // value, which does not move), cleared when it drops.
+        (!p.is_null()).then(|| unsafe { &*p })
     }
 
     /// The agent's token, as every call carries it.
@@ -189,7 +240,7 @@ mod render {
     };
 }
 
-type JsPromise<'env> = napi::Result<PromiseRaw<'env, Unknown<'env>>>;
+pub(crate) type JsPromise<'env> = napi::Result<PromiseRaw<'env, Unknown<'env>>>;
 
 /// Reads an argument, or rejects the call with `-32602`.
 fn arg<T: DeserializeOwned>(what: &str, json: &str) -> Result<T, Failure> {
@@ -251,6 +302,35 @@ impl NativeAgent {
             a2a_client::Delivery::Push => "push".into(),
             a2a_client::Delivery::Pull => "pull".into(),
         }
+    }
+
+    /// The agent's number for the raw entry points of its calls on the
+    /// loop's calls connection (`rawcall`), or 0 where it has none.
+    #[napi(getter)]
+    pub fn call_slot(&self) -> u32 {
+        if self.calls.is_none() {
+            return 0;
+        }
+        if self.slot.get() == 0 {
+            // `self` is the wrapped value now (a getter runs on it), at the
+            // address it keeps until it drops.
+            let slot = SLOTS.with(|s| {
+                let mut s = s.borrow_mut();
+                let me = self as *const NativeAgent;
+                match s.free.pop() {
+                    Some(n) => {
+                        s.agents[n as usize - 1] = me;
+                        n
+                    }
+                    None => {
+                        s.agents.push(me);
+                        s.agents.len() as u32
+                    }
+                }
+            });
+            self.slot.set(slot);
+        }
+        self.slot.get()
     }
 
     /// Has `deregister` succeeded?

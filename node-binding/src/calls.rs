@@ -802,7 +802,7 @@ impl Conn {
             return;
         }
         self.in_callback_scope(|env| {
-            for w in calls {
+            for (_, w) in calls {
                 settle::settle_now(
                     env,
                     w.deferred,
@@ -828,7 +828,7 @@ impl Conn {
     /// and returns the calls still waiting (for the caller to settle, or
     /// to drop at teardown). Runs no JS.
     #[allow(unsafe_code)]
-    fn shut(&self, reason: CloseReason) -> Vec<Waiting> {
+    fn shut(&self, reason: CloseReason) -> Vec<(u64, Waiting)> {
         let mut st = self.st.borrow_mut();
         if st.closed.is_some() {
             return Vec::new();
@@ -836,7 +836,9 @@ impl Conn {
         st.closed = Some(reason);
         st.out = Vec::new();
         st.rbuf = Vec::new();
-        let calls: Vec<Waiting> = st.calls.drain().map(|(_, w)| w).collect();
+        // In the order they were made, to be rejected in it.
+        let mut calls: Vec<(u64, Waiting)> = st.calls.drain().collect();
+        calls.sort_unstable_by_key(|(id, _)| *id);
         drop(st);
         // SAFETY: the handles are open (closed only here, once); their
         // close callbacks free them and release their counts, later, from

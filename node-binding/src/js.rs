@@ -56,12 +56,7 @@ pub(crate) fn parse_json_bytes(env: sys::napi_env, s: &[u8]) -> Result<sys::napi
     let parse_ref = json_parse_ref(env)?;
     // SAFETY: on the JS thread, with live handles.
     unsafe {
-        let mut js = ptr::null_mut();
-        if sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut js)
-            != sys::Status::napi_ok
-        {
-            return Err(JsError("cannot create a string"));
-        }
+        let js = json_text(env, s)?;
         let mut parse = ptr::null_mut();
         sys::napi_get_reference_value(env, parse_ref, &mut parse);
         let mut undefined = ptr::null_mut();
@@ -77,6 +72,28 @@ pub(crate) fn parse_json_bytes(env: sys::napi_env, s: &[u8]) -> Result<sys::napi
         }
         Ok(out)
     }
+}
+
+/// A JS string of JSON text for V8 to parse (JS thread only). ASCII text
+/// (most answers: ids, states, times, English text) is copied as Latin-1,
+/// so V8 makes its one-byte string with a copy, not a UTF-8 decode; text
+/// with any other byte takes the UTF-8 path (V8 replaces invalid bytes).
+#[allow(unsafe_code)]
+fn json_text(env: sys::napi_env, s: &[u8]) -> Result<sys::napi_value, JsError> {
+    let mut js = ptr::null_mut();
+    // SAFETY: on the JS thread; `s` is valid for its length. ASCII is
+    // Latin-1 byte for byte.
+    let status = unsafe {
+        if s.is_ascii() {
+            sys::napi_create_string_latin1(env, s.as_ptr().cast(), s.len() as isize, &mut js)
+        } else {
+            sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut js)
+        }
+    };
+    if status != sys::Status::napi_ok {
+        return Err(JsError("cannot create a string"));
+    }
+    Ok(js)
 }
 
 /// A JS string (JS thread only; `undefined`-free: a failure yields null,

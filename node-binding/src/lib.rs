@@ -20,6 +20,8 @@
 //!   (`uv`: the libuv functions it needs, found in the Node process;
 //!   `wire`: its request and answer lines; `envelope`: where an NDJSON
 //!   answer's result lies in its line).
+//! - [`rawcall`] -- raw napi entry points of the task calls on the loop's
+//!   calls connection (no napi-rs method wrapper per call).
 //! - `settle` -- the completion queue that settles promises on the JS
 //!   thread, one wake-up per burst of answers (the client's path).
 //! - `error` -- how a failure becomes a JS `Error` (`code`, `kind`,
@@ -28,7 +30,7 @@
 //!
 //! Layers (issue 25: no import cycle; `test/layers.test.js` checks it):
 //! the leaves `js`, `uv`, `envelope`, `compact` <- `error` <- `settle` <-
-//! `wire` <- `calls` <- `agent` <- `events`, `tool`, `broker`. A lower layer never
+//! `wire` <- `calls` <- `agent` <- `events`, `tool`, `broker`, `rawcall`. A lower layer never
 //! names a higher one: a value only a higher one can make (a
 //! `NativeAgent`) crosses down as a closure (`settle::Payload::Native`).
 //!
@@ -60,6 +62,7 @@ mod envelope;
 mod error;
 pub mod events;
 mod js;
+pub mod rawcall;
 mod settle;
 pub mod tool;
 mod uv;

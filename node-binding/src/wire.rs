@@ -20,13 +20,12 @@ pub(crate) const BATCH_BYTES: usize = 48 * 1024;
 
 /// Appends the NDJSON request line of `call` under `id` to `out`.
 pub(crate) fn request(out: &mut Vec<u8>, id: u64, call: &Call) -> Result<(), ClientError> {
-    use std::io::Write as _;
     let start = out.len();
-    let _ = write!(
-        out,
-        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{}\",\"params\":",
-        call.method()
-    );
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    push_u64(out, id);
+    out.extend_from_slice(b",\"method\":\"");
+    out.extend_from_slice(call.method().as_bytes());
+    out.extend_from_slice(b"\",\"params\":");
     let written = call.write_params_json(&mut *out);
     if let Err(e) = written {
         out.truncate(start);
@@ -44,6 +43,21 @@ pub(crate) fn request(out: &mut Vec<u8>, id: u64, call: &Call) -> Result<(), Cli
         });
     }
     Ok(())
+}
+
+/// Appends `n` in decimal (without `fmt`'s machinery: once per call).
+fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// The broker's error object, as the client reports it.

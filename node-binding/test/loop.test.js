@@ -101,6 +101,73 @@ test('closing with calls in flight rejects every one of them with closed', async
   }
 })
 
+test('calls in flight when the connection closes reject in the order they were made', async () => {
+  const broker = await spawnBroker()
+  try {
+    const { requester, task } = await withTask(broker, 'order')
+    const order = []
+    // Queued in this turn, never written: all pending when it closes.
+    const calls = Array.from({ length: 500 }, (_, i) =>
+      requester.get({ id: task.id }).then(
+        () => order.push(`resolved ${i}`),
+        () => order.push(i),
+      ),
+    )
+    broker.native.close()
+    await settled(calls, 5_000, 'calls after close')
+    assert.equal(order.length, 500)
+    if (ON_LOOP) assert.deepEqual(order, [...order.keys()], 'rejected out of call order')
+  } finally {
+    await broker.close()
+  }
+})
+
+test('answers with non-ASCII text settle exactly, beside ASCII ones in the same read', async () => {
+  const broker = await spawnBroker()
+  try {
+    const ascii = await withTask(broker, 'ascii')
+    const text = 'h\u00e9llo \u2713 \u{1F600} \u00ff\u0100 "quoted" \\ end'
+    const wide = await withTask(broker, 'wide')
+    const sent = await wide.requester.send({ message: textMessage(text, { to: wide.worker.id }) })
+    const calls = []
+    for (let i = 0; i < 400; i++) {
+      calls.push(ascii.requester.get({ id: ascii.task.id }))
+      calls.push(wide.requester.get({ id: sent.id }))
+    }
+    const got = await deadline(Promise.all(calls), 30_000, 'calls')
+    for (let i = 0; i < got.length; i += 2) {
+      assert.equal(got[i].id, ascii.task.id)
+      assert.equal(got[i].history[0].parts[0].text, 'ascii')
+      assert.equal(got[i + 1].id, sent.id)
+      assert.equal(got[i + 1].history[0].parts[0].text, text)
+    }
+  } finally {
+    await broker.close()
+  }
+})
+
+test('arguments of every length around the raw entry points\' inline buffer, with a 4-byte character across its end, arrive whole', async () => {
+  const broker = await spawnBroker()
+  try {
+    const { worker, requester } = await withTask(broker, 'lengths')
+    // The message JSON's bytes reach 128 (src/rawcall.rs INLINE_STRING)
+    // with the emoji at every offset around it (its text starts at byte 45).
+    for (let k = 70; k < 90; k++) {
+      const text = 'a'.repeat(k) + '\u{1F600}z'
+      const t = await requester.send({ message: textMessage(text, { to: worker.id }) })
+      const got = await requester.get({ id: t.id })
+      assert.equal(got.history[0].parts[0].text, text, `length ${k}`)
+    }
+    // An id past the inline buffer, ending in a 4-byte character: the
+    // broker's answer names it whole.
+    const long = 'i'.repeat(126) + '\u{1F600}'
+    const e = await requester.get({ id: long }).then(() => null, (e) => e)
+    assert.equal(e.errorCode, 'A2A_UNKNOWN_TASK', e.message)
+  } finally {
+    await broker.close()
+  }
+})
+
 test('the broker killed mid-call: every pending call rejects, saying so', async () => {
   const broker = await spawnBroker()
   try {
