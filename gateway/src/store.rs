@@ -926,6 +926,13 @@ impl Drop for Writes {
     }
 }
 
+/// Runs a statement without parameters or rows (`BEGIN`, `COMMIT`),
+/// prepared once: `execute_batch` parsed both again for every commit.
+fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([])?;
+    Ok(())
+}
+
 /// Where in a batch each new task's row is written (by task id).
 fn inserts_by_position(batch: &[Write]) -> HashMap<&str, usize> {
     batch
@@ -1022,7 +1029,7 @@ fn commit_batch(conn: &Mutex<Shared>, queue: &Queue, batch: Vec<Write>) {
         queue
             .queued_inserts
             .fetch_add(inserts, std::sync::atomic::Ordering::Relaxed);
-        let began = c.execute_batch("BEGIN").map_err(|e| e.to_string());
+        let began = run_cached(&c, "BEGIN").map_err(|e| e.to_string());
         let mut applied = Vec::with_capacity(batch.len());
         let inserted_later = inserts_by_position(&batch);
         for (i, w) in batch.iter().enumerate() {
@@ -1040,7 +1047,7 @@ fn commit_batch(conn: &Mutex<Shared>, queue: &Queue, batch: Vec<Write>) {
             applied.push(r);
         }
         let committed = match began {
-            Ok(()) => c.execute_batch("COMMIT").map_err(|e| {
+            Ok(()) => run_cached(&c, "COMMIT").map_err(|e| {
                 tracing::warn!(error = %e, "gateway state commit failed");
                 let _ = c.execute_batch("ROLLBACK");
                 // The counts moved with the writes rolled back.
