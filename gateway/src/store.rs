@@ -961,7 +961,7 @@ fn hold_for_insert(shared: &mut Shared, later: &HashMap<&str, usize>, i: usize, 
     else {
         return false;
     };
-    if !later.get(id.as_str()).is_some_and(|&j| j > i) {
+    if later.get(id.as_str()).is_none_or(|&j| j <= i) {
         return false;
     }
     hold_early(shared, id, *state, *ts_ms, *version);
