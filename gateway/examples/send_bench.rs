@@ -17,7 +17,11 @@
 //! latency percentiles; phase 2 runs `--concurrency` callers per mode,
 //! modes alternating in slices, for requests per second. With `--perf
 //! MODE`, `perf record` samples the gateway process during the first
-//! phase-2 slice of that mode (into `/tmp/a2a-gateway.perf.data`).
+//! phase-2 slice of that mode (into `/tmp/a2a-gateway.perf.data`). With
+//! `--modes socket,http-ctx` only those modes run (the first is the base
+//! of the ratios). After phase 2, each mode's CPU per call of the gateway,
+//! the broker and this process (callers and worker), from their
+//! `/proc/PID/stat` (utime + stime) around that mode's slices.
 //!
 //! ```text
 //! cargo build --release -p a2a-broker -p a2a-gateway --examples
@@ -63,6 +67,14 @@ struct Args {
     slices: usize,
     /// The mode whose first phase-2 slice `perf record` samples.
     perf: Option<Mode>,
+    /// The modes run, the first the base of the ratios.
+    modes: Vec<Mode>,
+}
+
+impl Mode {
+    fn parse(s: &str) -> Option<Mode> {
+        MODES.into_iter().find(|m| m.name() == s)
+    }
 }
 
 fn args() -> Args {
@@ -72,6 +84,7 @@ fn args() -> Args {
         slice: Duration::from_secs(2),
         slices: 3,
         perf: None,
+        modes: MODES.to_vec(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -82,14 +95,22 @@ fn args() -> Args {
             "--slice-ms" => a.slice = Duration::from_millis(num()),
             "--slices" => a.slices = num().max(1) as usize,
             "--perf" => {
-                a.perf = match it.next().as_deref() {
-                    Some("http-ctx") => Some(Mode::HttpCtx),
-                    Some("http-new") => Some(Mode::HttpNew),
-                    other => {
-                        eprintln!("--perf takes http-ctx or http-new, not {other:?}");
+                a.perf = match it.next().as_deref().and_then(Mode::parse) {
+                    Some(m) => Some(m),
+                    None => {
+                        eprintln!("--perf takes socket, http-ctx or http-new");
                         None
                     }
                 }
+            }
+            "--modes" => {
+                let list = it.next().unwrap_or_default();
+                let modes: Vec<Mode> = list.split(',').filter_map(Mode::parse).collect();
+                if modes.is_empty() || modes.len() != list.split(',').count() {
+                    eprintln!("--modes takes a list of socket, http-ctx, http-new: {list:?}");
+                    std::process::exit(2);
+                }
+                a.modes = modes;
             }
             other => eprintln!("ignored argument {other}"),
         }
@@ -220,29 +241,55 @@ fn spawn_gateway(
 }
 
 /// Phase 1's table: each mode's percentiles, and its p50 against the socket's.
-fn report_latency(rounds: usize, lat: &[Vec<Duration>; 3]) {
+fn report_latency(rounds: usize, modes: &[Mode], lat: &[Vec<Duration>; 3]) {
     println!("phase 1: {} paired rounds, one call in flight", rounds);
     println!("mode       p50_us   p99_us   mean_us  calls/s(1 in flight)");
     let base_p50;
     {
-        let mut s = lat[0].clone();
+        let mut s = lat[modes[0] as usize].clone();
         s.sort();
         base_p50 = pct(&s, 0.5);
     }
-    for m in MODES {
+    for &m in modes {
         let mut s = lat[m as usize].clone();
         s.sort();
         let mean = s.iter().map(Duration::as_secs_f64).sum::<f64>() / s.len() as f64;
         println!(
-            "{:<9} {:>8.0} {:>8.0} {:>9.0} {:>10.0}   p50 x{:.2} of socket",
+            "{:<9} {:>8.0} {:>8.0} {:>9.0} {:>10.0}   p50 x{:.2} of {}",
             m.name(),
             pct(&s, 0.5),
             pct(&s, 0.99),
             mean * 1e6,
             1.0 / mean,
-            pct(&s, 0.5) / base_p50
+            pct(&s, 0.5) / base_p50,
+            modes[0].name()
         );
     }
+}
+
+/// A process's CPU time so far (user + system, all its threads), from
+/// `/proc/PID/stat` (clock ticks of 10 ms: phase 2's slices are long
+/// enough for the figure per call to hold).
+fn cpu_of(pid: u32) -> Duration {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return Duration::ZERO;
+    };
+    // Fields after the command name (which may hold spaces): state is
+    // field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        f.get(i - 3)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // CLK_TCK is 100 on Linux's every ABI this runs on.
+    Duration::from_millis((ticks(14) + ticks(15)) * 10)
+}
+
+/// The CPU of the gateway, the broker and this process, read together.
+fn cpu_now(gateway: u32, broker: u32) -> [Duration; 3] {
+    [cpu_of(gateway), cpu_of(broker), cpu_of(std::process::id())]
 }
 
 /// `perf record -g` of the gateway (`--perf MODE`), into
@@ -351,15 +398,19 @@ async fn main() {
 
     // Warm-up.
     for _ in 0..50 {
-        sock.send().await;
-        hs.send(Mode::HttpCtx).await;
-        hs.send(Mode::HttpNew).await;
+        for &m in &a.modes {
+            match m {
+                Mode::Socket => drop(sock.send().await),
+                m => drop(hs.send(m).await),
+            }
+        }
     }
     // Phase 1: paired single calls, order rotated each round.
     let mut lat: [Vec<Duration>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+    let n = a.modes.len();
     for i in 0..a.rounds {
-        for k in 0..3 {
-            let mode = MODES[(i + k) % 3];
+        for k in 0..n {
+            let mode = a.modes[(i + k) % n];
             let d = match mode {
                 Mode::Socket => sock.send().await,
                 m => hs.send(m).await,
@@ -367,19 +418,23 @@ async fn main() {
             lat[mode as usize].push(d);
         }
     }
-    report_latency(a.rounds, &lat);
+    report_latency(a.rounds, &a.modes, &lat);
 
     // Phase 2: throughput with `concurrency` callers, modes alternating.
     let mut total = [(0u64, Duration::ZERO); 3];
+    // Per mode: CPU of the gateway, the broker, this process.
+    let mut cpu = [[Duration::ZERO; 3]; 3];
+    let broker_pid = broker.pid();
     let mut perf: Option<Child> = None;
     for slice in 0..a.slices {
-        for m in MODES {
+        for &m in &a.modes {
             if a.perf == Some(m) && slice == 0 {
                 perf = start_perf(gw.id());
                 tokio::time::sleep(Duration::from_millis(300)).await;
             }
             let count = Arc::new(AtomicU64::new(0));
             let end = Instant::now() + a.slice;
+            let cpu0 = cpu_now(gw.id(), broker_pid);
             let t0 = Instant::now();
             let mut joins = Vec::new();
             for c in 0..a.concurrency {
@@ -397,6 +452,10 @@ async fn main() {
                 j.await.expect("caller");
             }
             let el = t0.elapsed();
+            let cpu1 = cpu_now(gw.id(), broker_pid);
+            for p in 0..3 {
+                cpu[m as usize][p] += cpu1[p].saturating_sub(cpu0[p]);
+            }
             total[m as usize].0 += count.load(Ordering::Relaxed);
             total[m as usize].1 += el;
             if a.perf == Some(m) {
@@ -414,11 +473,26 @@ async fn main() {
         "phase 2: {} callers per mode, {} slices of {:?} per mode, alternating",
         a.concurrency, a.slices, a.slice
     );
-    let rows: Vec<_> = MODES
+    let rows: Vec<_> = a
+        .modes
         .iter()
         .map(|&m| (m.name(), total[m as usize].0, total[m as usize].1))
         .collect();
-    print_rates(&rows, 9, "calls", "socket");
+    print_rates(&rows, 9, "calls", a.modes[0].name());
+    println!("CPU per call in phase 2 (utime+stime, us): gateway, broker, bench (callers+worker)");
+    for &m in &a.modes {
+        let calls = total[m as usize].0.max(1) as f64;
+        let per = |d: Duration| d.as_secs_f64() * 1e6 / calls;
+        let [g, b, own] = cpu[m as usize];
+        println!(
+            "{:<9} gateway {:>6.0}  broker {:>6.0}  bench {:>6.0}  all {:>6.0}",
+            m.name(),
+            per(g),
+            per(b),
+            per(own),
+            per(g + b + own)
+        );
+    }
     let _ = gw.kill();
     let _ = gw.wait();
 }

@@ -150,11 +150,86 @@ type Cell = Arc<OnceCell<Arc<Ctx>>>;
 struct Contexts {
     cells: HashMap<String, Cell>,
     per_identity: HashMap<String, usize>,
+    /// Per identity at its bound: its least recently used contexts as one
+    /// scan found them (oldest last), each with its `last_used` then, for
+    /// the next contexts that need room (see `Core::take_lru`).
+    spare: HashMap<String, Vec<(u64, String)>>,
+    /// Scans made for `spare` so far.
+    scans: u64,
 }
+
+/// Candidates one scan of an identity's contexts lists for `take_lru`
+/// (and the most it tries for one new context).
+const LRU_BATCH: usize = 64;
 
 impl Contexts {
     fn get(&self, key: &str) -> Option<&Cell> {
         self.cells.get(key)
+    }
+
+    /// The next candidate to give its place to a new context of
+    /// `identity`: the least recently used of the last scan that has not
+    /// been used since (`rescan`: scan again when none is left). One scan
+    /// of the identity's contexts serves up to [`LRU_BATCH`] new ones: at
+    /// the bound (10,000 contexts) a scan, a clone of every key and a sort
+    /// per new context cost ~350 µs of the gateway's CPU per call (issue 27,
+    /// `send_bench` http-new).
+    fn next_lru(&mut self, identity: &str, rescan: bool) -> Option<String> {
+        loop {
+            let listed = self.spare.get_mut(identity).and_then(Vec::pop);
+            let Some((used, key)) = listed else {
+                if !rescan || !self.scan_lru(identity) {
+                    self.spare.remove(identity);
+                    return None;
+                }
+                return self.next_lru(identity, false);
+            };
+            // Used since the scan: no longer among the least recent (the
+            // others only grow newer, so the rest of the list stays ahead
+            // of every context not on it).
+            let unused = self
+                .get(&key)
+                .and_then(|c| c.get())
+                .is_some_and(|c| c.last_used.load(Ordering::Relaxed) == used);
+            if unused {
+                return Some(key);
+            }
+        }
+    }
+
+    /// Lists `identity`'s [`LRU_BATCH`] least recently used contexts with
+    /// no subscriber (one pass, a bounded heap: no sort of them all);
+    /// false if there is none.
+    fn scan_lru(&mut self, identity: &str) -> bool {
+        self.scans += 1;
+        let mut oldest: std::collections::BinaryHeap<(u64, &str)> =
+            std::collections::BinaryHeap::with_capacity(LRU_BATCH + 1);
+        for (k, c) in &self.cells {
+            if mapping::context_identity(k) != Some(identity) {
+                continue;
+            }
+            let Some(ctx) = c.get().filter(|c| c.subscribers() == 0) else {
+                continue;
+            };
+            let used = ctx.last_used.load(Ordering::Relaxed);
+            if oldest.len() == LRU_BATCH && oldest.peek().is_some_and(|&(u, _)| used >= u) {
+                continue;
+            }
+            oldest.push((used, k.as_str()));
+            if oldest.len() > LRU_BATCH {
+                oldest.pop();
+            }
+        }
+        // Newest first: `pop` takes the oldest.
+        let mut listed: Vec<(u64, String)> = oldest
+            .into_sorted_vec()
+            .into_iter()
+            .map(|(u, k)| (u, k.to_owned()))
+            .collect();
+        listed.reverse();
+        let found = !listed.is_empty();
+        self.spare.insert(identity.to_owned(), listed);
+        found
     }
 
     fn identity_count(&self, identity: &str) -> usize {
@@ -351,6 +426,21 @@ impl Core {
             .count()
     }
 
+    /// Is (identity, A2A context) registered now?
+    pub fn holds_context(&self, identity: &str, v1_context: &str) -> bool {
+        let key = mapping::broker_context(identity, v1_context);
+        self.contexts
+            .lock()
+            .get(&key)
+            .is_some_and(|c| c.initialized())
+    }
+
+    /// Scans of an identity's contexts made so far to find the least
+    /// recently used (one serves up to 64 new contexts at the bound).
+    pub fn lru_scans(&self) -> u64 {
+        self.contexts.lock().scans
+    }
+
     /// The requester of (identity, A2A context), registered on first use.
     pub async fn context(
         &self,
@@ -518,21 +608,20 @@ impl Core {
     /// first and claimed after). The cell of `key` (a concurrent caller's,
     /// if it came first), or `None` if no context can go.
     async fn take_lru(&self, identity: &str, key: &str) -> Option<Cell> {
-        let mut candidates: Vec<(u64, String)> = self
-            .contexts
-            .lock()
-            .cells
-            .iter()
-            .filter(|(k, _)| mapping::context_identity(k) == Some(identity))
-            .filter_map(|(k, c)| {
-                let ctx = c.get()?;
-                (ctx.subscribers() == 0).then(|| (ctx.last_used.load(Ordering::Relaxed), k.clone()))
-            })
-            .collect();
-        candidates.sort();
-        // A bounded cost per call: each candidate is a read of the state.
-        candidates.truncate(64);
-        for (_, old) in candidates {
+        // A bounded cost per call: each candidate is a read of the state,
+        // and at most one scan.
+        let mut rescan = true;
+        for _ in 0..LRU_BATCH {
+            let old = {
+                let mut map = self.contexts.lock();
+                let had = map.spare.get(identity).is_some_and(|l| !l.is_empty());
+                let next = map.next_lru(identity, rescan);
+                rescan &= had;
+                next
+            };
+            let Some(old) = old else {
+                break;
+            };
             if self
                 .store
                 .context_has_open_tasks(identity, &mapping::v1_context(&old))

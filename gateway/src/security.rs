@@ -362,11 +362,14 @@ impl AuditLog {
         })
     }
 
-    fn write(&self, line: &serde_json::Value) {
+    /// Writes the line `line()` makes, built only when there is a file:
+    /// with none (the default) a call costs no `Value` tree, no time
+    /// formatted (issue 27: every call passes here).
+    fn write(&self, line: impl FnOnce() -> serde_json::Value) {
         let Some(file) = &self.file else {
             return;
         };
-        let mut text = line.to_string();
+        let mut text = line().to_string();
         text.push('\n');
         if let Err(e) = std::io::Write::write_all(&mut *file.lock(), text.as_bytes()) {
             tracing::warn!(error = %e, "audit file write failed");
@@ -383,14 +386,16 @@ fn audit_time() -> String {
 /// 413, 429...): the identity if known (`-` if not), the agent of the
 /// URL, the HTTP status and why.
 pub fn audit_refusal(log: &AuditLog, identity: Option<&str>, agent: &str, status: u16, why: &str) {
-    log.write(&serde_json::json!({
+    log.write(|| {
+        serde_json::json!({
         "time": audit_time(),
         "kind": "refused",
         "identity": identity,
         "agent": agent,
         "status": status,
         "why": why,
-    }));
+        })
+    });
     tracing::info!(
         target: "a2a_gateway::audit",
         identity = identity.unwrap_or("-"),
@@ -413,7 +418,8 @@ pub fn audit(
     outcome: Result<(), i64>,
     micros: u128,
 ) {
-    log.write(&serde_json::json!({
+    log.write(|| {
+        serde_json::json!({
         "time": audit_time(),
         "kind": "call",
         "identity": identity,
@@ -422,10 +428,11 @@ pub fn audit(
         "task": task,
         "error": outcome.err(),
         "micros": micros as u64,
-    }));
-    let outcome = match outcome {
-        Ok(()) => "ok".to_owned(),
-        Err(code) => format!("error {code}"),
+        })
+    });
+    let outcome: std::borrow::Cow<'static, str> = match outcome {
+        Ok(()) => "ok".into(),
+        Err(code) => format!("error {code}").into(),
     };
     tracing::info!(
         target: "a2a_gateway::audit",
@@ -433,7 +440,7 @@ pub fn audit(
         agent,
         method,
         task = task.unwrap_or("-"),
-        outcome = outcome.as_str(),
+        outcome = &*outcome,
         micros = micros as u64,
         "call"
     );

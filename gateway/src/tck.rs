@@ -291,6 +291,13 @@ pub struct BrokerChild {
     _dir: tempfile::TempDir,
 }
 
+impl BrokerChild {
+    /// The broker process's id (the benchmarks read its CPU time).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for BrokerChild {
     fn drop(&mut self) {
         let _ = self.child.kill();

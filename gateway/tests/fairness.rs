@@ -381,3 +381,57 @@ async fn concurrent_new_contexts_at_the_bound_make_room() {
     futures_util::future::join_all(callers).await;
     h.gateway.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_bound_one_scan_serves_many_new_contexts_in_lru_order() {
+    let h = Harness::start(|o| {
+        two_identities(o);
+        o.max_contexts_per_identity = 8;
+    })
+    .await;
+    let send = |c: String| {
+        let mut m = message(&format!("tck-complete-task-{c}"), "x");
+        m["contextId"] = json!(c);
+        json!({"message": m})
+    };
+    let done = |r: &Value| {
+        assert_eq!(
+            r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+            "{r}"
+        );
+    };
+    for i in 0..8 {
+        done(&call(&h, BOB, "tck", "SendMessage", send(format!("c{i}"))).await);
+        // Apart by more than the millisecond `last_used` counts in.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // c0 used again: c1 is now the least recently used.
+    done(&call(&h, BOB, "tck", "SendMessage", send("c0".into())).await);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let core = &h.gateway.core;
+    let scans = core.lru_scans();
+    for i in 0..6 {
+        done(&call(&h, BOB, "tck", "SendMessage", send(format!("n{i}"))).await);
+        // The oldest unused one gave its place, in order: c1, c2, ...
+        for j in 1..=i + 1 {
+            assert!(
+                !core.holds_context("bob", &format!("c{j}")),
+                "c{j} after n{i}"
+            );
+        }
+        for j in i + 2..8 {
+            assert!(
+                core.holds_context("bob", &format!("c{j}")),
+                "c{j} after n{i}"
+            );
+        }
+        assert!(
+            core.holds_context("bob", "c0"),
+            "c0 (used again) after n{i}"
+        );
+    }
+    // One scan of bob's contexts listed them all (before: a scan, a copy
+    // of every key and a sort for each new context).
+    assert_eq!(core.lru_scans() - scans, 1);
+    h.gateway.stop().await;
+}
