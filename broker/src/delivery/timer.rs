@@ -18,6 +18,20 @@ type Callback = Box<dyn FnOnce() + Send>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TimerKey(Instant, u64);
 
+/// What the timer thread is doing, so that a new deadline wakes it only
+/// when it must.
+#[derive(Default, Clone, Copy)]
+enum Sleep {
+    /// Running callbacks or about to look at `due`: it will see any new
+    /// deadline before it sleeps.
+    #[default]
+    Awake,
+    /// Asleep until this instant (it may be a cancelled callback's).
+    Until(Instant),
+    /// Asleep with nothing due.
+    Forever,
+}
+
 #[derive(Default)]
 struct Inner {
     /// Ordered by deadline, then by scheduling order.
@@ -25,6 +39,10 @@ struct Inner {
     seq: u64,
     /// Set when the last handle is dropped: the thread exits.
     stopped: bool,
+    sleep: Sleep,
+    /// Times the thread came back from waiting (the tests' measure).
+    #[cfg(test)]
+    wakeups: u64,
 }
 
 struct Shared {
@@ -72,9 +90,19 @@ impl Timer {
         let mut inner = shared.inner.lock();
         inner.seq += 1;
         let key = TimerKey(at, inner.seq);
-        let earliest = inner.due.first_key_value().is_none_or(|(k, _)| key < *k);
         inner.due.insert(key, Box::new(f));
-        if earliest {
+        // Woken only if it would sleep past `at`. Not when it sleeps until
+        // an earlier instant, even one whose callback was cancelled: with
+        // one blocking send at a time, each send's expiry goes into an
+        // empty timer, and waking the thread for it cost a context switch
+        // per send; the thread wakes at the stale instant instead (once
+        // per expiry period) and sleeps again until this one.
+        let wake = match inner.sleep {
+            Sleep::Awake => false,
+            Sleep::Until(t) => at < t,
+            Sleep::Forever => true,
+        };
+        if wake {
             shared.cond.notify_one();
         }
         key
@@ -108,9 +136,23 @@ fn run(shared: &Shared) {
                 inner = shared.inner.lock();
             }
             Some(key) => {
+                inner.sleep = Sleep::Until(key.0);
                 shared.cond.wait_until(&mut inner, key.0);
+                inner.sleep = Sleep::Awake;
+                #[cfg(test)]
+                {
+                    inner.wakeups += 1;
+                }
             }
-            None => shared.cond.wait(&mut inner),
+            None => {
+                inner.sleep = Sleep::Forever;
+                shared.cond.wait(&mut inner);
+                inner.sleep = Sleep::Awake;
+                #[cfg(test)]
+                {
+                    inner.wakeups += 1;
+                }
+            }
         }
     }
 }
@@ -152,6 +194,50 @@ mod tests {
         assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), 1);
         t.cancel(ran);
         assert_eq!(t.pending(), 0);
+    }
+
+    /// One blocking send in flight at a time: each schedules its expiry
+    /// into an empty timer (the previous one was cancelled when its send
+    /// was answered). A deadline later than the one the thread already
+    /// sleeps until must not wake it: that was a context switch and two
+    /// futex calls per blocking send.
+    #[test]
+    fn a_later_deadline_does_not_wake_the_thread() {
+        let t = Timer::start();
+        let base = Instant::now() + Duration::from_secs(3600);
+        let first = t.schedule(base, || {});
+        t.cancel(first);
+        // Time for the thread to go to sleep until `base`.
+        std::thread::sleep(Duration::from_millis(50));
+        let before = t.owner.0.inner.lock().wakeups;
+        for i in 1..=50u64 {
+            let k = t.schedule(base + Duration::from_millis(i), || {});
+            // Time for a woken thread to run (it would, before the fix).
+            std::thread::sleep(Duration::from_millis(2));
+            t.cancel(k);
+        }
+        let woke = t.owner.0.inner.lock().wakeups - before;
+        assert!(woke <= 2, "woken {woke} times for 50 later deadlines");
+        // An earlier deadline still wakes it, and runs on time.
+        let (tx, rx) = crossbeam_channel::unbounded();
+        t.schedule(Instant::now() + Duration::from_millis(20), move || {
+            tx.send(()).unwrap()
+        });
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("an earlier deadline runs");
+    }
+
+    /// A deadline whose callback was cancelled wakes the thread once; it
+    /// then sleeps until the next one, which still runs.
+    #[test]
+    fn after_a_cancelled_deadline_the_next_one_runs() {
+        let t = Timer::start();
+        let now = Instant::now();
+        let gone = t.schedule(now + Duration::from_millis(20), || panic!("cancelled"));
+        let (tx, rx) = crossbeam_channel::unbounded();
+        t.schedule(now + Duration::from_millis(60), move || tx.send(2).unwrap());
+        t.cancel(gone);
+        assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), 2);
     }
 
     #[test]
