@@ -25,6 +25,16 @@
 //! deregistered when idle ([`Core::sweep_idle`]); a context whose
 //! registration spent its sends registers again under the hood.
 //!
+//! Contexts ready ahead: a message that names no context starts a new
+//! conversation, whose context the gateway names. A broker registration
+//! for it would be a round trip (and a commit) on the call's path before
+//! the send itself; instead each identity that starts conversations keeps
+//! up to `CoreConfig::ready_contexts` registered ahead under fresh ids
+//! (never past its bound), takes one, and registers the next after the
+//! call is answered ([`Core::refill_ready`]). They are ordinary contexts
+//! (freed when idle, given up at the bound like any other with nothing
+//! open) that no client knows the id of yet.
+//!
 //! Events: each requester's event handler runs on its connection's reader
 //! task ([`crate::conn`]) and publishes the broker's task events, in commit order, to the
 //! context's [`Hub`] (a broadcast channel) and to the push deliverer.
@@ -117,6 +127,8 @@ pub struct CoreConfig {
     pub max_contexts: usize,
     /// Most contexts one identity holds registered at once.
     pub max_contexts_per_identity: usize,
+    /// Contexts registered ahead per identity for new conversations.
+    pub ready_contexts: usize,
     /// Most non-terminal tasks one identity has at once.
     pub max_open_tasks_per_identity: usize,
     /// A context unused this long, with no open task, is freed.
@@ -134,6 +146,7 @@ impl Default for CoreConfig {
         Self {
             max_contexts: limits::MAX_CONTEXTS,
             max_contexts_per_identity: limits::MAX_CONTEXTS_PER_IDENTITY,
+            ready_contexts: limits::READY_CONTEXTS_PER_IDENTITY,
             max_open_tasks_per_identity: limits::MAX_OPEN_TASKS_PER_IDENTITY,
             context_idle: limits::CONTEXT_IDLE,
             reply_timeout: Some(limits::DEFAULT_REPLY_TIMEOUT),
@@ -156,6 +169,11 @@ struct Contexts {
     spare: HashMap<String, Vec<(u64, String)>>,
     /// Scans made for `spare` so far.
     scans: u64,
+    /// Per identity: contexts registered ahead that no call has named yet
+    /// (keys of `cells`; see the module's "Contexts ready ahead").
+    ready: HashMap<String, Vec<String>>,
+    /// Identities with a refill of `ready` under way.
+    refilling: std::collections::HashSet<String>,
 }
 
 /// Candidates one scan of an identity's contexts lists for `take_lru`
@@ -267,8 +285,28 @@ impl Contexts {
                         self.per_identity.remove(id);
                     }
                 }
+                self.unready(id, key);
             }
         }
+    }
+
+    /// `key` is no longer one of `identity`'s ready contexts.
+    fn unready(&mut self, identity: &str, key: &str) {
+        if let Some(list) = self.ready.get_mut(identity) {
+            list.retain(|k| k != key);
+            if list.is_empty() {
+                self.ready.remove(identity);
+            }
+        }
+    }
+
+    /// Should one more context be registered ahead for `identity`? Not
+    /// past its bound (one place is kept for a context a client names)
+    /// nor the gateway's.
+    fn wants_ready(&self, identity: &str, config: &CoreConfig) -> bool {
+        self.ready.get(identity).map_or(0, Vec::len) < config.ready_contexts
+            && self.cells.len() + 1 < config.max_contexts
+            && self.identity_count(identity) + 1 < config.max_contexts_per_identity
     }
 }
 
@@ -746,7 +784,7 @@ impl Core {
     /// returns once the task is terminal or interrupted, or at the reply
     /// timeout with the task as it is.
     pub async fn send(
-        &self,
+        self: &Arc<Self>,
         identity: &str,
         agent: &str,
         req: &v1::SendMessageRequest,
@@ -756,6 +794,7 @@ impl Core {
         let m = &req.message;
         let conf = req.configuration.clone().unwrap_or_default();
         let follow_up = m.task_id.as_deref().filter(|t| !t.is_empty());
+        let mut new_conversation = false;
         let ctx = match follow_up {
             Some(task_id) => {
                 let row = self.task_row(identity, agent, task_id)?;
@@ -777,7 +816,11 @@ impl Core {
                 }
                 let v1_ctx = match m.context_id.as_deref().filter(|c| !c.is_empty()) {
                     Some(c) => c.to_owned(),
-                    None => uuid::Uuid::new_v4().to_string(),
+                    None => {
+                        new_conversation = true;
+                        self.take_ready(identity)
+                            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+                    }
                 };
                 self.context(identity, &v1_ctx).await?
             }
@@ -863,7 +906,65 @@ impl Core {
         } else {
             task
         };
+        if new_conversation {
+            // After the answer is ready, so that the registration is not
+            // written ahead of this call's send on the connection.
+            self.refill_ready(identity);
+        }
         Ok((ctx, task, rx))
+    }
+
+    /// One of `identity`'s contexts registered ahead, if it has one.
+    fn take_ready(&self, identity: &str) -> Option<String> {
+        let mut map = self.contexts.lock();
+        let key = map.ready.get_mut(identity)?.pop()?;
+        map.unready(identity, &key);
+        Some(mapping::v1_context(&key))
+    }
+
+    /// Registers contexts ahead for `identity` in the background until it
+    /// has `ready_contexts` of them (see the module's "Contexts ready
+    /// ahead"); one refill per identity at a time.
+    fn refill_ready(self: &Arc<Self>, identity: &str) {
+        {
+            let mut map = self.contexts.lock();
+            if !map.wants_ready(identity, &self.config)
+                || !map.refilling.insert(identity.to_owned())
+            {
+                return;
+            }
+        }
+        let core = Arc::clone(self);
+        let identity = identity.to_owned();
+        tokio::spawn(async move {
+            loop {
+                let v1 = uuid::Uuid::new_v4().to_string();
+                if core.context(&identity, &v1).await.is_err() {
+                    break;
+                }
+                let key = mapping::broker_context(&identity, &v1);
+                let mut map = core.contexts.lock();
+                // Taken at the bound meanwhile: it is not ready.
+                if map.get(&key).is_some() {
+                    map.ready.entry(identity.clone()).or_default().push(key);
+                }
+                if !map.wants_ready(&identity, &core.config) {
+                    break;
+                }
+            }
+            core.contexts.lock().refilling.remove(&identity);
+        });
+    }
+
+    /// The A2A ids of the contexts registered ahead for `identity` now.
+    pub fn ready_contexts(&self, identity: &str) -> Vec<String> {
+        self.contexts
+            .lock()
+            .ready
+            .get(identity)
+            .map_or_else(Vec::new, |l| {
+                l.iter().map(|k| mapping::v1_context(k)).collect()
+            })
     }
 
     /// Sends `msg` on a context's requester; when its registration has

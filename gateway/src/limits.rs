@@ -19,6 +19,13 @@ pub const MAX_BLOCKING_PER_IDENTITY: usize = 64;
 /// (deregistered) after this long unused; it registers again on its next
 /// use, as the same party.
 pub const CONTEXT_IDLE: Duration = Duration::from_secs(600);
+/// Contexts registered ahead for one identity's messages that name no
+/// context (a new conversation): such a message takes one instead of
+/// waiting for a broker registration (a round trip and a commit in the
+/// broker, ~150 µs of a lone call), and one more is registered after its
+/// answer. They count against the identity's bound, are never
+/// registered past it, and are freed when idle like any context.
+pub const READY_CONTEXTS_PER_IDENTITY: usize = 2;
 /// How often idle contexts are looked for.
 pub const CONTEXT_SWEEP: Duration = Duration::from_secs(30);
 /// How long a blocking `SendMessage` waits for its task to settle, unless

@@ -47,6 +47,9 @@ pub struct ServeOptions {
     pub context_idle: Duration,
     /// Contexts one identity may hold registered at once.
     pub max_contexts_per_identity: usize,
+    /// Contexts registered ahead per identity for new conversations
+    /// (`limits::READY_CONTEXTS_PER_IDENTITY`; 0: none).
+    pub ready_contexts: usize,
     /// Non-terminal tasks one identity may have at once.
     pub max_open_tasks_per_identity: usize,
     /// Time a connection has to send a request head (and the longest a
@@ -88,6 +91,7 @@ impl ServeOptions {
             reply_timeout: Some(limits::DEFAULT_REPLY_TIMEOUT),
             context_idle: limits::CONTEXT_IDLE,
             max_contexts_per_identity: limits::MAX_CONTEXTS_PER_IDENTITY,
+            ready_contexts: limits::READY_CONTEXTS_PER_IDENTITY,
             max_open_tasks_per_identity: limits::MAX_OPEN_TASKS_PER_IDENTITY,
             header_timeout: limits::HEADER_TIMEOUT,
             body_timeout: limits::BODY_TIMEOUT,
@@ -239,6 +243,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
             reply_timeout: opts.reply_timeout,
             context_idle: opts.context_idle,
             max_contexts_per_identity: opts.max_contexts_per_identity,
+            ready_contexts: opts.ready_contexts,
             max_open_tasks_per_identity: opts.max_open_tasks_per_identity,
         },
         pusher,

@@ -189,7 +189,13 @@ async fn per_identity_bounds_refuse_only_that_identity() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_contexts_are_freed_and_registered_again_on_use() {
-    let h = Harness::start(|o| o.context_idle = Duration::from_millis(300)).await;
+    // Counted one by one: no context registered ahead (see
+    // `contexts_ready_ahead_are_freed_when_idle`).
+    let h = Harness::start(|o| {
+        o.context_idle = Duration::from_millis(300);
+        o.ready_contexts = 0;
+    })
+    .await;
     let r = h.send("tck-complete-task-i", "x").await;
     let id = string(&r["task"]["id"]);
     assert_eq!(h.gateway.core.registered_contexts(), 1);
@@ -433,5 +439,104 @@ async fn at_the_bound_one_scan_serves_many_new_contexts_in_lru_order() {
     // One scan of bob's contexts listed them all (before: a scan, a copy
     // of every key and a sort for each new context).
     assert_eq!(core.lru_scans() - scans, 1);
+    h.gateway.stop().await;
+}
+
+/// Waits until `identity` has `n` contexts registered ahead; their ids.
+async fn ready(h: &Harness, identity: &str, n: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let ids = h.gateway.core.ready_contexts(identity);
+        if ids.len() == n {
+            return ids;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{identity} has {} contexts ready, not {n}",
+            ids.len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_conversation_takes_a_context_registered_ahead() {
+    let h = Harness::start(|o| o.rate = 0.0).await;
+    let anon = a2a_gateway::security::ANONYMOUS;
+    // A context the client names starts nothing ahead.
+    let named = json!({"message": {"messageId": "named-1", "role": "ROLE_USER",
+        "parts": [{"text": "x"}], "contextId": "mine"}});
+    h.ok("SendMessage", named).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(h.gateway.core.ready_contexts(anon).is_empty());
+    // The first new conversation registers its own, then two ahead.
+    let first = h.send("tck-complete-task-r0", "x").await;
+    let mut seen = vec![string(&first["task"]["contextId"])];
+    let mut ahead = ready(&h, anon, 2).await;
+    assert_eq!(h.gateway.core.registered_contexts(), 4);
+    // Each next one is one of them, and another is registered after it.
+    for i in 1..=5 {
+        let r = h.send(&format!("tck-complete-task-r{i}"), "x").await;
+        assert_eq!(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+        let ctx = string(&r["task"]["contextId"]);
+        assert!(ahead.contains(&ctx), "{ctx} was not ready ({ahead:?})");
+        assert!(!seen.contains(&ctx), "{ctx} given twice");
+        seen.push(ctx.clone());
+        ahead = ready(&h, anon, 2).await;
+        assert!(!ahead.contains(&ctx), "{ctx} still listed as ready");
+    }
+    // Every conversation is its own: the first one lists only its task.
+    let listed = h.ok("ListTasks", json!({"contextId": seen[0]})).await;
+    assert_eq!(
+        listed["tasks"].as_array().map(Vec::len),
+        Some(1),
+        "{listed}"
+    );
+    h.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contexts_ready_ahead_stay_under_the_bound_and_give_way() {
+    // Bound 4: at most 2 ahead and never the identity's last place; at
+    // the bound, new conversations still get room.
+    let h = Harness::start(|o| {
+        o.rate = 0.0;
+        o.max_contexts_per_identity = 4;
+    })
+    .await;
+    let anon = a2a_gateway::security::ANONYMOUS;
+    for i in 0..12 {
+        let r = h.send(&format!("tck-complete-task-b{i}"), "x").await;
+        assert_eq!(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+        assert!(h.gateway.core.registered_contexts() <= 4);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(h.gateway.core.registered_contexts() <= 4);
+    assert!(h.gateway.core.ready_contexts(anon).len() <= 2);
+    h.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contexts_ready_ahead_are_freed_when_idle() {
+    let h = Harness::start(|o| {
+        o.rate = 0.0;
+        o.context_idle = Duration::from_millis(300);
+    })
+    .await;
+    let anon = a2a_gateway::security::ANONYMOUS;
+    h.send("tck-complete-task-idle", "x").await;
+    ready(&h, anon, 2).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while h.gateway.core.registered_contexts() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "contexts ready ahead were never freed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(h.gateway.core.ready_contexts(anon).is_empty());
+    // The next new conversation registers its own again, and works.
+    let r = h.send("tck-complete-task-idle2", "x").await;
+    assert_eq!(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
     h.gateway.stop().await;
 }
