@@ -361,6 +361,35 @@ async fn call_until(m: Mode, t: Target, n: u64, end: Instant, count: Arc<AtomicU
     }
 }
 
+/// Phase 2's tables: calls per second per mode, and the CPU per call of
+/// the gateway, the broker and this process.
+fn report_phase2(a: &Args, total: &[(u64, Duration); 3], cpu: &[[Duration; 3]; 3]) {
+    println!(
+        "phase 2: {} callers per mode, {} slices of {:?} per mode, alternating",
+        a.concurrency, a.slices, a.slice
+    );
+    let rows: Vec<_> = a
+        .modes
+        .iter()
+        .map(|&m| (m.name(), total[m as usize].0, total[m as usize].1))
+        .collect();
+    print_rates(&rows, 9, "calls", a.modes[0].name());
+    println!("CPU per call in phase 2 (utime+stime, us): gateway, broker, bench (callers+worker)");
+    for &m in &a.modes {
+        let calls = total[m as usize].0.max(1) as f64;
+        let per = |d: Duration| d.as_secs_f64() * 1e6 / calls;
+        let [g, b, own] = cpu[m as usize];
+        println!(
+            "{:<9} gateway {:>6.0}  broker {:>6.0}  bench {:>6.0}  all {:>6.0}",
+            m.name(),
+            per(g),
+            per(b),
+            per(own),
+            per(g + b + own)
+        );
+    }
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let a = args();
@@ -469,30 +498,7 @@ async fn main() {
             }
         }
     }
-    println!(
-        "phase 2: {} callers per mode, {} slices of {:?} per mode, alternating",
-        a.concurrency, a.slices, a.slice
-    );
-    let rows: Vec<_> = a
-        .modes
-        .iter()
-        .map(|&m| (m.name(), total[m as usize].0, total[m as usize].1))
-        .collect();
-    print_rates(&rows, 9, "calls", a.modes[0].name());
-    println!("CPU per call in phase 2 (utime+stime, us): gateway, broker, bench (callers+worker)");
-    for &m in &a.modes {
-        let calls = total[m as usize].0.max(1) as f64;
-        let per = |d: Duration| d.as_secs_f64() * 1e6 / calls;
-        let [g, b, own] = cpu[m as usize];
-        println!(
-            "{:<9} gateway {:>6.0}  broker {:>6.0}  bench {:>6.0}  all {:>6.0}",
-            m.name(),
-            per(g),
-            per(b),
-            per(own),
-            per(g + b + own)
-        );
-    }
+    report_phase2(&a, &total, &cpu);
     let _ = gw.kill();
     let _ = gw.wait();
 }

@@ -778,6 +778,45 @@ impl Core {
         })
     }
 
+    /// The context a message goes to: its task's for a follow-up, else
+    /// the one it names, else a new conversation's (one registered ahead
+    /// if there is one: the `bool`). A new task is refused at the
+    /// identity's bound of open tasks.
+    async fn send_context(
+        &self,
+        identity: &str,
+        agent: &str,
+        m: &v1::Message,
+        follow_up: Option<&str>,
+    ) -> Result<(Arc<Ctx>, bool), GatewayError> {
+        if let Some(task_id) = follow_up {
+            let row = self.task_row(identity, agent, task_id)?;
+            if let Some(c) = m.context_id.as_deref().filter(|c| !c.is_empty()) {
+                if c != row.context {
+                    return Err(GatewayError::InvalidParams(format!(
+                        "task {task_id} is not in context {c}"
+                    )));
+                }
+            }
+            return Ok((self.context(identity, &row.context).await?, false));
+        }
+        if self.store.open_task_count(identity) >= self.config.max_open_tasks_per_identity {
+            return Err(GatewayError::Internal(format!(
+                "too many open tasks for identity {identity} (at most {})",
+                self.config.max_open_tasks_per_identity
+            )));
+        }
+        let (v1_ctx, new_conversation) = match m.context_id.as_deref().filter(|c| !c.is_empty()) {
+            Some(c) => (c.to_owned(), false),
+            None => (
+                self.take_ready(identity)
+                    .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+                true,
+            ),
+        };
+        Ok((self.context(identity, &v1_ctx).await?, new_conversation))
+    }
+
     /// `SendMessage` / `SendStreamingMessage`: a new task for `agent`, or a
     /// follow-up on one. With `subscribe`, the subscription is taken before
     /// the send, so no event of the task can be missed. A blocking send
@@ -794,37 +833,7 @@ impl Core {
         let m = &req.message;
         let conf = req.configuration.clone().unwrap_or_default();
         let follow_up = m.task_id.as_deref().filter(|t| !t.is_empty());
-        let mut new_conversation = false;
-        let ctx = match follow_up {
-            Some(task_id) => {
-                let row = self.task_row(identity, agent, task_id)?;
-                if let Some(c) = m.context_id.as_deref().filter(|c| !c.is_empty()) {
-                    if c != row.context {
-                        return Err(GatewayError::InvalidParams(format!(
-                            "task {task_id} is not in context {c}"
-                        )));
-                    }
-                }
-                self.context(identity, &row.context).await?
-            }
-            None => {
-                if self.store.open_task_count(identity) >= self.config.max_open_tasks_per_identity {
-                    return Err(GatewayError::Internal(format!(
-                        "too many open tasks for identity {identity} (at most {})",
-                        self.config.max_open_tasks_per_identity
-                    )));
-                }
-                let v1_ctx = match m.context_id.as_deref().filter(|c| !c.is_empty()) {
-                    Some(c) => c.to_owned(),
-                    None => {
-                        new_conversation = true;
-                        self.take_ready(identity)
-                            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
-                    }
-                };
-                self.context(identity, &v1_ctx).await?
-            }
-        };
+        let (ctx, new_conversation) = self.send_context(identity, agent, m, follow_up).await?;
         let push = match &conf.task_push_notification_config {
             Some(p) => Some(self.pusher.check(p)?),
             None => None,
