@@ -22,8 +22,9 @@ pub const CONTEXT_IDLE: Duration = Duration::from_secs(600);
 /// Contexts registered ahead for one identity's messages that name no
 /// context (a new conversation): such a message takes one instead of
 /// waiting for a broker registration (a round trip and a commit in the
-/// broker, ~150 µs of a lone call), and one more is registered after its
-/// answer. They count against the identity's bound, are never
+/// broker: a lone call's p50 was 2.1x the socket's with it, 1.75x
+/// without, BENCHMARKS.md "A2A gateway"), and one more is registered
+/// after its answer. They count against the identity's bound, are never
 /// registered past it, and are freed when idle like any context.
 pub const READY_CONTEXTS_PER_IDENTITY: usize = 2;
 /// How often idle contexts are looked for.
