@@ -11,7 +11,15 @@
 //! - `http-ctx`: gateway `SendMessage` in a reused A2A context (the
 //!   context's broker registration amortised);
 //! - `http-new`: gateway `SendMessage` without a `contextId` (each call a
-//!   new context: a registration plus the send).
+//!   new context: a registration plus the send);
+//! - `http-raw`: the floor of an HTTP hop in front of the broker, the raw
+//!   baseline of the other two: this example run again as a child process
+//!   (`--raw-proxy`), an axum server on a 2-thread runtime (the gateway's
+//!   on this machine) with `TCP_NODELAY`, that parses each request's
+//!   JSON, makes the blocking send on the gateway's own broker connection
+//!   (`a2a_gateway::conn`, driven on the runtime) and answers the task as
+//!   JSON, and does nothing else (no identity, context, state file, v1.0
+//!   translation or audit).
 //!
 //! Phase 1 interleaves single calls of the three (one in flight) for the
 //! latency percentiles; phase 2 runs `--concurrency` callers per mode,
@@ -46,9 +54,10 @@ enum Mode {
     Socket,
     HttpCtx,
     HttpNew,
+    HttpRaw,
 }
 
-const MODES: [Mode; 3] = [Mode::Socket, Mode::HttpCtx, Mode::HttpNew];
+const MODES: [Mode; 4] = [Mode::Socket, Mode::HttpCtx, Mode::HttpNew, Mode::HttpRaw];
 
 impl Mode {
     fn name(self) -> &'static str {
@@ -56,6 +65,7 @@ impl Mode {
             Mode::Socket => "socket",
             Mode::HttpCtx => "http-ctx",
             Mode::HttpNew => "http-new",
+            Mode::HttpRaw => "http-raw",
         }
     }
 }
@@ -98,7 +108,7 @@ fn args() -> Args {
                 a.perf = match it.next().as_deref().and_then(Mode::parse) {
                     Some(m) => Some(m),
                     None => {
-                        eprintln!("--perf takes socket, http-ctx or http-new");
+                        eprintln!("--perf takes socket, http-ctx, http-new or http-raw");
                         None
                     }
                 }
@@ -107,7 +117,9 @@ fn args() -> Args {
                 let list = it.next().unwrap_or_default();
                 let modes: Vec<Mode> = list.split(',').filter_map(Mode::parse).collect();
                 if modes.is_empty() || modes.len() != list.split(',').count() {
-                    eprintln!("--modes takes a list of socket, http-ctx, http-new: {list:?}");
+                    eprintln!(
+                        "--modes takes a list of socket, http-ctx, http-new, http-raw: {list:?}"
+                    );
                     std::process::exit(2);
                 }
                 a.modes = modes;
@@ -170,6 +182,8 @@ impl SocketSide {
 struct HttpSide {
     http: reqwest::Client,
     url: String,
+    /// The raw proxy's URL (`http-raw`).
+    raw_url: String,
     ctx_sent: u64,
     ctx: String,
 }
@@ -189,8 +203,13 @@ impl HttpSide {
         }
         let body =
             json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": msg}});
+        let url = if mode == Mode::HttpRaw {
+            &self.raw_url
+        } else {
+            &self.url
+        };
         let t = Instant::now();
-        let r = post(&self.http, &self.url, &body).await;
+        let r = post(&self.http, url, &body).await;
         let d = t.elapsed();
         assert_eq!(
             r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
@@ -241,7 +260,7 @@ fn spawn_gateway(
 }
 
 /// Phase 1's table: each mode's percentiles, and its p50 against the socket's.
-fn report_latency(rounds: usize, modes: &[Mode], lat: &[Vec<Duration>; 3]) {
+fn report_latency(rounds: usize, modes: &[Mode], lat: &[Vec<Duration>; 4]) {
     println!("phase 1: {} paired rounds, one call in flight", rounds);
     println!("mode       p50_us   p99_us   mean_us  calls/s(1 in flight)");
     let base_p50;
@@ -287,9 +306,10 @@ fn cpu_of(pid: u32) -> Duration {
     Duration::from_millis((ticks(14) + ticks(15)) * 10)
 }
 
-/// The CPU of the gateway, the broker and this process, read together.
-fn cpu_now(gateway: u32, broker: u32) -> [Duration; 3] {
-    [cpu_of(gateway), cpu_of(broker), cpu_of(std::process::id())]
+/// The CPU of the HTTP front (the gateway, or the raw proxy), the broker
+/// and this process, read together.
+fn cpu_now(front: u32, broker: u32) -> [Duration; 3] {
+    [cpu_of(front), cpu_of(broker), cpu_of(std::process::id())]
 }
 
 /// `perf record -g` of the gateway (`--perf MODE`), into
@@ -315,6 +335,7 @@ fn start_perf(pid: u32) -> Option<Child> {
 /// What a phase-2 caller needs to reach the broker and the gateway.
 struct Target {
     url: String,
+    raw_url: String,
     http: reqwest::Client,
     socket: PathBuf,
     secret: String,
@@ -350,6 +371,7 @@ async fn call_until(m: Mode, t: Target, n: u64, end: Instant, count: Arc<AtomicU
             let mut h = HttpSide {
                 http: t.http,
                 url: t.url,
+                raw_url: t.raw_url,
                 ctx_sent: 0,
                 ctx: String::new(),
             };
@@ -361,9 +383,37 @@ async fn call_until(m: Mode, t: Target, n: u64, end: Instant, count: Arc<AtomicU
     }
 }
 
+/// Phase 1: a warm-up, then `rounds` paired single calls of every mode,
+/// the order rotated each round; each mode's latencies.
+async fn phase1(a: &Args, sock: &mut SocketSide, hs: &mut HttpSide) -> [Vec<Duration>; 4] {
+    // Warm-up.
+    for _ in 0..50 {
+        for &m in &a.modes {
+            match m {
+                Mode::Socket => drop(sock.send().await),
+                m => drop(hs.send(m).await),
+            }
+        }
+    }
+    // Phase 1: paired single calls, order rotated each round.
+    let mut lat: [Vec<Duration>; 4] = Default::default();
+    let n = a.modes.len();
+    for i in 0..a.rounds {
+        for k in 0..n {
+            let mode = a.modes[(i + k) % n];
+            let d = match mode {
+                Mode::Socket => sock.send().await,
+                m => hs.send(m).await,
+            };
+            lat[mode as usize].push(d);
+        }
+    }
+    lat
+}
+
 /// Phase 2's tables: calls per second per mode, and the CPU per call of
 /// the gateway, the broker and this process.
-fn report_phase2(a: &Args, total: &[(u64, Duration); 3], cpu: &[[Duration; 3]; 3]) {
+fn report_phase2(a: &Args, total: &[(u64, Duration); 4], cpu: &[[Duration; 3]; 4]) {
     println!(
         "phase 2: {} callers per mode, {} slices of {:?} per mode, alternating",
         a.concurrency, a.slices, a.slice
@@ -374,7 +424,9 @@ fn report_phase2(a: &Args, total: &[(u64, Duration); 3], cpu: &[[Duration; 3]; 3
         .map(|&m| (m.name(), total[m as usize].0, total[m as usize].1))
         .collect();
     print_rates(&rows, 9, "calls", a.modes[0].name());
-    println!("CPU per call in phase 2 (utime+stime, us): gateway, broker, bench (callers+worker)");
+    println!(
+        "CPU per call in phase 2 (utime+stime, us): gateway (for http-raw the raw proxy), broker, bench (callers+worker)"
+    );
     for &m in &a.modes {
         let calls = total[m as usize].0.max(1) as f64;
         let per = |d: Duration| d.as_secs_f64() * 1e6 / calls;
@@ -392,6 +444,9 @@ fn report_phase2(a: &Args, total: &[(u64, Duration); 3], cpu: &[[Duration; 3]; 3
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    if std::env::args().nth(1).as_deref() == Some("--raw-proxy") {
+        return raw_proxy::run().await;
+    }
     let a = args();
     let dir = exe_dir();
     let broker = tck::spawn_broker(&dir.join("a2a-broker")).expect("broker");
@@ -401,6 +456,7 @@ async fn main() {
     let (mut gw, addr) = spawn_gateway(&dir.join("a2a-gateway"), &socket, &secret, worker.id());
     let url = format!("http://{addr}/agents/{}", worker.id());
     println!("gateway pid {} at {url}", gw.id());
+    let (mut raw, raw_url) = raw_proxy::spawn(&socket, &secret, worker.id());
 
     let client = Client::connect(&socket, &secret).expect("connect");
     let agent = client
@@ -421,38 +477,18 @@ async fn main() {
     let mut hs = HttpSide {
         http: http.clone(),
         url: url.clone(),
+        raw_url: raw_url.clone(),
         ctx_sent: 0,
         ctx: String::new(),
     };
 
-    // Warm-up.
-    for _ in 0..50 {
-        for &m in &a.modes {
-            match m {
-                Mode::Socket => drop(sock.send().await),
-                m => drop(hs.send(m).await),
-            }
-        }
-    }
-    // Phase 1: paired single calls, order rotated each round.
-    let mut lat: [Vec<Duration>; 3] = [Vec::new(), Vec::new(), Vec::new()];
-    let n = a.modes.len();
-    for i in 0..a.rounds {
-        for k in 0..n {
-            let mode = a.modes[(i + k) % n];
-            let d = match mode {
-                Mode::Socket => sock.send().await,
-                m => hs.send(m).await,
-            };
-            lat[mode as usize].push(d);
-        }
-    }
+    let lat = phase1(&a, &mut sock, &mut hs).await;
     report_latency(a.rounds, &a.modes, &lat);
 
     // Phase 2: throughput with `concurrency` callers, modes alternating.
-    let mut total = [(0u64, Duration::ZERO); 3];
+    let mut total = [(0u64, Duration::ZERO); 4];
     // Per mode: CPU of the gateway, the broker, this process.
-    let mut cpu = [[Duration::ZERO; 3]; 3];
+    let mut cpu = [[Duration::ZERO; 3]; 4];
     let broker_pid = broker.pid();
     let mut perf: Option<Child> = None;
     for slice in 0..a.slices {
@@ -463,12 +499,18 @@ async fn main() {
             }
             let count = Arc::new(AtomicU64::new(0));
             let end = Instant::now() + a.slice;
-            let cpu0 = cpu_now(gw.id(), broker_pid);
+            let front = if m == Mode::HttpRaw {
+                raw.id()
+            } else {
+                gw.id()
+            };
+            let cpu0 = cpu_now(front, broker_pid);
             let t0 = Instant::now();
             let mut joins = Vec::new();
             for c in 0..a.concurrency {
                 let target = Target {
                     url: url.clone(),
+                    raw_url: raw_url.clone(),
                     http: http.clone(),
                     socket: socket.clone(),
                     secret: secret.clone(),
@@ -481,7 +523,7 @@ async fn main() {
                 j.await.expect("caller");
             }
             let el = t0.elapsed();
-            let cpu1 = cpu_now(gw.id(), broker_pid);
+            let cpu1 = cpu_now(front, broker_pid);
             for p in 0..3 {
                 cpu[m as usize][p] += cpu1[p].saturating_sub(cpu0[p]);
             }
@@ -499,6 +541,135 @@ async fn main() {
         }
     }
     report_phase2(&a, &total, &cpu);
-    let _ = gw.kill();
-    let _ = gw.wait();
+    for child in [&mut gw, &mut raw] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// `http-raw`'s server: the least an HTTP front of the broker does.
+mod raw_proxy {
+    use super::blocking;
+    use a2a_client::{message_to, ClientOptions, State};
+    use a2a_gateway::conn::{BrokerAddr, BrokerConn, Peer};
+    use axum::extract::State as Shared;
+    use axum::serve::ListenerExt;
+    use serde_json::{json, Value};
+    use std::io::{BufRead, BufReader};
+    use std::process::{Child, Command, Stdio};
+    use std::sync::Arc;
+    use tokio::sync::Mutex;
+
+    /// Starts this example again as the proxy of the broker at `socket`
+    /// for `worker`: the child and its URL.
+    pub fn spawn(socket: &std::path::Path, secret: &str, worker: &str) -> (Child, String) {
+        let mut child = Command::new(std::env::current_exe().expect("exe"))
+            .arg("--raw-proxy")
+            .arg(socket)
+            .arg(worker)
+            .env(a2a_client::SECRET_ENV, secret)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn the raw proxy");
+        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut addr = String::new();
+        out.read_line(&mut addr).expect("the raw proxy's address");
+        (child, format!("http://{}/", addr.trim()))
+    }
+
+    struct Proxy {
+        conn: BrokerConn,
+        worker: String,
+        /// The requester and its sends, registered again before the
+        /// broker's per-registration bound (as the gateway does).
+        requester: Mutex<(Arc<Peer>, u32)>,
+    }
+
+    /// A requester of its own context, its events dropped (the blocking
+    /// send's answer carries the task).
+    async fn register(conn: &BrokerConn) -> Arc<Peer> {
+        let n = format!("raw-{}", uuid::Uuid::new_v4().simple());
+        let peer = conn
+            .register(&n, a2a_client::agent_card(&n), Arc::new(|_| {}))
+            .await
+            .expect("register");
+        Arc::new(peer)
+    }
+
+    impl Proxy {
+        async fn requester(&self) -> Arc<Peer> {
+            let mut r = self.requester.lock().await;
+            if r.1 >= 190 {
+                *r = (register(&self.conn).await, 0);
+            }
+            r.1 += 1;
+            r.0.clone()
+        }
+    }
+
+    /// `--raw-proxy SOCKET WORKER`: serves until killed; its address is
+    /// the first line on stdout.
+    pub async fn run() {
+        let mut it = std::env::args().skip(2);
+        let (socket, worker) = (it.next().expect("socket"), it.next().expect("worker"));
+        let secret = std::env::var(a2a_client::SECRET_ENV).expect("secret");
+        let conn = BrokerConn::connect(&BrokerAddr {
+            socket: socket.into(),
+            secret,
+            options: ClientOptions {
+                client_name: "raw-proxy".into(),
+                ..ClientOptions::default()
+            },
+        })
+        .await
+        .expect("connect");
+        let first = register(&conn).await;
+        let proxy = Arc::new(Proxy {
+            conn,
+            worker,
+            requester: Mutex::new((first, 0)),
+        });
+        let app = axum::Router::new()
+            .route("/", axum::routing::post(send))
+            .with_state(proxy);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        println!("{}", listener.local_addr().expect("addr"));
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, app).await.expect("serve");
+    }
+
+    /// One JSON-RPC request in, one blocking send, the task out.
+    async fn send(Shared(p): Shared<Arc<Proxy>>, body: axum::body::Bytes) -> axum::Json<Value> {
+        let req: Value = serde_json::from_slice(&body).unwrap_or_default();
+        let text = req["params"]["message"]["parts"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        let mut m = message_to(&p.worker, text);
+        m.metadata = Some(
+            match json!({"a2a-gateway": {"messageId": "tck-complete-task-bench"}}) {
+                Value::Object(o) => o.into(),
+                _ => unreachable!(),
+            },
+        );
+        let agent = p.requester().await;
+        let out = match agent.send(m, blocking(), None).await {
+            Ok(task) => {
+                let done = task.status.state == State::Completed;
+                let mut t = serde_json::to_value(&task).unwrap_or_default();
+                if done {
+                    t["status"]["state"] = json!("TASK_STATE_COMPLETED");
+                }
+                json!({"jsonrpc": "2.0", "id": req["id"], "result": {"task": t}})
+            }
+            Err(e) => {
+                json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32603, "message": e.to_string()}})
+            }
+        };
+        axum::Json(out)
+    }
 }
