@@ -24,8 +24,8 @@
 //! Phase 1 interleaves single calls of the three (one in flight) for the
 //! latency percentiles; phase 2 runs `--concurrency` callers per mode,
 //! modes alternating in slices, for requests per second. With `--perf
-//! MODE`, `perf record` samples the gateway process during the first
-//! phase-2 slice of that mode (into `/tmp/a2a-gateway.perf.data`). With
+//! MODE`, `perf record` samples the mode's HTTP front (the gateway, or the
+//! raw proxy) during the first phase-2 slice of that mode (into `/tmp/a2a-gateway.perf.data`). With
 //! `--modes socket,http-ctx` only those modes run (the first is the base
 //! of the ratios). After phase 2, each mode's CPU per call of the gateway,
 //! the broker and this process (callers and worker), from their
@@ -312,8 +312,8 @@ fn cpu_now(front: u32, broker: u32) -> [Duration; 3] {
     [cpu_of(front), cpu_of(broker), cpu_of(std::process::id())]
 }
 
-/// `perf record -g` of the gateway (`--perf MODE`), into
-/// /tmp/a2a-gateway.perf.data.
+/// `perf record -g` of the mode's HTTP front (`--perf MODE`: the gateway,
+/// or the raw proxy), into /tmp/a2a-gateway.perf.data.
 fn start_perf(pid: u32) -> Option<Child> {
     Command::new("perf")
         .args([
@@ -493,17 +493,18 @@ async fn main() {
     let mut perf: Option<Child> = None;
     for slice in 0..a.slices {
         for &m in &a.modes {
-            if a.perf == Some(m) && slice == 0 {
-                perf = start_perf(gw.id());
-                tokio::time::sleep(Duration::from_millis(300)).await;
-            }
-            let count = Arc::new(AtomicU64::new(0));
-            let end = Instant::now() + a.slice;
+            // The HTTP front: the gateway, or the raw proxy.
             let front = if m == Mode::HttpRaw {
                 raw.id()
             } else {
                 gw.id()
             };
+            if a.perf == Some(m) && slice == 0 {
+                perf = start_perf(front);
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            let count = Arc::new(AtomicU64::new(0));
+            let end = Instant::now() + a.slice;
             let cpu0 = cpu_now(front, broker_pid);
             let t0 = Instant::now();
             let mut joins = Vec::new();
