@@ -212,18 +212,16 @@ struct Shared {
     open: Arc<OpenCounts>,
 }
 
-/// The states the open-task bound does not count (the SQL's `NOT IN`
-/// lists of this file, the same four).
-const TERMINAL: [&str; 4] = ["completed", "canceled", "failed", "rejected"];
-
+/// Does the open-task bound count a task in a state of this wire name
+/// (not terminal: the SQL's `NOT IN` lists of this file)?
 fn is_open(state: &str) -> bool {
-    !TERMINAL.contains(&state)
+    !state_of(state).is_terminal()
 }
 
 impl Shared {
-    /// A task of `identity` went from `was` (`None`: no row) to `now`.
-    fn moved(&self, identity: &str, was: Option<&str>, now: &str) {
-        let (was, now) = (was.is_some_and(is_open), is_open(now));
+    /// A task of `identity` went from counted open (`was`) or not to
+    /// counted open (`now`) or not.
+    fn moved(&self, identity: &str, was: bool, now: bool) {
         if was == now {
             return;
         }
@@ -324,10 +322,7 @@ pub fn ts_ms(ts: &str) -> i64 {
 }
 
 fn state_of(s: &str) -> State {
-    State::ALL
-        .into_iter()
-        .find(|st| st.as_str() == s)
-        .unwrap_or(State::Submitted)
+    State::parse(s).unwrap_or(State::Submitted)
 }
 
 impl Store {
@@ -803,7 +798,7 @@ fn apply(shared: &mut Shared, w: &Write) -> rusqlite::Result<()> {
                         ts_ms,
                         *version as i64
                     ])?;
-                    shared.moved(&identity, Some(&was), state.as_str());
+                    shared.moved(&identity, is_open(&was), !state.is_terminal());
                 }
             } else {
                 hold_early(shared, id, *state, *ts_ms, *version);
@@ -863,11 +858,13 @@ fn insert(shared: &mut Shared, row: &TaskRow, ts_ms: i64) -> rusqlite::Result<()
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 )?
                 .execute(values)?;
-            shared.moved(&identity, Some(&was), TERMINAL[0]);
+            // The replaced row leaves its identity's count; the new one
+            // is counted below.
+            shared.moved(&identity, is_open(&was), false);
         }
         Err(e) => return Err(e),
     }
-    shared.moved(&row.identity, None, state.as_str());
+    shared.moved(&row.identity, false, !state.is_terminal());
     Ok(())
 }
 
@@ -1102,6 +1099,14 @@ mod tests {
         }
     }
 
+    /// A store on a new file (the directory lives as long as the first).
+    fn fresh() -> (tempfile::TempDir, std::path::PathBuf, Store) {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("state.db");
+        let store = Store::open(&path).expect("open");
+        (dir, path, store)
+    }
+
     /// Rows as a connection of its own sees them (committed, not merely
     /// written inside a transaction still open).
     fn committed(path: &Path) -> i64 {
@@ -1113,9 +1118,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_lone_insert_is_committed_in_place_before_it_returns() {
-        let dir = tempfile::tempdir().expect("dir");
-        let path = dir.path().join("state.db");
-        let store = Store::open(&path).expect("open");
+        let (_dir, path, store) = fresh();
         store
             .insert_task(&row("t1"), "2026-12-01T10:00:00Z", true)
             .await
@@ -1128,9 +1131,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn an_insert_behind_a_commit_under_way_joins_the_writers_group() {
-        let dir = tempfile::tempdir().expect("dir");
-        let path = dir.path().join("state.db");
-        let store = Store::open(&path).expect("open");
+        let (_dir, path, store) = fresh();
         // A write in progress holds the connection.
         let held = store.write();
         let s2 = store.clone();
@@ -1148,9 +1149,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn an_insert_beside_other_sends_joins_the_writers_group() {
-        let dir = tempfile::tempdir().expect("dir");
-        let path = dir.path().join("state.db");
-        let store = Store::open(&path).expect("open");
+        let (_dir, path, store) = fresh();
         store
             .insert_task(&row("t3"), "2026-12-01T10:00:00Z", false)
             .await
@@ -1225,9 +1224,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_row_written_again_is_replaced_and_counted_once() {
-        let dir = tempfile::tempdir().expect("dir");
-        let path = dir.path().join("state.db");
-        let store = Store::open(&path).expect("open");
+        let (_dir, path, store) = fresh();
         let ts = "2026-12-01T10:00:00Z";
         let r = open_row("dup", "alice", State::Working, 1);
         store.insert_task(&r, ts, true).await.expect("insert");
@@ -1242,9 +1239,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn events_before_their_row_in_one_batch_cost_no_statement() {
-        let dir = tempfile::tempdir().expect("dir");
-        let path = dir.path().join("state.db");
-        let store = Store::open(&path).expect("open");
+        let (_dir, _, store) = fresh();
         let ts = "2026-12-01T10:00:00Z";
         // One batch as the writer gets it under load: a blocking send's
         // events, then its row (and a row of another task between).
@@ -1286,9 +1281,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn the_log_is_checkpointed_by_the_writer_and_stays_bounded() {
-        let dir = tempfile::tempdir().expect("dir");
-        let path = dir.path().join("state.db");
-        let store = Store::open(&path).expect("open");
+        let (_dir, path, store) = fresh();
         let main_before = std::fs::metadata(&path).expect("db").len();
         // Each in-place commit appends its pages to the log; without a
         // checkpoint (SQLite's automatic one is replaced by the hook) it
