@@ -135,18 +135,17 @@ fn run(shared: &Shared) {
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
                 inner = shared.inner.lock();
             }
-            Some(key) => {
-                inner.sleep = Sleep::Until(key.0);
-                shared.cond.wait_until(&mut inner, key.0);
-                inner.sleep = Sleep::Awake;
-                #[cfg(test)]
-                {
-                    inner.wakeups += 1;
+            next => {
+                match next {
+                    Some(key) => {
+                        inner.sleep = Sleep::Until(key.0);
+                        shared.cond.wait_until(&mut inner, key.0);
+                    }
+                    None => {
+                        inner.sleep = Sleep::Forever;
+                        shared.cond.wait(&mut inner);
+                    }
                 }
-            }
-            None => {
-                inner.sleep = Sleep::Forever;
-                shared.cond.wait(&mut inner);
                 inner.sleep = Sleep::Awake;
                 #[cfg(test)]
                 {
