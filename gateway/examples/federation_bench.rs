@@ -26,7 +26,7 @@ mod bench;
 
 use a2a_client::{message_to, Agent, Client, Delivery, State};
 use a2a_gateway::tck;
-use bench::{blocking, exe_dir, pct, post, print_rates};
+use bench::{blocking, exe_dir, pct, post, print_rates, SENDS_PER_REQUESTER};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -61,7 +61,7 @@ impl Mode {
 /// context renewed before the broker's send bound.
 async fn http_send(http: &reqwest::Client, url: &str, n: &mut u64) -> Duration {
     *n += 1;
-    let ctx = format!("bench-http-{}", *n / 190);
+    let ctx = format!("bench-http-{}", *n / u64::from(SENDS_PER_REQUESTER));
     let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
         "message": {"messageId": format!("m-{n}"), "role": "ROLE_USER", "parts": [{"text": "bench"}], "contextId": ctx}}});
     let t = Instant::now();
@@ -126,7 +126,7 @@ impl Requester {
     }
 
     async fn send(&mut self) -> Duration {
-        if self.sent >= 190 {
+        if self.sent >= SENDS_PER_REQUESTER {
             let _ = self.agent.deregister_async().expect("submit").await;
             self.agent = register(&self.client).await;
             self.sent = 0;

@@ -40,7 +40,7 @@ mod bench;
 
 use a2a_client::{message_to, Agent, Client, Delivery, State};
 use a2a_gateway::tck;
-use bench::{blocking, exe_dir, pct, post, print_rates};
+use bench::{blocking, exe_dir, pct, post, print_rates, SENDS_PER_REQUESTER};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -130,12 +130,26 @@ fn args() -> Args {
     a
 }
 
+/// A message to the TCK SUT worker that it completes at once (its
+/// gateway `messageId`, as a forwarded one carries it, picks the
+/// behaviour: `tck::plan`).
+fn complete_task_message(worker: &str, text: &str) -> a2a_client::Message {
+    let mut m = message_to(worker, text);
+    m.metadata = Some(
+        match json!({"a2a-gateway": {"messageId": "tck-complete-task-bench"}}) {
+            Value::Object(o) => o.into(),
+            _ => unreachable!(),
+        },
+    );
+    m
+}
+
 /// The socket baseline's requester, re-registered before the broker's
 /// per-registration send bound (registration not timed).
 struct SocketSide {
     client: Client,
     agent: Agent,
-    sent: u64,
+    sent: u32,
     worker: String,
     n: u64,
 }
@@ -153,17 +167,11 @@ impl SocketSide {
     }
 
     async fn send(&mut self) -> Duration {
-        if self.sent >= 190 {
+        if self.sent >= SENDS_PER_REQUESTER {
             self.rotate();
         }
         self.sent += 1;
-        let mut m = message_to(&self.worker, "bench");
-        m.metadata = Some(
-            match json!({"a2a-gateway": {"messageId": "tck-complete-task-bench"}}) {
-                Value::Object(o) => o.into(),
-                _ => unreachable!(),
-            },
-        );
+        let m = complete_task_message(&self.worker, "bench");
         let t = Instant::now();
         let task = self
             .agent
@@ -184,7 +192,7 @@ struct HttpSide {
     url: String,
     /// The raw proxy's URL (`http-raw`).
     raw_url: String,
-    ctx_sent: u64,
+    ctx_sent: u32,
     ctx: String,
 }
 
@@ -194,7 +202,7 @@ impl HttpSide {
     async fn send(&mut self, mode: Mode) -> Duration {
         let mut msg = json!({"messageId": "tck-complete-task-bench", "role": "ROLE_USER", "parts": [{"text": "bench"}]});
         if mode == Mode::HttpCtx {
-            if self.ctx_sent >= 190 || self.ctx.is_empty() {
+            if self.ctx_sent >= SENDS_PER_REQUESTER || self.ctx.is_empty() {
                 self.ctx = format!("bench-ctx-{}", CTX_N.fetch_add(1, Ordering::Relaxed));
                 self.ctx_sent = 0;
             }
@@ -550,8 +558,8 @@ async fn main() {
 
 /// `http-raw`'s server: the least an HTTP front of the broker does.
 mod raw_proxy {
-    use super::blocking;
-    use a2a_client::{message_to, ClientOptions, State};
+    use super::{blocking, complete_task_message, SENDS_PER_REQUESTER};
+    use a2a_client::{ClientOptions, State};
     use a2a_gateway::conn::{BrokerAddr, BrokerConn, Peer};
     use axum::extract::State as Shared;
     use axum::serve::ListenerExt;
@@ -601,7 +609,7 @@ mod raw_proxy {
     impl Proxy {
         async fn requester(&self) -> Arc<Peer> {
             let mut r = self.requester.lock().await;
-            if r.1 >= 190 {
+            if r.1 >= SENDS_PER_REQUESTER {
                 *r = (register(&self.conn).await, 0);
             }
             r.1 += 1;
@@ -650,13 +658,7 @@ mod raw_proxy {
         let text = req["params"]["message"]["parts"][0]["text"]
             .as_str()
             .unwrap_or_default();
-        let mut m = message_to(&p.worker, text);
-        m.metadata = Some(
-            match json!({"a2a-gateway": {"messageId": "tck-complete-task-bench"}}) {
-                Value::Object(o) => o.into(),
-                _ => unreachable!(),
-            },
-        );
+        let m = complete_task_message(&p.worker, text);
         let agent = p.requester().await;
         let out = match agent.send(m, blocking(), None).await {
             Ok(task) => {

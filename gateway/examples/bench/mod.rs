@@ -16,6 +16,11 @@ pub fn exe_dir() -> PathBuf {
         .expect("exe dir")
 }
 
+/// Sends the benches make on one registration (or in one A2A context)
+/// before they register again (untimed): under the broker's bound
+/// (docs/protocol.md §9, `A2A_MAX_SENDS_PER_RUN`).
+pub const SENDS_PER_REQUESTER: u32 = a2a_proto::limits::A2A_MAX_SENDS_PER_RUN - 10;
+
 /// The send configuration of every timed send: answered once the task is
 /// settled.
 pub fn blocking() -> Option<SendConfiguration> {
