@@ -213,78 +213,62 @@ fn throw(env: sys::napi_env, message: &str) {
     unsafe { sys::napi_throw_error(env, ptr::null(), msg.as_ptr()) };
 }
 
-/// `get(slot, id, historyLength)`
-#[allow(unsafe_code)]
-unsafe extern "C" fn get(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    // SAFETY: napi's callback arguments.
-    unsafe {
-        trampoline(env, info, |a, env, x| {
-            Ok(a.get(env, x.string(0, "id")?, x.opt_f64(1, "historyLength")?))
-        })
-    }
+/// A raw entry point: `$name(slot, ...)` reads its arguments in
+/// `trampoline` and runs the agent's method of the same name.
+macro_rules! entry {
+    ($(#[$doc:meta])* $name:ident, |$a:ident, $env:ident, $x:ident| $call:expr) => {
+        $(#[$doc])*
+        #[allow(unsafe_code)]
+        unsafe extern "C" fn $name(
+            env: sys::napi_env,
+            info: sys::napi_callback_info,
+        ) -> sys::napi_value {
+            // SAFETY: napi's callback arguments.
+            unsafe { trampoline(env, info, |$a, $env, $x| Ok($call)) }
+        }
+    };
 }
 
-/// `send(slot, message, configuration)`
-#[allow(unsafe_code)]
-unsafe extern "C" fn send(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    // SAFETY: napi's callback arguments.
-    unsafe {
-        trampoline(env, info, |a, env, x| {
-            Ok(a.send(
-                env,
-                x.string(0, "message")?,
-                x.opt_string(1, "configuration")?,
-            ))
-        })
-    }
-}
-
-/// `status(slot, id, state, message)`
-#[allow(unsafe_code)]
-unsafe extern "C" fn status(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    // SAFETY: napi's callback arguments.
-    unsafe {
-        trampoline(env, info, |a, env, x| {
-            Ok(a.status(
-                env,
-                x.string(0, "id")?,
-                x.string(1, "state")?,
-                x.opt_string(2, "message")?,
-            ))
-        })
-    }
-}
-
-/// `artifact(slot, id, artifact, append, lastChunk)`
-#[allow(unsafe_code)]
-unsafe extern "C" fn artifact(
-    env: sys::napi_env,
-    info: sys::napi_callback_info,
-) -> sys::napi_value {
-    // SAFETY: napi's callback arguments.
-    unsafe {
-        trampoline(env, info, |a, env, x| {
-            Ok(a.artifact(
-                env,
-                x.string(0, "id")?,
-                x.string(1, "artifact")?,
-                x.opt_bool(2, "append")?,
-                x.opt_bool(3, "lastChunk")?,
-            ))
-        })
-    }
-}
-
-/// `cancel(slot, id, message)`
-#[allow(unsafe_code)]
-unsafe extern "C" fn cancel(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    // SAFETY: napi's callback arguments.
-    unsafe {
-        trampoline(env, info, |a, env, x| {
-            Ok(a.cancel(env, x.string(0, "id")?, x.opt_string(1, "message")?))
-        })
-    }
-}
+entry!(
+    /// `get(slot, id, historyLength)`
+    get,
+    |a, env, x| a.get(env, x.string(0, "id")?, x.opt_f64(1, "historyLength")?)
+);
+entry!(
+    /// `send(slot, message, configuration)`
+    send,
+    |a, env, x| a.send(
+        env,
+        x.string(0, "message")?,
+        x.opt_string(1, "configuration")?
+    )
+);
+entry!(
+    /// `status(slot, id, state, message)`
+    status,
+    |a, env, x| a.status(
+        env,
+        x.string(0, "id")?,
+        x.string(1, "state")?,
+        x.opt_string(2, "message")?
+    )
+);
+entry!(
+    /// `artifact(slot, id, artifact, append, lastChunk)`
+    artifact,
+    |a, env, x| a.artifact(
+        env,
+        x.string(0, "id")?,
+        x.string(1, "artifact")?,
+        x.opt_bool(2, "append")?,
+        x.opt_bool(3, "lastChunk")?
+    )
+);
+entry!(
+    /// `cancel(slot, id, message)`
+    cancel,
+    |a, env, x| a.cancel(env, x.string(0, "id")?, x.opt_string(1, "message")?)
+);
 
 type Entry = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
 
