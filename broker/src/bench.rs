@@ -11,11 +11,21 @@
 //!   call: `SocketServer::ring_wake_stats` and `write_stats`.)
 //! - [`EventInjector`]: delivers events to an agent as the writer's
 //!   routing does, to measure the delivery path alone.
+//! - [`InProcessConn`]: calls into the broker's dispatch with no transport,
+//!   for the gateway bench's floor of an HTTP front inside the broker's
+//!   process (`send_bench --inproc`).
 
-use crate::delivery::{Endpoint, RingPublishes};
+use crate::delivery::{Endpoint, Outbox, Outgoing, Responder, Response, RingPublishes};
 use crate::Broker;
+use a2a_proto::call::Call;
+use a2a_proto::error::RpcError;
+use a2a_proto::jsonrpc::Id;
 use a2a_proto::types::Notification;
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::oneshot;
 
 pub use crate::store::OpenError;
 
@@ -78,5 +88,150 @@ impl EventInjector {
         let mut rings = RingPublishes::default();
         self.0.deliver(event, &mut rings);
         rings.publish();
+    }
+}
+
+/// A broker connection with no transport: a call goes straight into the
+/// broker's dispatch on the caller's task (as a socket connection's reader
+/// hands it on), and its answer comes back from the session's outbox
+/// through a drain task on the caller's tokio runtime, to the waiting call
+/// by request id. Its session is handshaken from the start; events
+/// addressed to agents it registers are dropped. A measuring instrument
+/// (what an HTTP front inside the broker's process would cost), never
+/// served.
+pub struct InProcessConn {
+    broker: Arc<Broker>,
+    session: parking_lot::Mutex<crate::session::Session>,
+    waiters: parking_lot::Mutex<HashMap<u64, oneshot::Sender<CallResult>>>,
+    next_id: AtomicU64,
+}
+
+/// A call's result as its JSON `result` (or the error).
+pub type CallResult = Result<serde_json::Value, RpcError>;
+
+impl InProcessConn {
+    /// A new connection of `broker`; must be called inside a tokio runtime.
+    pub fn open(broker: Arc<Broker>) -> Arc<InProcessConn> {
+        let outbox = Arc::new(Outbox::new(1024));
+        let mut session = broker.session(outbox.clone());
+        session.handshaken = true;
+        let conn = Arc::new(InProcessConn {
+            broker,
+            session: parking_lot::Mutex::new(session),
+            waiters: Default::default(),
+            next_id: AtomicU64::new(1),
+        });
+        let weak = Arc::downgrade(&conn);
+        tokio::spawn(async move {
+            let mut items = Vec::new();
+            while outbox.drain_async(&mut items).await {
+                let Some(conn) = weak.upgrade() else { return };
+                for item in items.drain(..) {
+                    if let Outgoing::Response(Response {
+                        id: Id::Uint(id),
+                        result,
+                    }) = item
+                    {
+                        let answer = result.map(|reply| {
+                            serde_json::to_value(&reply).unwrap_or(serde_json::Value::Null)
+                        });
+                        if let Some(tx) = conn.waiters.lock().remove(&id) {
+                            let _ = tx.send(answer);
+                        }
+                    }
+                }
+            }
+        });
+        conn
+    }
+
+    /// Makes one call and waits for its answer.
+    pub async fn call(&self, call: Call) -> CallResult {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.waiters.lock().insert(id, tx);
+        {
+            let mut s = self.session.lock();
+            let responder = Responder::direct(s.outbox.clone(), Id::Uint(id));
+            self.broker.handle_call(&mut s, call, responder);
+        }
+        // A responder is never dropped unanswered; the sender goes only
+        // with the connection.
+        rx.await
+            .unwrap_or_else(|_| Err(crate::rpc_errors::handler_panicked()))
+    }
+}
+
+impl Drop for InProcessConn {
+    /// Ends the session as a transport does when its connection ends (its
+    /// agents' tokens die), and stops the drain task.
+    fn drop(&mut self) {
+        let placeholder = self.broker.session(Arc::new(Outbox::new(1)));
+        let s = std::mem::replace(&mut *self.session.lock(), placeholder);
+        s.outbox.close();
+        self.broker.close(s);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use a2a_proto::params::{RegisterParams, SendParams};
+    use a2a_proto::types::{AgentCard, Message};
+
+    fn register(name: &str) -> Call {
+        let card: AgentCard = serde_json::from_value(serde_json::json!({
+            "name": name, "description": "d", "version": "1", "url": "local://x",
+            "capabilities": {}, "defaultInputModes": ["text/plain"],
+            "defaultOutputModes": ["text/plain"], "skills": []
+        }))
+        .expect("card");
+        Call::Register(RegisterParams {
+            context_id: format!("ctx-{name}"),
+            card,
+            delivery: None,
+            hidden: false,
+        })
+    }
+
+    #[test]
+    fn an_in_process_connection_answers_calls_and_errors_by_id() {
+        let dir = tempfile::tempdir().expect("dir");
+        let broker =
+            crate::server::start(&crate::server::ServeConfig::new(dir.path().join("b.db")))
+                .expect("broker");
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let conn = InProcessConn::open(broker.clone());
+            let a = conn.call(register("a")).await.expect("register a");
+            let b = conn.call(register("b")).await.expect("register b");
+            let message: Message = serde_json::from_value(serde_json::json!({
+                "kind": "message", "messageId": "m1", "role": "user",
+                "parts": [{"kind": "text", "text": "hi"}], "to": b["peerId"]
+            }))
+            .expect("message");
+            let sent = conn
+                .call(Call::Send(SendParams {
+                    token: a["token"].as_str().map(str::to_owned),
+                    message: message.clone(),
+                    configuration: None,
+                }))
+                .await
+                .expect("send");
+            assert_eq!(sent["task"]["status"]["state"], "submitted", "{sent}");
+            let refused = conn
+                .call(Call::Send(SendParams {
+                    token: Some("not-a-token".into()),
+                    message,
+                    configuration: None,
+                }))
+                .await;
+            assert!(refused.is_err(), "{refused:?}");
+        });
+        broker.shutdown();
     }
 }

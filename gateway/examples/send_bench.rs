@@ -20,6 +20,13 @@
 //!   (`a2a_gateway::conn`, driven on the runtime) and answers the task as
 //!   JSON, and does nothing else (no identity, context, state file, v1.0
 //!   translation or audit).
+//! - `http-inproc` (with `--inproc`): the floor of an HTTP front inside
+//!   the broker's own process. The broker of every mode is then this
+//!   example run again as a child (`--inproc-broker DIR`: the broker
+//!   library, its socket, where the worker, the baseline, the gateway and
+//!   the raw proxy connect) with the raw proxy's HTTP server on its
+//!   runtime, calling the broker's dispatch directly
+//!   (`a2a_broker::bench::InProcessConn`): no socket hop, no process hop.
 //!
 //! Phase 1 interleaves single calls of the three (one in flight) for the
 //! latency percentiles; phase 2 runs `--concurrency` callers per mode,
@@ -55,9 +62,16 @@ enum Mode {
     HttpCtx,
     HttpNew,
     HttpRaw,
+    HttpInproc,
 }
 
-const MODES: [Mode; 4] = [Mode::Socket, Mode::HttpCtx, Mode::HttpNew, Mode::HttpRaw];
+const MODES: [Mode; 5] = [
+    Mode::Socket,
+    Mode::HttpCtx,
+    Mode::HttpNew,
+    Mode::HttpRaw,
+    Mode::HttpInproc,
+];
 
 impl Mode {
     fn name(self) -> &'static str {
@@ -66,6 +80,7 @@ impl Mode {
             Mode::HttpCtx => "http-ctx",
             Mode::HttpNew => "http-new",
             Mode::HttpRaw => "http-raw",
+            Mode::HttpInproc => "http-inproc",
         }
     }
 }
@@ -79,6 +94,8 @@ struct Args {
     perf: Option<Mode>,
     /// The modes run, the first the base of the ratios.
     modes: Vec<Mode>,
+    /// The broker is this example's in-process one (`http-inproc`).
+    inproc: bool,
 }
 
 impl Mode {
@@ -94,7 +111,8 @@ fn args() -> Args {
         slice: Duration::from_secs(2),
         slices: 3,
         perf: None,
-        modes: MODES.to_vec(),
+        modes: MODES[..4].to_vec(),
+        inproc: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -104,11 +122,14 @@ fn args() -> Args {
             "--concurrency" => a.concurrency = num().max(1) as usize,
             "--slice-ms" => a.slice = Duration::from_millis(num()),
             "--slices" => a.slices = num().max(1) as usize,
+            "--inproc" => a.inproc = true,
             "--perf" => {
                 a.perf = match it.next().as_deref().and_then(Mode::parse) {
                     Some(m) => Some(m),
                     None => {
-                        eprintln!("--perf takes socket, http-ctx, http-new or http-raw");
+                        eprintln!(
+                            "--perf takes socket, http-ctx, http-new, http-raw or http-inproc"
+                        );
                         None
                     }
                 }
@@ -118,7 +139,7 @@ fn args() -> Args {
                 let modes: Vec<Mode> = list.split(',').filter_map(Mode::parse).collect();
                 if modes.is_empty() || modes.len() != list.split(',').count() {
                     eprintln!(
-                        "--modes takes a list of socket, http-ctx, http-new, http-raw: {list:?}"
+                        "--modes takes a list of socket, http-ctx, http-new, http-raw, http-inproc (with --inproc): {list:?}"
                     );
                     std::process::exit(2);
                 }
@@ -192,6 +213,7 @@ struct HttpSide {
     url: String,
     /// The raw proxy's URL (`http-raw`).
     raw_url: String,
+    inproc_url: String,
     ctx_sent: u32,
     ctx: String,
 }
@@ -211,10 +233,10 @@ impl HttpSide {
         }
         let body =
             json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": msg}});
-        let url = if mode == Mode::HttpRaw {
-            &self.raw_url
-        } else {
-            &self.url
+        let url = match mode {
+            Mode::HttpRaw => &self.raw_url,
+            Mode::HttpInproc => &self.inproc_url,
+            _ => &self.url,
         };
         let t = Instant::now();
         let r = post(&self.http, url, &body).await;
@@ -268,7 +290,7 @@ fn spawn_gateway(
 }
 
 /// Phase 1's table: each mode's percentiles, and its p50 against the socket's.
-fn report_latency(rounds: usize, modes: &[Mode], lat: &[Vec<Duration>; 4]) {
+fn report_latency(rounds: usize, modes: &[Mode], lat: &[Vec<Duration>; 5]) {
     println!("phase 1: {} paired rounds, one call in flight", rounds);
     println!("mode       p50_us   p99_us   mean_us  calls/s(1 in flight)");
     let base_p50;
@@ -344,6 +366,7 @@ fn start_perf(pid: u32) -> Option<Child> {
 struct Target {
     url: String,
     raw_url: String,
+    inproc_url: String,
     http: reqwest::Client,
     socket: PathBuf,
     secret: String,
@@ -380,6 +403,7 @@ async fn call_until(m: Mode, t: Target, n: u64, end: Instant, count: Arc<AtomicU
                 http: t.http,
                 url: t.url,
                 raw_url: t.raw_url,
+                inproc_url: t.inproc_url,
                 ctx_sent: 0,
                 ctx: String::new(),
             };
@@ -393,7 +417,7 @@ async fn call_until(m: Mode, t: Target, n: u64, end: Instant, count: Arc<AtomicU
 
 /// Phase 1: a warm-up, then `rounds` paired single calls of every mode,
 /// the order rotated each round; each mode's latencies.
-async fn phase1(a: &Args, sock: &mut SocketSide, hs: &mut HttpSide) -> [Vec<Duration>; 4] {
+async fn phase1(a: &Args, sock: &mut SocketSide, hs: &mut HttpSide) -> [Vec<Duration>; 5] {
     // Warm-up.
     for _ in 0..50 {
         for &m in &a.modes {
@@ -404,7 +428,7 @@ async fn phase1(a: &Args, sock: &mut SocketSide, hs: &mut HttpSide) -> [Vec<Dura
         }
     }
     // Phase 1: paired single calls, order rotated each round.
-    let mut lat: [Vec<Duration>; 4] = Default::default();
+    let mut lat: [Vec<Duration>; 5] = Default::default();
     let n = a.modes.len();
     for i in 0..a.rounds {
         for k in 0..n {
@@ -421,7 +445,7 @@ async fn phase1(a: &Args, sock: &mut SocketSide, hs: &mut HttpSide) -> [Vec<Dura
 
 /// Phase 2's tables: calls per second per mode, and the CPU per call of
 /// the gateway, the broker and this process.
-fn report_phase2(a: &Args, total: &[(u64, Duration); 4], cpu: &[[Duration; 3]; 4]) {
+fn report_phase2(a: &Args, total: &[(u64, Duration); 5], cpu: &[[Duration; 3]; 5]) {
     println!(
         "phase 2: {} callers per mode, {} slices of {:?} per mode, alternating",
         a.concurrency, a.slices, a.slice
@@ -433,7 +457,7 @@ fn report_phase2(a: &Args, total: &[(u64, Duration); 4], cpu: &[[Duration; 3]; 4
         .collect();
     print_rates(&rows, 9, "calls", a.modes[0].name());
     println!(
-        "CPU per call in phase 2 (utime+stime, us): gateway (for http-raw the raw proxy), broker, bench (callers+worker)"
+        "CPU per call in phase 2 (utime+stime, us): gateway (for http-raw the raw proxy; http-inproc's front is in the broker), broker, bench (callers+worker)"
     );
     for &m in &a.modes {
         let calls = total[m as usize].0.max(1) as f64;
@@ -455,12 +479,39 @@ async fn main() {
     if std::env::args().nth(1).as_deref() == Some("--raw-proxy") {
         return raw_proxy::run().await;
     }
-    let a = args();
+    if std::env::args().nth(1).as_deref() == Some("--inproc-broker") {
+        return inproc::run().await;
+    }
+    let mut a = args();
     let dir = exe_dir();
-    let broker = tck::spawn_broker(&dir.join("a2a-broker")).expect("broker");
-    let (socket, secret) = (broker.socket.clone(), broker.secret.clone());
+    if a.modes.contains(&Mode::HttpInproc) && !a.inproc {
+        eprintln!("http-inproc runs with --inproc only");
+        std::process::exit(2);
+    }
+    let (child_broker, mut inproc_broker) = if a.inproc {
+        if !a.modes.contains(&Mode::HttpInproc) {
+            a.modes.push(Mode::HttpInproc);
+        }
+        (None, Some(inproc::spawn()))
+    } else {
+        let b = tck::spawn_broker(&dir.join("a2a-broker")).expect("broker");
+        (Some(b), None)
+    };
+    let (socket, secret, broker_pid, inproc_url) = match (&child_broker, &inproc_broker) {
+        (Some(b), _) => (b.socket.clone(), b.secret.clone(), b.pid(), String::new()),
+        (_, Some(b)) => (
+            b.socket.clone(),
+            b.secret.clone(),
+            b.child.id(),
+            b.url.clone(),
+        ),
+        _ => unreachable!(),
+    };
     let worker_client = Client::connect(&socket, &secret).expect("connect");
     let worker = tck::register_sut(&worker_client).expect("worker");
+    if let Some(b) = &mut inproc_broker {
+        b.set_worker(worker.id());
+    }
     let (mut gw, addr) = spawn_gateway(&dir.join("a2a-gateway"), &socket, &secret, worker.id());
     let url = format!("http://{addr}/agents/{}", worker.id());
     println!("gateway pid {} at {url}", gw.id());
@@ -486,6 +537,7 @@ async fn main() {
         http: http.clone(),
         url: url.clone(),
         raw_url: raw_url.clone(),
+        inproc_url: inproc_url.clone(),
         ctx_sent: 0,
         ctx: String::new(),
     };
@@ -494,21 +546,21 @@ async fn main() {
     report_latency(a.rounds, &a.modes, &lat);
 
     // Phase 2: throughput with `concurrency` callers, modes alternating.
-    let mut total = [(0u64, Duration::ZERO); 4];
+    let mut total = [(0u64, Duration::ZERO); 5];
     // Per mode: CPU of the gateway, the broker, this process.
-    let mut cpu = [[Duration::ZERO; 3]; 4];
-    let broker_pid = broker.pid();
+    let mut cpu = [[Duration::ZERO; 3]; 5];
     let mut perf: Option<Child> = None;
     for slice in 0..a.slices {
         for &m in &a.modes {
             // The HTTP front: the gateway, or the raw proxy.
-            let front = if m == Mode::HttpRaw {
-                raw.id()
-            } else {
-                gw.id()
+            // (`http-inproc`'s front is the broker: counted there, once.)
+            let front = match m {
+                Mode::HttpRaw => raw.id(),
+                Mode::HttpInproc => 0,
+                _ => gw.id(),
             };
             if a.perf == Some(m) && slice == 0 {
-                perf = start_perf(front);
+                perf = start_perf(if front == 0 { broker_pid } else { front });
                 tokio::time::sleep(Duration::from_millis(300)).await;
             }
             let count = Arc::new(AtomicU64::new(0));
@@ -520,6 +572,7 @@ async fn main() {
                 let target = Target {
                     url: url.clone(),
                     raw_url: raw_url.clone(),
+                    inproc_url: inproc_url.clone(),
                     http: http.clone(),
                     socket: socket.clone(),
                     secret: secret.clone(),
@@ -671,6 +724,183 @@ mod raw_proxy {
             }
             Err(e) => {
                 json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32603, "message": e.to_string()}})
+            }
+        };
+        axum::Json(out)
+    }
+}
+
+/// `http-inproc` (probe, not kept): an HTTP front inside the broker's own
+/// process, calling its dispatch without a socket hop
+/// (`a2a_broker::bench::InProcessConn`). With `--inproc`, the broker of
+/// every mode is this example run again as `--inproc-broker DIR`: the
+/// broker library, its socket (the worker, the socket baseline, the
+/// gateway and the raw proxy connect there) and the HTTP front.
+mod inproc {
+    use super::{blocking, complete_task_message, SENDS_PER_REQUESTER};
+    use a2a_broker::bench::InProcessConn;
+    use a2a_proto::call::Call;
+    use a2a_proto::params::{RegisterParams, SendParams};
+    use axum::extract::State as Shared;
+    use axum::serve::ListenerExt;
+    use serde_json::{json, Value};
+    use std::io::{BufRead, BufReader};
+    use std::path::PathBuf;
+    use std::process::{Child, Command, Stdio};
+    use std::sync::Arc;
+    use tokio::sync::Mutex;
+
+    pub struct InprocBroker {
+        pub child: Child,
+        pub socket: PathBuf,
+        pub secret: String,
+        pub url: String,
+        _dir: tempfile::TempDir,
+    }
+
+    impl Drop for InprocBroker {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    pub fn spawn() -> InprocBroker {
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::create_dir(dir.path().join("run")).expect("run");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            dir.path().join("run"),
+            std::fs::Permissions::from_mode(0o700),
+        )
+        .expect("chmod");
+        let secret = format!("{:032x}", uuid::Uuid::new_v4().as_u128());
+        let mut child = Command::new(std::env::current_exe().expect("exe"))
+            .arg("--inproc-broker")
+            .arg(dir.path())
+            .env(a2a_client::SECRET_ENV, &secret)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn the in-process broker");
+        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut addr = String::new();
+        out.read_line(&mut addr).expect("the front's address");
+        InprocBroker {
+            child,
+            socket: dir.path().join("run").join("broker.sock"),
+            secret,
+            url: format!("http://{}/", addr.trim()),
+            _dir: dir,
+        }
+    }
+
+    struct Front {
+        conn: Arc<InProcessConn>,
+        worker: String,
+        requester: Mutex<(String, u32)>,
+    }
+
+    async fn register(conn: &InProcessConn) -> String {
+        let n = format!("inproc-{}", uuid::Uuid::new_v4().simple());
+        let r = conn
+            .call(Call::Register(RegisterParams {
+                context_id: n.clone(),
+                card: a2a_client::agent_card(&n),
+                delivery: None,
+                hidden: false,
+            }))
+            .await
+            .expect("register");
+        r["token"].as_str().expect("token").to_owned()
+    }
+
+    impl InprocBroker {
+        /// Tells the front which worker its sends go to (the worker
+        /// registers on the broker's socket once the broker runs).
+        pub fn set_worker(&mut self, worker: &str) {
+            use std::io::Write;
+            let mut stdin = self.child.stdin.take().expect("stdin");
+            writeln!(stdin, "{worker}").expect("the worker's id to the front");
+        }
+    }
+
+    /// `--inproc-broker DIR`: the broker (database and socket in DIR), its
+    /// HTTP front's address as the first line on stdout, the worker's id
+    /// read as the first line of stdin; serves until killed.
+    pub async fn run() {
+        let dir = PathBuf::from(std::env::args().nth(2).expect("dir"));
+        let mut cfg = a2a_broker::server::ServeConfig::new(dir.join("tck.db"));
+        cfg.durability = a2a_broker::Durability::Normal;
+        let broker = a2a_broker::server::start(&cfg).expect("start");
+        let sock = dir.join("run").join("broker.sock");
+        let _server = a2a_broker::transport::socket::listen(
+            broker.clone(),
+            sock.to_str().expect("path"),
+            256,
+        )
+        .expect("listen");
+        let conn = InProcessConn::open(broker.clone());
+        let first = register(&conn).await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        println!("{}", listener.local_addr().expect("addr"));
+        let worker = tokio::task::spawn_blocking(|| {
+            let mut line = String::new();
+            std::io::stdin()
+                .read_line(&mut line)
+                .expect("the worker's id");
+            line.trim().to_owned()
+        })
+        .await
+        .expect("stdin");
+        let front = Arc::new(Front {
+            conn,
+            worker,
+            requester: Mutex::new((first, 0)),
+        });
+        let app = axum::Router::new()
+            .route("/", axum::routing::post(send))
+            .with_state(front);
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, app).await.expect("serve");
+    }
+
+    async fn send(Shared(f): Shared<Arc<Front>>, body: axum::body::Bytes) -> axum::Json<Value> {
+        let req: Value = serde_json::from_slice(&body).unwrap_or_default();
+        let text = req["params"]["message"]["parts"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        let m = complete_task_message(&f.worker, text);
+        let token = {
+            let mut r = f.requester.lock().await;
+            if r.1 >= SENDS_PER_REQUESTER {
+                *r = (register(&f.conn).await, 0);
+            }
+            r.1 += 1;
+            r.0.clone()
+        };
+        let out = match f
+            .conn
+            .call(Call::Send(SendParams {
+                token: Some(token),
+                message: m,
+                configuration: blocking(),
+            }))
+            .await
+        {
+            Ok(mut r) => {
+                let mut t = r["task"].take();
+                if t["status"]["state"] == "completed" {
+                    t["status"]["state"] = json!("TASK_STATE_COMPLETED");
+                }
+                json!({"jsonrpc": "2.0", "id": req["id"], "result": {"task": t}})
+            }
+            Err(e) => {
+                json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32603, "message": e.message}})
             }
         };
         axum::Json(out)
