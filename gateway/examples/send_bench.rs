@@ -474,6 +474,60 @@ fn report_phase2(a: &Args, total: &[(u64, Duration); 5], cpu: &[[Duration; 3]; 5
     }
 }
 
+/// The broker every mode talks to: an `a2a-broker` child, or with
+/// `--inproc` this example's in-process one (which adds `http-inproc`).
+enum BrokerUnderTest {
+    Child(tck::BrokerChild),
+    Inproc(inproc::InprocBroker),
+}
+
+impl BrokerUnderTest {
+    fn start(a: &mut Args, dir: &std::path::Path) -> BrokerUnderTest {
+        if a.modes.contains(&Mode::HttpInproc) && !a.inproc {
+            eprintln!("http-inproc runs with --inproc only");
+            std::process::exit(2);
+        }
+        if !a.inproc {
+            return BrokerUnderTest::Child(
+                tck::spawn_broker(&dir.join("a2a-broker")).expect("broker"),
+            );
+        }
+        if !a.modes.contains(&Mode::HttpInproc) {
+            a.modes.push(Mode::HttpInproc);
+        }
+        BrokerUnderTest::Inproc(inproc::spawn())
+    }
+
+    fn socket(&self) -> PathBuf {
+        match self {
+            BrokerUnderTest::Child(b) => b.socket.clone(),
+            BrokerUnderTest::Inproc(b) => b.socket.clone(),
+        }
+    }
+
+    fn secret(&self) -> String {
+        match self {
+            BrokerUnderTest::Child(b) => b.secret.clone(),
+            BrokerUnderTest::Inproc(b) => b.secret.clone(),
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        match self {
+            BrokerUnderTest::Child(b) => b.pid(),
+            BrokerUnderTest::Inproc(b) => b.child.id(),
+        }
+    }
+
+    /// The in-process front's URL (empty for a child broker).
+    fn inproc_url(&self) -> String {
+        match self {
+            BrokerUnderTest::Child(_) => String::new(),
+            BrokerUnderTest::Inproc(b) => b.url.clone(),
+        }
+    }
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     if std::env::args().nth(1).as_deref() == Some("--raw-proxy") {
@@ -484,32 +538,12 @@ async fn main() {
     }
     let mut a = args();
     let dir = exe_dir();
-    if a.modes.contains(&Mode::HttpInproc) && !a.inproc {
-        eprintln!("http-inproc runs with --inproc only");
-        std::process::exit(2);
-    }
-    let (child_broker, mut inproc_broker) = if a.inproc {
-        if !a.modes.contains(&Mode::HttpInproc) {
-            a.modes.push(Mode::HttpInproc);
-        }
-        (None, Some(inproc::spawn()))
-    } else {
-        let b = tck::spawn_broker(&dir.join("a2a-broker")).expect("broker");
-        (Some(b), None)
-    };
-    let (socket, secret, broker_pid, inproc_url) = match (&child_broker, &inproc_broker) {
-        (Some(b), _) => (b.socket.clone(), b.secret.clone(), b.pid(), String::new()),
-        (_, Some(b)) => (
-            b.socket.clone(),
-            b.secret.clone(),
-            b.child.id(),
-            b.url.clone(),
-        ),
-        _ => unreachable!(),
-    };
+    let mut broker = BrokerUnderTest::start(&mut a, &dir);
+    let (socket, secret, broker_pid) = (broker.socket(), broker.secret(), broker.pid());
+    let inproc_url = broker.inproc_url();
     let worker_client = Client::connect(&socket, &secret).expect("connect");
     let worker = tck::register_sut(&worker_client).expect("worker");
-    if let Some(b) = &mut inproc_broker {
+    if let BrokerUnderTest::Inproc(b) = &mut broker {
         b.set_worker(worker.id());
     }
     let (mut gw, addr) = spawn_gateway(&dir.join("a2a-gateway"), &socket, &secret, worker.id());
