@@ -643,35 +643,69 @@ async fn main() {
     }
 }
 
+/// Runs this example again with `args` (`--raw-proxy`, `--inproc-broker`:
+/// an HTTP front), the broker's secret in its environment: the child, and
+/// the front's URL from the first line it prints.
+fn spawn_front(args: &[&std::ffi::OsStr], secret: &str, stdin: Stdio) -> (Child, String) {
+    let mut child = Command::new(std::env::current_exe().expect("exe"))
+        .args(args)
+        .env(a2a_client::SECRET_ENV, secret)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn an HTTP front");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut addr = String::new();
+    out.read_line(&mut addr).expect("the front's address");
+    (child, format!("http://{}/", addr.trim()))
+}
+
+/// A raw front's request: the JSON-RPC request, and the text its message
+/// carries (the worker's behaviour).
+fn front_request(body: &[u8]) -> (Value, String) {
+    let req: Value = serde_json::from_slice(body).unwrap_or_default();
+    let text = req["params"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (req, text)
+}
+
+/// A raw front's answer to `req`: the task (a completed one's state in the
+/// v1.0 name the bench checks), or the error.
+fn front_answer(req: &Value, task: Result<Value, String>) -> axum::Json<Value> {
+    axum::Json(match task {
+        Ok(mut t) => {
+            if t["status"]["state"] == "completed" {
+                t["status"]["state"] = json!("TASK_STATE_COMPLETED");
+            }
+            json!({"jsonrpc": "2.0", "id": req["id"], "result": {"task": t}})
+        }
+        Err(message) => {
+            json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32603, "message": message}})
+        }
+    })
+}
+
 /// `http-raw`'s server: the least an HTTP front of the broker does.
 mod raw_proxy {
-    use super::{blocking, complete_task_message, SENDS_PER_REQUESTER};
-    use a2a_client::{ClientOptions, State};
+    use super::{
+        blocking, complete_task_message, front_answer, front_request, SENDS_PER_REQUESTER,
+    };
+    use a2a_client::ClientOptions;
     use a2a_gateway::conn::{BrokerAddr, BrokerConn, Peer};
     use axum::extract::State as Shared;
     use axum::serve::ListenerExt;
-    use serde_json::{json, Value};
-    use std::io::{BufRead, BufReader};
-    use std::process::{Child, Command, Stdio};
+    use serde_json::Value;
+    use std::process::{Child, Stdio};
     use std::sync::Arc;
     use tokio::sync::Mutex;
 
     /// Starts this example again as the proxy of the broker at `socket`
     /// for `worker`: the child and its URL.
     pub fn spawn(socket: &std::path::Path, secret: &str, worker: &str) -> (Child, String) {
-        let mut child = Command::new(std::env::current_exe().expect("exe"))
-            .arg("--raw-proxy")
-            .arg(socket)
-            .arg(worker)
-            .env(a2a_client::SECRET_ENV, secret)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn the raw proxy");
-        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut addr = String::new();
-        out.read_line(&mut addr).expect("the raw proxy's address");
-        (child, format!("http://{}/", addr.trim()))
+        let args = ["--raw-proxy".as_ref(), socket.as_os_str(), worker.as_ref()];
+        super::spawn_front(&args, secret, Stdio::null())
     }
 
     struct Proxy {
@@ -741,46 +775,34 @@ mod raw_proxy {
 
     /// One JSON-RPC request in, one blocking send, the task out.
     async fn send(Shared(p): Shared<Arc<Proxy>>, body: axum::body::Bytes) -> axum::Json<Value> {
-        let req: Value = serde_json::from_slice(&body).unwrap_or_default();
-        let text = req["params"]["message"]["parts"][0]["text"]
-            .as_str()
-            .unwrap_or_default();
-        let m = complete_task_message(&p.worker, text);
+        let (req, text) = front_request(&body);
+        let m = complete_task_message(&p.worker, &text);
         let agent = p.requester().await;
-        let out = match agent.send(m, blocking(), None).await {
-            Ok(task) => {
-                let done = task.status.state == State::Completed;
-                let mut t = serde_json::to_value(&task).unwrap_or_default();
-                if done {
-                    t["status"]["state"] = json!("TASK_STATE_COMPLETED");
-                }
-                json!({"jsonrpc": "2.0", "id": req["id"], "result": {"task": t}})
-            }
-            Err(e) => {
-                json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32603, "message": e.to_string()}})
-            }
+        let task = match agent.send(m, blocking(), None).await {
+            Ok(task) => Ok(serde_json::to_value(&task).unwrap_or_default()),
+            Err(e) => Err(e.to_string()),
         };
-        axum::Json(out)
+        front_answer(&req, task)
     }
 }
 
-/// `http-inproc` (probe, not kept): an HTTP front inside the broker's own
-/// process, calling its dispatch without a socket hop
+/// `http-inproc`'s server: an HTTP front inside the broker's own process, calling its dispatch without a socket hop
 /// (`a2a_broker::bench::InProcessConn`). With `--inproc`, the broker of
 /// every mode is this example run again as `--inproc-broker DIR`: the
 /// broker library, its socket (the worker, the socket baseline, the
 /// gateway and the raw proxy connect there) and the HTTP front.
 mod inproc {
-    use super::{blocking, complete_task_message, SENDS_PER_REQUESTER};
+    use super::{
+        blocking, complete_task_message, front_answer, front_request, SENDS_PER_REQUESTER,
+    };
     use a2a_broker::bench::InProcessConn;
     use a2a_proto::call::Call;
     use a2a_proto::params::{RegisterParams, SendParams};
     use axum::extract::State as Shared;
     use axum::serve::ListenerExt;
-    use serde_json::{json, Value};
-    use std::io::{BufRead, BufReader};
+    use serde_json::Value;
     use std::path::PathBuf;
-    use std::process::{Child, Command, Stdio};
+    use std::process::{Child, Stdio};
     use std::sync::Arc;
     use tokio::sync::Mutex;
 
@@ -809,22 +831,13 @@ mod inproc {
         )
         .expect("chmod");
         let secret = format!("{:032x}", uuid::Uuid::new_v4().as_u128());
-        let mut child = Command::new(std::env::current_exe().expect("exe"))
-            .arg("--inproc-broker")
-            .arg(dir.path())
-            .env(a2a_client::SECRET_ENV, &secret)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn the in-process broker");
-        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut addr = String::new();
-        out.read_line(&mut addr).expect("the front's address");
+        let args = ["--inproc-broker".as_ref(), dir.path().as_os_str()];
+        let (child, url) = super::spawn_front(&args, &secret, Stdio::piped());
         InprocBroker {
             child,
             socket: dir.path().join("run").join("broker.sock"),
             secret,
-            url: format!("http://{}/", addr.trim()),
+            url,
             _dir: dir,
         }
     }
@@ -903,12 +916,11 @@ mod inproc {
         axum::serve(listener, app).await.expect("serve");
     }
 
+    /// One JSON-RPC request in, one blocking send through the broker's
+    /// dispatch, the task out.
     async fn send(Shared(f): Shared<Arc<Front>>, body: axum::body::Bytes) -> axum::Json<Value> {
-        let req: Value = serde_json::from_slice(&body).unwrap_or_default();
-        let text = req["params"]["message"]["parts"][0]["text"]
-            .as_str()
-            .unwrap_or_default();
-        let m = complete_task_message(&f.worker, text);
+        let (req, text) = front_request(&body);
+        let m = complete_task_message(&f.worker, &text);
         let token = {
             let mut r = f.requester.lock().await;
             if r.1 >= SENDS_PER_REQUESTER {
@@ -917,26 +929,17 @@ mod inproc {
             r.1 += 1;
             r.0.clone()
         };
-        let out = match f
+        let answer = f
             .conn
             .call(Call::Send(SendParams {
                 token: Some(token),
                 message: m,
                 configuration: blocking(),
             }))
-            .await
-        {
-            Ok(mut r) => {
-                let mut t = r["task"].take();
-                if t["status"]["state"] == "completed" {
-                    t["status"]["state"] = json!("TASK_STATE_COMPLETED");
-                }
-                json!({"jsonrpc": "2.0", "id": req["id"], "result": {"task": t}})
-            }
-            Err(e) => {
-                json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32603, "message": e.message}})
-            }
-        };
-        axum::Json(out)
+            .await;
+        front_answer(
+            &req,
+            answer.map(|mut r| r["task"].take()).map_err(|e| e.message),
+        )
     }
 }
