@@ -214,22 +214,22 @@ mod tests {
                 "parts": [{"kind": "text", "text": "hi"}], "to": b["peerId"]
             }))
             .expect("message");
-            let sent = conn
-                .call(Call::Send(SendParams {
-                    token: a["token"].as_str().map(str::to_owned),
-                    message: message.clone(),
-                    configuration: None,
-                }))
-                .await
-                .expect("send");
-            assert_eq!(sent["task"]["status"]["state"], "submitted", "{sent}");
-            let refused = conn
-                .call(Call::Send(SendParams {
-                    token: Some("not-a-token".into()),
+            // Both in flight at once: each answer reaches its own call.
+            let send = |token: Option<String>, id: &str| {
+                let mut message = message.clone();
+                message.message_id = id.into();
+                conn.call(Call::Send(SendParams {
+                    token,
                     message,
                     configuration: None,
                 }))
-                .await;
+            };
+            let token = a["token"].as_str().map(str::to_owned);
+            let (sent, refused) =
+                tokio::join!(send(token, "m1"), send(Some("not-a-token".into()), "m2"));
+            let sent = sent.expect("send");
+            assert_eq!(sent["task"]["status"]["state"], "submitted", "{sent}");
+            assert_eq!(sent["task"]["history"][0]["messageId"], "m1", "{sent}");
             assert!(refused.is_err(), "{refused:?}");
         });
         broker.shutdown();

@@ -28,7 +28,7 @@
 //!   runtime, calling the broker's dispatch directly
 //!   (`a2a_broker::bench::InProcessConn`): no socket hop, no process hop.
 //!
-//! Phase 1 interleaves single calls of the three (one in flight) for the
+//! Phase 1 interleaves single calls of the modes (one in flight) for the
 //! latency percentiles; phase 2 runs `--concurrency` callers per mode,
 //! modes alternating in slices, for requests per second. With `--perf
 //! MODE`, `perf record` samples the mode's HTTP front (the gateway, or the
