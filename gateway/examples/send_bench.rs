@@ -22,7 +22,7 @@
 //!   translation or audit).
 //! - `http-inproc` (with `--inproc`): the floor of an HTTP front inside
 //!   the broker's own process. The broker of every mode is then this
-//!   example run again as a child (`--inproc-broker DIR`: the broker
+//!   example run again as a child (`--inproc-broker DB SOCKET`: the broker
 //!   library, its socket, where the worker, the baseline, the gateway and
 //!   the raw proxy connect) with the raw proxy's HTTP server on its
 //!   runtime, calling the broker's dispatch directly
@@ -501,14 +501,14 @@ impl BrokerUnderTest {
     fn socket(&self) -> PathBuf {
         match self {
             BrokerUnderTest::Child(b) => b.socket.clone(),
-            BrokerUnderTest::Inproc(b) => b.socket.clone(),
+            BrokerUnderTest::Inproc(b) => b.home.socket.clone(),
         }
     }
 
     fn secret(&self) -> String {
         match self {
             BrokerUnderTest::Child(b) => b.secret.clone(),
-            BrokerUnderTest::Inproc(b) => b.secret.clone(),
+            BrokerUnderTest::Inproc(b) => b.home.secret.clone(),
         }
     }
 
@@ -687,19 +687,61 @@ fn front_answer(req: &Value, task: Result<Value, String>) -> axum::Json<Value> {
     })
 }
 
+/// A raw front's listener on a free loopback port, its address printed as
+/// the first line on stdout (what [`spawn_front`] reads).
+async fn bind_front() -> tokio::net::TcpListener {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    println!("{}", listener.local_addr().expect("addr"));
+    listener
+}
+
+/// Serves `app` on `listener` with `TCP_NODELAY`, as the gateway does.
+async fn serve_front(listener: tokio::net::TcpListener, app: axum::Router) {
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, app).await.expect("serve");
+}
+
+/// A raw front's requester, registered again (by `renew`) before the
+/// broker's per-registration send bound, as the gateway does.
+struct Rotating<T> {
+    current: tokio::sync::Mutex<(T, u32)>,
+}
+
+impl<T: Clone> Rotating<T> {
+    fn new(first: T) -> Self {
+        Rotating {
+            current: tokio::sync::Mutex::new((first, 0)),
+        }
+    }
+
+    /// The requester for the next send.
+    async fn next<F: std::future::Future<Output = T>>(&self, renew: impl FnOnce() -> F) -> T {
+        let mut r = self.current.lock().await;
+        if r.1 >= SENDS_PER_REQUESTER {
+            *r = (renew().await, 0);
+        }
+        r.1 += 1;
+        r.0.clone()
+    }
+}
+
 /// `http-raw`'s server: the least an HTTP front of the broker does.
 mod raw_proxy {
     use super::{
-        blocking, complete_task_message, front_answer, front_request, SENDS_PER_REQUESTER,
+        bind_front, blocking, complete_task_message, front_answer, front_request, serve_front,
+        Rotating,
     };
     use a2a_client::ClientOptions;
     use a2a_gateway::conn::{BrokerAddr, BrokerConn, Peer};
     use axum::extract::State as Shared;
-    use axum::serve::ListenerExt;
     use serde_json::Value;
     use std::process::{Child, Stdio};
     use std::sync::Arc;
-    use tokio::sync::Mutex;
 
     /// Starts this example again as the proxy of the broker at `socket`
     /// for `worker`: the child and its URL.
@@ -711,9 +753,7 @@ mod raw_proxy {
     struct Proxy {
         conn: BrokerConn,
         worker: String,
-        /// The requester and its sends, registered again before the
-        /// broker's per-registration bound (as the gateway does).
-        requester: Mutex<(Arc<Peer>, u32)>,
+        requester: Rotating<Arc<Peer>>,
     }
 
     /// A requester of its own context, its events dropped (the blocking
@@ -725,17 +765,6 @@ mod raw_proxy {
             .await
             .expect("register");
         Arc::new(peer)
-    }
-
-    impl Proxy {
-        async fn requester(&self) -> Arc<Peer> {
-            let mut r = self.requester.lock().await;
-            if r.1 >= SENDS_PER_REQUESTER {
-                *r = (register(&self.conn).await, 0);
-            }
-            r.1 += 1;
-            r.0.clone()
-        }
     }
 
     /// `--raw-proxy SOCKET WORKER`: serves until killed; its address is
@@ -758,26 +787,19 @@ mod raw_proxy {
         let proxy = Arc::new(Proxy {
             conn,
             worker,
-            requester: Mutex::new((first, 0)),
+            requester: Rotating::new(first),
         });
         let app = axum::Router::new()
             .route("/", axum::routing::post(send))
             .with_state(proxy);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        println!("{}", listener.local_addr().expect("addr"));
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        axum::serve(listener, app).await.expect("serve");
+        serve_front(bind_front().await, app).await;
     }
 
     /// One JSON-RPC request in, one blocking send, the task out.
     async fn send(Shared(p): Shared<Arc<Proxy>>, body: axum::body::Bytes) -> axum::Json<Value> {
         let (req, text) = front_request(&body);
         let m = complete_task_message(&p.worker, &text);
-        let agent = p.requester().await;
+        let agent = p.requester.next(|| register(&p.conn)).await;
         let task = match agent.send(m, blocking(), None).await {
             Ok(task) => Ok(serde_json::to_value(&task).unwrap_or_default()),
             Err(e) => Err(e.to_string()),
@@ -786,32 +808,31 @@ mod raw_proxy {
     }
 }
 
-/// `http-inproc`'s server: an HTTP front inside the broker's own process, calling its dispatch without a socket hop
+/// `http-inproc`'s server: an HTTP front inside the broker's own process,
+/// calling its dispatch without a socket hop
 /// (`a2a_broker::bench::InProcessConn`). With `--inproc`, the broker of
-/// every mode is this example run again as `--inproc-broker DIR`: the
+/// every mode is this example run again as `--inproc-broker DB SOCKET`: the
 /// broker library, its socket (the worker, the socket baseline, the
 /// gateway and the raw proxy connect there) and the HTTP front.
 mod inproc {
     use super::{
-        blocking, complete_task_message, front_answer, front_request, SENDS_PER_REQUESTER,
+        bind_front, blocking, complete_task_message, front_answer, front_request, serve_front,
+        Rotating,
     };
     use a2a_broker::bench::InProcessConn;
+    use a2a_gateway::tck::BrokerHome;
     use a2a_proto::call::Call;
     use a2a_proto::params::{RegisterParams, SendParams};
     use axum::extract::State as Shared;
-    use axum::serve::ListenerExt;
     use serde_json::Value;
     use std::path::PathBuf;
     use std::process::{Child, Stdio};
     use std::sync::Arc;
-    use tokio::sync::Mutex;
 
     pub struct InprocBroker {
         pub child: Child,
-        pub socket: PathBuf,
-        pub secret: String,
+        pub home: BrokerHome,
         pub url: String,
-        _dir: tempfile::TempDir,
     }
 
     impl Drop for InprocBroker {
@@ -822,30 +843,21 @@ mod inproc {
     }
 
     pub fn spawn() -> InprocBroker {
-        let dir = tempfile::tempdir().expect("dir");
-        std::fs::create_dir(dir.path().join("run")).expect("run");
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(
-            dir.path().join("run"),
-            std::fs::Permissions::from_mode(0o700),
-        )
-        .expect("chmod");
-        let secret = format!("{:032x}", uuid::Uuid::new_v4().as_u128());
-        let args = ["--inproc-broker".as_ref(), dir.path().as_os_str()];
-        let (child, url) = super::spawn_front(&args, &secret, Stdio::piped());
-        InprocBroker {
-            child,
-            socket: dir.path().join("run").join("broker.sock"),
-            secret,
-            url,
-            _dir: dir,
-        }
+        let home = BrokerHome::new().expect("a home for the broker");
+        let args = [
+            "--inproc-broker".as_ref(),
+            home.db.as_os_str(),
+            home.socket.as_os_str(),
+        ];
+        let (child, url) = super::spawn_front(&args, &home.secret, Stdio::piped());
+        InprocBroker { child, home, url }
     }
 
     struct Front {
         conn: Arc<InProcessConn>,
         worker: String,
-        requester: Mutex<(String, u32)>,
+        /// The requester's token.
+        requester: Rotating<String>,
     }
 
     async fn register(conn: &InProcessConn) -> String {
@@ -872,27 +884,20 @@ mod inproc {
         }
     }
 
-    /// `--inproc-broker DIR`: the broker (database and socket in DIR), its
-    /// HTTP front's address as the first line on stdout, the worker's id
-    /// read as the first line of stdin; serves until killed.
+    /// `--inproc-broker DB SOCKET`: the broker, its HTTP front's address as
+    /// the first line on stdout, the worker's id read as the first line of
+    /// stdin; serves until killed.
     pub async fn run() {
-        let dir = PathBuf::from(std::env::args().nth(2).expect("dir"));
-        let mut cfg = a2a_broker::server::ServeConfig::new(dir.join("tck.db"));
+        let mut it = std::env::args().skip(2);
+        let (db, socket) = (it.next().expect("db"), it.next().expect("socket"));
+        let mut cfg = a2a_broker::server::ServeConfig::new(PathBuf::from(db));
         cfg.durability = a2a_broker::Durability::Normal;
         let broker = a2a_broker::server::start(&cfg).expect("start");
-        let sock = dir.join("run").join("broker.sock");
-        let _server = a2a_broker::transport::socket::listen(
-            broker.clone(),
-            sock.to_str().expect("path"),
-            256,
-        )
-        .expect("listen");
+        let _server =
+            a2a_broker::transport::socket::listen(broker.clone(), &socket, 256).expect("listen");
         let conn = InProcessConn::open(broker.clone());
         let first = register(&conn).await;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        println!("{}", listener.local_addr().expect("addr"));
+        let listener = bind_front().await;
         let worker = tokio::task::spawn_blocking(|| {
             let mut line = String::new();
             std::io::stdin()
@@ -905,15 +910,12 @@ mod inproc {
         let front = Arc::new(Front {
             conn,
             worker,
-            requester: Mutex::new((first, 0)),
+            requester: Rotating::new(first),
         });
         let app = axum::Router::new()
             .route("/", axum::routing::post(send))
             .with_state(front);
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        axum::serve(listener, app).await.expect("serve");
+        serve_front(listener, app).await;
     }
 
     /// One JSON-RPC request in, one blocking send through the broker's
@@ -921,14 +923,7 @@ mod inproc {
     async fn send(Shared(f): Shared<Arc<Front>>, body: axum::body::Bytes) -> axum::Json<Value> {
         let (req, text) = front_request(&body);
         let m = complete_task_message(&f.worker, &text);
-        let token = {
-            let mut r = f.requester.lock().await;
-            if r.1 >= SENDS_PER_REQUESTER {
-                *r = (register(&f.conn).await, 0);
-            }
-            r.1 += 1;
-            r.0.clone()
-        };
+        let token = f.requester.next(|| register(&f.conn)).await;
         let answer = f
             .conn
             .call(Call::Send(SendParams {

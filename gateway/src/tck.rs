@@ -305,27 +305,53 @@ impl Drop for BrokerChild {
     }
 }
 
+/// Where a broker of the TCK and the benches lives: a temporary directory
+/// with its database and, in a private `run/` beneath it, its socket, and
+/// the secret its socket asks for.
+pub struct BrokerHome {
+    pub dir: tempfile::TempDir,
+    pub db: PathBuf,
+    pub socket: PathBuf,
+    pub secret: String,
+}
+
+impl BrokerHome {
+    /// A fresh home with a new random secret.
+    pub fn new() -> Result<BrokerHome, TckError> {
+        let dir = tempfile::tempdir()?;
+        // The broker wants its socket's directory private.
+        std::fs::create_dir(dir.path().join("run"))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(
+                dir.path().join("run"),
+                std::fs::Permissions::from_mode(0o700),
+            )?;
+        }
+        let mut secret = [0u8; 16];
+        getrandom::fill(&mut secret).map_err(|e| TckError::Broker(e.to_string()))?;
+        Ok(BrokerHome {
+            db: dir.path().join("tck.db"),
+            socket: dir.path().join("run").join("broker.sock"),
+            secret: secret.iter().map(|b| format!("{b:02x}")).collect(),
+            dir,
+        })
+    }
+}
+
 /// Spawns `broker` on a fresh database and waits for its ready line.
 pub fn spawn_broker(broker: &Path) -> Result<BrokerChild, TckError> {
-    let dir = tempfile::tempdir()?;
-    // The broker wants its socket's directory private.
-    std::fs::create_dir(dir.path().join("run"))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(
-            dir.path().join("run"),
-            std::fs::Permissions::from_mode(0o700),
-        )?;
-    }
-    let socket = dir.path().join("run").join("broker.sock");
-    let mut secret = [0u8; 16];
-    getrandom::fill(&mut secret).map_err(|e| TckError::Broker(e.to_string()))?;
-    let secret: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+    let BrokerHome {
+        dir,
+        db,
+        socket,
+        secret,
+    } = BrokerHome::new()?;
     let mut child = Command::new(broker)
         .arg("serve")
         .arg("--db")
-        .arg(dir.path().join("tck.db"))
+        .arg(&db)
         .arg("--socket")
         .arg(&socket)
         .arg("--durability")
