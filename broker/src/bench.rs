@@ -64,6 +64,10 @@ pub fn message_row(msg: &a2a_proto::types::Message) -> String {
     crate::store::write::message_row_body(msg).unwrap_or_default()
 }
 
+/// The log length past which the broker's writer restarts its
+/// write-ahead log, so a replay of its writes restarts it alike.
+pub const LOG_RESTART_BYTES: i64 = crate::store::checkpoint::RESTART_BYTES;
+
 /// The task row's status column as the broker writes it.
 pub fn status_row(status: &a2a_proto::types::TaskStatus, msg_pos: Option<usize>) -> String {
     crate::store::write::status_row(status, msg_pos, None).unwrap_or_default()

@@ -47,7 +47,7 @@ mod bench;
 
 use a2a_client::{message_to, Agent, Client, Delivery, State};
 use a2a_gateway::tck;
-use bench::{blocking, exe_dir, pct, post, print_rates, SENDS_PER_REQUESTER};
+use bench::{blocking, exe_dir, pct, post, print_rates, serve_front, SENDS_PER_REQUESTER};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -695,15 +695,6 @@ async fn bind_front() -> tokio::net::TcpListener {
         .expect("bind");
     println!("{}", listener.local_addr().expect("addr"));
     listener
-}
-
-/// Serves `app` on `listener` with `TCP_NODELAY`, as the gateway does.
-async fn serve_front(listener: tokio::net::TcpListener, app: axum::Router) {
-    use axum::serve::ListenerExt;
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, app).await.expect("serve");
 }
 
 /// A raw front's requester, registered again (by `renew`) before the

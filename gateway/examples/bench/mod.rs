@@ -1,6 +1,7 @@
 //! What the gateway's benchmark examples (`send_bench`, `federation_bench`)
 //! share: where the built binaries are, the blocking send they time, an
-//! A2A `SendMessage` over HTTP, and the figures they print.
+//! A2A `SendMessage` over HTTP, an HTTP front's serving, and the figures
+//! they print.
 
 use a2a_client::SendConfiguration;
 use serde_json::Value;
@@ -69,4 +70,13 @@ pub fn print_rates(rows: &[(&str, u64, Duration)], width: usize, unit: &str, bas
             rps / first
         );
     }
+}
+
+/// Serves `app` on `listener` with `TCP_NODELAY`, as the gateway does.
+pub async fn serve_front(listener: tokio::net::TcpListener, app: axum::Router) {
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, app).await.expect("serve");
 }
