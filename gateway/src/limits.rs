@@ -97,3 +97,7 @@ pub const REMOTE_CANCEL_RETRY: Duration = Duration::from_secs(600);
 /// kept-alive connection can be used again (see `outbound::rpc`).
 pub const REMOTE_STREAM_DRAIN: Duration = Duration::from_secs(2);
 pub const REMOTE_STREAM_DRAIN_BYTES: usize = 64 << 10;
+/// After a restart, a message whose forward was recorded before the remote
+/// named its task is looked for among the remote's this many newest tasks
+/// (`ListTasks`, its largest page) before it is sent again.
+pub const REMOTE_LOOKUP_PAGE: usize = 100;

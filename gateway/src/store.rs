@@ -707,6 +707,22 @@ impl Store {
         Ok((fresh, false))
     }
 
+    /// The remote `messageId` a broker message was recorded under, if its
+    /// forward was recorded (the record is written before the message is
+    /// sent, so a record alone does not say the remote has it).
+    pub fn forward_record(&self, peer: &str, task_id: &str, message_id: &str) -> Option<String> {
+        self.read
+            .lock()
+            .query_row(
+                "SELECT remote_message_id FROM remote_forwards WHERE peer = ?1 AND task_id = ?2 AND message_id = ?3",
+                [peer, task_id, message_id],
+                |r| r.get(0),
+            )
+            .optional()
+            .ok()
+            .flatten()
+    }
+
     /// Forgets what was recorded of a broker task that ended.
     pub fn forget_remote_task(&self, peer: &str, task_id: &str) {
         let conn = self.write();

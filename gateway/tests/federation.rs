@@ -573,16 +573,31 @@ async fn until_notice(req: &Host, id: &str, kind: &str, working: bool) -> Durati
 /// the other host's requester is told its remote is unreachable within
 /// the bound, the coder behind the dead gateway completes meanwhile, and
 /// once the gateway is back both tasks complete (never failed), each run
-/// once, with equal histories.
+/// once, with equal histories. Answers to two `input-required` tasks are
+/// sent while the gateway is down, one each way: both are delivered once
+/// it is back.
 async fn restart(a: &mut Host, b: &mut Host, signal: &str, tag: &str) {
     // `a` is the host whose gateway restarts.
     let into_a = format!("slow into {tag}");
     let from_a = format!("slow from {tag}");
     let t_into = slow(b, a, &into_a).await;
     let t_from = slow(a, b, &from_a).await;
+    let ask_into = format!("input into {tag}");
+    let ask_from = format!("input from {tag}");
+    let q_into = ask(&b.planner, message_to(&b.remote_coder, &ask_into)).await;
+    let q_from = ask(&a.planner, message_to(&a.remote_coder, &ask_from)).await;
+    for q in [&q_into, &q_from] {
+        assert_eq!(q.status.state, State::InputRequired, "{:?}", view(q));
+    }
     let stopping = Instant::now();
     a.stop_gateway(signal);
     eprintln!("{tag}: the gateway exited in {:?}", stopping.elapsed());
+    // Into `a`: `b`'s bridge cannot reach it; from `a`: no bridge reads it.
+    for (planner, q) in [(&b.planner, &q_into), (&a.planner, &q_from)] {
+        call(planner.send_async(task_message(&q.id, "the one from before"), None))
+            .await
+            .expect("an answer sent while the gateway is down");
+    }
     let waited = until_notice(b, &t_into, a2a_gateway::outbound::NOTICE_UNREACHABLE, true).await;
     assert!(
         waited <= a2a_gateway::limits::REMOTE_UNREACHABLE_AFTER + Duration::from_secs(3),
@@ -612,6 +627,19 @@ async fn restart(a: &mut Host, b: &mut Host, signal: &str, tag: &str) {
     until_notice(b, &t_into, a2a_gateway::outbound::NOTICE_REACHABLE, false).await;
     same_on_both(b, &t_into, a, &into_a).await;
     same_on_both(a, &t_from, b, &from_a).await;
+    for (req, q, work, text) in [
+        (&*b, &q_into, &*a, &ask_into),
+        (&*a, &q_from, &*b, &ask_from),
+    ] {
+        let done = until_state(&req.planner, &q.id, &[State::Completed, State::Failed]).await;
+        assert_eq!(done.status.state, State::Completed, "{:?}", view(&done));
+        let v = same_on_both(req, &q.id, work, text).await;
+        assert_eq!(
+            v.messages.last().map(|m| m.1.clone()),
+            Some(vec!["got: the one from before".to_owned()]),
+            "{v:?}"
+        );
+    }
 }
 
 /// No task left open on either host, and every task reached its coder

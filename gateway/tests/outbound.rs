@@ -7,8 +7,10 @@
 //! SDK's server.)
 //!
 //! The remote behaves by the first word of the text: `complete`, `input`
-//! (a follow-up completes it), `slow` (works until canceled), `message` (a
-//! direct Message answer), `error` (a JSON-RPC error).
+//! (a follow-up completes it), `slow` (works until canceled), `hang` (takes
+//! the task and says nothing until canceled), `message` (a direct Message
+//! answer), `error` (a JSON-RPC error). While `down`, its JSON-RPC
+//! endpoint answers 503 (its card is still served).
 
 mod common;
 
@@ -51,7 +53,13 @@ struct Fake {
     /// answers 404 (the remote moved).
     moved: AtomicBool,
     port: AtomicUsize,
+    /// JSON-RPC calls answer 503 (not recorded in `calls`; counted in
+    /// `refused`).
+    down: AtomicBool,
+    refused: AtomicUsize,
+    /// Tasks by id, and their ids in creation order.
     tasks: Mutex<HashMap<String, Value>>,
+    order: Mutex<Vec<String>>,
     /// Wakes the stream of a `slow` task when it is canceled.
     cancels: Mutex<HashMap<String, Arc<Notify>>>,
     next: AtomicUsize,
@@ -69,6 +77,15 @@ impl Fake {
             .map(|(_, p, _)| p.clone())
             .collect()
     }
+    /// The remote's task `id` completes with an agent message `text`, as
+    /// `GetTask` then shows it.
+    fn complete(&self, id: &str, text: &str) {
+        let mut tasks = self.tasks.lock();
+        let t = tasks.get_mut(id).expect("a remote task");
+        let ctx = t["contextId"].as_str().unwrap_or("").to_owned();
+        t["status"] = status(id, &ctx, "TASK_STATE_COMPLETED", Some(text))["status"].clone();
+    }
+
     /// The id of the one task the remote holds.
     fn only_task(&self) -> String {
         self.tasks
@@ -120,7 +137,8 @@ fn script(f: &Fake, params: &Value) -> Result<(Vec<Value>, Option<Arc<Notify>>),
         return Ok((vec![json!({ "message": m })], None));
     }
     if let Some(task_id) = msg["taskId"].as_str() {
-        let Some(task) = f.tasks.lock().get(task_id).cloned() else {
+        let mut tasks = f.tasks.lock();
+        let Some(task) = tasks.get_mut(task_id) else {
             return Err(json!({"code": -32001, "message": "Task not found"}));
         };
         let ctx = task["contextId"].as_str().unwrap_or("").to_owned();
@@ -130,6 +148,11 @@ fn script(f: &Fake, params: &Value) -> Result<(Vec<Value>, Option<Arc<Notify>>),
             "TASK_STATE_COMPLETED",
             Some(&format!("got: {text}")),
         );
+        // What GetTask shows from now on: the follow-up, and the end.
+        if let Some(h) = task["history"].as_array_mut() {
+            h.push(msg.clone());
+        }
+        task["status"] = done["status"].clone();
         return Ok((vec![json!({ "statusUpdate": done })], None));
     }
     let (id, ctx) = (
@@ -140,9 +163,16 @@ fn script(f: &Fake, params: &Value) -> Result<(Vec<Value>, Option<Arc<Notify>>),
     );
     let task = json!({"id": id, "contextId": ctx, "status": {"state": "TASK_STATE_SUBMITTED"}, "history": [msg]});
     f.tasks.lock().insert(id.clone(), task.clone());
+    f.order.lock().push(id.clone());
     let mut evs = vec![json!({ "task": task })];
     let mut hold = None;
     match verb {
+        "hang" => {
+            evs.clear();
+            let n = Arc::new(Notify::new());
+            f.cancels.lock().insert(id.clone(), n.clone());
+            hold = Some(n);
+        }
         "input" => evs.push(json!({"statusUpdate": status(&id, &ctx, "TASK_STATE_INPUT_REQUIRED", Some("which one?"))})),
         "slow" => {
             evs.push(json!({"statusUpdate": status(&id, &ctx, "TASK_STATE_WORKING", Some("working"))}));
@@ -187,6 +217,10 @@ async fn rpc(
 ) -> Response {
     if path == "rpc-a" && f.moved.load(Ordering::Relaxed) {
         return StatusCode::NOT_FOUND.into_response();
+    }
+    if f.down.load(Ordering::Relaxed) {
+        f.refused.fetch_add(1, Ordering::Relaxed);
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
     }
     let Json(req) = body;
     let id = req["id"].clone();
@@ -264,6 +298,23 @@ async fn rpc(
             let tid = params["id"].as_str().unwrap_or("");
             let task = f.tasks.lock().get(tid).cloned();
             reply(task.ok_or(json!({"code": -32001, "message": "Task not found"})))
+        }
+        "ListTasks" => {
+            // Newest first, in the context asked for (one page).
+            let tasks = f.tasks.lock();
+            let page: Vec<Value> = f
+                .order
+                .lock()
+                .iter()
+                .rev()
+                .filter_map(|id| tasks.get(id))
+                .filter(|t| params["contextId"].is_null() || t["contextId"] == params["contextId"])
+                .cloned()
+                .collect();
+            let n = page.len();
+            reply(Ok(
+                json!({"tasks": page, "nextPageToken": "", "pageSize": n, "totalSize": n}),
+            ))
         }
         _ => reply(Err(json!({"code": -32601, "message": "Method not found"}))),
     }
@@ -608,6 +659,119 @@ async fn a_streaming_remote_task_is_forwarded_once_across_three_restarts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_unary_remote_task_is_forwarded_once_across_three_restarts() {
     forwarded_once_across_restarts(false).await;
+}
+
+/// The bridge dies between sending a task's first message and the
+/// remote's first answer (the remote took the task, the bridge never
+/// learned its id): started again, it finds the task on the remote by the
+/// message's recorded id instead of sending the message a second time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_message_the_remote_took_before_a_crash_is_found_not_sent_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = stateful_options(&dir);
+    let (fake, url) = serve_fake(true).await;
+    let s = setup_with(&url, opts.clone()).await;
+    let task = send(&s.delegate, message_to(&s.peer, "hang on")).await;
+    until_called(&fake, "SendStreamingMessage").await;
+    let socket = s._dir.path().join("run").join("sock");
+    let secret = s._broker.secret().expect("secret");
+    let (_bdir, _broker, delegate, peer) = s.gateway_dies();
+    while listed(&delegate, &peer).await {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let gateway = gateway_conn(&socket, &secret).await;
+    let _again = add_remote(&gateway, RemoteSpec::new(&url), &opts)
+        .await
+        .expect("re-added");
+    until_called(&fake, "ListTasks").await;
+    fake.complete(&fake.only_task(), "done after all");
+    let seen = statuses_until(&delegate, &task.id, &[State::Completed, State::Failed]).await;
+    assert_eq!(
+        seen.last(),
+        Some(&(State::Completed, Some("done after all".into()))),
+        "{seen:?}"
+    );
+    assert_eq!(fake.calls_of("SendStreamingMessage").len(), 1, "sent once");
+}
+
+/// The bridge records a follow-up, cannot reach the remote (503), and dies:
+/// started again, it sees the remote task's history lacks the message and
+/// sends it (before, the task was only polled, and the requester's
+/// message was never delivered).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_up_recorded_but_never_delivered_is_sent_after_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = stateful_options(&dir);
+    let (fake, url) = serve_fake(true).await;
+    let s = setup_with(&url, opts.clone()).await;
+    let task = send(&s.delegate, message_to(&s.peer, "input please")).await;
+    statuses_until(&s.delegate, &task.id, &[State::InputRequired]).await;
+    fake.down.store(true, Ordering::Relaxed);
+    send(&s.delegate, task_message(&task.id, "the red one")).await;
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    while fake.refused.load(Ordering::Relaxed) == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "no forward tried");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let socket = s._dir.path().join("run").join("sock");
+    let secret = s._broker.secret().expect("secret");
+    let (_bdir, _broker, delegate, peer) = s.gateway_dies();
+    while listed(&delegate, &peer).await {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    fake.down.store(false, Ordering::Relaxed);
+    let gateway = gateway_conn(&socket, &secret).await;
+    let _again = add_remote(&gateway, RemoteSpec::new(&url), &opts)
+        .await
+        .expect("re-added");
+    let seen = statuses_until(&delegate, &task.id, &[State::Completed, State::Failed]).await;
+    assert_eq!(
+        seen.last(),
+        Some(&(State::Completed, Some("got: the red one".into()))),
+        "{seen:?}"
+    );
+    let follow_ups: Vec<Value> = fake
+        .calls_of("SendStreamingMessage")
+        .into_iter()
+        .filter(|p| p["message"]["taskId"].is_string())
+        .collect();
+    assert_eq!(follow_ups.len(), 1, "delivered once: {follow_ups:?}");
+}
+
+/// A follow-up sent while the bridge is down (its event never reached a
+/// bridge, so no forward was recorded): the bridge that comes back
+/// forwards it when it resumes the task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_up_sent_while_the_bridge_was_down_is_forwarded_when_it_returns() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = stateful_options(&dir);
+    let (fake, url) = serve_fake(true).await;
+    let s = setup_with(&url, opts.clone()).await;
+    let task = send(&s.delegate, message_to(&s.peer, "input please")).await;
+    statuses_until(&s.delegate, &task.id, &[State::InputRequired]).await;
+    let socket = s._dir.path().join("run").join("sock");
+    let secret = s._broker.secret().expect("secret");
+    let (_bdir, _broker, delegate, peer) = s.gateway_dies();
+    while listed(&delegate, &peer).await {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    send(&delegate, task_message(&task.id, "the green one")).await;
+    let gateway = gateway_conn(&socket, &secret).await;
+    let _again = add_remote(&gateway, RemoteSpec::new(&url), &opts)
+        .await
+        .expect("re-added");
+    let seen = statuses_until(&delegate, &task.id, &[State::Completed, State::Failed]).await;
+    assert_eq!(
+        seen.last(),
+        Some(&(State::Completed, Some("got: the green one".into()))),
+        "{seen:?}"
+    );
+    let follow_ups = fake
+        .calls_of("SendStreamingMessage")
+        .into_iter()
+        .filter(|p| p["message"]["taskId"].is_string())
+        .count();
+    assert_eq!(follow_ups, 1, "delivered once");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,9 +12,16 @@
 //! so the id is known (and a cancel can reach the task) while it runs; a
 //! streaming remote names it in its first event. A bridge that starts
 //! again (after a crash or a stop) resumes every open task it has a remote
-//! task for (polling it), forwards the `submitted` ones not yet sent, never
-//! sends a recorded message again, and cancels the remote side of tasks the
-//! broker ended meanwhile.
+//! task for (polling it), forwards the `submitted` ones not yet sent, and
+//! cancels the remote side of tasks the broker ended meanwhile. A record
+//! is written before its send, so after a restart the remote is asked
+//! whether it has the message: a recorded message is sent again (under the
+//! same `messageId`) only when the remote task's history lacks it, or,
+//! before the remote named a task, when none of the remote's newest tasks
+//! holds it (a task found there is taken up instead); and a requester's
+//! latest message that was never recorded (sent while no bridge ran, or
+//! lost between its event and the record) is forwarded when its task
+//! resumes.
 //!
 //! An unreachable remote (calls failing without a word about the task for
 //! `limits::REMOTE_UNREACHABLE_AFTER`) is reported on each task waiting on
@@ -39,7 +46,8 @@ use super::translate::{
 };
 use crate::conn::Peer;
 use crate::limits::{
-    REMOTE_CANCEL_RETRY, REMOTE_PROBE_EVERY, REMOTE_PROBE_TIMEOUT, REMOTE_UNREACHABLE_AFTER,
+    REMOTE_CANCEL_RETRY, REMOTE_LOOKUP_PAGE, REMOTE_PROBE_EVERY, REMOTE_PROBE_TIMEOUT,
+    REMOTE_UNREACHABLE_AFTER,
 };
 use crate::store::Store;
 use a2a_client::proto::limits::A2A_MAX_ID_BYTES;
@@ -497,6 +505,20 @@ async fn list_worker_tasks(agent: &Peer, state: State) -> Vec<a2a_client::Task> 
     out
 }
 
+/// Whether a broker message is one of the gateway's own notices.
+fn is_notice(m: &Message) -> bool {
+    m.metadata
+        .as_ref()
+        .is_some_and(|md| md.contains_key(NOTICE_KEY))
+}
+
+/// Whether a v1.0 task's history holds the message `id`.
+fn holds_message(task: &Value, id: &str) -> bool {
+    task["history"]
+        .as_array()
+        .is_some_and(|h| h.iter().any(|m| m["messageId"] == id))
+}
+
 /// A broker call, awaited with a timeout.
 async fn broker<T>(
     call: impl std::future::Future<Output = Result<T, ClientError>>,
@@ -603,7 +625,7 @@ impl TaskActor {
                 }
                 Cmd::Resume { state } => {
                     self.state = state;
-                    self.seed_from_broker().await;
+                    let latest = self.seed_from_broker().await;
                     self.recall_remote_task();
                     if state.is_interrupted() {
                         // The remote waits for the next message, as here.
@@ -611,7 +633,8 @@ impl TaskActor {
                         continue;
                     }
                     tracing::info!(task = %self.task_id, "resuming a forwarded task");
-                    let fut = self.poll_until_settled();
+                    let unsent = self.unsent(latest).await;
+                    let fut = self.resume(unsent);
                     cancellable(fut, &mut rx, &mut queued).await
                 }
                 Cmd::Forward { message, state } => {
@@ -672,7 +695,10 @@ impl TaskActor {
         }
     }
 
-    async fn seed_from_broker(&mut self) {
+    /// Also returns the requester's latest messages: those after the last
+    /// answer (the gateway's own notices aside), which the remote may not
+    /// have been sent yet.
+    async fn seed_from_broker(&mut self) -> Vec<Message> {
         let id = self.task_id.clone();
         match broker(self.shared.agent.get_task(&id, None)).await {
             Ok(t) => {
@@ -680,8 +706,75 @@ impl TaskActor {
                     .extend(t.history.iter().map(|m| m.message_id.clone()));
                 self.artifacts
                     .extend(t.artifacts.iter().map(|a| a.artifact_id.clone()));
+                let mut latest: Vec<Message> = t
+                    .history
+                    .iter()
+                    .rev()
+                    .filter(|m| !is_notice(m))
+                    .take_while(|m| m.role == Role::User)
+                    .map(|m| (**m).clone())
+                    .collect();
+                latest.reverse();
+                latest
             }
-            Err(e) => tracing::warn!(task = %id, error = %e, "reading a resumed task failed"),
+            Err(e) => {
+                tracing::warn!(task = %id, error = %e, "reading a resumed task failed");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Of the requester's latest messages on a resumed task, those the
+    /// remote may not hold: never recorded as forwarded (the process ended
+    /// between their event and the record), or recorded under an id the
+    /// remote task's history lacks (it ended between the record and the
+    /// send). With no answer from the remote, the recorded ones count as
+    /// sent (the task is polled, as it would have been).
+    async fn unsent(&mut self, latest: Vec<Message>) -> Vec<Message> {
+        let records: Vec<(Message, Option<String>)> = latest
+            .into_iter()
+            .map(|m| {
+                let r = self.shared.store.forward_record(
+                    &self.shared.key,
+                    &self.task_id,
+                    &m.message_id,
+                );
+                (m, r)
+            })
+            .collect();
+        let held = match (&self.remote_task, records.iter().any(|(_, r)| r.is_some())) {
+            (Some(remote), true) => self
+                .shared
+                .probe("GetTask", json!({ "id": remote }))
+                .await
+                .ok(),
+            _ => None,
+        };
+        records
+            .into_iter()
+            .filter(|(_, r)| match (r, &held) {
+                (None, _) => true,
+                (Some(id), Some(task)) => !holds_message(task, id),
+                (Some(_), None) => false,
+            })
+            .map(|(m, _)| m)
+            .collect()
+    }
+
+    /// A resumed working task: its unsent messages forwarded (each
+    /// reflected until the remote task settles), else the task polled.
+    async fn resume(&mut self, unsent: Vec<Message>) {
+        if unsent.is_empty() {
+            self.poll_until_settled().await;
+            return;
+        }
+        for m in unsent {
+            tracing::info!(task = %self.task_id, "a message the remote never got is forwarded after a restart");
+            self.forwarded.insert(m.message_id.clone());
+            self.forward(m).await;
+            if self.state.is_terminal() {
+                return;
+            }
         }
     }
 
@@ -714,15 +807,16 @@ impl TaskActor {
                     return;
                 }
             };
-        if sent_before && self.recall_remote_task() {
+        if sent_before && self.on_remote(&remote_id).await {
             self.remote_state = None;
             tracing::info!(task = %self.task_id, "message forwarded before; resuming its remote task");
             self.poll_until_settled().await;
             return;
         }
-        // Sent before but the remote never named a task (the process ended
-        // between the two): sent again under the same messageId, which a
-        // remote that deduplicates recognises.
+        // Recorded but not on the remote (the process ended between the
+        // record and the send, or before the remote took it), or a remote
+        // that could not say: sent (again) under the same messageId, which
+        // a remote that deduplicates recognises.
         let remote_context = self
             .remote_context
             .clone()
@@ -781,6 +875,55 @@ impl TaskActor {
         }
         if !self.settled() {
             self.poll_until_settled().await;
+        }
+    }
+
+    /// Whether the remote holds the message recorded under `remote_id`.
+    /// The forward's record is written before the send, so after a restart
+    /// it does not say whether the send happened; the remote does. With its
+    /// task known, that task's history (`GetTask`); before the remote named
+    /// one, its newest tasks (`ListTasks`, in the conversation's remote
+    /// context when known), and a task found holding the message is taken
+    /// up (recorded, and its state reflected). A remote that cannot answer
+    /// is taken to hold the message when its task is known (the task is
+    /// polled) and not to when none is (the message is sent again).
+    async fn on_remote(&mut self, remote_id: &str) -> bool {
+        if self.recall_remote_task() {
+            let remote = self.remote_task.clone().unwrap_or_default();
+            return match self.shared.probe("GetTask", json!({ "id": remote })).await {
+                Ok(task) => holds_message(&task, remote_id),
+                Err(_) => true,
+            };
+        }
+        let mut params = json!({ "pageSize": REMOTE_LOOKUP_PAGE });
+        let context = self
+            .shared
+            .contexts
+            .lock()
+            .get(&self.context_id)
+            .cloned()
+            .or_else(|| {
+                self.shared
+                    .store
+                    .remote_context(&self.shared.key, &self.context_id)
+            });
+        if let Some(c) = context {
+            params["contextId"] = json!(c);
+        }
+        let Ok(page) = self.shared.probe("ListTasks", params).await else {
+            return false;
+        };
+        let found = page["tasks"]
+            .as_array()
+            .and_then(|tasks| tasks.iter().find(|t| holds_message(t, remote_id)))
+            .cloned();
+        match found {
+            Some(task) => {
+                tracing::info!(task = %self.task_id, "a forward lost in a restart was found on the remote");
+                self.apply(&json!({ "task": task })).await;
+                self.remote_task.is_some()
+            }
+            None => false,
         }
     }
 
