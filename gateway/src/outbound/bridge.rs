@@ -512,11 +512,14 @@ fn is_notice(m: &Message) -> bool {
         .is_some_and(|md| md.contains_key(NOTICE_KEY))
 }
 
-/// Whether a v1.0 task's history holds the message `id`.
-fn holds_message(task: &Value, id: &str) -> bool {
+/// Whether a v1.0 task's history holds the message `id`; `None` when the
+/// task came without a history (a remote may leave it out unless asked),
+/// which says nothing.
+fn holds_message(task: &Value, id: &str) -> Option<bool> {
     task["history"]
         .as_array()
-        .is_some_and(|h| h.iter().any(|m| m["messageId"] == id))
+        .filter(|h| !h.is_empty())
+        .map(|h| h.iter().any(|m| m["messageId"] == id))
 }
 
 /// A broker call, awaited with a timeout.
@@ -728,8 +731,9 @@ impl TaskActor {
     /// remote may not hold: never recorded as forwarded (the process ended
     /// between their event and the record), or recorded under an id the
     /// remote task's history lacks (it ended between the record and the
-    /// send). With no answer from the remote, the recorded ones count as
-    /// sent (the task is polled, as it would have been).
+    /// send). With no answer from the remote (or no history in it), the
+    /// recorded ones count as sent (the task is polled, as it would have
+    /// been).
     async fn unsent(&mut self, latest: Vec<Message>) -> Vec<Message> {
         let records: Vec<(Message, Option<String>)> = latest
             .into_iter()
@@ -754,7 +758,7 @@ impl TaskActor {
             .into_iter()
             .filter(|(_, r)| match (r, &held) {
                 (None, _) => true,
-                (Some(id), Some(task)) => !holds_message(task, id),
+                (Some(id), Some(task)) => holds_message(task, id) == Some(false),
                 (Some(_), None) => false,
             })
             .map(|(m, _)| m)
@@ -885,13 +889,14 @@ impl TaskActor {
     /// one, its newest tasks (`ListTasks`, in the conversation's remote
     /// context when known), and a task found holding the message is taken
     /// up (recorded, and its state reflected). A remote that cannot answer
-    /// is taken to hold the message when its task is known (the task is
-    /// polled) and not to when none is (the message is sent again).
+    /// (or a task without its history) is taken to hold the message when
+    /// its task is known (the task is polled) and not to when none is (the
+    /// message is sent again).
     async fn on_remote(&mut self, remote_id: &str) -> bool {
         if self.recall_remote_task() {
             let remote = self.remote_task.clone().unwrap_or_default();
             return match self.shared.probe("GetTask", json!({ "id": remote })).await {
-                Ok(task) => holds_message(&task, remote_id),
+                Ok(task) => holds_message(&task, remote_id).unwrap_or(true),
                 Err(_) => true,
             };
         }
@@ -915,7 +920,11 @@ impl TaskActor {
         };
         let found = page["tasks"]
             .as_array()
-            .and_then(|tasks| tasks.iter().find(|t| holds_message(t, remote_id)))
+            .and_then(|tasks| {
+                tasks
+                    .iter()
+                    .find(|t| holds_message(t, remote_id) == Some(true))
+            })
             .cloned();
         match found {
             Some(task) => {
