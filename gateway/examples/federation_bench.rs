@@ -431,6 +431,51 @@ fn report_parts(lat: &[Vec<Duration>]) {
     );
 }
 
+/// Phase 2: `concurrency` conversations per mode (local on A's broker,
+/// federated on B's), modes alternating in slices; tasks per second.
+async fn phase2(a: &Args, brokers: [&tck::BrokerChild; 2], worker: &str) {
+    let mut total = [(0u64, Duration::ZERO); 2];
+    for _ in 0..a.slices {
+        for m in MODES {
+            let count = Arc::new(AtomicU64::new(0));
+            let mut reqs = Vec::new();
+            for _ in 0..a.concurrency {
+                let b = brokers[usize::from(m != Mode::Local)];
+                let client = Client::connect(&b.socket, &b.secret).expect("connect");
+                reqs.push(Requester::new(client, worker).await);
+            }
+            let t0 = Instant::now();
+            let end = t0 + a.slice;
+            let joins: Vec<_> = reqs
+                .into_iter()
+                .map(|mut r| {
+                    let count = count.clone();
+                    tokio::spawn(async move {
+                        while Instant::now() < end {
+                            r.send().await;
+                            count.fetch_add(1, Ordering::Relaxed);
+                        }
+                    })
+                })
+                .collect();
+            for j in joins {
+                j.await.expect("conversation");
+            }
+            total[m as usize].0 += count.load(Ordering::Relaxed);
+            total[m as usize].1 += t0.elapsed();
+        }
+    }
+    println!(
+        "phase 2: {} concurrent conversations per mode, {} slices of {:?} per mode, alternating",
+        a.concurrency, a.slices, a.slice
+    );
+    let rows: Vec<_> = MODES
+        .iter()
+        .map(|&m| (m.name(), total[m as usize].0, total[m as usize].1))
+        .collect();
+    print_rates(&rows, 10, "tasks", "local");
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let a = args();
@@ -527,50 +572,7 @@ async fn main() {
         report_parts(&lat);
     }
 
-    // Phase 2: `concurrency` conversations per mode, modes alternating.
-    let mut total = [(0u64, Duration::ZERO); 2];
-    for _ in 0..a.slices {
-        for m in MODES {
-            let count = Arc::new(AtomicU64::new(0));
-            let mut reqs = Vec::new();
-            for _ in 0..a.concurrency {
-                let b = if m == Mode::Local {
-                    &broker_a
-                } else {
-                    &broker_b
-                };
-                reqs.push(Requester::new(connect(b), worker.id()).await);
-            }
-            let t0 = Instant::now();
-            let end = t0 + a.slice;
-            let joins: Vec<_> = reqs
-                .into_iter()
-                .map(|mut r| {
-                    let count = count.clone();
-                    tokio::spawn(async move {
-                        while Instant::now() < end {
-                            r.send().await;
-                            count.fetch_add(1, Ordering::Relaxed);
-                        }
-                    })
-                })
-                .collect();
-            for j in joins {
-                j.await.expect("conversation");
-            }
-            total[m as usize].0 += count.load(Ordering::Relaxed);
-            total[m as usize].1 += t0.elapsed();
-        }
-    }
-    println!(
-        "phase 2: {} concurrent conversations per mode, {} slices of {:?} per mode, alternating",
-        a.concurrency, a.slices, a.slice
-    );
-    let rows: Vec<_> = MODES
-        .iter()
-        .map(|&m| (m.name(), total[m as usize].0, total[m as usize].1))
-        .collect();
-    print_rates(&rows, 10, "tasks", "local");
+    phase2(&a, [&broker_a, &broker_b], worker.id()).await;
     let _ = bridge.kill();
     let _ = bridge.wait();
     if let Some((mut child, _, _)) = stubbed {
