@@ -345,11 +345,47 @@ struct Setup {
 
 impl Setup {
     /// The gateway dies (its bridge, actors and broker connection go, as in
-    /// a crash): what is left, the broker's folder and process, the
-    /// delegate and the remote's peer name.
-    fn gateway_dies(self) -> (tempfile::TempDir, BrokerProcess, Agent, String) {
+    /// a crash), and the broker has seen its peer leave: what is left.
+    async fn gateway_dies(self) -> Dead {
         drop(self._remote);
-        (self._dir, self._broker, self.delegate, self.peer)
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        while listed(&self.delegate, &self.peer).await {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the dead gateway's peer stays listed"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Dead {
+            _dir: self._dir,
+            broker: self._broker,
+            delegate: self.delegate,
+            peer: self.peer,
+        }
+    }
+}
+
+/// What a dead gateway leaves: the broker's folder and process, the
+/// delegate and the remote's peer name.
+struct Dead {
+    _dir: tempfile::TempDir,
+    broker: BrokerProcess,
+    delegate: Agent,
+    peer: String,
+}
+
+impl Dead {
+    /// The gateway comes back (the remote at `url` added again with
+    /// `opts`) under the same name and context: the same party.
+    async fn add_again(&self, url: &str, opts: &OutboundOptions) -> Remote {
+        let socket = self._dir.path().join("run").join("sock");
+        let secret = self.broker.secret().expect("secret");
+        let gateway = gateway_conn(&socket, &secret).await;
+        let again = add_remote(&gateway, RemoteSpec::new(url), opts)
+            .await
+            .expect("re-added");
+        assert_eq!(again.peer_id, self.peer, "the same party");
+        again
     }
 }
 
@@ -380,10 +416,15 @@ fn broker_in(dir: &std::path::Path) -> (BrokerProcess, std::path::PathBuf, Strin
 }
 
 async fn setup_with(url: &str, opts: OutboundOptions) -> Setup {
+    setup_spec(RemoteSpec::new(url), opts).await
+}
+
+/// A broker, the remote of `spec` added to it with `opts`, and a delegate.
+async fn setup_spec(spec: RemoteSpec, opts: OutboundOptions) -> Setup {
     let dir = tempfile::tempdir().expect("tempdir");
     let (broker, socket, secret) = broker_in(dir.path());
     let gateway = gateway_conn(&socket, &secret).await;
-    let remote = add_remote(&gateway, RemoteSpec::new(url), &opts)
+    let remote = add_remote(&gateway, spec, &opts)
         .await
         .expect("remote added");
     let client = Client::connect(&socket, &secret).expect("delegate connects");
@@ -621,34 +662,26 @@ async fn forwarded_once_across_restarts(streaming: bool) {
     let dir = tempfile::tempdir().expect("tempdir");
     let opts = stateful_options(&dir);
     let (fake, url, s, task) = a_working_remote_task_with(streaming, opts.clone()).await;
-    let socket = s._dir.path().join("run").join("sock");
-    let secret = s._broker.secret().expect("secret");
-    let (_bdir, _broker, delegate, peer) = s.gateway_dies();
-    let mut remote = None;
+    let mut s = s;
     for round in 0..3 {
-        drop(remote.take());
-        let deadline = tokio::time::Instant::now() + TIMEOUT;
-        while listed(&delegate, &peer).await {
-            assert!(tokio::time::Instant::now() < deadline, "the peer stays");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let gateway = gateway_conn(&socket, &secret).await;
-        let again = add_remote(&gateway, RemoteSpec::new(&url), &opts)
-            .await
-            .expect("re-added");
-        assert_eq!(again.peer_id, peer);
-        drop(gateway);
-        remote = Some(again);
+        let dead = s.gateway_dies().await;
+        let again = dead.add_again(&url, &opts).await;
         // Resumed, not failed, and not sent again.
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let t = get_task(&delegate, &task.id).await;
+        let t = get_task(&dead.delegate, &task.id).await;
         assert_eq!(t.status.state, State::Working, "round {round}");
+        s = Setup {
+            _dir: dead._dir,
+            _broker: dead.broker,
+            _remote: again,
+            delegate: dead.delegate,
+            peer: dead.peer,
+        };
     }
     let sends = fake.calls_of("SendMessage").len() + fake.calls_of("SendStreamingMessage").len();
     assert_eq!(sends, 1, "the remote task ran once");
-    cancel(&delegate, &task.id).await;
+    cancel(&s.delegate, &task.id).await;
     until_the_remote_task_is_canceled(&fake).await;
-    drop(remote);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -673,19 +706,11 @@ async fn a_first_message_the_remote_took_before_a_crash_is_found_not_sent_again(
     let s = setup_with(&url, opts.clone()).await;
     let task = send(&s.delegate, message_to(&s.peer, "hang on")).await;
     until_called(&fake, "SendStreamingMessage").await;
-    let socket = s._dir.path().join("run").join("sock");
-    let secret = s._broker.secret().expect("secret");
-    let (_bdir, _broker, delegate, peer) = s.gateway_dies();
-    while listed(&delegate, &peer).await {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let gateway = gateway_conn(&socket, &secret).await;
-    let _again = add_remote(&gateway, RemoteSpec::new(&url), &opts)
-        .await
-        .expect("re-added");
+    let dead = s.gateway_dies().await;
+    let _again = dead.add_again(&url, &opts).await;
     until_called(&fake, "ListTasks").await;
     fake.complete(&fake.only_task(), "done after all");
-    let seen = statuses_until(&delegate, &task.id, &[State::Completed, State::Failed]).await;
+    let seen = statuses_until(&dead.delegate, &task.id, &[State::Completed, State::Failed]).await;
     assert_eq!(
         seen.last(),
         Some(&(State::Completed, Some("done after all".into()))),
@@ -694,40 +719,26 @@ async fn a_first_message_the_remote_took_before_a_crash_is_found_not_sent_again(
     assert_eq!(fake.calls_of("SendStreamingMessage").len(), 1, "sent once");
 }
 
-/// The bridge records a follow-up, cannot reach the remote (503), and dies:
-/// started again, it sees the remote task's history lacks the message and
-/// sends it (before, the task was only polled, and the requester's
-/// message was never delivered).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_follow_up_recorded_but_never_delivered_is_sent_after_a_restart() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let opts = stateful_options(&dir);
+/// A streaming remote, bridged with a state file in `dir`, with a task
+/// the delegate sent it, once the remote asked for input.
+async fn an_input_required_remote_task(
+    dir: &tempfile::TempDir,
+) -> (Arc<Fake>, String, OutboundOptions, Setup, Task) {
+    let opts = stateful_options(dir);
     let (fake, url) = serve_fake(true).await;
     let s = setup_with(&url, opts.clone()).await;
     let task = send(&s.delegate, message_to(&s.peer, "input please")).await;
     statuses_until(&s.delegate, &task.id, &[State::InputRequired]).await;
-    fake.down.store(true, Ordering::Relaxed);
-    send(&s.delegate, task_message(&task.id, "the red one")).await;
-    let deadline = tokio::time::Instant::now() + TIMEOUT;
-    while fake.refused.load(Ordering::Relaxed) == 0 {
-        assert!(tokio::time::Instant::now() < deadline, "no forward tried");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let socket = s._dir.path().join("run").join("sock");
-    let secret = s._broker.secret().expect("secret");
-    let (_bdir, _broker, delegate, peer) = s.gateway_dies();
-    while listed(&delegate, &peer).await {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    fake.down.store(false, Ordering::Relaxed);
-    let gateway = gateway_conn(&socket, &secret).await;
-    let _again = add_remote(&gateway, RemoteSpec::new(&url), &opts)
-        .await
-        .expect("re-added");
-    let seen = statuses_until(&delegate, &task.id, &[State::Completed, State::Failed]).await;
+    (fake, url, opts, s, task)
+}
+
+/// The delegate's `answer` to `task` reached the remote once, which
+/// completed the task with it.
+async fn answered_once(fake: &Fake, delegate: &Agent, task: &str, answer: &str) {
+    let seen = statuses_until(delegate, task, &[State::Completed, State::Failed]).await;
     assert_eq!(
         seen.last(),
-        Some(&(State::Completed, Some("got: the red one".into()))),
+        Some(&(State::Completed, Some(format!("got: {answer}")))),
         "{seen:?}"
     );
     let follow_ups: Vec<Value> = fake
@@ -738,40 +749,38 @@ async fn a_follow_up_recorded_but_never_delivered_is_sent_after_a_restart() {
     assert_eq!(follow_ups.len(), 1, "delivered once: {follow_ups:?}");
 }
 
+/// The bridge records a follow-up, cannot reach the remote (503), and dies:
+/// started again, it sees the remote task's history lacks the message and
+/// sends it (before, the task was only polled, and the requester's
+/// message was never delivered).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_up_recorded_but_never_delivered_is_sent_after_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (fake, url, opts, s, task) = an_input_required_remote_task(&dir).await;
+    fake.down.store(true, Ordering::Relaxed);
+    send(&s.delegate, task_message(&task.id, "the red one")).await;
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    while fake.refused.load(Ordering::Relaxed) == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "no forward tried");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let dead = s.gateway_dies().await;
+    fake.down.store(false, Ordering::Relaxed);
+    let _again = dead.add_again(&url, &opts).await;
+    answered_once(&fake, &dead.delegate, &task.id, "the red one").await;
+}
+
 /// A follow-up sent while the bridge is down (its event never reached a
 /// bridge, so no forward was recorded): the bridge that comes back
 /// forwards it when it resumes the task.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follow_up_sent_while_the_bridge_was_down_is_forwarded_when_it_returns() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let opts = stateful_options(&dir);
-    let (fake, url) = serve_fake(true).await;
-    let s = setup_with(&url, opts.clone()).await;
-    let task = send(&s.delegate, message_to(&s.peer, "input please")).await;
-    statuses_until(&s.delegate, &task.id, &[State::InputRequired]).await;
-    let socket = s._dir.path().join("run").join("sock");
-    let secret = s._broker.secret().expect("secret");
-    let (_bdir, _broker, delegate, peer) = s.gateway_dies();
-    while listed(&delegate, &peer).await {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    send(&delegate, task_message(&task.id, "the green one")).await;
-    let gateway = gateway_conn(&socket, &secret).await;
-    let _again = add_remote(&gateway, RemoteSpec::new(&url), &opts)
-        .await
-        .expect("re-added");
-    let seen = statuses_until(&delegate, &task.id, &[State::Completed, State::Failed]).await;
-    assert_eq!(
-        seen.last(),
-        Some(&(State::Completed, Some("got: the green one".into()))),
-        "{seen:?}"
-    );
-    let follow_ups = fake
-        .calls_of("SendStreamingMessage")
-        .into_iter()
-        .filter(|p| p["message"]["taskId"].is_string())
-        .count();
-    assert_eq!(follow_ups, 1, "delivered once");
+    let (fake, url, opts, s, task) = an_input_required_remote_task(&dir).await;
+    let dead = s.gateway_dies().await;
+    send(&dead.delegate, task_message(&task.id, "the green one")).await;
+    let _again = dead.add_again(&url, &opts).await;
+    answered_once(&fake, &dead.delegate, &task.id, "the green one").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -779,17 +788,10 @@ async fn a_cancel_made_while_the_gateway_was_down_reaches_the_remote() {
     let dir = tempfile::tempdir().expect("tempdir");
     let opts = stateful_options(&dir);
     let (fake, url, s, task) = a_working_remote_task_with(false, opts.clone()).await;
-    let (bdir, broker, delegate, peer) = s.gateway_dies();
-    while listed(&delegate, &peer).await {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    cancel(&delegate, &task.id).await;
+    let dead = s.gateway_dies().await;
+    cancel(&dead.delegate, &task.id).await;
     assert!(fake.calls_of("CancelTask").is_empty());
-    let socket = bdir.path().join("run").join("sock");
-    let gateway = gateway_conn(&socket, &broker.secret().expect("secret")).await;
-    let _again = add_remote(&gateway, RemoteSpec::new(&url), &opts)
-        .await
-        .expect("re-added");
+    let _again = dead.add_again(&url, &opts).await;
     until_the_remote_task_is_canceled(&fake).await;
 }
 
@@ -871,27 +873,11 @@ async fn an_unreachable_remote_cannot_be_added() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_that_comes_back_fails_the_tasks_it_lost() {
     let (_fake, url, s, task) = a_working_remote_task().await;
-    // The gateway dies (its bridge, actors and broker connection go).
-    let (dir, broker, delegate, peer) = s.gateway_dies();
-    let deadline = tokio::time::Instant::now() + TIMEOUT;
-    loop {
-        if !listed(&delegate, &peer).await {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the dead gateway's peer stays listed"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    // It comes back under the same name and context: the same party.
-    let socket = dir.path().join("run").join("sock");
-    let gateway = gateway_conn(&socket, &broker.secret().expect("secret")).await;
-    let again = add_remote(&gateway, RemoteSpec::new(&url), &OutboundOptions::default())
-        .await
-        .expect("re-added");
-    assert_eq!(again.peer_id, peer);
-    let seen = statuses_until(&delegate, &task.id, &[State::Failed, State::Completed]).await;
+    // The gateway dies (its bridge, actors and broker connection go), and
+    // comes back without its state file.
+    let dead = s.gateway_dies().await;
+    let _again = dead.add_again(&url, &OutboundOptions::default()).await;
+    let seen = statuses_until(&dead.delegate, &task.id, &[State::Failed, State::Completed]).await;
     let (state, text) = seen.last().cloned().expect("a status");
     assert_eq!(state, State::Failed);
     assert!(text.unwrap_or_default().contains("restarted"), "{seen:?}");
@@ -1076,22 +1062,11 @@ async fn the_token_goes_only_to_the_origin_that_was_added() {
         let port = common::serve_loopback(app).await;
         format!("http://127.0.0.1:{port}")
     };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (_broker, socket, secret) = broker_in(dir.path());
-    let gateway = gateway_conn(&socket, &secret).await;
     let mut spec = RemoteSpec::new(&card_origin);
     spec.bearer = Some("tok-123".into());
-    let remote = add_remote(&gateway, spec, &OutboundOptions::default())
-        .await
-        .expect("added");
-    let client = Client::connect(&socket, &secret).expect("delegate connects");
-    let delegate = client
-        .register_async("session-t", agent_card("delegate"), Delivery::Push)
-        .expect("submit")
-        .await
-        .expect("registers");
-    let task = send(&delegate, message_to(&remote.peer_id, "hi")).await;
-    statuses_until(&delegate, &task.id, &[State::Completed, State::Failed]).await;
+    let s = setup_spec(spec, OutboundOptions::default()).await;
+    let task = send(&s.delegate, message_to(&s.peer, "hi")).await;
+    statuses_until(&s.delegate, &task.id, &[State::Completed, State::Failed]).await;
     let seen = seen.lock().clone();
     assert!(
         seen.contains(&("card".into(), "Bearer tok-123".into())),
