@@ -696,8 +696,9 @@ async fn a_unary_remote_task_is_forwarded_once_across_three_restarts() {
 
 /// The bridge dies between sending a task's first message and the
 /// remote's first answer (the remote took the task, the bridge never
-/// learned its id): started again, it finds the task on the remote by the
-/// message's recorded id instead of sending the message a second time.
+/// learned its id): started again while the remote is down (503), it waits
+/// for it, then finds the task on the remote by the message's recorded id
+/// instead of sending the message a second time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_message_the_remote_took_before_a_crash_is_found_not_sent_again() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -707,7 +708,10 @@ async fn a_first_message_the_remote_took_before_a_crash_is_found_not_sent_again(
     let task = send(&s.delegate, message_to(&s.peer, "hang on")).await;
     until_called(&fake, "SendStreamingMessage").await;
     let dead = s.gateway_dies().await;
+    fake.down.store(true, Ordering::Relaxed);
     let _again = dead.add_again(&url, &opts).await;
+    until_refused(&fake).await;
+    fake.down.store(false, Ordering::Relaxed);
     until_called(&fake, "ListTasks").await;
     fake.complete(&fake.only_task(), "done after all");
     let seen = statuses_until(&dead.delegate, &task.id, &[State::Completed, State::Failed]).await;
@@ -717,6 +721,15 @@ async fn a_first_message_the_remote_took_before_a_crash_is_found_not_sent_again(
         "{seen:?}"
     );
     assert_eq!(fake.calls_of("SendStreamingMessage").len(), 1, "sent once");
+}
+
+/// Waits until the remote, down, has refused a call.
+async fn until_refused(fake: &Fake) {
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    while fake.refused.load(Ordering::Relaxed) == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "no call tried");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// A streaming remote, bridged with a state file in `dir`, with a task
@@ -759,11 +772,7 @@ async fn a_follow_up_recorded_but_never_delivered_is_sent_after_a_restart() {
     let (fake, url, opts, s, task) = an_input_required_remote_task(&dir).await;
     fake.down.store(true, Ordering::Relaxed);
     send(&s.delegate, task_message(&task.id, "the red one")).await;
-    let deadline = tokio::time::Instant::now() + TIMEOUT;
-    while fake.refused.load(Ordering::Relaxed) == 0 {
-        assert!(tokio::time::Instant::now() < deadline, "no forward tried");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until_refused(&fake).await;
     let dead = s.gateway_dies().await;
     fake.down.store(false, Ordering::Relaxed);
     let _again = dead.add_again(&url, &opts).await;

@@ -731,9 +731,9 @@ impl TaskActor {
     /// remote may not hold: never recorded as forwarded (the process ended
     /// between their event and the record), or recorded under an id the
     /// remote task's history lacks (it ended between the record and the
-    /// send). With no answer from the remote (or no history in it), the
-    /// recorded ones count as sent (the task is polled, as it would have
-    /// been).
+    /// send). The remote is waited for while unreachable; with an error
+    /// from it (or no history in its answer), the recorded ones count as
+    /// sent (the task is polled, as it would have been).
     async fn unsent(&mut self, latest: Vec<Message>) -> Vec<Message> {
         let records: Vec<(Message, Option<String>)> = latest
             .into_iter()
@@ -747,11 +747,10 @@ impl TaskActor {
             })
             .collect();
         let held = match (&self.remote_task, records.iter().any(|(_, r)| r.is_some())) {
-            (Some(remote), true) => self
-                .shared
-                .probe("GetTask", json!({ "id": remote }))
-                .await
-                .ok(),
+            (Some(remote), true) => {
+                let id = remote.clone();
+                self.ask_remote("GetTask", json!({ "id": id })).await
+            }
             _ => None,
         };
         records
@@ -888,16 +887,17 @@ impl TaskActor {
     /// task known, that task's history (`GetTask`); before the remote named
     /// one, its newest tasks (`ListTasks`, in the conversation's remote
     /// context when known), and a task found holding the message is taken
-    /// up (recorded, and its state reflected). A remote that cannot answer
+    /// up (recorded, and its state reflected). An unreachable remote is
+    /// waited for ([`Self::ask_remote`]); one that answers with an error
     /// (or a task without its history) is taken to hold the message when
     /// its task is known (the task is polled) and not to when none is (the
     /// message is sent again).
     async fn on_remote(&mut self, remote_id: &str) -> bool {
         if self.recall_remote_task() {
             let remote = self.remote_task.clone().unwrap_or_default();
-            return match self.shared.probe("GetTask", json!({ "id": remote })).await {
-                Ok(task) => holds_message(&task, remote_id).unwrap_or(true),
-                Err(_) => true,
+            return match self.ask_remote("GetTask", json!({ "id": remote })).await {
+                Some(task) => holds_message(&task, remote_id).unwrap_or(true),
+                None => true,
             };
         }
         let mut params = json!({ "pageSize": REMOTE_LOOKUP_PAGE });
@@ -915,7 +915,7 @@ impl TaskActor {
         if let Some(c) = context {
             params["contextId"] = json!(c);
         }
-        let Ok(page) = self.shared.probe("ListTasks", params).await else {
+        let Some(page) = self.ask_remote("ListTasks", params).await else {
             return false;
         };
         let found = page["tasks"]
@@ -933,6 +933,34 @@ impl TaskActor {
                 self.remote_task.is_some()
             }
             None => false,
+        }
+    }
+
+    /// A read of the remote for what a restart left unknown, asked again
+    /// while the remote is unreachable (the requester told, as for a
+    /// forward) until it answers or the settle timeout: what decides
+    /// whether a message is sent again must not be a remote that was
+    /// merely down. `None`: the remote answered with an error (or never).
+    async fn ask_remote(&mut self, method: &str, params: Value) -> Option<Value> {
+        let settle = self.shared.settle.clone();
+        let deadline = Instant::now() + settle.timeout;
+        let mut interval = settle.poll_min;
+        loop {
+            match self.shared.probe(method, params.clone()).await {
+                Ok(v) => {
+                    self.reachable().await;
+                    return Some(v);
+                }
+                Err(e) if e.is_unreachable() && Instant::now() < deadline => {
+                    self.unreachable(&e).await;
+                    self.pause(self.retry_wait(interval)).await;
+                    interval = (interval * 2).min(settle.poll_max);
+                }
+                Err(e) => {
+                    tracing::info!(task = %self.task_id, method, error = %e, "the remote could not say what it holds");
+                    return None;
+                }
+            }
         }
     }
 
