@@ -8,8 +8,9 @@
 //!
 //! The remote behaves by the first word of the text: `complete`, `input`
 //! (a follow-up completes it), `slow` (works until canceled), `hang` (takes
-//! the task and says nothing until canceled), `message` (a direct Message
-//! answer), `error` (a JSON-RPC error). While `down`, its JSON-RPC
+//! the task and says nothing until canceled), `break` (takes the task and
+//! breaks the connection before its first event), `message` (a direct
+//! Message answer), `error` (a JSON-RPC error). While `down`, its JSON-RPC
 //! endpoint answers 503 (its card is still served).
 
 mod common;
@@ -167,6 +168,7 @@ fn script(f: &Fake, params: &Value) -> Result<(Vec<Value>, Option<Arc<Notify>>),
     let mut evs = vec![json!({ "task": task })];
     let mut hold = None;
     match verb {
+        "break" => evs.clear(),
         "hang" => {
             evs.clear();
             let n = Arc::new(Notify::new());
@@ -252,6 +254,21 @@ async fn rpc(
         },
         "SendStreamingMessage" => match script(&f, &params) {
             Err(e) => reply(Err(e)),
+            Ok(_)
+                if params["message"]["parts"][0]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("break")) =>
+            {
+                // The body fails before any event: the connection breaks.
+                let broken = futures_util::stream::iter([Err::<String, _>(std::io::Error::other(
+                    "the remote's gateway died",
+                ))]);
+                (
+                    [("content-type", "text/event-stream")],
+                    Body::from_stream(broken),
+                )
+                    .into_response()
+            }
             Ok((evs, hold)) => {
                 let (tx, rx) = mpsc::unbounded_channel::<String>();
                 let frame = move |r: Value| {
@@ -692,6 +709,26 @@ async fn a_streaming_remote_task_is_forwarded_once_across_three_restarts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_unary_remote_task_is_forwarded_once_across_three_restarts() {
     forwarded_once_across_restarts(false).await;
+}
+
+/// The connection breaks after the first message went out and before the
+/// remote's first event, the remote having taken the task (its gateway
+/// died mid-answer): the bridge finds the task there and follows it,
+/// instead of failing a task the remote is working on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_broken_before_its_first_event_finds_the_task_the_remote_took() {
+    let (fake, url) = serve_fake(true).await;
+    let s = setup(&url).await;
+    let task = send(&s.delegate, message_to(&s.peer, "break now")).await;
+    until_called(&fake, "ListTasks").await;
+    fake.complete(&fake.only_task(), "done despite it");
+    let seen = statuses_until(&s.delegate, &task.id, &[State::Completed, State::Failed]).await;
+    assert_eq!(
+        seen.last(),
+        Some(&(State::Completed, Some("done despite it".into()))),
+        "{seen:?}"
+    );
+    assert_eq!(fake.calls_of("SendStreamingMessage").len(), 1, "sent once");
 }
 
 /// The bridge dies between sending a task's first message and the

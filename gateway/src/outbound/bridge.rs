@@ -21,7 +21,9 @@
 //! holds it (a task found there is taken up instead); and a requester's
 //! latest message that was never recorded (sent while no bridge ran, or
 //! lost between its event and the record) is forwarded when its task
-//! resumes.
+//! resumes. A connection that breaks after a first message went out and
+//! before the remote named its task is looked up the same way: a task the
+//! remote holds is followed, not failed here while it runs there.
 //!
 //! An unreachable remote (calls failing without a word about the task for
 //! `limits::REMOTE_UNREACHABLE_AFTER`) is reported on each task waiting on
@@ -867,8 +869,16 @@ impl TaskActor {
             if e.suggests_card_refresh() {
                 self.shared.refresh_after_failure().await;
             }
-            if self.remote_task.is_none()
-                || !matches!(e, RemoteError::Http(_) | RemoteError::Connect(_))
+            // The connection broke after the message went out and before
+            // the remote named a task: the remote may have taken it (its
+            // gateway died mid-answer), and a task it holds is taken up
+            // rather than failed here while it runs there.
+            let taken = self.remote_task.is_none()
+                && matches!(e, RemoteError::Http(_))
+                && self.on_remote(&remote_id).await;
+            if !taken
+                && (self.remote_task.is_none()
+                    || !matches!(e, RemoteError::Http(_) | RemoteError::Connect(_)))
             {
                 self.fail(&format!("{e}")).await;
                 return;
