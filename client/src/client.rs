@@ -261,6 +261,16 @@ impl Client {
         self.inner.conn.close(CloseReason::Shutdown);
     }
 
+    /// [`Client::close`], then waits until the connection's threads have
+    /// ended, so none outlives this call even while another handle (an
+    /// agent, a call's callback under way) still holds the connection:
+    /// what the C ABI's `a2a_client_free` promises. Called on one of those
+    /// threads (from a handler or a callback), it cannot wait for that
+    /// one, which ends on its own as soon as it returns.
+    pub fn close_and_wait(&self) {
+        self.inner.conn.close_and_join(CloseReason::Shutdown);
+    }
+
     /// Why the connection ended, or `None` while it is open.
     pub fn close_reason(&self) -> Option<CloseReason> {
         self.inner.conn.close_reason()

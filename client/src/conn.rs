@@ -154,6 +154,32 @@ impl Conn {
         self.shared.close(reason);
     }
 
+    /// Closes the connection and waits until its threads have ended. On
+    /// one of them (a handler or callback on the reader or the event
+    /// ring's thread) it cannot wait for that one, which ends on its own
+    /// once it returns (the socket is shut down already).
+    pub(crate) fn close_and_join(&self, reason: CloseReason) {
+        self.close(reason);
+        self.join_threads();
+    }
+
+    /// Joins the threads, except the calling one; on the reader thread,
+    /// none (joining it from itself would deadlock, and the others end on
+    /// their own). The handles are taken out before any join, so no lock
+    /// is held while waiting.
+    fn join_threads(&self) {
+        if on_reader_thread(self.shared.id) {
+            return;
+        }
+        let me = std::thread::current().id();
+        let threads: Vec<JoinHandle<()>> = self.threads.lock().drain(..).collect();
+        for t in threads {
+            if t.thread().id() != me {
+                let _ = t.join();
+            }
+        }
+    }
+
     /// Reads the event ring the broker granted in the handshake on a
     /// thread of its own, joined with the others (see [`crate::ring`]).
     pub(crate) fn attach_ring(&self, name: &str, bytes: usize) -> Result<(), ClientError> {
@@ -174,24 +200,12 @@ impl Conn {
 
 impl Drop for Conn {
     fn drop(&mut self) {
-        self.close(CloseReason::Shutdown);
         // The last handle can be dropped by a handler or a callback running
-        // on the reader thread: joining it from itself would deadlock, so it
-        // is left to finish on its own (it is already unblocked: the socket
-        // is shut down). Anywhere else the joins are short, and mean no
-        // thread of ours outlives the client (which the C ABI's `_free`
-        // promises).
-        if on_reader_thread(self.shared.id) {
-            return;
-        }
-        // Likewise a handler fed from the event ring runs on the ring's
-        // thread, which then must not join itself (it ends on its own).
-        let me = std::thread::current().id();
-        for t in self.threads.lock().drain(..) {
-            if t.thread().id() != me {
-                let _ = t.join();
-            }
-        }
+        // on the reader thread (or the event ring's): that thread is left
+        // to finish on its own (it is already unblocked: the socket is shut
+        // down). Anywhere else the joins are short, and mean no thread of
+        // ours outlives the connection.
+        self.close_and_join(CloseReason::Shutdown);
     }
 }
 

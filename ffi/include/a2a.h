@@ -947,7 +947,12 @@ a2a_status a2a_client_new(const char *socket,
 // with A2A_STATUS_CLOSED. When this returns no callback of this client
 // runs, except: called from one of its own callbacks in thread mode, the
 // callbacks still owed run on the reader thread after that callback
-// returns.
+// returns. The client's threads have ended when this returns, except
+// when it is called on one of them (a thread-mode callback, on the
+// reader thread or the event ring's): they then end on their own just
+// after that callback returns (the connection is already shut down), so
+// a program that exits at that instant may leave them mid-way, which
+// leak checkers such as Valgrind report as memory possibly lost.
 //
 // Threads: any, its own callbacks included; no other thread may be
 // using the handle (as for every _free).

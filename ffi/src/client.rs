@@ -139,7 +139,12 @@ pub extern "C" fn a2a_client_new(
 /// with A2A_STATUS_CLOSED. When this returns no callback of this client
 /// runs, except: called from one of its own callbacks in thread mode, the
 /// callbacks still owed run on the reader thread after that callback
-/// returns.
+/// returns. The client's threads have ended when this returns, except
+/// when it is called on one of them (a thread-mode callback, on the
+/// reader thread or the event ring's): they then end on their own just
+/// after that callback returns (the connection is already shut down), so
+/// a program that exits at that instant may leave them mid-way, which
+/// leak checkers such as Valgrind report as memory possibly lost.
 ///
 /// Threads: any, its own callbacks included; no other thread may be
 /// using the handle (as for every _free).
@@ -152,6 +157,10 @@ pub extern "C" fn a2a_client_free(client: *mut a2a_client) {
         // SAFETY: made by a2a_client_new as a Box, freed once (header rule).
         let c = unsafe { Box::from_raw(client) };
         c.dispatcher.shut_down(|| c.client.close());
+        // Another handle may still hold the connection (a callback under
+        // way on the reader thread holds its agent): its threads are
+        // waited for here, not left to the last handle's drop.
+        c.client.close_and_wait();
         drop(c);
     })
 }

@@ -949,6 +949,7 @@ int main(int argc, char **argv) {
   SECTION("size", size_first);
   SECTION("deadlock", deadlocks);
   SECTION("frees", frees);
+  wait_for_other_threads_to_end();
   printf("a2a_misuse: all passed\n");
   return 0;
 }

@@ -943,6 +943,7 @@ int main(int argc, char **argv) {
   free_in_flight_thread_mode();
   leases();
   if (g_name) connect_by_name();
+  wait_for_other_threads_to_end();
   printf("a2a_test: all passed\n");
   return 0;
 }

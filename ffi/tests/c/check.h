@@ -8,6 +8,7 @@
 
 #include "a2a.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,34 @@ static inline void print_last_error(void) {
   } while (0)
 
 #define OK(call) EXPECT(call, A2A_STATUS_OK)
+
+/* Waits until the process runs no thread but this one. A client freed
+ * from one of its own callbacks lets its threads end on their own just
+ * after (a2a.h, a2a_client_free): a program that returned at that instant
+ * would leave them mid-way, which Valgrind reports as memory possibly
+ * lost. The threads are the entries of /proc/self/task (Linux); one still
+ * running after WAIT_SECONDS is stuck, and fails the program. */
+static inline void wait_for_other_threads_to_end(void) {
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    CHECK(d != NULL);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+      if (e->d_name[0] != '.') n++;
+    closedir(d);
+    if (n <= 1) return;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - start.tv_sec > WAIT_SECONDS) {
+      fprintf(stderr, "%d threads still running at the end\n", n);
+      CHECK(0);
+    }
+    struct timespec ten_ms = {0, 10 * 1000 * 1000};
+    nanosleep(&ten_ms, NULL);
+  }
+}
 
 static inline bool str_is(a2a_str s, const char *want) {
   size_t n = strlen(want);
