@@ -34,11 +34,17 @@
 
 use a2a_broker::{bench, Durability};
 use a2a_proto::limits::A2A_MAX_SENDS_PER_RUN;
+use a2a_proto::types::{
+    Artifact, ArtifactUpdate, Message, Object, Part, Role, State, StreamEvent, TaskStatus,
+};
 use rusqlite::{params, Connection};
 use std::path::Path;
+use std::sync::Arc;
 
-/// The clock stamp a fan-out message carries.
-const META: &str = r#""metadata":{"t":1796183989833890511}"#;
+/// The metadata a fan-out message or artifact carries (its sender's clock).
+fn meta() -> Option<Object> {
+    serde_json::from_value(serde_json::json!({"t": 1796183989833890511u64})).ok()
+}
 /// Jobs per requester registration: a job costs its requester two sends.
 const JOBS_PER_REGISTRATION: u64 = A2A_MAX_SENDS_PER_RUN as u64 / 2;
 
@@ -207,7 +213,6 @@ impl Replay<'_> {
     /// The rows of `job`'s next call, as the broker writes them.
     fn call(&mut self, job: &mut Job) {
         let c = self.c;
-        let meta = META;
         let now = bench::now();
         let ctx = format!("fanout-{}", job.delegate);
         let (req, wrk) = (job.requester.clone(), format!("d{}", job.worker));
@@ -216,7 +221,12 @@ impl Replay<'_> {
         let (actor, kind, payload) = match job.step {
             0 => {
                 let text = format!("job {} of d{}: fix the failing test", started, job.delegate);
-                let mid = self.message(&job.id, &req, &wrk, "user", &text, 0);
+                let msg = self.message(&job.id, &req, &wrk, Role::User, &text, 0);
+                let status = TaskStatus {
+                    state: State::Submitted,
+                    message: Some(msg.clone()),
+                    timestamp: now.clone(),
+                };
                 c.prepare_cached(
                     "INSERT INTO a2a_tasks (id, seq, context_id, requester_peer, worker_ctx, worker_peer,
                        state, status, version, create_message_id, broadcast, created_at, updated_at)
@@ -230,35 +240,52 @@ impl Replay<'_> {
                     req,
                     format!("fanout-{}", job.worker),
                     wrk,
-                    format!(r#"{{"state":"submitted","ref":0,"timestamp":"{now}"}}"#),
-                    mid,
+                    bench::status_row(&status, Some(0)),
+                    msg.message_id,
                     now
                 ])
                 .expect("task");
                 (
                     req.clone(),
                     "status-update",
-                    r#"{"state":"submitted","ref":0}"#.to_owned(),
+                    bench::log_status(&status, Some(0), &now),
                 )
             }
             1 | 2 | 4 => {
                 let (from, to, role, text, state, pos) = match job.step {
-                    1 => (&wrk, &req, "agent", "which branch?", "input-required", 1),
-                    2 => (&req, &wrk, "user", "main", "working", 2),
-                    _ => (&wrk, &req, "agent", "done", "completed", 3),
+                    1 => (
+                        &wrk,
+                        &req,
+                        Role::Agent,
+                        "which branch?",
+                        State::InputRequired,
+                        1,
+                    ),
+                    2 => (&req, &wrk, Role::User, "main", State::Working, 2),
+                    _ => (&wrk, &req, Role::Agent, "done", State::Completed, 3),
                 };
-                self.message(&job.id, from, to, role, text, pos);
-                self.status(&job.id, state, pos, version, &now);
+                let msg = self.message(&job.id, from, to, role, text, pos);
+                let status = TaskStatus {
+                    state,
+                    message: Some(msg),
+                    timestamp: now.clone(),
+                };
+                self.status(&job.id, &status, pos, version);
                 (
                     from.clone(),
                     "status-update",
-                    format!(r#"{{"state":"{state}","ref":{pos}}}"#),
+                    bench::log_status(&status, Some(pos as usize), &now),
                 )
             }
             _ => {
-                let art = format!(
-                    r#"{{"artifactId":"patch","parts":[{{"kind":"text","text":"diff --git a/src/lib.rs b/src/lib.rs"}}],{meta}}}"#
-                );
+                let artifact = Artifact {
+                    artifact_id: "patch".into(),
+                    name: None,
+                    description: None,
+                    parts: vec![Part::text("diff --git a/src/lib.rs b/src/lib.rs")],
+                    metadata: meta(),
+                };
+                let art = serde_json::to_string(&artifact).expect("artifact");
                 c.prepare_cached("INSERT INTO a2a_artifacts (task_id, artifact_id, pos, body) VALUES (?1, 'patch', 0, ?2)")
                     .unwrap()
                     .execute(params![job.id, art])
@@ -269,10 +296,14 @@ impl Replay<'_> {
                 .unwrap()
                 .execute(params![job.id, version, now])
                 .expect("artifact version");
-                let payload = format!(
-                    r#"{{"kind":"artifact-update","taskId":"{}","contextId":"{ctx}","artifact":{art},"append":false,"lastChunk":true}}"#,
-                    job.id
-                );
+                let event = StreamEvent::Artifact(ArtifactUpdate {
+                    task_id: job.id.clone(),
+                    context_id: ctx,
+                    artifact,
+                    append: false,
+                    last_chunk: true,
+                });
+                let payload = serde_json::to_string(&event).expect("event");
                 (wrk.clone(), "artifact-update", payload)
             }
         };
@@ -283,38 +314,44 @@ impl Replay<'_> {
         job.step += 1;
     }
 
-    /// A message row; its id.
+    /// A message row, in the broker's row form; the message as stamped.
     fn message(
         &mut self,
         task: &str,
         from: &str,
         to: &str,
-        role: &str,
+        role: Role,
         text: &str,
         pos: i64,
-    ) -> String {
-        let mid = self.mid();
-        let body = format!(
-            r#"{{"role":"{role}","parts":[{{"kind":"text","text":"{text}"}}],"messageId":"{mid}","to":"{to}",{META}}}"#
-        );
+    ) -> Arc<Message> {
+        let msg = Arc::new(Message {
+            role,
+            parts: vec![Part::text(text)],
+            message_id: self.mid(),
+            task_id: Some(task.to_owned()),
+            context_id: None,
+            from: Some(from.to_owned()),
+            to: Some(to.to_owned()),
+            metadata: meta(),
+        });
         self.c
             .prepare_cached("INSERT INTO a2a_messages (task_id, message_id, pos, from_peer, body) VALUES (?1, ?2, ?3, ?4, ?5)")
             .unwrap()
-            .execute(params![task, mid, pos, from, body])
+            .execute(params![task, msg.message_id, pos, from, bench::message_row(&msg)])
             .expect("message");
-        mid
+        msg
     }
 
-    fn status(&self, id: &str, state: &str, pos: i64, version: i64, now: &str) {
+    fn status(&self, id: &str, status: &TaskStatus, pos: i64, version: i64) {
         self.c
             .prepare_cached("UPDATE a2a_tasks SET state = ?2, status = ?3, version = ?4, updated_at = ?5 WHERE id = ?1")
             .unwrap()
             .execute(params![
                 id,
-                state,
-                format!(r#"{{"state":"{state}","ref":{pos},"timestamp":"{now}"}}"#),
+                status.state.as_str(),
+                bench::status_row(status, Some(pos as usize)),
                 version,
-                now
+                status.timestamp
             ])
             .expect("status");
     }

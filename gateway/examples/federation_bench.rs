@@ -86,8 +86,7 @@ impl Mode {
 /// `SendMessage` to A's gateway over one kept-alive connection, in a
 /// context renewed before the broker's send bound.
 async fn http_send(http: &reqwest::Client, url: &str, n: &mut u64) -> Duration {
-    *n += 1;
-    let ctx = format!("bench-http-{}", *n / u64::from(SENDS_PER_REQUESTER));
+    let ctx = next_context("bench-http", n);
     let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
         "message": {"messageId": format!("m-{n}"), "role": "ROLE_USER", "parts": [{"text": "bench"}], "contextId": ctx}}});
     let t = Instant::now();
@@ -100,11 +99,17 @@ async fn http_send(http: &reqwest::Client, url: &str, n: &mut u64) -> Duration {
     d
 }
 
+/// The A2A context of the `n`th send (counted here) of a series: a new one
+/// before the broker's send bound.
+fn next_context(prefix: &str, n: &mut u64) -> String {
+    *n += 1;
+    format!("{prefix}-{}", *n / u64::from(SENDS_PER_REQUESTER))
+}
+
 /// `SendStreamingMessage` to a gateway (A's or the stub), timed to the
 /// stream's end, in a context renewed as [`http_send`]'s.
 async fn stream_send(http: &reqwest::Client, url: &str, n: &mut u64) -> Duration {
-    *n += 1;
-    let ctx = format!("bench-stream-{}", *n / u64::from(SENDS_PER_REQUESTER));
+    let ctx = next_context("bench-stream", n);
     let body = stub::stream_request(*n, &ctx);
     let t = Instant::now();
     let text = stub::stream(http, url, &body).await;

@@ -67,6 +67,11 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::sync::Arc;
 
+/// The remote `messageId` a broker message's forward was recorded under
+/// (the writer reads it before recording one; a resumed task reads it).
+const FORWARD_RECORD: &str =
+    "SELECT remote_message_id FROM remote_forwards WHERE peer = ?1 AND task_id = ?2 AND message_id = ?3";
+
 /// The schema, applied at open (idempotent).
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
@@ -691,9 +696,7 @@ impl Store {
     ) -> Result<(String, bool), rusqlite::Error> {
         let conn = self.write();
         let known: Option<String> = conn
-            .prepare_cached(
-                "SELECT remote_message_id FROM remote_forwards WHERE peer = ?1 AND task_id = ?2 AND message_id = ?3",
-            )?
+            .prepare_cached(FORWARD_RECORD)?
             .query_row([peer, task_id, message_id], |r| r.get(0))
             .optional()?;
         if let Some(k) = known {
@@ -713,11 +716,7 @@ impl Store {
     pub fn forward_record(&self, peer: &str, task_id: &str, message_id: &str) -> Option<String> {
         self.read
             .lock()
-            .query_row(
-                "SELECT remote_message_id FROM remote_forwards WHERE peer = ?1 AND task_id = ?2 AND message_id = ?3",
-                [peer, task_id, message_id],
-                |r| r.get(0),
-            )
+            .query_row(FORWARD_RECORD, [peer, task_id, message_id], |r| r.get(0))
             .optional()
             .ok()
             .flatten()

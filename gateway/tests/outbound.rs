@@ -720,15 +720,7 @@ async fn a_stream_broken_before_its_first_event_finds_the_task_the_remote_took()
     let (fake, url) = serve_fake(true).await;
     let s = setup(&url).await;
     let task = send(&s.delegate, message_to(&s.peer, "break now")).await;
-    until_called(&fake, "ListTasks").await;
-    fake.complete(&fake.only_task(), "done despite it");
-    let seen = statuses_until(&s.delegate, &task.id, &[State::Completed, State::Failed]).await;
-    assert_eq!(
-        seen.last(),
-        Some(&(State::Completed, Some("done despite it".into()))),
-        "{seen:?}"
-    );
-    assert_eq!(fake.calls_of("SendStreamingMessage").len(), 1, "sent once");
+    found_and_completed_once(&fake, &s.delegate, &task.id, "done despite it").await;
 }
 
 /// The bridge dies between sending a task's first message and the
@@ -749,12 +741,19 @@ async fn a_first_message_the_remote_took_before_a_crash_is_found_not_sent_again(
     let _again = dead.add_again(&url, &opts).await;
     until_refused(&fake).await;
     fake.down.store(false, Ordering::Relaxed);
-    until_called(&fake, "ListTasks").await;
-    fake.complete(&fake.only_task(), "done after all");
-    let seen = statuses_until(&dead.delegate, &task.id, &[State::Completed, State::Failed]).await;
+    found_and_completed_once(&fake, &dead.delegate, &task.id, "done after all").await;
+}
+
+/// The bridge looked the task up on the remote (`ListTasks`); the remote
+/// then completes it with `text`, which reaches the delegate, and the
+/// remote was sent the first message once.
+async fn found_and_completed_once(fake: &Fake, delegate: &Agent, task: &str, text: &str) {
+    until_called(fake, "ListTasks").await;
+    fake.complete(&fake.only_task(), text);
+    let seen = statuses_until(delegate, task, &[State::Completed, State::Failed]).await;
     assert_eq!(
         seen.last(),
-        Some(&(State::Completed, Some("done after all".into()))),
+        Some(&(State::Completed, Some(text.to_owned()))),
         "{seen:?}"
     );
     assert_eq!(fake.calls_of("SendStreamingMessage").len(), 1, "sent once");

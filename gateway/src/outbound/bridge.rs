@@ -822,15 +822,7 @@ impl TaskActor {
         // record and the send, or before the remote took it), or a remote
         // that could not say: sent (again) under the same messageId, which
         // a remote that deduplicates recognises.
-        let remote_context = self
-            .remote_context
-            .clone()
-            .or_else(|| self.shared.contexts.lock().get(&self.context_id).cloned())
-            .or_else(|| {
-                self.shared
-                    .store
-                    .remote_context(&self.shared.key, &self.context_id)
-            });
+        let remote_context = self.known_remote_context();
         let (_, streaming) = self.shared.endpoint();
         let params = send_params(
             &message,
@@ -891,6 +883,19 @@ impl TaskActor {
         }
     }
 
+    /// The remote context of this task's conversation, if one is known:
+    /// the task's own, else the conversation's (in memory, else recorded).
+    fn known_remote_context(&self) -> Option<String> {
+        self.remote_context
+            .clone()
+            .or_else(|| self.shared.contexts.lock().get(&self.context_id).cloned())
+            .or_else(|| {
+                self.shared
+                    .store
+                    .remote_context(&self.shared.key, &self.context_id)
+            })
+    }
+
     /// Whether the remote holds the message recorded under `remote_id`.
     /// The forward's record is written before the send, so after a restart
     /// it does not say whether the send happened; the remote does. With its
@@ -911,18 +916,7 @@ impl TaskActor {
             };
         }
         let mut params = json!({ "pageSize": REMOTE_LOOKUP_PAGE });
-        let context = self
-            .shared
-            .contexts
-            .lock()
-            .get(&self.context_id)
-            .cloned()
-            .or_else(|| {
-                self.shared
-                    .store
-                    .remote_context(&self.shared.key, &self.context_id)
-            });
-        if let Some(c) = context {
+        if let Some(c) = self.known_remote_context() {
             params["contextId"] = json!(c);
         }
         let Some(page) = self.ask_remote("ListTasks", params).await else {
