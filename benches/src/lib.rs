@@ -27,6 +27,7 @@
 
 pub mod binaries;
 pub mod disk;
+pub mod flood;
 pub mod inproc;
 pub use a2a_testkit::pin;
 pub mod raw_sqlite;

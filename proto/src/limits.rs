@@ -28,6 +28,14 @@ pub const MAX_LIST_LIMIT: usize = 1000;
 pub const OUTBOX_EVENT_BOUND: usize = 65_536;
 /// Calls the writer commits in one transaction at most (`--batch-max` default).
 pub const DEFAULT_BATCH_MAX: usize = 256;
+/// Calls one connection puts in a commit group at most while another
+/// connection's calls wait too: a group's time is what each of its calls
+/// waits for, so a flood shares the writer instead of queueing ahead.
+pub const WRITER_SHARE_CALLS: usize = 8;
+/// Payload bytes (text, file and data parts) of the calls in one commit
+/// group at most; a call with more goes in a group of its own, taking turns
+/// with groups of smaller calls, so large payloads never go ahead of them.
+pub const WRITER_GROUP_BYTES: usize = 256 * 1024;
 /// Unread responses a socket connection may accumulate before the broker
 /// closes it (a client that sends but never reads).
 pub const OUTBOX_RESPONSE_BOUND: usize = 16_384;

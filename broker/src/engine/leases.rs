@@ -221,6 +221,7 @@ impl Engine {
             let _ = self.tx.send(Command::Call {
                 op: Box::new(op),
                 reply: w.reply,
+                weight: 0,
             });
         }
     }

@@ -1,8 +1,9 @@
 //! The writer: one thread that owns the SQLite write connection and every
 //! mutating call, in the order it receives them.
 //!
-//! It drains its queue in batches (take one, then whatever else is waiting,
-//! up to `batch_max`; it never waits to fill a batch), runs the calls in
+//! It drains its queue in batches (it never waits to fill one: each batch
+//! is chosen from what is waiting, up to `batch_max` calls, shared fairly
+//! between the connections that wait, see [`intake`]), runs the calls in
 //! one transaction, commits once, and only then publishes the changed
 //! tasks to readers, routes the calls' events and releases their responses.
 //!
@@ -24,10 +25,12 @@
 //! - [`effects`]: what a call leaves to do after the commit: events, replies,
 //!   blocking waits.
 //! - [`cache`]: the task records kept in memory, bounded by count and bytes.
+//! - [`intake`]: the queue per connection, and which calls make the next group.
 
 mod cache;
 mod context;
 mod effects;
+mod intake;
 mod leases;
 pub(crate) mod trim;
 
@@ -109,8 +112,13 @@ pub struct Op {
 
 /// What the writer's queue carries.
 pub enum Command {
-    /// Boxed: the queue moves commands by value, and a call's params are large.
-    Call { op: Box<Op>, reply: Responder },
+    /// Boxed: the queue moves commands by value, and a call's params are
+    /// large. `weight`: its payload bytes (`intake::weight`).
+    Call {
+        op: Box<Op>,
+        reply: Responder,
+        weight: usize,
+    },
     /// A connection closed: its agents' tokens die after the calls it
     /// queued before closing; `done` is signalled once that is committed.
     ConnectionClosed { conn: ConnId, done: Sender<()> },
@@ -133,9 +141,12 @@ pub struct EngineHandle {
 impl EngineHandle {
     /// Queues a call. If the writer has stopped, the responder answers `-32603`.
     pub fn call(&self, op: Op, reply: Responder) {
+        // Sized here, on the caller's thread: the writer's time is the shared one.
+        let weight = intake::weight(&op.call);
         let _ = self.tx.send(Command::Call {
             op: Box::new(op),
             reply,
+            weight,
         });
     }
 
@@ -281,33 +292,38 @@ impl Engine {
         // and under a load that never pauses every `BUSY_RELEASE`.
         let mut dirty = false;
         let mut released = Instant::now();
+        let mut intake = intake::Intake::new(self.batch_max);
         loop {
-            let next = if dirty {
-                rx.recv_timeout(IDLE_RELEASE)
-            } else {
-                rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
-            };
-            let first = match next {
-                Ok(c) => c,
-                Err(RecvTimeoutError::Timeout) => {
-                    trim::release_free_memory();
-                    (dirty, released) = (false, Instant::now());
-                    continue;
+            if intake.is_idle() {
+                let next = if dirty {
+                    rx.recv_timeout(IDLE_RELEASE)
+                } else {
+                    rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
+                };
+                match next {
+                    Ok(c) => intake.push(c),
+                    Err(RecvTimeoutError::Timeout) => {
+                        trim::release_free_memory();
+                        (dirty, released) = (false, Instant::now());
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => return,
                 }
-                Err(RecvTimeoutError::Disconnected) => return,
-            };
+            }
             if dirty && released.elapsed() >= BUSY_RELEASE {
                 trim::release_free_memory();
                 released = Instant::now();
             }
             dirty = true;
-            let mut batch = vec![first];
-            while batch.len() < self.batch_max {
+            // Everything waiting joins its connection's queue (moving a
+            // pointer each); what comes after a shutdown is not taken.
+            while !intake.stopping() {
                 match rx.try_recv() {
-                    Ok(c) => batch.push(c),
+                    Ok(c) => intake.push(c),
                     Err(_) => break,
                 }
             }
+            let batch = intake.next_group();
             if let Some(done) = self.process(batch) {
                 if let Some(cp) = self.checkpointer.take() {
                     cp.stop();
@@ -347,7 +363,7 @@ impl Engine {
         let mut cmds = batch.into_iter();
         while let Some(cmd) = cmds.next() {
             match cmd {
-                Command::Call { op, reply } => {
+                Command::Call { op, reply, .. } => {
                     let result = match &began {
                         Ok(()) => self.run_call(*op, &mut undo),
                         Err(e) => Ok(Err(CoreError::Internal(format!("database: {e}")))),
