@@ -45,8 +45,8 @@ fn main() {
     println!(
         "fair share: {flooders} flooders, {rounds} rounds of {pairs} send + complete pairs, --durability {durability}"
     );
-    println!("| flood | binary | quiet p50 | p50 (x quiet) | p99 (x quiet) | paired p50 ratio | flood answers |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| flood | binary | quiet p50 | p50 (x quiet) | p99 (x quiet) | mean (x quiet) | paired p50 ratio | flood answers/s |");
+    println!("|---|---|---|---|---|---|---|---|");
     for kind in kinds {
         for (label, bin) in &bins {
             let dir = tempfile::tempdir().expect("a temporary directory");
@@ -55,15 +55,17 @@ fn main() {
             p.kill();
             let q = o.quiet_p50.as_secs_f64();
             println!(
-                "| {} | {label} | {:.0} µs | {:.0} µs ({:.1}x) | {:.0} µs ({:.1}x) | {:.2}x | {} |",
+                "| {} | {label} | {:.0} µs | {:.0} µs ({:.1}x) | {:.0} µs ({:.1}x) | {:.0} µs ({:.1}x) | {:.2}x | {:.0} |",
                 kind.name(),
                 q * 1e6,
                 o.p50.as_secs_f64() * 1e6,
                 o.p50.as_secs_f64() / q,
                 o.p99.as_secs_f64() * 1e6,
                 o.p99.as_secs_f64() / q,
+                o.mean.as_secs_f64() * 1e6,
+                o.mean.as_secs_f64() / q,
                 o.paired_ratio,
-                o.flood_answered,
+                o.flood_rate,
             );
         }
     }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 /// bound of one requester context, so each burst has its own context).
 pub const BURST: usize = 128;
 /// 1 MiB artifact parts a files flooder keeps unanswered.
-pub const FILE_WINDOW: usize = 4;
+pub const FILE_WINDOW: usize = 16;
 /// Bytes of one junk line (just under the 32 MiB frame bound: it is read whole).
 pub const JUNK_BYTES: usize = 30_000_000;
 
@@ -308,10 +308,16 @@ pub struct Outcome {
     pub quiet_p50: Duration,
     pub p50: Duration,
     pub p99: Duration,
+    /// The mean under the flood: unlike the quantiles, it weighs a long
+    /// stall by its length (a client stalled for a second takes one sample
+    /// in that second, a client slowed a little takes many).
+    pub mean: Duration,
     /// The median over rounds of (p50 under the flood / p50 of the quiet round before it).
     pub paired_ratio: f64,
     /// Requests the flooders had answered while they flooded.
     pub flood_answered: u64,
+    /// The same, per second of flooding.
+    pub flood_rate: f64,
 }
 
 /// Alternates `rounds` quiet and flooded rounds of `pairs` send + complete
@@ -322,16 +328,19 @@ pub fn measure(target: &Target, kind: Flood, flooders: usize, rounds: usize, pai
     let f = Flooders::start(target, kind, flooders);
     let (mut quiet_all, mut busy_all, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     let mut answered = 0;
+    let mut flooding = Duration::ZERO;
     for _ in 0..rounds {
         f.set_active(false);
         // The flooders finish their round; the broker drains it.
         std::thread::sleep(Duration::from_millis(300));
         let quiet = victim.pairs(pairs);
         let before = f.answered.load(Ordering::Relaxed);
+        let t = Instant::now();
         f.set_active(true);
         std::thread::sleep(Duration::from_millis(200));
         let busy = victim.pairs(pairs);
         answered += f.answered.load(Ordering::Relaxed) - before;
+        flooding += t.elapsed();
         ratios.push(quantile(&busy, 0.5).as_secs_f64() / quantile(&quiet, 0.5).as_secs_f64());
         quiet_all.extend(quiet);
         busy_all.extend(busy);
@@ -343,8 +352,10 @@ pub fn measure(target: &Target, kind: Flood, flooders: usize, rounds: usize, pai
         quiet_p50: quantile(&quiet_all, 0.5),
         p50: quantile(&busy_all, 0.5),
         p99: quantile(&busy_all, 0.99),
+        mean: busy_all.iter().sum::<Duration>() / busy_all.len() as u32,
         paired_ratio: ratios[ratios.len() / 2],
         flood_answered: answered,
+        flood_rate: answered as f64 / flooding.as_secs_f64(),
     }
 }
 

@@ -159,3 +159,78 @@ fn one_mib_files_do_not_go_ahead_of_another_connections_small_call() {
         "{ahead} of {flood} 1 MiB sends were written before the other connection's small call"
     );
 }
+
+/// The same over the real binary and its socket: one client pipelines 512
+/// sends and then four sends of 1 MiB files; another client's one send,
+/// queued after all of them, is written after at most one share of them.
+#[test]
+fn over_the_socket_a_pipelining_client_does_not_go_ahead_of_another() {
+    use a2a_testkit::raw::RawConn;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let p = a2a_testkit::Spawn::new(&db)
+        .bin(env!("CARGO_BIN_EXE_a2a-broker"))
+        .socket(dir.path().join("run").join("b.sock"))
+        .args(["--durability", "normal"])
+        .start(a2a_testkit::TIMEOUT)
+        .expect("broker ready");
+    let (path, secret) = (p.socket().unwrap(), p.secret().unwrap());
+    let open = || RawConn::socket(&path, &secret).expect("connect");
+    let (mut flooder, mut other, mut blocker) = (open(), open(), open());
+    let tokens: Vec<(String, String)> = (0..5)
+        .map(|k| {
+            let (w, _) = flooder.register(&format!("a{k}"), "wrk");
+            (flooder.register(&format!("a{k}"), "req").1, w)
+        })
+        .collect();
+    let (vw, _) = other.register("v", "wrk");
+    let (_, vreq) = other.register("v", "req");
+    let file = base64::engine::general_purpose::STANDARD.encode(vec![7u8; 1 << 20]);
+    let send = |token: &str, to: &str, mid: String, file: Option<&str>| {
+        let mut parts = vec![json!({"kind": "text", "text": "go"})];
+        if let Some(b64) = file {
+            parts.push(json!({"kind": "file", "file": {"bytes": b64}}));
+        }
+        json!({"token": token, "message": {"parts": parts, "messageId": mid, "to": to}})
+    };
+
+    let hold = rusqlite::Connection::open(&db).unwrap();
+    hold.busy_timeout(Duration::from_secs(30)).unwrap();
+    hold.execute_batch("BEGIN IMMEDIATE").unwrap();
+    blocker.request(
+        "a2a.agents.register",
+        json!({"contextId": "b", "card": {"name": "b"}}),
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let mut last = 0;
+    for (k, (req, w)) in tokens.iter().take(4).enumerate() {
+        for i in 0..128 {
+            last = flooder.request("a2a.message.send", send(req, w, format!("m{k}-{i}"), None));
+        }
+    }
+    let (req, w) = &tokens[4];
+    for i in 0..4 {
+        last = flooder.request("a2a.message.send", send(req, w, format!("big{i}"), Some(&file)));
+    }
+    flooder.ok("a2a.agents.list", json!({"token": tokens[0].0}));
+    let mine = other.request("a2a.message.send", send(&vreq, &vw, "v-1".into(), None));
+    other.ok("a2a.agents.list", json!({"token": vreq}));
+    hold.execute_batch("ROLLBACK").unwrap();
+
+    let answer = other.response(mine);
+    let task = answer["result"]["task"]["id"].as_str().expect("a task").to_owned();
+    assert!(flooder.raw_response(last).contains("\"result\""));
+    let ahead: i64 = hold
+        .query_row(
+            "SELECT count(*) FROM a2a_tasks WHERE context_id LIKE 'a%'
+               AND seq < (SELECT seq FROM a2a_tasks WHERE id = ?1)",
+            [&task],
+            |r| r.get(0),
+        )
+        .unwrap();
+    eprintln!("{ahead} of 516 pipelined calls went before the other client's call");
+    assert!(
+        ahead as usize <= 2 * WRITER_SHARE_CALLS,
+        "{ahead} of the 516 pipelined calls were written before the other client's call"
+    );
+}

@@ -31,7 +31,7 @@ pub const DEFAULT_BATCH_MAX: usize = 256;
 /// Calls one connection puts in a commit group at most while another
 /// connection's calls wait too: a group's time is what each of its calls
 /// waits for, so a flood shares the writer instead of queueing ahead.
-pub const WRITER_SHARE_CALLS: usize = 8;
+pub const WRITER_SHARE_CALLS: usize = 2;
 /// Payload bytes (text, file and data parts) of the calls in one commit
 /// group at most; a call with more goes in a group of its own, taking turns
 /// with groups of smaller calls, so large payloads never go ahead of them.
