@@ -322,7 +322,13 @@ pub struct Outcome {
 
 /// Alternates `rounds` quiet and flooded rounds of `pairs` send + complete
 /// pairs each, `flooders` flooders of `kind`.
-pub fn measure(target: &Target, kind: Flood, flooders: usize, rounds: usize, pairs: usize) -> Outcome {
+pub fn measure(
+    target: &Target,
+    kind: Flood,
+    flooders: usize,
+    rounds: usize,
+    pairs: usize,
+) -> Outcome {
     let mut victim = Victim::new(target);
     victim.pairs(pairs.min(50)); // warm up
     let f = Flooders::start(target, kind, flooders);
@@ -360,7 +366,11 @@ pub fn measure(target: &Target, kind: Flood, flooders: usize, rounds: usize, pai
 }
 
 /// A broker of `bin` on a fresh database in `dir`, on a socket.
-pub fn spawn(bin: &Path, dir: &Path, extra: &[&str]) -> (a2a_testkit::process::BrokerProcess, Target) {
+pub fn spawn(
+    bin: &Path,
+    dir: &Path,
+    extra: &[&str],
+) -> (a2a_testkit::process::BrokerProcess, Target) {
     let p = a2a_testkit::Spawn::new(dir.join("fair.db"))
         .bin(bin)
         .socket(dir.join("run").join("b.sock"))

@@ -87,7 +87,10 @@ fn flood_ahead_of_one_call(
     hold.execute_batch("ROLLBACK").unwrap();
 
     let theirs = answered(&other, [9_999]);
-    let task = theirs[0]["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let task = theirs[0]["result"]["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     answered(&flooder, ids.iter().copied());
     answered(&blocker, [bid]);
     let ahead: i64 = hold
@@ -210,7 +213,10 @@ fn over_the_socket_a_pipelining_client_does_not_go_ahead_of_another() {
     }
     let (req, w) = &tokens[4];
     for i in 0..4 {
-        last = flooder.request("a2a.message.send", send(req, w, format!("big{i}"), Some(&file)));
+        last = flooder.request(
+            "a2a.message.send",
+            send(req, w, format!("big{i}"), Some(&file)),
+        );
     }
     flooder.ok("a2a.agents.list", json!({"token": tokens[0].0}));
     let mine = other.request("a2a.message.send", send(&vreq, &vw, "v-1".into(), None));
@@ -218,7 +224,10 @@ fn over_the_socket_a_pipelining_client_does_not_go_ahead_of_another() {
     hold.execute_batch("ROLLBACK").unwrap();
 
     let answer = other.response(mine);
-    let task = answer["result"]["task"]["id"].as_str().expect("a task").to_owned();
+    let task = answer["result"]["task"]["id"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
     assert!(flooder.raw_response(last).contains("\"result\""));
     let ahead: i64 = hold
         .query_row(

@@ -352,6 +352,9 @@ mod tests {
         // Twelve calls in three groups of four: ten connections' first
         // calls before any connection's second.
         assert_eq!(firsts.len(), 12);
-        assert!(firsts[..10].iter().all(|t| t.starts_with('c')), "{firsts:?}");
+        assert!(
+            firsts[..10].iter().all(|t| t.starts_with('c')),
+            "{firsts:?}"
+        );
     }
 }

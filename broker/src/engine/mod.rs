@@ -1,5 +1,6 @@
 //! The writer: one thread that owns the SQLite write connection and every
-//! mutating call, in the order it receives them.
+//! mutating call: each connection's in the order it sent them, the
+//! connections taking turns ([`intake`]).
 //!
 //! It drains its queue in batches (it never waits to fill one: each batch
 //! is chosen from what is waiting, up to `batch_max` calls, shared fairly
