@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 /// Sends per burst of the pipelined and batch floods (also the open-task
 /// bound of one requester context, so each burst has its own context).
 pub const BURST: usize = 128;
-/// 1 MiB artifact parts a files flooder keeps unanswered.
+/// Sends of a 1 MiB file part per burst of the files flood.
 pub const FILE_WINDOW: usize = 16;
 /// Bytes of one junk line (just under the 32 MiB frame bound: it is read whole).
 pub const JUNK_BYTES: usize = 30_000_000;
@@ -33,8 +33,7 @@ pub enum Flood {
     Batches,
     /// A 30 MB line that is not JSON (answered `-32700`).
     Junk,
-    /// 1 MiB file parts appended to an artifact (`FILE_WINDOW` unanswered),
-    /// started over when the artifact bound refuses one.
+    /// `FILE_WINDOW` pipelined sends, each with a 1 MiB file part.
     Files,
 }
 
@@ -100,8 +99,7 @@ impl Flooders {
                             std::thread::sleep(Duration::from_millis(2));
                             continue;
                         }
-                        let n = f.round();
-                        answered.fetch_add(n, Ordering::Relaxed);
+                        f.round(&answered);
                     }
                 })
             })
@@ -132,8 +130,6 @@ struct Flooder {
     kind: Flood,
     name: usize,
     rounds: u64,
-    /// Files: the task its artifact grows on, and whether the next part appends.
-    task: Option<(String, String, bool)>,
     junk: String,
     file: String,
 }
@@ -156,36 +152,41 @@ impl Flooder {
             kind,
             name,
             rounds: 0,
-            task: None,
             junk,
             file,
         }
     }
 
-    /// One round; the requests it had answered.
-    fn round(&mut self) -> u64 {
+    /// One round, counting each answer in `answered` as it comes.
+    fn round(&mut self, answered: &AtomicU64) {
         self.rounds += 1;
         match self.kind {
-            Flood::Pipelined | Flood::Batches => self.sends(),
+            Flood::Pipelined | Flood::Batches => self.sends(BURST, answered),
             Flood::Junk => {
                 self.conn.send_line(&self.junk);
                 let _ = self.conn.next_response_line();
-                1
+                answered.fetch_add(1, Ordering::Relaxed);
             }
-            Flood::Files => self.files(),
+            Flood::Files => self.sends(FILE_WINDOW, answered),
         }
     }
 
-    /// A fresh requester context (open tasks are bounded per context), then a burst.
-    fn sends(&mut self) -> u64 {
+    /// A fresh requester context (open tasks are bounded per context), then
+    /// a burst of `n` sends (each with a 1 MiB file part in the files flood).
+    fn sends(&mut self, n: usize, answered: &AtomicU64) {
         let ctx = format!("flood{}-{}", self.name, self.rounds);
         let (wrk, _) = self.conn.register(&ctx, "wrk");
         let (_, req) = self.conn.register(&ctx, "req");
-        let lines: Vec<String> = (0..BURST)
+        answered.fetch_add(2, Ordering::Relaxed);
+        let mut parts = vec![json!({"kind": "text", "text": "flood"})];
+        if self.kind == Flood::Files {
+            parts.push(json!({"kind": "file", "file": {"name": "f.bin", "bytes": self.file}}));
+        }
+        let lines: Vec<String> = (0..n)
             .map(|i| {
                 json!({"jsonrpc": "2.0", "id": 1_000_000 + i, "method": "a2a.message.send",
                     "params": {"token": req, "message": {"messageId": format!("m{i}"), "to": wrk,
-                        "parts": [{"kind": "text", "text": "flood"}]}}})
+                        "parts": parts}}})
                 .to_string()
             })
             .collect();
@@ -196,47 +197,17 @@ impl Flooder {
                     break;
                 }
             }
+            answered.fetch_add(n as u64, Ordering::Relaxed);
         } else {
             for l in &lines {
                 self.conn.send_line(l);
             }
-            // One connection's answers come in its order: the last is last.
-            self.conn.raw_response(1_000_000 + BURST as u64 - 1);
-        }
-        BURST as u64 + 2
-    }
-
-    fn files(&mut self) -> u64 {
-        let (id, wrk, mut append) = match &self.task {
-            Some(t) => t.clone(),
-            None => {
-                let ctx = format!("files{}", self.name);
-                let (w, wrk) = self.conn.register(&ctx, "wrk");
-                let (_, req) = self.conn.register(&ctx, "req");
-                let id = self.conn.task(&req, &w);
-                (id, wrk, false)
+            // One connection's answers come in its order.
+            for i in 0..n as u64 {
+                self.conn.raw_response(1_000_000 + i);
+                answered.fetch_add(1, Ordering::Relaxed);
             }
-        };
-        let ids: Vec<u64> = (0..FILE_WINDOW)
-            .map(|_| {
-                let art = json!({"artifactId": "big",
-                    "parts": [{"kind": "file", "file": {"bytes": self.file}}]});
-                let r = self.conn.request(
-                    "a2a.tasks.artifact",
-                    json!({"token": wrk, "id": id, "artifact": art, "append": append}),
-                );
-                append = true;
-                r
-            })
-            .collect();
-        let mut refused = false;
-        for i in ids {
-            let line = self.conn.raw_response(i);
-            refused |= line.contains("\"error\"");
         }
-        // Past the artifact bound: the next part starts the artifact over.
-        self.task = Some((id, wrk, !refused));
-        FILE_WINDOW as u64
     }
 }
 

@@ -157,19 +157,44 @@ impl Intake {
         }
     }
 
+    fn is_oversized(&self, conn: ConnId) -> bool {
+        self.head_weight(conn) > self.group_bytes
+    }
+
+    /// Is a call over the group's byte bound next in some connection's queue?
+    pub(super) fn oversized_waiting(&self) -> bool {
+        self.ring.iter().any(|&c| self.is_oversized(c))
+    }
+
+    /// Is a call within the group's byte bound next in some connection's queue?
+    pub(super) fn fitting_waiting(&self) -> bool {
+        self.ring.iter().any(|&c| !self.is_oversized(c))
+    }
+
+    /// The next commit group (see [`Intake::group`]), oversized calls taking
+    /// their turn.
+    #[cfg(test)]
+    fn next_group(&mut self) -> Vec<Command> {
+        self.group(false).0
+    }
+
     /// The next commit group: every system command, then calls chosen as
     /// the module says; the shutdown last once nothing else is queued.
-    pub(super) fn next_group(&mut self) -> Vec<Command> {
+    /// `fitting_first`: calls within the byte bound go first even when an
+    /// oversized one has waited (the writer owes them time, see
+    /// `Engine::run`). Also says whether the group is an oversized call's.
+    pub(super) fn group(&mut self, fitting_first: bool) -> (Vec<Command>, bool) {
         let mut group: Vec<Command> = std::mem::take(&mut self.system);
-        let oversized = |i: &Intake, c: ConnId| i.head_weight(c) > i.group_bytes;
-        let any_oversized = self.ring.iter().any(|&c| oversized(self, c));
-        let any_fitting = self.ring.iter().any(|&c| !oversized(self, c));
-        if any_oversized && (self.oversized_turn || !any_fitting) {
+        let any_oversized = self.oversized_waiting();
+        let any_fitting = self.fitting_waiting();
+        let oversized_turn = self.oversized_turn && !fitting_first;
+        let alone = any_oversized && (oversized_turn || !any_fitting);
+        if alone {
             // One oversized call, alone: the first connection in turn whose next call is one.
             let at = self
                 .ring
                 .iter()
-                .position(|&c| oversized(self, c))
+                .position(|&c| self.is_oversized(c))
                 .expect("an oversized call");
             let conn = self.ring.remove(at).expect("in the ring");
             if self.take(conn, &mut group) {
@@ -178,14 +203,14 @@ impl Intake {
             self.oversized_turn = false;
         } else {
             self.fill(&mut group);
-            self.oversized_turn = self.ring.iter().any(|&c| oversized(self, c));
+            self.oversized_turn = self.oversized_waiting();
         }
         if self.ring.is_empty() {
             if let Some(done) = self.shutdown.take() {
                 group.push(Command::Shutdown(done));
             }
         }
-        group
+        (group, alone)
     }
 
     /// Round-robin, one call per connection per pass, within the group's

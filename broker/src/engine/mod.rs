@@ -70,6 +70,11 @@ use std::time::{Duration, Instant};
 pub(crate) const IDLE_RELEASE: Duration = Duration::from_millis(200);
 /// How often it does so at most under a load that never pauses.
 const BUSY_RELEASE: Duration = Duration::from_secs(5);
+/// How long the writer waits for a small call before an oversized call's
+/// group, when the last group held small calls (`run`).
+const SMALL_CALL_GRACE: Duration = Duration::from_millis(2);
+/// The writer time owed to small calls at most (`run`).
+const SMALL_CALL_OWED_MAX: Duration = Duration::from_millis(200);
 
 /// State shared by the writer and the readers.
 pub struct Shared {
@@ -294,6 +299,10 @@ impl Engine {
         let mut dirty = false;
         let mut released = Instant::now();
         let mut intake = intake::Intake::new(self.batch_max);
+        // Writer time oversized groups took that smaller calls may still
+        // have, and whether the last group held smaller calls.
+        let mut owed = Duration::ZERO;
+        let mut small_last = false;
         loop {
             if intake.is_idle() {
                 let next = if dirty {
@@ -318,13 +327,36 @@ impl Engine {
             dirty = true;
             // Everything waiting joins its connection's queue (moving a
             // pointer each); what comes after a shutdown is not taken.
-            while !intake.stopping() {
-                match rx.try_recv() {
-                    Ok(c) => intake.push(c),
-                    Err(_) => break,
+            let drain = |intake: &mut intake::Intake| {
+                while !intake.stopping() {
+                    match rx.try_recv() {
+                        Ok(c) => intake.push(c),
+                        Err(_) => break,
+                    }
                 }
+            };
+            drain(&mut intake);
+            // Before an oversized call's group, while that call's time is
+            // owed to smaller ones: a connection whose small call was just
+            // answered most often sends its next at once, and would
+            // otherwise meet the whole oversized group in its way, call
+            // after call. Waiting a moment for it is paid from the owed time.
+            if owed > Duration::ZERO
+                && small_last
+                && !intake.stopping()
+                && intake.oversized_waiting()
+                && !intake.fitting_waiting()
+            {
+                let t = Instant::now();
+                if let Ok(c) = rx.recv_timeout(owed.min(SMALL_CALL_GRACE)) {
+                    intake.push(c);
+                    drain(&mut intake);
+                }
+                owed = owed.saturating_sub(t.elapsed());
             }
-            let batch = intake.next_group();
+            let (batch, oversized) = intake.group(owed > Duration::ZERO);
+            small_last = !oversized && !batch.is_empty();
+            let t = Instant::now();
             if let Some(done) = self.process(batch) {
                 if let Some(cp) = self.checkpointer.take() {
                     cp.stop();
@@ -334,6 +366,13 @@ impl Engine {
                 let _ = done.send(());
                 return;
             }
+            // While both wait, smaller calls get as much of the writer's
+            // time as the oversized ones took (their groups go first).
+            owed = if oversized {
+                (owed + t.elapsed()).min(SMALL_CALL_OWED_MAX)
+            } else {
+                owed.saturating_sub(t.elapsed())
+            };
         }
     }
 
