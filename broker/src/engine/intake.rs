@@ -14,7 +14,9 @@
 //! - a group holds at most `WRITER_GROUP_BYTES` of payload: a call that
 //!   does not fit waits for a later group, and one larger than that goes
 //!   in a group of its own, which alternates with groups of smaller calls
-//!   while both wait (neither kind starves the other).
+//!   while both wait (neither kind starves the other); while the writer
+//!   owes smaller calls the time oversized groups took, their groups go
+//!   first (`Engine::run` keeps that account).
 //!
 //! What stays as it was: one connection's calls run in the order it sent
 //! them (its queue is FIFO, and a call that waits holds back the calls
@@ -333,6 +335,22 @@ mod tests {
         assert_eq!(tags(&i.next_group()), ["big2"]);
         assert_eq!(tags(&i.next_group()), ["big3"]);
         assert!(i.is_idle());
+    }
+
+    #[test]
+    fn smaller_calls_owed_time_go_before_an_oversized_call_that_waited() {
+        let mut i = Intake::with_bounds(256, 8, 1 << 19);
+        i.push(call(1, "big0", 1 << 20));
+        i.push(call(1, "big1", 1 << 20));
+        i.push(call(2, "small0", 100));
+        assert_eq!(tags(&i.next_group()), ["small0"]);
+        i.push(call(2, "small1", 100));
+        // The oversized call's turn, unless the smaller ones are owed time.
+        let (g, alone) = i.group(true);
+        assert_eq!((tags(&g), alone), (vec!["small1".to_owned()], false));
+        let (g, alone) = i.group(true);
+        assert_eq!((tags(&g), alone), (vec!["big0".to_owned()], true));
+        assert!(i.oversized_waiting() && !i.fitting_waiting());
     }
 
     #[test]
