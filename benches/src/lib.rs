@@ -22,6 +22,9 @@
 //!   writer, for the scaling benchmark (`examples/db_scaling.rs`).
 //! - [`wal`]: WAL bytes written per call.
 //! - [`report`]: samples kept from criterion's runs, medians and ratios.
+//! - [`flood`]: floods of the broker from other connections, and a
+//!   well-behaved client's send + complete measured beside them
+//!   (`examples/fair_share.rs`).
 //! - [`window`]: the Rust client's windowed read loop (also the C ABI
 //!   bench's baseline).
 
