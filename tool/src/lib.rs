@@ -45,7 +45,7 @@ mod render;
 pub mod schema;
 mod session;
 
-pub use args::DEFAULT_WAIT_SECONDS;
+pub use args::{excerpt, DEFAULT_WAIT_SECONDS};
 pub use error::ToolError;
 pub use session::{
     message_text, NoControl, Registration, Session, SessionOptions, ToolResult, WaitControl,

@@ -972,6 +972,20 @@ impl Session {
             .map(|t| self.task_line(t))
             .collect()
     }
+
+    /// A session for this one's agent registered again as `r` says on
+    /// `client` (a new connection, once the broker restarted), keeping the
+    /// messages it put on each task (the turn cap holds across a restart);
+    /// what it knew of its tasks is read from the broker again.
+    pub fn register_again(
+        &self,
+        client: &Client,
+        r: &Registration,
+    ) -> Result<Session, ClientError> {
+        let s = Session::register(client, r, self.options.clone())?;
+        *s.turns.lock() = self.turns.lock().clone();
+        Ok(s)
+    }
 }
 
 /// A lease refused because another agent holds an overlapping one: who, and

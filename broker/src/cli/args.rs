@@ -81,7 +81,9 @@ pub enum Cmd {
     },
     /// Serve the A2A tool (discover | send | get | wait | complete | cancel)
     /// to an MCP host on stdin/stdout, as one agent registered on a running
-    /// broker's local socket; deregisters when stdin closes.
+    /// broker's local socket; deregisters when stdin closes. The model is
+    /// told the name it is registered under (NAME-2 when another live agent
+    /// holds NAME).
     Mcp {
         /// The broker's --socket NAME (a path, or the name it was given).
         #[arg(long, value_name = "NAME")]
@@ -99,6 +101,13 @@ pub enum Cmd {
         /// What peers read about this agent in discover.
         #[arg(long, value_name = "TEXT")]
         description: Option<String>,
+        /// Seconds to wait for a broker to listen at the socket, so that an
+        /// MCP host may start this server before the broker (stderr says
+        /// what it waits for). Default 0: no broker is an error at once.
+        /// Later, a lost connection (the broker restarted) is made again on
+        /// the next call, under the same name, and the model is told.
+        #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+        wait: u64,
     },
     /// Check a database: its header, schema, every page and every index,
     /// read-only (also beside a running broker). Prints one line and exits

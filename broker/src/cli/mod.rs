@@ -61,12 +61,14 @@ pub fn run(cmd: Cmd) -> Result<(), String> {
             kind,
             context_id,
             description,
+            wait,
         } => mcp::run(mcp::Options {
             socket,
             as_agent,
             parent: kind == "parent",
             context_id,
             description,
+            wait: std::time::Duration::from_secs(wait),
         }),
         Cmd::Check { db } => a2a_broker::check_database(&db)
             .map(|line| println!("{line}"))
