@@ -441,20 +441,32 @@ mod tests {
         ] {
             let e = parse(&args).unwrap_err();
             assert!(e.message.len() < 400, "{} bytes", e.message.len());
-            assert!(e.message.contains("1048576 characters in all"), "{}", e.message);
+            assert!(
+                e.message.contains("1048576 characters in all"),
+                "{}",
+                e.message
+            );
         }
         let e = parse(&json!({"action": "a\"b\nc\u{200b}d"})).unwrap_err();
         assert!(
-            e.message.starts_with(r#"There is no action "a\"b\nc\u{200b}d". The actions are: discover, send,"#),
+            e.message.starts_with(
+                r#"There is no action "a\"b\nc\u{200b}d". The actions are: discover, send,"#
+            ),
             "{}",
             e.message
         );
         // Cut on a character boundary, whatever the script.
         assert_eq!(
             excerpt(&"é".repeat(EXCERPT_CHARS + 1)),
-            format!("\"{}\"… (cut: 41 characters in all)", "é".repeat(EXCERPT_CHARS))
+            format!(
+                "\"{}\"… (cut: 41 characters in all)",
+                "é".repeat(EXCERPT_CHARS)
+            )
         );
-        assert_eq!(excerpt(&"é".repeat(EXCERPT_CHARS)), format!("\"{}\"", "é".repeat(EXCERPT_CHARS)));
+        assert_eq!(
+            excerpt(&"é".repeat(EXCERPT_CHARS)),
+            format!("\"{}\"", "é".repeat(EXCERPT_CHARS))
+        );
     }
 
     #[test]

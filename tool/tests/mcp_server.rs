@@ -60,7 +60,10 @@ impl Mcp {
         Mcp {
             stdin: child.stdin.take(),
             stdout: line_reader(child.stdout.take().expect("stdout"), None),
-            stderr: line_reader(child.stderr.take().expect("stderr"), Some(stderr_all.clone())),
+            stderr: line_reader(
+                child.stderr.take().expect("stderr"),
+                Some(stderr_all.clone()),
+            ),
             stderr_all,
             child,
         }
@@ -94,9 +97,11 @@ impl Mcp {
 
     /// The handshake; the `initialize` result.
     fn initialize(&mut self) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        self.send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "test-host", "version": "0"}}}));
+            "clientInfo": {"name": "test-host", "version": "0"}}}),
+        );
         let init = self.answer(1);
         self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         init["result"].clone()
@@ -121,7 +126,10 @@ impl Mcp {
             let left = deadline.saturating_duration_since(Instant::now());
             if self.stderr.recv_timeout(left).is_err() {
                 let all = self.stderr_all.lock().expect("lock").join("\n");
-                assert!(all.contains(needle), "no stderr line with {needle:?}: {all}");
+                assert!(
+                    all.contains(needle),
+                    "no stderr line with {needle:?}: {all}"
+                );
                 return all;
             }
         }
@@ -253,7 +261,9 @@ fn a_line_that_is_not_json_gets_a_parse_error_and_the_server_serves_on() {
     let mut mcp = Mcp::spawn(&broker.socket().expect("socket"), &["--as", "helper"]);
     mcp.initialize();
     mcp.send_raw(b"{bad json\n");
-    mcp.send_raw(b"{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \"tools/list\", \"x\": \"\xff\"}\n");
+    mcp.send_raw(
+        b"{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \"tools/list\", \"x\": \"\xff\"}\n",
+    );
     mcp.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
     // Each bad line is answered, in order, before the request after them.
     for _ in 0..2 {
@@ -270,7 +280,7 @@ fn a_line_that_is_not_json_gets_a_parse_error_and_the_server_serves_on() {
 }
 
 #[test]
-fn params_of_the_wrong_shape_are_invalid_params_and_long_names_are_cut() {
+fn params_of_the_wrong_shape_are_invalid_params() {
     let db = TestDb::new();
     let broker = socket_broker(&db);
     let mut mcp = Mcp::spawn(&broker.socket().expect("socket"), &["--as", "helper"]);
@@ -287,20 +297,28 @@ fn params_of_the_wrong_shape_are_invalid_params_and_long_names_are_cut() {
     // An unknown method is still one.
     mcp.send(json!({"jsonrpc": "2.0", "id": 6, "method": "tools/frobnicate", "params": {}}));
     assert_eq!(mcp.answer(6)["error"]["code"], -32601);
+    let found = mcp.call(7, json!({"action": "discover"}));
+    assert_eq!(found["result"]["isError"], false, "{found}");
+}
 
-    // A megabyte of tool name or action comes back as a short excerpt.
+#[test]
+fn a_megabyte_of_tool_name_or_action_comes_back_as_a_short_excerpt() {
+    let db = TestDb::new();
+    let broker = socket_broker(&db);
+    let mut mcp = Mcp::spawn(&broker.socket().expect("socket"), &["--as", "helper"]);
+    mcp.initialize();
     let huge = "x".repeat(1 << 20);
+    let r = mcp.call(8, json!({"action": huge}));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let said = r.to_string();
+    assert!(said.len() < 2000, "{} bytes", said.len());
+    assert!(text(&r).contains("The actions are: discover, send"), "{r}");
     mcp.send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
         "params": {"name": huge, "arguments": {"action": "discover"}}}));
     let e = mcp.answer(7);
     assert_eq!(e["error"]["code"], -32602);
     let message = e["error"]["message"].as_str().expect("message");
     assert!(message.len() < 300, "{} bytes", message.len());
-    let r = mcp.call(8, json!({"action": huge}));
-    assert_eq!(r["result"]["isError"], true, "{r}");
-    let said = r.to_string();
-    assert!(said.len() < 2000, "{} bytes", said.len());
-    assert!(text(&r).contains("The actions are: discover, send"), "{r}");
 }
 
 #[test]
@@ -401,6 +419,11 @@ fn after_the_broker_restarts_the_next_call_and_a_wait_connect_again_under_the_sa
     assert!(said.contains("The A2A broker restarted"), "{said}");
     assert!(
         said.contains("registered again as agent \"helper\""),
+        "{said}"
+    );
+    // Its open task, as the broker has it.
+    assert!(
+        said.contains(&format!("{} (you serve it; submitted)", task.id)),
         "{said}"
     );
     let asker = observer(&broker, "asker");

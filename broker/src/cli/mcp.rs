@@ -229,7 +229,10 @@ impl ServerHandler for Server {
             runtime: tokio::runtime::Handle::current(),
         };
         let link = self.link.clone();
-        let action = args.get("action").and_then(Value::as_str).map(str::to_owned);
+        let action = args
+            .get("action")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         // The session blocks (a `wait` up to 120 s): off the runtime's threads.
         let r = tokio::task::spawn_blocking(move || link.call(&args, &control))
             .await

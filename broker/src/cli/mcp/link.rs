@@ -137,7 +137,9 @@ impl Link {
         };
         let notice = r.notice.or(notice);
         match (action, left) {
-            (Some("discover" | "get"), _) => with_notice(notice, r.session.call_with(args, control)),
+            (Some("discover" | "get"), _) => {
+                with_notice(notice, r.session.call_with(args, control))
+            }
             (Some("wait"), Some(left)) if !control.cancelled() => {
                 let mut again = args.clone();
                 again["timeoutSeconds"] = left.as_secs().into();

@@ -191,12 +191,7 @@ fn check(line: &[u8]) -> Checked<'_> {
     // it is asked to ignore without checking them.
     let text = match std::str::from_utf8(line) {
         Ok(t) => t,
-        Err(e) => {
-            return Checked::NotJson(format!(
-                "not UTF-8 (at byte {})",
-                e.valid_up_to()
-            ))
-        }
+        Err(e) => return Checked::NotJson(format!("not UTF-8 (at byte {})", e.valid_up_to())),
     };
     match serde_json::from_str::<serde::de::IgnoredAny>(text) {
         Ok(_) => Checked::Json(line),
@@ -251,9 +246,14 @@ mod tests {
     #[test]
     fn a_line_is_json_or_says_why_not() {
         assert!(matches!(check(b"  \r\n"), Checked::Blank));
-        assert!(matches!(check(b"\xEF\xBB\xBF{\"a\": [1]}\r\n"), Checked::Json(b"{\"a\": [1]}")));
+        assert!(matches!(
+            check(b"\xEF\xBB\xBF{\"a\": [1]}\r\n"),
+            Checked::Json(b"{\"a\": [1]}")
+        ));
         assert!(matches!(check(b"{bad json\n"), Checked::NotJson(_)));
-        assert!(matches!(check(b"{\"a\": \"\xff\"}\n"), Checked::NotJson(e) if e == "not UTF-8 (at byte 7)"));
+        assert!(
+            matches!(check(b"{\"a\": \"\xff\"}\n"), Checked::NotJson(e) if e == "not UTF-8 (at byte 7)")
+        );
         assert!(matches!(check(b"{} {}\n"), Checked::NotJson(_)));
     }
 
@@ -266,7 +266,10 @@ mod tests {
         let mut passed = String::new();
         rmcp_side.read_to_string(&mut passed).await.unwrap();
         assert_eq!(passed, "{\"id\": 1}\n[2]\n");
-        rmcp_side.write_all(b"{\"id\":1,\"result\":{}}\n").await.unwrap();
+        rmcp_side
+            .write_all(b"{\"id\":1,\"result\":{}}\n")
+            .await
+            .unwrap();
         drop(rmcp_side);
         stdio.flushed.await.unwrap();
         let mut host = String::new();
