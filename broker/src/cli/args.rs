@@ -103,9 +103,9 @@ pub enum Cmd {
         description: Option<String>,
         /// Seconds to wait for a broker to listen at the socket, so that an
         /// MCP host may start this server before the broker (stderr says
-        /// what it waits for). Default 0: no broker is an error at once.
-        /// Later, a lost connection (the broker restarted) is made again on
-        /// the next call, under the same name, and the model is told.
+        /// what it waits for); with 0, no broker is an error at once. Once
+        /// serving, a lost connection (the broker restarted) is made again
+        /// by the next call, under the same name, and the model is told.
         #[arg(long, value_name = "SECONDS", default_value_t = 0)]
         wait: u64,
     },
