@@ -259,15 +259,14 @@ fn unknown_action(other: &str) -> ToolError {
 /// the model's context.
 pub const EXCERPT_CHARS: usize = 40;
 
-/// `s` quoted for an error message: in double quotes, with quotes, control
-/// and invisible characters escaped (`\n`, `\u{200b}`), and cut to
+/// `s` quoted for an error message: in backticks, with control and
+/// invisible characters escaped (`\n`, `\u{200b}`, and quotes), and cut to
 /// [`EXCERPT_CHARS`] characters with its full length said.
 pub fn excerpt(s: &str) -> String {
-    let mut chars = s.char_indices();
-    match chars.nth(EXCERPT_CHARS) {
-        None => format!("\"{}\"", s.escape_debug()),
+    match s.char_indices().nth(EXCERPT_CHARS) {
+        None => format!("`{}`", s.escape_debug()),
         Some((cut, _)) => format!(
-            "\"{}\"… (cut: {} characters in all)",
+            "`{}`… (cut: {} characters in all)",
             s[..cut].escape_debug(),
             s.chars().count()
         ),
@@ -450,7 +449,7 @@ mod tests {
         let e = parse(&json!({"action": "a\"b\nc\u{200b}d"})).unwrap_err();
         assert!(
             e.message.starts_with(
-                r#"There is no action "a\"b\nc\u{200b}d". The actions are: discover, send,"#
+                r#"There is no action `a\"b\nc\u{200b}d`. The actions are: discover, send,"#
             ),
             "{}",
             e.message
@@ -459,13 +458,13 @@ mod tests {
         assert_eq!(
             excerpt(&"é".repeat(EXCERPT_CHARS + 1)),
             format!(
-                "\"{}\"… (cut: 41 characters in all)",
+                "`{}`… (cut: 41 characters in all)",
                 "é".repeat(EXCERPT_CHARS)
             )
         );
         assert_eq!(
             excerpt(&"é".repeat(EXCERPT_CHARS)),
-            format!("\"{}\"", "é".repeat(EXCERPT_CHARS))
+            format!("`{}`", "é".repeat(EXCERPT_CHARS))
         );
     }
 

@@ -209,7 +209,7 @@ impl ServerHandler for Server {
         if request.name != schema::NAME {
             return Err(McpError::invalid_params(
                 format!(
-                    "unknown tool {}: this server has one tool, \"{}\"",
+                    "unknown tool {}: this server has one tool, `{}`",
                     excerpt(&request.name),
                     schema::NAME
                 ),
