@@ -275,6 +275,13 @@ fn a_line_that_is_not_json_gets_a_parse_error_and_the_server_serves_on() {
     let list = mcp.next();
     assert_eq!(list["id"], 2, "{list}");
     assert_eq!(list["result"]["tools"][0]["name"], "A2A", "{list}");
+    // A line over the bound is skipped to its end, and said so.
+    let mut long = vec![b' '; 16 * 1024 * 1024];
+    long.push(b'\n');
+    mcp.send_raw(&long);
+    let e = mcp.next();
+    assert_eq!(e["error"]["code"], -32600, "{e}");
+    assert_eq!(e["id"], Value::Null, "{e}");
     let found = mcp.call(3, json!({"action": "discover"}));
     assert_eq!(found["result"]["isError"], false, "{found}");
 }
