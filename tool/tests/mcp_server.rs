@@ -459,3 +459,27 @@ fn after_the_broker_restarts_the_next_call_and_a_wait_connect_again_under_the_sa
     assert!(said.contains("The A2A broker restarted"), "{said}");
     assert!(said.contains(&task.id), "{said}");
 }
+
+#[test]
+fn a_broker_that_does_not_come_back_is_said_plainly_and_the_next_call_looks_again() {
+    let db = TestDb::new();
+    let mut broker = socket_broker(&db);
+    let mut mcp = Mcp::spawn(&broker.socket().expect("socket"), &["--as", "helper"]);
+    mcp.initialize();
+    broker.kill();
+    // The call looks for the broker for a bounded time (10 s), then says
+    // what is wrong as the locator says it.
+    let started = Instant::now();
+    let r = mcp.call(2, json!({"action": "discover"}));
+    assert!(started.elapsed() < TIMEOUT, "{:?}", started.elapsed());
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert_eq!(
+        r["result"]["structuredContent"]["error"]["code"], "broker-unavailable",
+        "{r}"
+    );
+    assert!(text(&r).contains("no broker is listening at"), "{r}");
+    let _broker = socket_broker(&db);
+    let r = mcp.call(3, json!({"action": "discover"}));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert!(text(&r).contains("The A2A broker restarted"), "{r}");
+}
