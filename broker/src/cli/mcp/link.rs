@@ -5,7 +5,7 @@
 //! connection once the old one is lost (the broker restarted), with the
 //! model told so in the result of the call that found out.
 
-use a2a_client::{ClientError, ClientOptions, Located, TaskQuery};
+use a2a_client::{ClientError, ClientOptions, CloseReason, Located, TaskQuery};
 use a2a_tool::{
     excerpt, Registration, Session, SessionOptions, ToolError, ToolResult, WaitControl,
     DEFAULT_WAIT_SECONDS,
@@ -24,7 +24,8 @@ const RETRY_EVERY: Duration = Duration::from_millis(100);
 /// (the next call looks again).
 const RECONNECT_FOR: Duration = Duration::from_secs(10);
 
-/// Open tasks listed by name in the notice of a restart.
+/// The newest tasks of the agent that the notice of a restart looks through
+/// for open ones (listed by id and state: no peer's text in it).
 const TASKS_LISTED: u64 = 20;
 
 /// The broker, the registration to repeat, and the session in use.
@@ -183,10 +184,9 @@ impl Link {
                 notice: None,
             });
         }
-        let why = dead
-            .agent()
-            .client()
-            .close_reason()
+        let reason = dead.agent().client().close_reason();
+        let why = reason
+            .as_ref()
             .map_or_else(|| "closed".to_string(), |r| r.to_string());
         eprintln!(
             "a2a-broker mcp: the connection to the broker at {} was lost ({why}): connecting again",
@@ -213,7 +213,7 @@ impl Link {
         } else {
             eprintln!("{}", renamed_line(&self.reg.name, &name));
         }
-        let notice = self.restart_notice(&session);
+        let notice = self.restart_notice(&session, reason.as_ref());
         *self.session.lock() = session.clone();
         Ok(Reconnected {
             session,
@@ -222,13 +222,19 @@ impl Link {
     }
 
     /// What the model hears once the agent is registered again: that the
-    /// broker restarted, its name, and its open tasks as the broker has them.
-    fn restart_notice(&self, session: &Session) -> String {
+    /// broker restarted (or, when it said why, that it closed the
+    /// connection), its name, and its open tasks as the broker has them.
+    fn restart_notice(&self, session: &Session, reason: Option<&CloseReason>) -> String {
         let agent = session.agent();
         let name = agent.id();
+        let what = match reason {
+            Some(CloseReason::Fatal(e)) => {
+                format!("The A2A broker closed this tool's connection ({e})")
+            }
+            _ => "The A2A broker restarted (this tool lost its connection to it)".to_string(),
+        };
         let mut t = format!(
-            "The A2A broker restarted (this tool lost its connection to it), and you are \
-             registered again as agent \"{name}\" (context {}).",
+            "{what}, and you are registered again as agent \"{name}\" (context {}).",
             agent.context_id()
         );
         if name != self.reg.name {
