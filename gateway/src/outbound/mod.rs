@@ -62,8 +62,13 @@ pub struct RemoteSpec {
     /// origin of `url` and to `bearer_origins`: a card naming an interface
     /// elsewhere gets the calls, never the credential.
     pub bearer: Option<String>,
-    /// Further origins (`scheme://host[:port]`) the token may go to.
+    /// Further origins (`scheme://host[:port]`) the token may go to
+    /// (calls may go there too).
     pub bearer_origins: Vec<String>,
+    /// Further origins calls may go to, without the token: calls go only
+    /// to the origin of `url` (its card's) and these, whatever a card
+    /// names, so a card cannot aim the gateway at another port or host.
+    pub allow_origins: Vec<String>,
 }
 
 impl RemoteSpec {
@@ -73,6 +78,7 @@ impl RemoteSpec {
             url: url.into(),
             bearer: None,
             bearer_origins: Vec::new(),
+            allow_origins: Vec::new(),
         }
     }
 }
@@ -184,8 +190,15 @@ pub async fn add_remote(
     spec: RemoteSpec,
     opts: &OutboundOptions,
 ) -> Result<Remote, OutboundError> {
-    let mut origins = spec.bearer_origins.clone();
-    origins.extend(rpc::origin_of(&spec.url));
+    let remote = rpc::origin_of(&spec.url).ok_or_else(|| OutboundError::Remote {
+        url: spec.url.clone(),
+        source: RemoteError::BadUrl(spec.url.clone()),
+    })?;
+    let origins = rpc::Origins {
+        remote,
+        calls: spec.allow_origins.clone(),
+        bearer: spec.bearer_origins.clone(),
+    };
     let rpc = RemoteRpc::new(spec.bearer.clone(), origins, opts.rpc.clone()).map_err(|source| {
         OutboundError::Remote {
             url: spec.url.clone(),
