@@ -438,8 +438,8 @@ pub const SPECIAL_V6: &[Special<Ipv6Addr>] = &[
     v6([0, 0, 0, 0, 0, 0, 0, 1], 128, "loopback (RFC 4291)"),
     v6([0, 0, 0, 0, 0xffff, 0, 0, 0], 96, "IPv4-translated, SIIT (RFC 2765), not routed to its IPv4 address"),
     v6([0; 8], 96, "IPv4-compatible, deprecated (RFC 4291), not routed to its IPv4 address"),
-    v6([0; 8], 8, "reserved by the IETF (RFC 4291)"),
     v6([0x64, 0xff9b, 1, 0, 0, 0, 0, 0], 48, "local-use IPv4/IPv6 translation, reaches a private network's IPv4 space (RFC 8215)"),
+    v6([0; 8], 8, "reserved by the IETF (RFC 4291)"),
     v6([0x100, 0, 0, 0, 0, 0, 0, 0], 64, "discard-only (RFC 6666)"),
     v6([0x100, 0, 0, 1, 0, 0, 0, 0], 64, "dummy prefix (RFC 9780)"),
     v6([0x2001, 0, 0, 0, 0, 0, 0, 0], 32, "Teredo tunnels (RFC 4380), reach IPv4 hosts behind NAT"),
@@ -942,6 +942,24 @@ mod tests {
             for a in [first, last] {
                 let ip = IpAddr::V6(Ipv6Addr::from(a));
                 assert!(special_range(ip).is_some(), "{ip} in {s}");
+            }
+        }
+        // No row is hidden by an earlier one holding it (its reason would
+        // never be given): more specific rows come first.
+        for (i, later) in SPECIAL_V4.iter().enumerate() {
+            for earlier in &SPECIAL_V4[..i] {
+                assert!(
+                    !(earlier.len <= later.len && in_v4(later.net, earlier)),
+                    "{later} is hidden by {earlier}"
+                );
+            }
+        }
+        for (i, later) in SPECIAL_V6.iter().enumerate() {
+            for earlier in &SPECIAL_V6[..i] {
+                assert!(
+                    !(earlier.len <= later.len && in_v6(later.net, earlier)),
+                    "{later} is hidden by {earlier}"
+                );
             }
         }
         // A table row's address is its range's first: no stray host bits.

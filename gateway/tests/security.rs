@@ -296,7 +296,6 @@ fn mode_of(path: &std::path::Path) -> u32 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_state_file_and_its_wal_and_shm_are_owner_only() {
-    use a2a_gateway::state_file::family;
     use std::os::unix::fs::PermissionsExt;
     let bin = a2a_testkit::bin::broker_bin().to_path_buf();
     let broker = tokio::task::spawn_blocking(move || a2a_gateway::tck::spawn_broker(&bin))
@@ -315,7 +314,7 @@ async fn the_state_file_and_its_wal_and_shm_are_owner_only() {
     };
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("gateway.db");
-    let files = family(&state);
+    let files = ["", "-wal", "-shm"].map(|suffix| dir.path().join(format!("gateway.db{suffix}")));
     let modes = || files.iter().map(|f| mode_of(f)).collect::<Vec<_>>();
     let answered = |g: &common::GatewayProc| {
         let g_base = g.base.clone();
