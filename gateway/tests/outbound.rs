@@ -1321,6 +1321,29 @@ async fn a_card_cannot_steer_calls_to_another_origin_unless_allowed() {
     assert_eq!(victim.calls_of("SendMessage").len(), 1);
 }
 
+/// Runs `cmd` (stderr captured) to its exit; one still running after
+/// TIMEOUT (a `remote add` that bridged what it should have refused) is
+/// killed and the test fails.
+fn exits_within_timeout(mut cmd: std::process::Command) -> std::process::Output {
+    let mut child = cmd
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("remote add starts");
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "remote add kept running (it bridged the card): {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_add_refuses_a_card_aiming_elsewhere_and_takes_allow_origin() {
     let (victim, victim_url) = serve_fake(false).await;
@@ -1328,10 +1351,7 @@ async fn remote_add_refuses_a_card_aiming_elsewhere_and_takes_allow_origin() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (_broker, socket, _secret) = broker_in(dir.path());
     let state = dir.path().join("remotes.db");
-    let out = remote_add_command(&socket, &state, &[], &card)
-        .stderr(std::process::Stdio::piped())
-        .output()
-        .expect("remote add runs");
+    let out = exits_within_timeout(remote_add_command(&socket, &state, &[], &card));
     assert!(!out.status.success(), "{:?}", out.status);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -1341,10 +1361,12 @@ async fn remote_add_refuses_a_card_aiming_elsewhere_and_takes_allow_origin() {
     );
     assert!(victim.calls.lock().is_empty());
     // A value that is not an origin is refused, naming the flag.
-    let out = remote_add_command(&socket, &state, &["--allow-origin", "ftp://x"], &card)
-        .stderr(std::process::Stdio::piped())
-        .output()
-        .expect("remote add runs");
+    let out = exits_within_timeout(remote_add_command(
+        &socket,
+        &state,
+        &["--allow-origin", "ftp://x"],
+        &card,
+    ));
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr)

@@ -315,7 +315,12 @@ async fn the_state_file_and_its_wal_and_shm_are_owner_only() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("gateway.db");
     let files = ["", "-wal", "-shm"].map(|suffix| dir.path().join(format!("gateway.db{suffix}")));
-    let modes = || files.iter().map(|f| mode_of(f)).collect::<Vec<_>>();
+    let modes = || {
+        files
+            .iter()
+            .map(|f| format!("{:04o}", mode_of(f)))
+            .collect::<Vec<_>>()
+    };
     let answered = |g: &common::GatewayProc| {
         let g_base = g.base.clone();
         async move {
@@ -339,7 +344,7 @@ async fn the_state_file_and_its_wal_and_shm_are_owner_only() {
     // A new state file: owner-only, and so its log and index.
     let g = common::GatewayProc::start(&socket, &secret, &state, &[]);
     answered(&g).await;
-    assert_eq!(modes(), [0o600; 3], "a new state file");
+    assert_eq!(modes(), ["0600"; 3], "a new state file");
     // Killed (its log and index stay), the three made readable by all as
     // an older gateway left them: the next start takes the bits back.
     g.kill("KILL");
@@ -348,6 +353,6 @@ async fn the_state_file_and_its_wal_and_shm_are_owner_only() {
     }
     let g = common::GatewayProc::start(&socket, &secret, &state, &[]);
     answered(&g).await;
-    assert_eq!(modes(), [0o600; 3], "an existing loose state file");
+    assert_eq!(modes(), ["0600"; 3], "an existing loose state file");
     g.kill("TERM");
 }
