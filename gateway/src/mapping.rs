@@ -1066,6 +1066,44 @@ mod tests {
     }
 
     #[test]
+    fn a_bound_reached_is_a_limit_error_with_its_bound_not_an_internal_one() {
+        let e = GatewayError::limit(
+            "too many blocking sends waiting for identity a (at most 64)".into(),
+            TOO_MANY_WAITS,
+            "MAX_BLOCKING_PER_IDENTITY",
+            64,
+        );
+        assert_eq!(e.http_status(), 429);
+        assert_eq!(
+            e.to_json(),
+            json!({"code": -32602,
+                   "message": "too many blocking sends waiting for identity a (at most 64)",
+                   "data": {"reason": "too many waits", "limit": "MAX_BLOCKING_PER_IDENTITY", "max": 64}})
+        );
+        // The broker's own bound of parked waits on the identity's
+        // connection is the same error.
+        let parked = ClientError::Rpc(a2a_proto::error::RpcError::new(
+            -32602,
+            "too many waits: this connection already has 64 unanswered waits or blocking sends",
+            Some(
+                json!({"reason": "too many waits", "limit": "A2A_MAX_PARKED_WAITS", "max": 64, "actual": 65}),
+            ),
+        ));
+        let e = GatewayError::from_client(&parked, Op::Send, "");
+        assert_eq!(e.http_status(), 429);
+        let j = e.to_json();
+        assert_eq!(j["code"], -32602);
+        assert_eq!(j["data"]["reason"], "too many waits");
+        assert_eq!(j["data"]["limit"], "A2A_MAX_PARKED_WAITS");
+        assert_eq!(j["data"]["max"], 64);
+        // Other invalid params stay what they were (HTTP 200).
+        let other = ClientError::Rpc(a2a_proto::error::RpcError::new(-32602, "bad", None));
+        let e = GatewayError::from_client(&other, Op::Send, "");
+        assert_eq!(e, GatewayError::InvalidParams("bad".into()));
+        assert_eq!(e.http_status(), 200);
+    }
+
+    #[test]
     fn a_status_message_marked_as_a_message_response_is_recognised() {
         let mut m = msg(Role::Agent, "Direct message response", "a1");
         assert!(!is_message_response(&m));

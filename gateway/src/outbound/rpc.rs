@@ -726,6 +726,30 @@ mod tests {
         assert_eq!(origin_of("https://h:443/x").as_deref(), Some("https://h"));
     }
 
+    /// Every request is checked, whatever card put its URL there: a call
+    /// or a stream to another origin fails before any connection.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_call_to_another_origin_fails_before_connecting() {
+        // A listener that counts its connections, as the other origin.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let other = format!("http://{}/rpc", listener.local_addr().unwrap());
+        let rpc = RemoteRpc::new(
+            Some("tok".into()),
+            Origins::of("http://127.0.0.1:9/").unwrap(),
+            RpcOptions::default(),
+        )
+        .unwrap();
+        let e = rpc.call(&other, "GetTask", json!({})).await.unwrap_err();
+        assert!(matches!(e, RemoteError::ForeignOrigin { .. }), "{e}");
+        let e = rpc
+            .stream(&other, "SendStreamingMessage", json!({}))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, RemoteError::ForeignOrigin { .. }), "{e}");
+        let accepted = tokio::time::timeout(Duration::from_millis(100), listener.accept()).await;
+        assert!(accepted.is_err(), "a connection reached the other origin");
+    }
+
     #[test]
     fn calls_go_to_the_remote_origin_and_allowed_ones_only() {
         let mut o = Origins::of("http://127.0.0.1:9000/a").unwrap();
