@@ -74,9 +74,9 @@ pub enum RemoteAddError {
     #[error(transparent)]
     State(crate::store::StoreError),
     /// A `--bearer-origin` or `--allow-origin` that is not an http(s)
-    /// origin (the flag, the value).
-    #[error("{0} {1}: not an http(s) origin")]
-    BadOrigin(&'static str, String),
+    /// origin.
+    #[error(transparent)]
+    BadOrigin(#[from] BadOrigin),
 }
 
 /// Runs `remote add` until `stop` completes (then `Ok`) or the broker
@@ -153,11 +153,24 @@ pub async fn run(
     }
 }
 
+/// A flag's value that is not an http(s) origin.
+#[derive(Debug, thiserror::Error)]
+#[error("{flag} {value}: not an http(s) origin")]
+pub struct BadOrigin {
+    pub flag: &'static str,
+    pub value: String,
+}
+
 /// The origins of a flag's values (`--bearer-origin`, `--allow-origin`).
-pub fn origins_of(flag: &'static str, values: &[String]) -> Result<Vec<String>, RemoteAddError> {
+pub fn origins_of(flag: &'static str, values: &[String]) -> Result<Vec<String>, BadOrigin> {
     values
         .iter()
-        .map(|o| super::rpc::origin_of(o).ok_or_else(|| RemoteAddError::BadOrigin(flag, o.clone())))
+        .map(|o| {
+            super::rpc::origin_of(o).ok_or_else(|| BadOrigin {
+                flag,
+                value: o.clone(),
+            })
+        })
         .collect()
 }
 
