@@ -7,10 +7,12 @@
 //! `SendStreamingMessage` (or `SendMessage`) to the remote, and the remote
 //! task's status updates, messages and artifacts come back as the broker
 //! task's, so the delegate sees the same events as from any local peer.
-//! A cancel by the delegate becomes `CancelTask` on the remote. The card is
-//! cached with its validators and refreshed at the pace its `max-age` asks
-//! (clamped), and at once when a call to the remote fails in a way that
-//! suggests it moved.
+//! Calls go only to the origin the card was fetched from (and those the
+//! operator allows): a card cannot aim the gateway at another port or
+//! host. A cancel by the delegate becomes `CancelTask` on the remote. The
+//! card is cached with its validators and refreshed at the pace its
+//! `max-age` asks (clamped), and at once when a call to the remote fails in
+//! a way that suggests it moved.
 //!
 //! Modules:
 //! - `bridge`: the per-remote loop and the per-task actors.
@@ -59,8 +61,9 @@ pub struct RemoteSpec {
     /// or the URL of its card.
     pub url: String,
     /// A bearer token the remote requires, if any. It is sent only to the
-    /// origin of `url` and to `bearer_origins`: a card naming an interface
-    /// elsewhere gets the calls, never the credential.
+    /// origin of `url` and to `bearer_origins`: an interface on an origin
+    /// allowed for calls only (`allow_origins`) gets the calls, never the
+    /// credential.
     pub bearer: Option<String>,
     /// Further origins (`scheme://host[:port]`) the token may go to
     /// (calls may go there too).

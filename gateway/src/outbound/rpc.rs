@@ -59,7 +59,7 @@ pub enum RemoteError {
     /// names its interface elsewhere) and the operator did not allow: a
     /// card could otherwise aim the gateway at any port or host it can
     /// reach (loopback services, the local network). Nothing was sent.
-    #[error("the agent card served at {card} names its JSON-RPC interface at {target}, another origin: refused (allow it with --allow-origin {target})")]
+    #[error("the agent card served at {card} names its JSON-RPC interface at {target}, another origin: refused (an operator may allow it: remote add --allow-origin {target}, serve --remote-allow-origin {target})")]
     ForeignOrigin {
         /// The origin the card was fetched from.
         card: String,
