@@ -54,6 +54,8 @@ struct Fake {
     /// answers 404 (the remote moved).
     moved: AtomicBool,
     port: AtomicUsize,
+    /// The card names this URL as its interface instead (another origin).
+    elsewhere: Mutex<Option<String>>,
     /// JSON-RPC calls answer 503 (not recorded in `calls`; counted in
     /// `refused`).
     down: AtomicBool,
@@ -106,9 +108,14 @@ async fn card(AxState(f): AxState<Arc<Fake>>) -> Response {
     } else {
         "rpc-a"
     };
+    let url = f
+        .elsewhere
+        .lock()
+        .clone()
+        .unwrap_or_else(|| format!("http://127.0.0.1:{port}/{path}"));
     let card = json!({
         "name": "fake-remote", "description": "scripted", "version": "1",
-        "supportedInterfaces": [{"url": format!("http://127.0.0.1:{port}/{path}"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+        "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
         "capabilities": {"streaming": f.streaming.load(Ordering::Relaxed)},
         "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
         "skills": [{"id": "echo", "name": "Echo", "description": "echo", "tags": ["echo"]}]
@@ -1319,6 +1326,33 @@ async fn a_card_cannot_steer_calls_to_another_origin_unless_allowed() {
     let seen = statuses_until(&delegate, &task.id, &[State::Completed, State::Failed]).await;
     assert_eq!(seen.last().map(|s| s.0), Some(State::Completed), "{seen:?}");
     assert_eq!(victim.calls_of("SendMessage").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refreshed_card_aiming_elsewhere_is_not_taken() {
+    let (victim, victim_url) = serve_fake(false).await;
+    let (fake, url) = serve_fake(false).await;
+    let mut opts = OutboundOptions::default();
+    opts.rpc.refresh_min = Duration::from_millis(100);
+    opts.rpc.refresh_max = Duration::from_millis(100);
+    let s = setup_with(&url, opts).await;
+    // The remote's card now names another origin's interface.
+    *fake.elsewhere.lock() = Some(format!("{victim_url}/rpc-a"));
+    let fetches = fake.card_fetches.load(Ordering::Relaxed);
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    while fake.card_fetches.load(Ordering::Relaxed) < fetches + 2 {
+        assert!(tokio::time::Instant::now() < deadline, "no refresh");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Calls still go to the origin the remote was added by.
+    let task = send(&s.delegate, message_to(&s.peer, "complete after")).await;
+    let seen = statuses_until(&s.delegate, &task.id, &[State::Completed, State::Failed]).await;
+    assert_eq!(seen.last().map(|s| s.0), Some(State::Completed), "{seen:?}");
+    assert_eq!(fake.calls_of("SendMessage").len(), 1);
+    assert!(
+        victim.calls.lock().is_empty(),
+        "a call reached the other origin"
+    );
 }
 
 /// Runs `cmd` (stderr captured) to its exit; one still running after
