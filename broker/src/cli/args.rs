@@ -63,21 +63,29 @@ pub enum Cmd {
         #[arg(long, value_name = "BYTES")]
         event_ring: Option<usize>,
     },
-    /// Answer each task sent to an agent with a shell command's output:
-    /// `sh -c CMD` reads the task's text on stdin; exit 0 completes the
-    /// task with its stdout, else the task fails with its stderr.
+    /// Answer each task sent to an agent with a command's output: CMD
+    /// reads the task's text on stdin; exit 0 completes the task with its
+    /// stdout, else the task fails with its stderr. Up to --concurrency
+    /// tasks are answered at once.
     /// Example: a2a-broker reply --socket main --as coder --exec 'tr a-z A-Z'
     Reply {
         #[command(flatten)]
         at: AgentAt,
-        /// The command run for each task, by `sh -c`, with A2A_TASK_ID,
-        /// A2A_CONTEXT_ID and A2A_FROM (the requester) in its environment.
+        /// The command run for each task, with A2A_TASK_ID, A2A_CONTEXT_ID
+        /// and A2A_FROM (the requester) in its environment: run directly
+        /// when it is plain words (`tr a-z A-Z`), else by `sh -c` (quotes,
+        /// `$`, pipes, redirections, globs and the like need the shell).
         #[arg(long, value_name = "CMD")]
         exec: String,
         /// Seconds to wait for a broker to listen at the socket (so that
         /// both can be started together).
         #[arg(long, value_name = "SECS", default_value_t = 30)]
         wait: u64,
+        /// How many tasks are answered at once (each runs its own command);
+        /// 1 answers them one at a time, in the order they came.
+        #[arg(long, value_name = "N", default_value_t = crate::cli::answer::DEFAULT_CONCURRENCY,
+              value_parser = clap::value_parser!(u16).range(1..=1024))]
+        concurrency: u16,
     },
     /// Serve the A2A tool (discover | send | get | wait | complete | cancel)
     /// to an MCP host on stdin/stdout, as one agent registered on a running

@@ -48,12 +48,18 @@ pub fn run(cmd: Cmd) -> Result<(), String> {
             context: at.context,
             event_ring,
         }),
-        Cmd::Reply { at, exec, wait } => answer::run(&answer::Options {
+        Cmd::Reply {
+            at,
+            exec,
+            wait,
+            concurrency,
+        } => answer::run(&answer::Options {
             socket: at.socket,
             as_agent: at.as_agent,
             context: at.context,
             exec,
             wait: std::time::Duration::from_secs(wait),
+            concurrency: usize::from(concurrency),
         }),
         Cmd::Mcp {
             socket,

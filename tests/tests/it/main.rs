@@ -9,6 +9,7 @@
 //! `::stdio` one transport.
 
 mod agents;
+mod bindings;
 mod bounds;
 mod docs;
 mod durability;
