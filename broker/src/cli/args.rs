@@ -79,7 +79,7 @@ pub enum Cmd {
         #[arg(long, value_name = "SECS", default_value_t = 30)]
         wait: u64,
     },
-    /// Serve the A2A tool (discover | send | get | wait | complete | cancel)
+    /// Serve the A2A tool (discover | send | get | wait | complete | cancel | lease | release)
     /// to an MCP host on stdin/stdout, as one agent registered on a running
     /// broker's local socket; deregisters when stdin closes.
     Mcp {

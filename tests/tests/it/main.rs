@@ -10,6 +10,7 @@
 
 mod agents;
 mod bounds;
+mod doc_refs;
 mod docs;
 mod durability;
 mod events;
