@@ -483,3 +483,148 @@ fn a_broker_that_does_not_come_back_is_said_plainly_and_the_next_call_looks_agai
     assert_eq!(r["result"]["isError"], false, "{r}");
     assert!(text(&r).contains("The A2A broker restarted"), "{r}");
 }
+
+/// The `args` of the MCP server entries (```` ```json ```` blocks) of the
+/// README's section "Give two coding agents one broker", as written there.
+fn readme_mcp_entries() -> Vec<Vec<String>> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("read README.md");
+    let section = readme
+        .split("\n## Give two coding agents one broker")
+        .nth(1)
+        .expect("the README has the section")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    section
+        .split("```json\n")
+        .skip(1)
+        .map(|block| {
+            let json: Value = serde_json::from_str(block.split("```").next().unwrap())
+                .expect("the README's server entry is JSON");
+            let server = &json["mcpServers"]["a2a"];
+            assert_eq!(server["command"], "a2a-broker", "{json}");
+            server["args"]
+                .as_array()
+                .expect("args")
+                .iter()
+                .map(|a| a.as_str().expect("a string").to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// An MCP server started with `args` (its `--socket` pointed at `socket`),
+/// initialized; calls the tool with `call(arguments)`.
+struct McpHost {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    rx: mpsc::Receiver<String>,
+    next_id: u64,
+}
+
+impl McpHost {
+    fn start(args: &[String], socket: &std::path::Path) -> McpHost {
+        let mut args = args.to_vec();
+        let at = args.iter().position(|a| a == "--socket").expect("--socket") + 1;
+        args[at] = socket.display().to_string();
+        let mut child = Command::new(broker_bin())
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn a2a-broker mcp");
+        let stdin = child.stdin.take().expect("stdin");
+        let rx = line_reader(child.stdout.take().expect("stdout"));
+        let mut host = McpHost {
+            child,
+            stdin,
+            rx,
+            next_id: 1,
+        };
+        host.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "test-host", "version": "0"}}),
+        );
+        writeln!(
+            host.stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        )
+        .expect("write");
+        host
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        writeln!(
+            self.stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )
+        .expect("write");
+        self.stdin.flush().expect("flush");
+        answer(&self.rx, id)
+    }
+
+    fn call(&mut self, arguments: Value) -> Value {
+        self.request("tools/call", json!({"name": "A2A", "arguments": arguments}))["result"].clone()
+    }
+}
+
+impl Drop for McpHost {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The README promises that its two MCP server entries share a context, so
+/// that a lease one agent holds refuses the other and names the holder.
+/// Run with the entries as the README writes them; and without their
+/// `--context-id`, each agent is alone in its context and both leases are
+/// granted (what the README warns of).
+#[test]
+fn the_readmes_two_mcp_servers_share_a_context_so_their_leases_meet() {
+    let entries = readme_mcp_entries();
+    assert_eq!(entries.len(), 2, "two server entries: {entries:?}");
+    let db = TestDb::new();
+    let broker = Spawn::new(&db.path)
+        .socket(socket_path_for(&db.path))
+        .no_stdio()
+        .start(TIMEOUT)
+        .expect("broker");
+    let socket = broker.socket().expect("socket");
+    let lease = json!({"action": "lease", "paths": ["src/lexer.rs"]});
+
+    let mut planner = McpHost::start(&entries[0], &socket);
+    let mut coder = McpHost::start(&entries[1], &socket);
+    let held = coder.call(lease.clone());
+    assert_eq!(held["isError"], false, "{held}");
+    let refused = planner.call(lease.clone());
+    assert_eq!(refused["isError"], true, "{refused}");
+    let error = &refused["structuredContent"]["error"];
+    assert_eq!(error["code"], "lease-conflict", "{refused}");
+    assert_eq!(error["holder"], "coder", "{refused}");
+    drop((planner, coder));
+
+    // The same entries without --context-id: two contexts, no conflict.
+    let alone: Vec<Vec<String>> = entries
+        .iter()
+        .map(|args| {
+            let at = args
+                .iter()
+                .position(|a| a == "--context-id")
+                .expect("--context-id");
+            [&args[..at], &args[at + 2..]].concat()
+        })
+        .collect();
+    let mut planner = McpHost::start(&alone[0], &socket);
+    let mut coder = McpHost::start(&alone[1], &socket);
+    assert_eq!(coder.call(lease.clone())["isError"], false);
+    let granted = planner.call(lease);
+    assert_eq!(granted["isError"], false, "{granted}");
+}

@@ -87,7 +87,7 @@ pub enum Cmd {
               value_parser = clap::value_parser!(u16).range(1..=1024))]
         concurrency: u16,
     },
-    /// Serve the A2A tool (discover | send | get | wait | complete | cancel)
+    /// Serve the A2A tool (discover | send | get | wait | complete | cancel | lease | release)
     /// to an MCP host on stdin/stdout, as one agent registered on a running
     /// broker's local socket; deregisters when stdin closes. The model is
     /// told the name it is registered under (NAME-2 when another live agent

@@ -1,5 +1,5 @@
 //! `a2a-broker reply --as NAME --exec CMD`: the agent that answers each
-//! task with a command's output (the README's gateway quick start uses it),
+//! task with a command's output (docs/gateway.md's quick start uses it),
 //! against the real broker over its socket.
 
 use super::BIN;

@@ -11,6 +11,7 @@
 mod agents;
 mod bindings;
 mod bounds;
+mod doc_refs;
 mod docs;
 mod durability;
 mod events;
