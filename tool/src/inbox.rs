@@ -1,0 +1,341 @@
+//! What a session keeps of its agent's events until the model's next
+//! `wait`: a queue filled by the agent's event handler as events arrive,
+//! each kept slim (what a model reads of it, and no more) and all of them
+//! held within [`INBOX_MAX_BYTES`].
+//!
+//! The client's own queue of an agent is unbounded on purpose (its reader
+//! thread must never block on a slow agent), and a model reads it only
+//! when it calls `wait`, maybe minutes later: 500 queued 1 MiB file parts
+//! would sit there whole. So the session takes each event off the
+//! connection as it arrives, and keeps of it:
+//! - file parts: name, media type, URI and size, not their bytes;
+//! - texts and data: at most [`QUOTE_MAX_CHARS`] characters per message or
+//!   artifact (what a result shows), saying how much was left out;
+//! - no metadata, no artifact description (never shown).
+//!
+//! Past [`INBOX_MAX_BYTES`] a new event keeps no text (the model reads it
+//! with `get`), and past it even so the oldest events are dropped and
+//! counted, as the broker's `a2a.lagged` is.
+
+use crate::render;
+use crate::{INBOX_MAX_BYTES, LINE_MAX_CHARS, NAME_MAX_CHARS, QUOTE_MAX_CHARS};
+use a2a_client::proto::types::{Object, StreamEvent};
+use a2a_client::{Event, Message, Part};
+use parking_lot::{Condvar, Mutex};
+use serde_json::{json, Map};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The metadata key under which a slim file part keeps its size in bytes.
+pub const FILE_SIZE_KEY: &str = "a2a-tool.bytes";
+
+/// Bytes an event costs beside its strings (its structs, ids, states).
+const EVENT_OVERHEAD: usize = 256;
+
+#[derive(Default)]
+struct State {
+    /// Each event with the bytes it was counted at.
+    events: VecDeque<(Event, usize)>,
+    bytes: usize,
+    /// Events dropped to stay within the bound, not yet reported.
+    dropped: u64,
+    /// The handler is gone (the agent deregistered, the connection closed,
+    /// or another handler replaced it): nothing more arrives here.
+    closed: bool,
+}
+
+/// The queue (see the module doc).
+#[derive(Default)]
+pub struct Inbox {
+    st: Mutex<State>,
+    cv: Condvar,
+}
+
+/// What [`Inbox::take`] hands over.
+pub struct Taken {
+    pub events: Vec<Event>,
+    /// Events dropped (here, or by the broker) since the last take.
+    pub dropped: u64,
+}
+
+impl Inbox {
+    pub fn new() -> Arc<Inbox> {
+        Arc::new(Inbox::default())
+    }
+
+    /// Keeps `ev`, slim, within the bound (the event handler's side: never
+    /// blocks on anything but the lock).
+    pub fn push(&self, ev: Event) {
+        if matches!(ev, Event::Push(_)) {
+            // Webhook pushes are not for the model.
+            return;
+        }
+        let ev = slim(ev, true);
+        let n = bytes(&ev);
+        let mut st = self.st.lock();
+        let (ev, n) = if st.bytes + n > INBOX_MAX_BYTES {
+            let bare = slim(ev, false);
+            let n = bytes(&bare);
+            (bare, n)
+        } else {
+            (ev, n)
+        };
+        while st.bytes + n > INBOX_MAX_BYTES {
+            let Some((old, m)) = st.events.pop_front() else {
+                break;
+            };
+            st.bytes -= m;
+            st.dropped += match old {
+                Event::Lagged(l) => l.dropped,
+                _ => 1,
+            };
+        }
+        st.bytes += n;
+        st.events.push_back((ev, n));
+        drop(st);
+        self.cv.notify_all();
+    }
+
+    /// Up to `max` events, oldest first, and the count dropped.
+    pub fn take(&self, max: usize) -> Taken {
+        let mut st = self.st.lock();
+        let n = max.min(st.events.len());
+        let mut events = Vec::with_capacity(n);
+        let mut freed = 0;
+        for (ev, b) in st.events.drain(..n) {
+            freed += b;
+            events.push(ev);
+        }
+        st.bytes -= freed;
+        Taken {
+            events,
+            dropped: std::mem::take(&mut st.dropped),
+        }
+    }
+
+    /// Puts back, at the front and in order, events taken but not shown.
+    pub fn put_back(&self, events: Vec<Event>) {
+        let mut st = self.st.lock();
+        for ev in events.into_iter().rev() {
+            let b = bytes(&ev);
+            st.bytes += b;
+            st.events.push_front((ev, b));
+        }
+    }
+
+    /// Blocks until an event is queued, the inbox closes, or `deadline`.
+    pub fn wait_until(&self, deadline: Instant) {
+        let mut st = self.st.lock();
+        while st.events.is_empty() && !st.closed {
+            if self.cv.wait_until(&mut st, deadline).timed_out() {
+                return;
+            }
+        }
+    }
+
+    /// Events queued now.
+    pub fn len(&self) -> usize {
+        self.st.lock().events.len()
+    }
+
+    /// Bytes held now (the estimate the bound is kept by).
+    pub fn held_bytes(&self) -> usize {
+        self.st.lock().bytes
+    }
+
+    pub fn close(&self) {
+        self.st.lock().closed = true;
+        self.cv.notify_all();
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.st.lock().closed
+    }
+}
+
+/// The event handler's hold on the inbox: when the client drops the
+/// handler, no event can reach the inbox any more, and the session then
+/// reads the agent's queue itself.
+pub struct Feed(pub Arc<Inbox>);
+
+impl Drop for Feed {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+/// `s` cut to `max` characters.
+fn cut(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((b, _)) => s[..b].to_owned(),
+        None => s.to_owned(),
+    }
+}
+
+/// `ev` as the session keeps it (see the module doc); with `text` false,
+/// texts and data are replaced by a note that `get` has them.
+pub fn slim(ev: Event, text: bool) -> Event {
+    match ev {
+        Event::TaskEvent(mut p) => {
+            match &mut p.event {
+                StreamEvent::Status(s) => {
+                    if let Some(m) = s.status.message.take() {
+                        s.status.message = Some(Arc::new(slim_message(&m, text)));
+                    }
+                }
+                StreamEvent::Artifact(a) => {
+                    a.artifact.parts = slim_parts(&a.artifact.parts, text);
+                    a.artifact.metadata = None;
+                    a.artifact.description = None;
+                    a.artifact.name = a.artifact.name.as_deref().map(|n| cut(n, NAME_MAX_CHARS + 1));
+                    a.artifact.artifact_id = cut(&a.artifact.artifact_id, NAME_MAX_CHARS + 1);
+                }
+            }
+            Event::TaskEvent(p)
+        }
+        other => other,
+    }
+}
+
+fn slim_message(m: &Message, text: bool) -> Message {
+    Message {
+        role: m.role,
+        parts: slim_parts(&m.parts, text),
+        message_id: m.message_id.clone(),
+        task_id: m.task_id.clone(),
+        context_id: m.context_id.clone(),
+        from: m.from.clone(),
+        to: m.to.clone(),
+        metadata: None,
+    }
+}
+
+/// Parts within [`QUOTE_MAX_CHARS`] characters together: file parts
+/// without their bytes, data parts as JSON text once they must be cut.
+fn slim_parts(parts: &[Part], text: bool) -> Vec<Part> {
+    let mut left = QUOTE_MAX_CHARS;
+    let mut cut_chars = 0usize;
+    let mut out = Vec::new();
+    for p in parts {
+        match p {
+            Part::File { file, .. } => {
+                let size = file.bytes.as_deref().map(decoded_len);
+                let mut meta = Map::new();
+                if let Some(size) = size {
+                    meta.insert(FILE_SIZE_KEY.into(), json!(size));
+                }
+                let mut file = file.clone();
+                file.bytes = None;
+                file.name = file.name.as_deref().map(|n| cut(n, NAME_MAX_CHARS + 1));
+                file.mime_type = file.mime_type.as_deref().map(|n| cut(n, NAME_MAX_CHARS + 1));
+                file.uri = file.uri.as_deref().map(|n| cut(n, LINE_MAX_CHARS + 1));
+                out.push(Part::File {
+                    file,
+                    metadata: (!meta.is_empty()).then(|| meta.into()),
+                });
+            }
+            Part::Text { text: t, .. } if text => {
+                let n = t.chars().count();
+                if n <= left {
+                    left -= n;
+                    out.push(Part::text(t.as_str()));
+                } else {
+                    out.push(Part::text(cut(t, left)));
+                    cut_chars += n - left;
+                    left = 0;
+                }
+            }
+            Part::Data { data, .. } if text => {
+                let json = serde_json::to_string(data).unwrap_or_default();
+                let n = json.chars().count();
+                if n <= left {
+                    left -= n;
+                    out.push(Part::Data {
+                        data: data.clone(),
+                        metadata: None,
+                    });
+                } else {
+                    out.push(Part::text(cut(&json, left)));
+                    cut_chars += n - left;
+                    left = 0;
+                }
+            }
+            Part::Text { text: t, .. } => cut_chars += t.chars().count(),
+            Part::Data { data, .. } => {
+                cut_chars += serde_json::to_string(data).map_or(0, |s| s.chars().count())
+            }
+        }
+    }
+    if cut_chars > 0 {
+        let note = if text {
+            render::cut_note(cut_chars).trim_start().to_owned()
+        } else {
+            format!("[{cut_chars} characters not kept: get this task to read them]")
+        };
+        out.push(Part::text(note));
+    }
+    out
+}
+
+/// What `ev` holds, in bytes: its strings, and a fixed overhead.
+pub fn bytes(ev: &Event) -> usize {
+    fn parts(ps: &[Part]) -> usize {
+        ps.iter()
+            .map(|p| {
+                32 + match p {
+                    Part::Text { text, .. } => text.len(),
+                    Part::Data { data, .. } => {
+                        serde_json::to_string(data).map_or(0, |s| s.len())
+                    }
+                    Part::File { file, .. } => [&file.name, &file.mime_type, &file.uri, &file.bytes]
+                        .iter()
+                        .map(|s| s.as_ref().map_or(0, String::len))
+                        .sum(),
+                }
+            })
+            .sum()
+    }
+    EVENT_OVERHEAD
+        + match ev {
+            Event::TaskEvent(p) => {
+                p.recipient.len()
+                    + p.recipient_context_id.len()
+                    + p.context_id.len()
+                    + match &p.event {
+                        StreamEvent::Status(s) => {
+                            s.task_id.len()
+                                + s.status.message.as_ref().map_or(0, |m| {
+                                    parts(&m.parts)
+                                        + m.message_id.len()
+                                        + [&m.from, &m.to, &m.task_id, &m.context_id]
+                                            .iter()
+                                            .map(|s| s.as_ref().map_or(0, String::len))
+                                            .sum::<usize>()
+                                })
+                        }
+                        StreamEvent::Artifact(a) => {
+                            a.task_id.len()
+                                + a.artifact.artifact_id.len()
+                                + a.artifact.name.as_ref().map_or(0, String::len)
+                                + parts(&a.artifact.parts)
+                        }
+                    }
+            }
+            Event::LeaseReleased(p) => {
+                serde_json::to_string(p).map_or(0, |s| s.len())
+            }
+            Event::Lagged(_) | Event::Push(_) => 0,
+        }
+}
+
+/// The bytes base64 text `b` decodes to.
+pub fn decoded_len(b: &str) -> usize {
+    let b = b.trim_end();
+    (b.len() / 4 * 3).saturating_sub(b.bytes().rev().take_while(|&c| c == b'=').count())
+}
+
+/// A slim file part's size, if it had bytes.
+pub fn file_size(metadata: &Option<Object>) -> Option<u64> {
+    metadata.as_ref()?.get(FILE_SIZE_KEY)?.as_u64()
+}
