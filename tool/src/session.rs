@@ -1245,8 +1245,10 @@ fn parts_text(parts: &[Part]) -> String {
             Part::File { file, metadata } => {
                 let size = inbox::file_size(metadata)
                     .or_else(|| file.bytes.as_deref().map(|b| inbox::decoded_len(b) as u64));
+                // Names on one line even inside a frame: where a name ends
+                // stays plain to see.
                 let about: Vec<String> = [
-                    file.mime_type.clone(),
+                    file.mime_type.as_deref().map(render::attr),
                     size.map(|n| format!("{n} bytes")),
                 ]
                 .into_iter()
@@ -1257,7 +1259,7 @@ fn parts_text(parts: &[Part]) -> String {
                     file.name
                         .as_deref()
                         .or(file.uri.as_deref())
-                        .unwrap_or("(unnamed)"),
+                        .map_or_else(|| "(unnamed)".to_string(), name),
                     if about.is_empty() {
                         String::new()
                     } else {
