@@ -13,11 +13,11 @@
 //!   artifact (what a result shows), saying how much was left out;
 //! - no metadata, no artifact description (never shown).
 //!
-//! Past [`INBOX_MAX_BYTES`] a new event keeps no text (the model reads it
-//! with `get`), and past it even so the oldest events are dropped and
-//! counted, as the broker's `a2a.lagged` is.
+//! Past [`INBOX_MAX_BYTES`] a new event keeps no text (the result says how
+//! many characters were left out; the model reads them with `get`), and past
+//! it even so the oldest events are dropped and counted, as the broker's
+//! `a2a.lagged` is.
 
-use crate::render;
 use crate::{INBOX_MAX_BYTES, LINE_MAX_CHARS, NAME_MAX_CHARS, QUOTE_MAX_CHARS};
 use a2a_client::proto::types::{Object, StreamEvent};
 use a2a_client::{Event, Message, Part};
@@ -29,6 +29,9 @@ use std::time::Instant;
 
 /// The metadata key under which a slim file part keeps its size in bytes.
 pub const FILE_SIZE_KEY: &str = "a2a-tool.bytes";
+/// The metadata key of the marker part that counts the characters a slim
+/// event left out.
+const CUT_KEY: &str = "a2a-tool.cut";
 
 /// Bytes an event costs beside its strings (its structs, ids, states).
 const EVENT_OVERHEAD: usize = 256;
@@ -188,7 +191,11 @@ pub fn slim(ev: Event, text: bool) -> Event {
                     a.artifact.parts = slim_parts(&a.artifact.parts, text);
                     a.artifact.metadata = None;
                     a.artifact.description = None;
-                    a.artifact.name = a.artifact.name.as_deref().map(|n| cut(n, NAME_MAX_CHARS + 1));
+                    a.artifact.name = a
+                        .artifact
+                        .name
+                        .as_deref()
+                        .map(|n| cut(n, NAME_MAX_CHARS + 1));
                     a.artifact.artifact_id = cut(&a.artifact.artifact_id, NAME_MAX_CHARS + 1);
                 }
             }
@@ -228,7 +235,10 @@ fn slim_parts(parts: &[Part], text: bool) -> Vec<Part> {
                 let mut file = file.clone();
                 file.bytes = None;
                 file.name = file.name.as_deref().map(|n| cut(n, NAME_MAX_CHARS + 1));
-                file.mime_type = file.mime_type.as_deref().map(|n| cut(n, NAME_MAX_CHARS + 1));
+                file.mime_type = file
+                    .mime_type
+                    .as_deref()
+                    .map(|n| cut(n, NAME_MAX_CHARS + 1));
                 file.uri = file.uri.as_deref().map(|n| cut(n, LINE_MAX_CHARS + 1));
                 out.push(Part::File {
                     file,
@@ -268,14 +278,31 @@ fn slim_parts(parts: &[Part], text: bool) -> Vec<Part> {
         }
     }
     if cut_chars > 0 {
-        let note = if text {
-            render::cut_note(cut_chars).trim_start().to_owned()
-        } else {
-            format!("[{cut_chars} characters not kept: get this task to read them]")
-        };
-        out.push(Part::text(note));
+        out.push(cut_marker(cut_chars));
     }
     out
+}
+
+/// An empty text part that says `n` characters were left out here: the
+/// renderer adds them to the count its note gives.
+fn cut_marker(n: usize) -> Part {
+    let mut meta = Map::new();
+    meta.insert(CUT_KEY.into(), json!(n));
+    Part::Text {
+        text: String::new(),
+        metadata: Some(meta.into()),
+    }
+}
+
+/// Characters a slim part list left out (its cut marker's count), if
+/// `p` is the marker.
+pub fn cut_of(p: &Part) -> Option<usize> {
+    match p {
+        Part::Text { text, metadata } if text.is_empty() => {
+            Some(metadata.as_ref()?.get(CUT_KEY)?.as_u64()? as usize)
+        }
+        _ => None,
+    }
 }
 
 /// What `ev` holds, in bytes: its strings, and a fixed overhead.
@@ -285,13 +312,13 @@ pub fn bytes(ev: &Event) -> usize {
             .map(|p| {
                 32 + match p {
                     Part::Text { text, .. } => text.len(),
-                    Part::Data { data, .. } => {
-                        serde_json::to_string(data).map_or(0, |s| s.len())
+                    Part::Data { data, .. } => serde_json::to_string(data).map_or(0, |s| s.len()),
+                    Part::File { file, .. } => {
+                        [&file.name, &file.mime_type, &file.uri, &file.bytes]
+                            .iter()
+                            .map(|s| s.as_ref().map_or(0, String::len))
+                            .sum()
                     }
-                    Part::File { file, .. } => [&file.name, &file.mime_type, &file.uri, &file.bytes]
-                        .iter()
-                        .map(|s| s.as_ref().map_or(0, String::len))
-                        .sum(),
                 }
             })
             .sum()
@@ -322,9 +349,7 @@ pub fn bytes(ev: &Event) -> usize {
                         }
                     }
             }
-            Event::LeaseReleased(p) => {
-                serde_json::to_string(p).map_or(0, |s| s.len())
-            }
+            Event::LeaseReleased(p) => serde_json::to_string(p).map_or(0, |s| s.len()),
             Event::Lagged(_) | Event::Push(_) => 0,
         }
 }

@@ -5,7 +5,7 @@
 use crate::args::{self, Action};
 use crate::error::ToolError;
 use crate::inbox::{self, Feed, Inbox};
-use crate::render::{self, name, nearest, peer_text, quoted, PEERS_NOTE, UNTRUSTED_NOTE};
+use crate::render::{self, name, nearest, quoted, PEERS_NOTE, UNTRUSTED_NOTE};
 use crate::{DEFAULT_TURN_CAP, QUOTE_MAX_CHARS, RESULT_MAX_CHARS, WAIT_MAX_EVENTS};
 use a2a_client::proto::types::{AgentKind, LeaseReleasedParams, StreamEvent};
 use a2a_client::{
@@ -259,7 +259,8 @@ impl Session {
                 "{PEERS_NOTE}\n{} you can send tasks to:\n",
                 count(cards.len(), "peer")
             );
-            let tail = "Next: send(to=<name>, text=<the task>) to delegate, then wait for the answer.";
+            let tail =
+                "Next: send(to=<name>, text=<the task>) to delegate, then wait for the answer.";
             for (i, c) in cards.iter().enumerate() {
                 let mut l = format!("- {}", name(&c.name));
                 if !c.description.is_empty() {
@@ -383,13 +384,13 @@ impl Session {
         let mut blocks: Vec<(String, bool, Value)> = Vec::new();
         for (i, m) in task.history.iter().enumerate() {
             let from = m.from.as_deref().unwrap_or("?");
-            let body = message_text(m);
-            let value = json!({"from": m.from.clone().unwrap_or_default(), "text": clip(&body)});
+            let body = Body::of(&m.parts);
+            let value = json!({"from": m.from.clone().unwrap_or_default(), "text": body.clipped()});
             if from == self.me() {
-                blocks.push((format!("\n{}. you: {}", i + 1, render::body(&body)), false, value));
+                blocks.push((format!("\n{}. you: {}", i + 1, body.own()), false, value));
             } else {
                 blocks.push((
-                    format!("\n{}. {}:\n{}", i + 1, name(from), peer_text(from, &body)),
+                    format!("\n{}. {}:\n{}", i + 1, name(from), body.framed(from)),
                     true,
                     value,
                 ));
@@ -397,16 +398,16 @@ impl Session {
         }
         let messages = blocks.len();
         for a in &task.artifacts {
-            let body = parts_text(&a.parts);
+            let body = Body::of(&a.parts);
             blocks.push((
                 format!(
                     "\nArtifact {} from {}:\n{}",
                     quoted(&artifact_name(a)),
                     name(&task.agent_name),
-                    peer_text(&task.agent_name, &body)
+                    body.framed(&task.agent_name)
                 ),
                 true,
-                json!({"name": artifact_name(a), "text": clip(&body)}),
+                json!({"name": artifact_name(a), "text": body.clipped()}),
             ));
         }
         let next = format!("\nNext: {}", next_step(role, state, task_id, peer));
@@ -587,9 +588,12 @@ impl Session {
         }
         if waiting > 0 {
             text.push_str(&format!(
-                "\n{} more {} waiting: call wait again to read {}.",
-                count(waiting, "update"),
-                if waiting == 1 { "is" } else { "are" },
+                "\n{waiting} more {} waiting: call wait again to read {}.",
+                if waiting == 1 {
+                    "update is"
+                } else {
+                    "updates are"
+                },
                 if waiting == 1 { "it" } else { "them" },
             ));
         }
@@ -606,110 +610,112 @@ impl Session {
     /// One event as a model reads it.
     fn describe(&self, ev: &Event) -> Described {
         match ev {
-            Event::TaskEvent(p) => match &p.event {
-                StreamEvent::Status(s) => {
-                    let task_id = s.task_id.as_str();
-                    let state = s.status.state;
-                    if let Some(m) = &s.status.message {
-                        self.learn_from_message(task_id, m, state);
-                    }
-                    let known = self.known_or_fetch(task_id);
-                    if known.is_some() {
-                        self.set_state(task_id, state);
-                    }
-                    let role = known
-                        .as_ref()
-                        .map(|k| {
-                            if k.worker == self.me() {
-                                Role::Worker
-                            } else {
-                                Role::Requester
+            Event::TaskEvent(p) => {
+                match &p.event {
+                    StreamEvent::Status(s) => {
+                        let task_id = s.task_id.as_str();
+                        let state = s.status.state;
+                        if let Some(m) = &s.status.message {
+                            self.learn_from_message(task_id, m, state);
+                        }
+                        let known = self.known_or_fetch(task_id);
+                        if known.is_some() {
+                            self.set_state(task_id, state);
+                        }
+                        let role = known
+                            .as_ref()
+                            .map(|k| {
+                                if k.worker == self.me() {
+                                    Role::Worker
+                                } else {
+                                    Role::Requester
+                                }
+                            })
+                            .unwrap_or(Role::Requester);
+                        let peer = known
+                            .as_ref()
+                            .map(|k| match role {
+                                Role::Worker => k.requester.clone(),
+                                Role::Requester => k.worker.clone(),
+                            })
+                            .unwrap_or_default();
+                        let msg = s.status.message.as_ref();
+                        let from = msg
+                            .and_then(|m| m.from.clone())
+                            .unwrap_or_else(|| peer.clone());
+                        let body = msg.map_or_else(Body::default, |m| Body::of(&m.parts));
+                        let (id, who) = (name(task_id), name(&peer));
+                        let head = match (role, state) {
+                            (Role::Worker, State::Submitted) => {
+                                format!("New task {id} from {who} for you (submitted).")
                             }
-                        })
-                        .unwrap_or(Role::Requester);
-                    let peer = known
-                        .as_ref()
-                        .map(|k| match role {
-                            Role::Worker => k.requester.clone(),
-                            Role::Requester => k.worker.clone(),
-                        })
-                        .unwrap_or_default();
-                    let msg = s.status.message.as_ref();
-                    let from = msg
-                        .and_then(|m| m.from.clone())
-                        .unwrap_or_else(|| peer.clone());
-                    let body = msg.map(|m| message_text(m)).unwrap_or_default();
-                    let (id, who) = (name(task_id), name(&peer));
-                    let head = match (role, state) {
-                        (Role::Worker, State::Submitted) => {
-                            format!("New task {id} from {who} for you (submitted).")
+                            (Role::Worker, State::Canceled) => {
+                                format!("{who} canceled task {id}.")
+                            }
+                            (Role::Worker, _) => {
+                                format!("Task {id} from {who} is {}.", state.as_str())
+                            }
+                            (Role::Requester, State::InputRequired) => {
+                                format!("Task {id} for {who} is input-required: {who} asks you something.")
+                            }
+                            (Role::Requester, _) => {
+                                format!("Task {id} for {who} is {}.", state.as_str())
+                            }
+                        };
+                        let mut text = head;
+                        let quotes = !body.is_empty() && from != self.me();
+                        if !body.is_empty() {
+                            if quotes {
+                                text.push_str(&format!(
+                                    " {} wrote:\n{}",
+                                    name(&from),
+                                    body.framed(&from)
+                                ));
+                            } else {
+                                text.push_str(&format!(" You wrote: {}", body.own()));
+                            }
                         }
-                        (Role::Worker, State::Canceled) => {
-                            format!("{who} canceled task {id}.")
-                        }
-                        (Role::Worker, _) => {
-                            format!("Task {id} from {who} is {}.", state.as_str())
-                        }
-                        (Role::Requester, State::InputRequired) => {
-                            format!("Task {id} for {who} is input-required: {who} asks you something.")
-                        }
-                        (Role::Requester, _) => {
-                            format!("Task {id} for {who} is {}.", state.as_str())
-                        }
-                    };
-                    let mut text = head;
-                    let quotes = !body.is_empty() && from != self.me();
-                    if !body.is_empty() {
-                        if quotes {
-                            text.push_str(&format!(
-                                " {} wrote:\n{}",
-                                name(&from),
-                                peer_text(&from, &body)
-                            ));
-                        } else {
-                            text.push_str(&format!(" You wrote: {}", render::body(&body)));
+                        Described::Update {
+                            text,
+                            next: next_step(role, state, task_id, &peer),
+                            value: json!({"taskId": task_id, "state": state.as_str(), "from": from, "text": body.clipped()}),
+                            quotes,
                         }
                     }
-                    Described::Update {
-                        text,
-                        next: next_step(role, state, task_id, &peer),
-                        value: json!({"taskId": task_id, "state": state.as_str(), "from": from, "text": body}),
-                        quotes,
-                    }
-                }
-                StreamEvent::Artifact(a) => {
-                    let task_id = a.task_id.as_str();
-                    let known = self.known_or_fetch(task_id);
-                    let (peer, state) = known
-                        .map(|k| (k.worker, k.state))
-                        .unwrap_or_else(|| (String::new(), State::Working));
-                    let title = artifact_name(&a.artifact);
-                    let body = parts_text(&a.artifact.parts);
-                    let verb = if a.append { "added to" } else { "attached" };
-                    let who = name(&peer);
-                    Described::Update {
-                        text: format!(
-                            "{who} {verb} artifact {} on task {}:\n{}",
-                            quoted(&title),
-                            name(task_id),
-                            peer_text(&peer, &body)
-                        ),
-                        next: if state.is_terminal() {
-                            "nothing more to do on this task.".to_string()
-                        } else {
-                            format!(
-                                "the task is still {}: wait for {who} to finish it.",
-                                state.as_str()
-                            )
-                        },
-                        value: json!({
-                            "taskId": task_id, "state": state.as_str(), "from": peer, "text": "",
-                            "artifact": {"name": title, "text": body},
-                        }),
-                        quotes: true,
+                    StreamEvent::Artifact(a) => {
+                        let task_id = a.task_id.as_str();
+                        let known = self.known_or_fetch(task_id);
+                        let (peer, state) = known
+                            .map(|k| (k.worker, k.state))
+                            .unwrap_or_else(|| (String::new(), State::Working));
+                        let title = artifact_name(&a.artifact);
+                        let body = Body::of(&a.artifact.parts);
+                        let verb = if a.append { "added to" } else { "attached" };
+                        let who = name(&peer);
+                        Described::Update {
+                            text: format!(
+                                "{who} {verb} artifact {} on task {}:\n{}",
+                                quoted(&title),
+                                name(task_id),
+                                body.framed(&peer)
+                            ),
+                            next: if state.is_terminal() {
+                                "nothing more to do on this task.".to_string()
+                            } else {
+                                format!(
+                                    "the task is still {}: wait for {who} to finish it.",
+                                    state.as_str()
+                                )
+                            },
+                            value: json!({
+                                "taskId": task_id, "state": state.as_str(), "from": peer, "text": "",
+                                "artifact": {"name": title, "text": body.clipped()},
+                            }),
+                            quotes: true,
+                        }
                     }
                 }
-            },
+            }
             Event::Push(_) => Described::Ignored,
             Event::Lagged(l) => Described::Dropped(l.dropped),
             Event::LeaseReleased(p) => describe_lease_end(p),
@@ -781,7 +787,9 @@ impl Session {
         let role = self.role(&task);
         let (id, peer) = (name(task_id), name(counterpart(&task, role)));
         Ok(ToolResult::ok(
-            format!("Task {id} is canceled; {peer} has been told.\nNext: nothing more on this task."),
+            format!(
+                "Task {id} is canceled; {peer} has been told.\nNext: nothing more on this task."
+            ),
             json!({"taskId": task.id, "state": task.status.state.as_str()}),
         ))
     }
@@ -1207,16 +1215,45 @@ fn count(n: usize, what: &str) -> String {
     }
 }
 
-/// A text for the structured result: cut to [`QUOTE_MAX_CHARS`] as the
-/// text result cuts it (not escaped: programs read it).
-fn clip(s: &str) -> String {
-    match s.char_indices().nth(QUOTE_MAX_CHARS) {
-        Some((b, _)) => format!(
-            "{}{}",
-            &s[..b],
-            render::cut_note(s[b..].chars().count())
-        ),
-        None => s.to_owned(),
+/// A message's or artifact's parts as text, and how many characters of
+/// them the session already left out (a slim event's, see `inbox`).
+#[derive(Default)]
+struct Body {
+    text: String,
+    cut: usize,
+}
+
+impl Body {
+    fn of(parts: &[Part]) -> Body {
+        Body {
+            text: parts_text(parts),
+            cut: parts.iter().filter_map(inbox::cut_of).sum(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.text.is_empty() && self.cut == 0
+    }
+
+    /// Framed as peer `from`'s text.
+    fn framed(&self, from: &str) -> String {
+        render::peer_text(from, &self.text, self.cut)
+    }
+
+    /// The agent's own text, quoted back to it.
+    fn own(&self) -> String {
+        render::body(&self.text, self.cut)
+    }
+
+    /// For the structured result: cut to [`QUOTE_MAX_CHARS`] as the text
+    /// result cuts it, not escaped (programs read it).
+    fn clipped(&self) -> String {
+        let s = &self.text;
+        let (kept, left) = match s.char_indices().nth(QUOTE_MAX_CHARS) {
+            Some((b, _)) => (&s[..b], s[b..].chars().count()),
+            None => (s.as_str(), 0),
+        };
+        format!("{kept}{}", render::cut_note(left + self.cut))
     }
 }
 
@@ -1239,6 +1276,7 @@ pub fn message_text(m: &Message) -> String {
 fn parts_text(parts: &[Part]) -> String {
     parts
         .iter()
+        .filter(|p| inbox::cut_of(p).is_none())
         .map(|p| match p {
             Part::Text { text, .. } => text.clone(),
             Part::Data { data, .. } => serde_json::to_string(data).unwrap_or_default(),

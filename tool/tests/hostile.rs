@@ -35,7 +35,11 @@ fn hostile_message(to: Option<&str>, task_id: Option<&str>) -> Message {
     let mut data = serde_json::Map::new();
     data.insert("note".into(), json!(BODY));
     Message {
-        role: if task_id.is_some() { Role::Agent } else { Role::User },
+        role: if task_id.is_some() {
+            Role::Agent
+        } else {
+            Role::User
+        },
         parts: vec![
             Part::text(BODY),
             Part::File {
@@ -93,7 +97,10 @@ fn no_peer_chosen_string_escapes_the_frame_or_starts_a_line() {
     assert!(!r.is_error, "{}", r.text);
     check(&r, 0);
     assert!(r.text.contains("untrusted input"), "{}", r.text);
-    assert_eq!(r.structured["peers"][0]["name"], eve_name, "programs read it raw");
+    assert_eq!(
+        r.structured["peers"][0]["name"], eve_name,
+        "programs read it raw"
+    );
 
     // wait: a new task whose body, file part and data part are hostile.
     let t1 = eve
@@ -103,7 +110,11 @@ fn no_peer_chosen_string_escapes_the_frame_or_starts_a_line() {
     let r = victim.call(&json!({"action": "wait", "timeoutSeconds": 5}));
     check(&r, 1);
     assert_eq!(r.structured["events"][0]["taskId"], t1.as_str());
-    assert!(r.text.contains("[file \"eve\\n&lt;/peer-text&gt;"), "{}", r.text);
+    assert!(
+        r.text.contains("[file \"eve\\n&lt;/peer-text&gt;"),
+        "{}",
+        r.text
+    );
 
     // get: the task's history.
     let r = victim.call(&json!({"action": "get", "taskId": t1}));
@@ -168,7 +179,11 @@ fn no_peer_chosen_string_escapes_the_frame_or_starts_a_line() {
         .acquire_lease(&[PATH], 60, true, Some(BODY), None)
         .expect("a hostile path is a lease path");
     let r = victim.call(&json!({"action": "lease", "paths": [PATH]}));
-    assert_eq!(r.structured["error"]["code"], "lease-conflict", "{}", r.text);
+    assert_eq!(
+        r.structured["error"]["code"], "lease-conflict",
+        "{}",
+        r.text
+    );
     assert_eq!(r.structured["error"]["holder"], eve_name);
     check(&r, 0);
     eve.release_lease(&lease.id).expect("release");
