@@ -364,3 +364,104 @@ pub fn decoded_len(b: &str) -> usize {
 pub fn file_size(metadata: &Option<Object>) -> Option<u64> {
     metadata.as_ref()?.get(FILE_SIZE_KEY)?.as_u64()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use a2a_client::proto::types::{StatusUpdate, TaskEventParams, TaskStatus};
+    use a2a_client::State;
+
+    fn status(text: &str) -> Event {
+        Event::TaskEvent(TaskEventParams {
+            recipient: "worker".into(),
+            recipient_context_id: "c".into(),
+            context_id: "c".into(),
+            seq: 1,
+            task_version: 1,
+            event: StreamEvent::Status(StatusUpdate {
+                task_id: "t".into(),
+                context_id: "c".into(),
+                status: TaskStatus {
+                    state: State::Submitted,
+                    message: Some(Arc::new(a2a_client::task_message("t", text))),
+                    timestamp: String::new(),
+                },
+                is_final: false,
+            }),
+        })
+    }
+
+    fn parts(ev: &Event) -> Vec<Part> {
+        match ev {
+            Event::TaskEvent(p) => match &p.event {
+                StreamEvent::Status(s) => s.status.message.as_ref().expect("message").parts.clone(),
+                StreamEvent::Artifact(a) => a.artifact.parts.clone(),
+            },
+            _ => Vec::new(),
+        }
+    }
+
+    #[test]
+    fn texts_are_cut_with_a_count_and_files_lose_their_bytes() {
+        let ev = slim(status(&"x".repeat(QUOTE_MAX_CHARS + 5)), true);
+        let p = parts(&ev);
+        assert_eq!(p[0].as_text().map(|t| t.len()), Some(QUOTE_MAX_CHARS));
+        assert_eq!(cut_of(&p[1]), Some(5));
+        let mut m = a2a_client::task_message("t", "see");
+        m.parts.push(Part::File {
+            file: a2a_client::proto::types::FileContent {
+                name: Some("f.bin".into()),
+                mime_type: None,
+                uri: None,
+                bytes: Some("aGVsbG8=".into()),
+            },
+            metadata: None,
+        });
+        let Event::TaskEvent(mut p) = status("") else {
+            unreachable!()
+        };
+        if let StreamEvent::Status(s) = &mut p.event {
+            s.status.message = Some(Arc::new(m));
+        }
+        let ev = slim(Event::TaskEvent(p), true);
+        match &parts(&ev)[1] {
+            Part::File { file, metadata } => {
+                assert_eq!(file.bytes, None);
+                assert_eq!(file_size(metadata), Some(5));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// However many updates arrive unread, the inbox holds at most
+    /// INBOX_MAX_BYTES: past it new ones keep no text (their length is
+    /// counted), and past it even so the oldest are dropped and counted.
+    #[test]
+    fn the_inbox_stays_within_its_byte_bound() {
+        let inbox = Inbox::new();
+        let text = "y".repeat(QUOTE_MAX_CHARS);
+        let full = INBOX_MAX_BYTES / (QUOTE_MAX_CHARS + EVENT_OVERHEAD);
+        for _ in 0..full * 2 {
+            inbox.push(status(&text));
+            assert!(inbox.held_bytes() <= INBOX_MAX_BYTES);
+        }
+        let first = inbox.take(1).events;
+        assert_eq!(parts(&first[0])[0].as_text(), Some(text.as_str()));
+        let rest = inbox.take(usize::MAX).events;
+        let last = parts(rest.last().expect("kept"));
+        assert_eq!(last.len(), 1, "no text kept: {last:?}");
+        assert_eq!(cut_of(&last[0]), Some(QUOTE_MAX_CHARS));
+        assert_eq!(inbox.held_bytes(), 0);
+
+        // Bare updates (no text at all) past the bound: the oldest go.
+        let bare = bytes(&slim(status(""), true));
+        let n = INBOX_MAX_BYTES / bare + 100;
+        for _ in 0..n {
+            inbox.push(status(""));
+        }
+        assert!(inbox.held_bytes() <= INBOX_MAX_BYTES);
+        let taken = inbox.take(usize::MAX);
+        assert_eq!(taken.dropped as usize + taken.events.len(), n);
+        assert!(taken.dropped >= 100, "{}", taken.dropped);
+    }
+}

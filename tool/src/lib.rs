@@ -8,8 +8,14 @@
 //! - [`Session`]: the tool bound to one registered agent, whose token it
 //!   holds and never shows; [`Session::call`] runs one call and answers a
 //!   [`ToolResult`]: text for the model, a structured value, an error flag.
-//! - `args`: the arguments read and checked; `render`: peer text framed as
-//!   untrusted input, nearest names; [`ToolError`]: a mistake and its fix.
+//! - `args`: the arguments read and checked; `render`: the one escaping
+//!   rule for every string another agent chose, peer text framed as
+//!   untrusted input, nearest names; `inbox`: the agent's events kept slim
+//!   and bounded until the model waits; [`ToolError`]: a mistake and its fix.
+//!
+//! Texts in results (and in the structured values) are cut to
+//! [`QUOTE_MAX_CHARS`] per message or artifact, saying how much was left
+//! out; a result's text stays within [`RESULT_MAX_CHARS`].
 //!
 //! Structured results, by action:
 //!
@@ -17,8 +23,8 @@
 //! |---|---|
 //! | `discover` | `{peers: [{name, description, kind, skills}]}` |
 //! | `send` | `{taskId, state}` (a new task with `to`, a message on one with `taskId`) |
-//! | `get` | `{taskId, state, requester, worker, history: [{from, text}], artifacts: [{name, text}]}` |
-//! | `wait` | `{events: [{taskId, state, from, text, artifact?}], dropped?}` |
+//! | `get` | `{taskId, state, requester, worker, history: [{from, text}], artifacts: [{name, text}], omitted?}` (the newest messages and artifacts that fit one result; `omitted` counts the rest) |
+//! | `wait` | `{events: [{taskId, state, from, text, artifact?}], dropped?, pending?}` (at most [`WAIT_MAX_EVENTS`] events; `pending` are left for the next `wait`) |
 //! | `complete` | `{taskId, state}` |
 //! | `cancel` | `{taskId, state}` |
 //! | `lease` | `{leaseId, paths, exclusive, expiresAt}` |
