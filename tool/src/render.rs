@@ -422,7 +422,7 @@ mod tests {
         /// was: placed after the tool's own words it cannot begin a line.
         #[test]
         fn single_line_fields_hold_no_tag_and_no_line_break(s in hostile()) {
-            for out in [name(&s), quoted(&s), attr(&s), line(&s), names(&[s.clone(), s.clone()]), array(&[s.clone()])] {
+            for out in [name(&s), quoted(&s), attr(&s), line(&s), names(&[s.clone(), s.clone()]), array(std::slice::from_ref(&s))] {
                 prop_assert_eq!(tags(&out), (0, 0), "{}", out);
                 prop_assert!(!breaks(&out), "{:?}", out);
                 prop_assert!(!out.contains(['<', '>']));

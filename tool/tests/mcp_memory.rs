@@ -150,7 +150,7 @@ fn queued_file_events_do_not_grow_the_mcp_server_by_their_bytes() {
         grew_mib < 48,
         "the server's peak grew by {grew_mib} MiB for 128 queued 1 MiB files"
     );
-    drop(call);
+    // The host closes stdin: the server deregisters and exits.
     drop(stdin);
     let _ = child.wait();
 }
