@@ -47,6 +47,7 @@
 
 mod args;
 pub mod error;
+pub mod fuzz;
 mod inbox;
 mod render;
 pub mod schema;

@@ -270,26 +270,9 @@ pub fn list(items: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fuzz::tags;
     use proptest::prelude::*;
     use unicode_normalization::UnicodeNormalization;
-
-    /// `s` as a reader that ignores case, width and invisible characters
-    /// sees it: compatibility-decomposed, lowercased, format characters
-    /// and the other invisible ones removed.
-    fn folded(s: &str) -> String {
-        s.nfkd()
-            .filter(|&c| !invisible(c))
-            .collect::<String>()
-            .to_lowercase()
-    }
-
-    /// The frame tags a lenient reader finds in `s`: (opening, closing).
-    fn tags(s: &str) -> (usize, usize) {
-        let f = folded(s);
-        let close = f.matches("</peer-text").count();
-        let open = f.matches("<peer-text").count();
-        (open, close)
-    }
 
     #[test]
     fn a_peer_cannot_close_its_own_frame() {
@@ -358,13 +341,6 @@ mod tests {
         }
     }
 
-    /// Line breaks as a reader may take them.
-    fn breaks(s: &str) -> bool {
-        s.contains([
-            '\n', '\r', '\u{0B}', '\u{0C}', '\u{85}', '\u{2028}', '\u{2029}',
-        ])
-    }
-
     /// Strings built from what forges frames: tag pieces in any case,
     /// brackets and their lookalikes, invisible characters, line breaks,
     /// quotes, and any other character.
@@ -405,38 +381,12 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(2000))]
 
         /// Whatever the name and the body, a frame has exactly the one
-        /// opening and one closing tag the renderer wrote.
+        /// opening and one closing tag the renderer wrote, and a
+        /// single-line field holds no tag and no line break (see
+        /// `crate::fuzz::check`, which the fuzz target runs too).
         #[test]
         fn no_input_opens_or_closes_a_frame(from in hostile(), text in hostile()) {
-            let t = peer_text(&from, &text, 0);
-            prop_assert_eq!(tags(&t), (1, 1), "{}", t);
-            prop_assert!(t.starts_with("<peer-text from=\""));
-            prop_assert!(t.ends_with("\n</peer-text>"));
-            // The attribute is one line: the body starts on the second.
-            let first = t.lines().next().unwrap_or_default();
-            prop_assert!(first.ends_with("\">"));
-            prop_assert!(!breaks(first));
-        }
-
-        /// A single-line field holds no tag and no line break, whatever it
-        /// was: placed after the tool's own words it cannot begin a line.
-        #[test]
-        fn single_line_fields_hold_no_tag_and_no_line_break(s in hostile()) {
-            for out in [name(&s), quoted(&s), attr(&s), line(&s), names(&[s.clone(), s.clone()]), array(std::slice::from_ref(&s))] {
-                prop_assert_eq!(tags(&out), (0, 0), "{}", out);
-                prop_assert!(!breaks(&out), "{:?}", out);
-                prop_assert!(!out.contains(['<', '>']));
-            }
-            let q = quoted(&s);
-            // The closing quote is the only unescaped `"` after the first.
-            let inner = &q[1..q.len() - 1];
-            let mut escaped = false;
-            for c in inner.chars() {
-                prop_assert!(escaped || c != '"', "{}", q);
-                escaped = !escaped && c == '\\';
-            }
-            prop_assert!(!escaped);
-            prop_assert_eq!(tags(&body(&s, 0)), (0, 0));
+            crate::fuzz::check(&from, &text);
         }
     }
 

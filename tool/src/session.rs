@@ -572,23 +572,25 @@ impl Session {
                 }
             })
             .collect();
-        let mut text = String::new();
+        let mut parts = Vec::new();
         if quoted_any {
-            text.push_str(UNTRUSTED_NOTE);
-            text.push('\n');
+            parts.push(UNTRUSTED_NOTE.to_string());
         }
-        text.push_str(&format!("{}:", count(lines.len(), "update")));
-        for (i, l) in lines.iter().enumerate() {
-            text.push_str(&format!("\n{}. {l}", i + 1));
+        if !lines.is_empty() || dropped == 0 {
+            let mut list = format!("{}:", count(lines.len(), "update"));
+            for (i, l) in lines.iter().enumerate() {
+                list.push_str(&format!("\n{}. {l}", i + 1));
+            }
+            parts.push(list);
         }
         if dropped > 0 {
-            text.push_str(&format!(
-                "\n{dropped} older updates were dropped because they were not read in time: get(taskId) shows each task as it is now."
+            parts.push(format!(
+                "{dropped} older updates were dropped because they were not read in time: get(taskId) shows each task as it is now."
             ));
         }
         if waiting > 0 {
-            text.push_str(&format!(
-                "\n{waiting} more {} waiting: call wait again to read {}.",
+            parts.push(format!(
+                "{waiting} more {} waiting: call wait again to read {}.",
                 if waiting == 1 {
                     "update is"
                 } else {
@@ -597,6 +599,7 @@ impl Session {
                 if waiting == 1 { "it" } else { "them" },
             ));
         }
+        let text = parts.join("\n");
         let mut structured = json!({ "events": out });
         if dropped > 0 {
             structured["dropped"] = dropped.into();
