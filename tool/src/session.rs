@@ -414,10 +414,14 @@ impl Session {
         // Leave out the oldest messages, then the oldest artifacts, until
         // the rest fits (the head, the note and a line saying so included).
         let fixed = UNTRUSTED_NOTE.len() + head.len() + next.len() + 200;
-        let mut total: usize = fixed + blocks.iter().map(|b| b.0.chars().count()).sum::<usize>();
+        // A block costs its text or its structured value, the longer (JSON
+        // escapes quotes and newlines): both stay within the bound.
+        let cost =
+            |b: &(String, bool, Value)| b.0.chars().count().max(b.2.to_string().chars().count());
+        let mut total: usize = fixed + blocks.iter().map(cost).sum::<usize>();
         let mut skip = 0;
         while total > RESULT_MAX_CHARS && skip < blocks.len() {
-            total -= blocks[skip].0.chars().count();
+            total -= cost(&blocks[skip]);
             skip += 1;
         }
         let mut text = head;
@@ -542,7 +546,11 @@ impl Session {
                     value,
                     quotes,
                 } => {
-                    let n = text.chars().count() + next.chars().count() + 20;
+                    // The structured value may be the longer (JSON escapes
+                    // quotes and newlines): both stay within the bound.
+                    let n = (text.chars().count() + next.chars().count())
+                        .max(value.to_string().chars().count())
+                        + 20;
                     if !updates.is_empty() && used + n > RESULT_MAX_CHARS {
                         back.push(ev);
                         break;
