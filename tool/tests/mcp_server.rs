@@ -514,72 +514,19 @@ fn readme_mcp_entries() -> Vec<Vec<String>> {
         .collect()
 }
 
-/// An MCP server started with `args` (its `--socket` pointed at `socket`),
-/// initialized; calls the tool with `call(arguments)`.
-struct McpHost {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    rx: mpsc::Receiver<String>,
-    next_id: u64,
-}
-
-impl McpHost {
-    fn start(args: &[String], socket: &std::path::Path) -> McpHost {
-        let mut args = args.to_vec();
-        let at = args.iter().position(|a| a == "--socket").expect("--socket") + 1;
-        args[at] = socket.display().to_string();
-        let mut child = Command::new(broker_bin())
-            .args(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn a2a-broker mcp");
-        let stdin = child.stdin.take().expect("stdin");
-        let rx = line_reader(child.stdout.take().expect("stdout"));
-        let mut host = McpHost {
-            child,
-            stdin,
-            rx,
-            next_id: 1,
-        };
-        host.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                "clientInfo": {"name": "test-host", "version": "0"}}),
-        );
-        writeln!(
-            host.stdin,
-            "{}",
-            json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        )
-        .expect("write");
-        host
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        writeln!(
-            self.stdin,
-            "{}",
-            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-        )
-        .expect("write");
-        self.stdin.flush().expect("flush");
-        answer(&self.rx, id)
-    }
-
-    fn call(&mut self, arguments: Value) -> Value {
-        self.request("tools/call", json!({"name": "A2A", "arguments": arguments}))["result"].clone()
-    }
-}
-
-impl Drop for McpHost {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// An MCP server started as a README entry says (`args` after `mcp`, its
+/// `--socket` pointed at `socket`), initialized.
+fn start_entry(args: &[String], socket: &Path) -> Mcp {
+    assert_eq!(args.first().map(String::as_str), Some("mcp"), "{args:?}");
+    let at = args.iter().position(|a| a == "--socket").expect("--socket");
+    let rest: Vec<&str> = args[1..at]
+        .iter()
+        .chain(&args[at + 2..])
+        .map(String::as_str)
+        .collect();
+    let mut mcp = Mcp::spawn(socket, &rest);
+    mcp.initialize();
+    mcp
 }
 
 /// The README promises that its two MCP server entries share a context, so
@@ -600,11 +547,11 @@ fn the_readmes_two_mcp_servers_share_a_context_so_their_leases_meet() {
     let socket = broker.socket().expect("socket");
     let lease = json!({"action": "lease", "paths": ["src/lexer.rs"]});
 
-    let mut planner = McpHost::start(&entries[0], &socket);
-    let mut coder = McpHost::start(&entries[1], &socket);
-    let held = coder.call(lease.clone());
+    let mut planner = start_entry(&entries[0], &socket);
+    let mut coder = start_entry(&entries[1], &socket);
+    let held = coder.call(2, lease.clone())["result"].clone();
     assert_eq!(held["isError"], false, "{held}");
-    let refused = planner.call(lease.clone());
+    let refused = planner.call(2, lease.clone())["result"].clone();
     assert_eq!(refused["isError"], true, "{refused}");
     let error = &refused["structuredContent"]["error"];
     assert_eq!(error["code"], "lease-conflict", "{refused}");
@@ -622,9 +569,9 @@ fn the_readmes_two_mcp_servers_share_a_context_so_their_leases_meet() {
             [&args[..at], &args[at + 2..]].concat()
         })
         .collect();
-    let mut planner = McpHost::start(&alone[0], &socket);
-    let mut coder = McpHost::start(&alone[1], &socket);
-    assert_eq!(coder.call(lease.clone())["isError"], false);
-    let granted = planner.call(lease);
+    let mut planner = start_entry(&alone[0], &socket);
+    let mut coder = start_entry(&alone[1], &socket);
+    assert_eq!(coder.call(2, lease.clone())["result"]["isError"], false);
+    let granted = planner.call(2, lease)["result"].clone();
     assert_eq!(granted["isError"], false, "{granted}");
 }
