@@ -1,4 +1,6 @@
-//! A pull agent's pending events (ext): at most `MAX_PULL_QUEUE`, held until
+//! A pull agent's pending events (ext): at most `MAX_PULL_QUEUE`, and at
+//! most `MAX_PULL_QUEUE_BYTES` of them (the oldest dropped past either, and
+//! reported with `a2a.lagged`), held until
 //! acknowledged with `afterSeq`, so a lost `events.wait` response loses no
 //! event. Blocked waits are answered by the first event that arrives, or by
 //! the timer.
@@ -7,7 +9,7 @@ use super::outbox::Responder;
 use super::timer::{Timer, TimerKey};
 use crate::reply::Reply;
 use a2a_proto::error::RpcError;
-use a2a_proto::limits::MAX_PULL_QUEUE;
+use a2a_proto::limits::{MAX_PULL_QUEUE, MAX_PULL_QUEUE_BYTES};
 use a2a_proto::types::{LaggedParams, Notification};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -17,6 +19,10 @@ use std::time::{Duration, Instant};
 #[derive(Default)]
 struct State {
     events: VecDeque<Arc<Notification>>,
+    /// The bytes each of `events` counts for (`super::weight`), in order.
+    sizes: VecDeque<usize>,
+    /// Their sum.
+    bytes: usize,
     /// Dropped since the last wait that reported it.
     dropped: u64,
     /// Blocked waits, each with its timeout's timer entry (cancelled when
@@ -27,6 +33,16 @@ struct State {
     timer: Option<Timer>,
     /// Set when the agent's token is invalidated.
     closed: Option<RpcError>,
+}
+
+impl State {
+    /// Removes the oldest pending event.
+    fn pop_front(&mut self) {
+        self.events.pop_front();
+        if let Some(size) = self.sizes.pop_front() {
+            self.bytes -= size;
+        }
+    }
 }
 
 /// Bytes of events one `events.wait` answer may carry: the outgoing frame
@@ -83,9 +99,16 @@ impl PullQueue {
         if st.closed.is_some() {
             return;
         }
+        let size = super::weight::event(&n);
         st.events.push_back(n);
-        while st.events.len() > MAX_PULL_QUEUE {
-            st.events.pop_front();
+        st.sizes.push_back(size);
+        st.bytes += size;
+        // The newest event is never dropped: one larger than the byte
+        // bound is held alone.
+        while st.events.len() > 1
+            && (st.events.len() > MAX_PULL_QUEUE || st.bytes > MAX_PULL_QUEUE_BYTES)
+        {
+            st.pop_front();
             st.dropped += 1;
         }
         if !st.waiters.is_empty() {
@@ -148,7 +171,7 @@ impl PullQueue {
                 .front()
                 .is_some_and(|n| n.seq().is_none_or(|s| s <= acked))
             {
-                st.events.pop_front();
+                st.pop_front();
             }
         }
         if !st.events.is_empty() || st.dropped > 0 {
@@ -194,7 +217,9 @@ impl PullQueue {
             }
             responder.send(Err(err.clone()));
         }
-        st.events.clear();
+        st.events = VecDeque::new();
+        st.sizes = VecDeque::new();
+        st.bytes = 0;
         st.closed = Some(err);
     }
 }
