@@ -95,7 +95,8 @@ fn a_socket_that_never_reads_costs_at_most_its_byte_bound() {
     assert!(line.contains("\"token\""), "{line}");
 
     let before = peak_rss(p.pid);
-    let blob = "x".repeat(EVENT_BYTES);
+    // Base64 of EVENT_BYTES * 3 / 4 bytes: a file part of EVENT_BYTES on the wire.
+    let blob = "QUJD".repeat(EVENT_BYTES / 4);
     let mut sender = RawConn::socket(&socket, &secret).unwrap();
     for s in 0..SENDERS {
         let (_, token) = sender.register(&format!("s{s}"), &format!("sender{s}"));
@@ -104,7 +105,7 @@ fn a_socket_that_never_reads_costs_at_most_its_byte_bound() {
             let ids: Vec<u64> = (0..10)
                 .map(|_| {
                     let m = a2a_testkit::parts_msg(
-                        json!([{"kind": "data", "data": {"blob": blob}}]),
+                        json!([{"kind": "file", "file": {"name": "f.bin", "bytes": blob}}]),
                         "victim",
                     );
                     sender.request(
