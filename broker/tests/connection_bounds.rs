@@ -165,11 +165,12 @@ fn a_socket_that_never_reads_costs_at_most_its_byte_bound() {
 
 // ---- churn ----
 
-/// Rounds of connect, handshake, drop, and connections per round (from a
-/// few client threads at once).
+/// Rounds of connect, handshake (and for some a registration), drop, and
+/// connections per round (from a few client threads at once).
 const ROUNDS: usize = 3;
 const PER_ROUND: usize = 2_000;
 const CLIENT_THREADS: usize = 8;
+const REGISTER: &str = r#"{"jsonrpc":"2.0","id":2,"method":"a2a.agents.register","params":{"contextId":"churn","card":{"name":"c"}}}"#;
 
 #[test]
 fn connection_churn_leaves_no_threads_and_no_memory_behind() {
@@ -181,13 +182,23 @@ fn connection_churn_leaves_no_threads_and_no_memory_behind() {
             .map(|_| {
                 let (socket, line) = (socket.clone(), handshake_line(&secret));
                 std::thread::spawn(move || {
-                    for _ in 0..n / CLIENT_THREADS {
+                    for i in 0..n / CLIENT_THREADS {
                         let mut s = UnixStream::connect(&socket).unwrap();
                         s.set_read_timeout(Some(TIMEOUT)).unwrap();
-                        s.write_all(line.as_bytes()).unwrap();
-                        let mut buf = [0u8; 512];
-                        let got = s.read(&mut buf).unwrap();
-                        assert!(got > 0, "closed before the handshake's answer");
+                        let mut lines = line.clone();
+                        // One in four also registers an agent: its end then
+                        // waits for the writer to kill the agent's token.
+                        let registers = i % 4 == 0;
+                        if registers {
+                            lines.push_str(&format!("{REGISTER}\n"));
+                        }
+                        s.write_all(lines.as_bytes()).unwrap();
+                        let mut rd = BufReader::new(s);
+                        for _ in 0..1 + usize::from(registers) {
+                            let mut answer = String::new();
+                            rd.read_line(&mut answer).unwrap();
+                            assert!(answer.contains("\"result\""), "{answer}");
+                        }
                     }
                 })
             })

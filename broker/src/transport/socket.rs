@@ -15,11 +15,12 @@
 //!
 //! Connections take `--max-connections` places (`super::places`); at the
 //! bound a new connection evicts the oldest one that has not completed its
-//! handshake. A connection's end waits for the writer thread to kill its
-//! agents' tokens on the runtime's small blocking pool (never by turning a
-//! worker into a blocking thread: under churn that spawned a replacement
-//! worker per connection, hundreds of threads each keeping its allocator
-//! heap), whose idle threads end within a second.
+//! handshake. A connection that queued calls to the writer thread waits,
+//! as it ends, for the writer to kill its agents' tokens, on the runtime's
+//! small blocking pool, whose idle threads end within a second; never by
+//! turning a worker into a blocking thread, which under churn spawned a
+//! replacement worker per connection: hundreds of threads, each keeping
+//! its allocator heap.
 
 use super::binary;
 use super::ndjson::{self, AsyncLineReader, Line};
@@ -365,10 +366,11 @@ pub fn listen(
 }
 
 /// Threads the socket's runtime may run blocking work on besides its
-/// workers: connection ends waiting for the writer thread, and encodings
-/// of large tasks. More ends than this queue for a thread (each is one
-/// writer round trip); they never add threads.
-const BLOCKING_THREADS: usize = 4;
+/// workers: connection ends waiting for the writer thread (those that
+/// queued a call to it), and encodings of large tasks. The writer ends
+/// all the connections waiting on it in one batch, so this many end per
+/// writer cycle; more queue for a thread, and never add threads.
+const BLOCKING_THREADS: usize = 16;
 
 /// How long an idle blocking thread lives: a burst's threads end soon
 /// after it, and their allocator heaps with them.
@@ -469,9 +471,9 @@ async fn serve_connection(
     }
     // Waits for the writer thread on the blocking pool, keeping this
     // runtime's workers for the other connections. A connection that
-    // never shook hands registered nothing and does not wait (see
-    // `Broker::close`).
-    if session.is_handshaken() {
+    // never queued a call to the writer registered nothing and does not
+    // wait (see `Broker::close`).
+    if session.needs_writer_to_close() {
         let b = broker.clone();
         let _ = tokio::task::spawn_blocking(move || b.close(session)).await;
     }
