@@ -186,9 +186,9 @@ fn connection_churn_leaves_no_threads_and_no_memory_behind() {
                         let mut s = UnixStream::connect(&socket).unwrap();
                         s.set_read_timeout(Some(TIMEOUT)).unwrap();
                         let mut lines = line.clone();
-                        // One in four also registers an agent: its end then
+                        // One in eight also registers an agent: its end then
                         // waits for the writer to kill the agent's token.
-                        let registers = i % 4 == 0;
+                        let registers = i % 8 == 0;
                         if registers {
                             lines.push_str(&format!("{REGISTER}\n"));
                         }

@@ -72,6 +72,8 @@ pub struct PullQueue {
     recipient: String,
     recipient_context_id: String,
     state: Mutex<State>,
+    /// `MAX_PULL_QUEUE_BYTES` (a field so that a test can lower it).
+    byte_bound: usize,
 }
 
 impl std::fmt::Debug for PullQueue {
@@ -89,6 +91,7 @@ impl PullQueue {
             recipient: recipient.to_owned(),
             recipient_context_id: ctx.to_owned(),
             state: Mutex::new(State::default()),
+            byte_bound: MAX_PULL_QUEUE_BYTES,
         }
     }
 
@@ -106,7 +109,7 @@ impl PullQueue {
         // The newest event is never dropped: one larger than the byte
         // bound is held alone.
         while st.events.len() > 1
-            && (st.events.len() > MAX_PULL_QUEUE || st.bytes > MAX_PULL_QUEUE_BYTES)
+            && (st.events.len() > MAX_PULL_QUEUE || st.bytes > self.byte_bound)
         {
             st.pop_front();
             st.dropped += 1;
@@ -298,6 +301,43 @@ mod tests {
         assert_eq!(got[0], None, "lagged first");
         assert_eq!(got.len(), MAX_PULL_QUEUE + 1);
         assert_eq!(got[1], Some(5));
+    }
+
+    /// Past the byte bound the oldest events go, reported as lagged; the
+    /// newest stays even alone over the bound.
+    #[test]
+    fn events_past_the_byte_bound_are_dropped_and_reported() {
+        let timer = Timer::start();
+        let o = Arc::new(Outbox::new(8));
+        let mut q = PullQueue::new("a", "c");
+        q.byte_bound = 3 * crate::delivery::weight::event(&event(1));
+        let q = Arc::new(q);
+        for s in 1..=10 {
+            q.push(event(s));
+        }
+        q.wait(
+            None,
+            Duration::ZERO,
+            Responder::direct(o.clone(), Id::Uint(1)),
+            &timer,
+        );
+        let got = seqs(&answer(&o));
+        assert_eq!(
+            got,
+            [None, Some(8), Some(9), Some(10)],
+            "lagged, then the newest three"
+        );
+        let mut big = PullQueue::new("a", "c");
+        big.byte_bound = 1;
+        let big = Arc::new(big);
+        big.push(event(1));
+        big.wait(
+            None,
+            Duration::ZERO,
+            Responder::direct(o.clone(), Id::Uint(2)),
+            &timer,
+        );
+        assert_eq!(seqs(&answer(&o)), [Some(1)], "one event alone is held");
     }
 
     #[test]
