@@ -61,7 +61,7 @@ fn json(v: &Value) -> usize {
 }
 
 fn object(o: &Option<Object>) -> usize {
-    o.as_ref().map_or(0, |o| json_map(o))
+    o.as_ref().map_or(0, json_map)
 }
 
 fn json_map(o: &Object) -> usize {
