@@ -411,6 +411,9 @@ async fn serve_connection(
     let mut rd = BufReader::with_capacity(64 * 1024, &conn);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(HANDSHAKE_TIMEOUT_SECONDS);
     let sniffed = tokio::select! {
+        // Bytes already there choose the codec first: an evicted
+        // connection that has sent anything is told why.
+        biased;
         c = tokio::time::timeout_at(deadline, sniff(&mut rd)) => c.ok().flatten(),
         _ = place.evicted() => {
             log_eviction(session.conn);
