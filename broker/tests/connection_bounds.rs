@@ -71,10 +71,10 @@ fn settled_rss(pid: u32) -> u64 {
 
 // ---- a connection that never reads ----
 
-/// Senders, tasks each, and the bytes of each task's data part: 300 events
+/// Senders, tasks each, and the bytes of each task's file part: 300 events
 /// of about 1 MiB for a worker whose connection never reads (before the
-/// byte bound all of them were held: the broker grew by their size, over
-/// 400 MiB; the count bound is 65,536).
+/// byte bound all of them were held, under the count bound of 65,536: the
+/// broker's peak RSS grew by ~350 MiB; ~105 MiB with it).
 const SENDERS: usize = 3;
 const TASKS_EACH: usize = 100;
 const EVENT_BYTES: usize = 1 << 20;
