@@ -168,6 +168,7 @@ impl Broker {
             let r = slot.take().expect("responder present");
             *slot = Some(r.parked(parked));
         }
+        s.mark_queued();
         let from = Origin {
             conn: s.conn,
             outbox: s.outbox.clone(),
