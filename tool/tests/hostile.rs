@@ -2,8 +2,8 @@
 //! through the tool: its card's name, description and skills, message
 //! bodies, a file part's name and type, a data part, an artifact's name,
 //! id and body, a lease path and (as its holder) its name. Every result
-//! of every action the victim's model calls (discover, wait, get, send,
-//! complete, cancel, lease, and the errors that name the peer) holds only
+//! of every action the victim's model calls (all but `release`, whose
+//! answer names no peer; and the errors that name the peer) holds only
 //! the frames the renderer wrote, no invisible character, and no line
 //! outside a frame that the peer's text begins.
 
