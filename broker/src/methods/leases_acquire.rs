@@ -35,6 +35,7 @@ impl WriteMethod for Handler {
         };
         match cx.caches.leases.check(&req, now) {
             Ok(()) => {}
+            Err(Refusal::OverBudget(e)) => return Err(e.into()),
             Err(Refusal::TooMany { held }) => {
                 return Err(CoreError::SendCap {
                     limit: "A2A_MAX_LEASES_PER_AGENT",
