@@ -320,7 +320,8 @@ impl Pattern {
 /// after its last) match the literal segment `s`? The head starts it, the
 /// tail ends it, and each piece between stars is found leftmost after the
 /// previous one (a later find only leaves less room): linear in both
-/// lengths (`memmem` is linear in the worst case), and charged so.
+/// lengths (`memmem` is linear in the worst case), and charged so. Most
+/// pairs differ in their heads or tails, and are charged for those only.
 fn glob_matches(
     glob: &[u8],
     head: usize,
@@ -328,18 +329,16 @@ fn glob_matches(
     s: &[u8],
     work: &mut Work,
 ) -> Result<bool, OverBudget> {
-    work.charge(1 + glob.len() + s.len())?;
+    work.charge(1 + head + tail)?;
     if head + tail > s.len()
         || glob[..head] != s[..head]
         || glob[glob.len() - tail..] != s[s.len() - tail..]
     {
         return Ok(false);
     }
-    let mut rest = &s[head..s.len() - tail];
-    for piece in glob[head..glob.len() - tail]
-        .split(|c| *c == b'*')
-        .filter(|p| !p.is_empty())
-    {
+    let (middle, mut rest) = (&glob[head..glob.len() - tail], &s[head..s.len() - tail]);
+    work.charge(middle.len() + rest.len())?;
+    for piece in middle.split(|c| *c == b'*').filter(|p| !p.is_empty()) {
         match memchr::memmem::find(rest, piece) {
             Some(at) => rest = &rest[at + piece.len()..],
             None => return Ok(false),

@@ -368,6 +368,7 @@ pub fn conflict(a: &LeaseRec, b: &LeaseRec) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use a2a_proto::limits::{A2A_MAX_LEASE_PATHS, A2A_MAX_LEASE_PATH_BYTES};
 
     fn party(ctx: &str, peer: &str) -> Party {
         Party {
@@ -432,6 +433,91 @@ mod tests {
         assert_eq!(ls.get("3").unwrap().expires_at, 1002);
         assert_eq!(ls.next_expiry(), Some(1000));
         assert_eq!(ls.expired(1001), ["1", "2"]);
+    }
+
+    /// `A2A_MAX_LEASES_PER_AGENT` leases of `A2A_MAX_LEASE_PATHS` paths
+    /// (`path(lease, index)`), held shared by `eve` in context `c`.
+    fn held_at_the_bounds(path: impl Fn(usize, usize) -> String) -> Leases {
+        let eve = party("c", "eve");
+        let mut ls = Leases::default();
+        for i in 0..A2A_MAX_LEASES_PER_AGENT {
+            let paths: Vec<String> = (0..A2A_MAX_LEASE_PATHS).map(|j| path(i, j)).collect();
+            assert!(paths.iter().all(|p| p.len() <= A2A_MAX_LEASE_PATH_BYTES));
+            let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+            let mut l = rec(&format!("l{i:02}"), &eve, &refs, false, 0);
+            l.expires_at = Millis::MAX;
+            ls.insert(l, &mut vec![]);
+        }
+        ls
+    }
+
+    /// Globs of 500 stars at every bound: 64 x 64 held against 64 asked,
+    /// each pair compared exactly (their heads and tails), all of them
+    /// within one call's budget; a later path that overlaps is found.
+    #[test]
+    fn globs_at_the_bounds_are_compared_exactly_within_the_budget() {
+        let ls = held_at_the_bounds(|i, j| format!("{}x{i}y{j}", "a*".repeat(505)));
+        let mallory = party("c", "mallory");
+        let far: Vec<String> = (0..A2A_MAX_LEASE_PATHS)
+            .map(|k| format!("{}{k}", "b*".repeat(505)))
+            .collect();
+        let req = |paths| Request {
+            holder: &mallory,
+            paths,
+            exclusive: true,
+        };
+        assert_eq!(ls.check(&req(&far), 1), Ok(()));
+        let mut near = far.clone();
+        near[63] = "a*x63y63".into();
+        let last = format!("{}x63y63", "a*".repeat(505));
+        assert_eq!(
+            ls.check(&req(&near), 1),
+            Err(Refusal::Conflict {
+                lease_id: "l63".into(),
+                holder: "eve".into(),
+                paths: vec![last.clone()]
+            })
+        );
+        let listed = ls.overlapping("c", "*x63y63", 1).unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].id, "l63");
+        assert!(ls.overlapping("c", &far[0], 1).unwrap().is_empty());
+    }
+
+    /// Paths of 500 one-byte segments against a `**` run of 300 sought
+    /// along each: past the budget, the call is refused (and changes
+    /// nothing: `check` and `overlapping` only read).
+    #[test]
+    fn a_call_past_the_budget_is_refused() {
+        let ls = held_at_the_bounds(|i, j| format!("{}x{i}y{j}", "a/".repeat(505)));
+        let mallory = party("c", "mallory");
+        let runs = vec![format!("**/{}b/**", "a/".repeat(300))];
+        let req = Request {
+            holder: &mallory,
+            paths: &runs,
+            exclusive: true,
+        };
+        let Err(Refusal::OverBudget(e)) = ls.check(&req, 1) else {
+            panic!("within budget")
+        };
+        assert_eq!(e.limit, A2A_MAX_LEASE_MATCH_STEPS);
+        assert!(e.spent > e.limit);
+        let e = ls.overlapping("c", &runs[0], 1).unwrap_err();
+        assert_eq!(e.limit, A2A_MAX_LEASE_MATCH_STEPS);
+        match CoreError::from(e) {
+            CoreError::OutOfBounds { limit, max, .. } => {
+                assert_eq!((limit, max), ("A2A_MAX_LEASE_MATCH_STEPS", e.limit))
+            }
+            other => panic!("{other:?}"),
+        }
+        // The same holder's own leases are not compared at all.
+        let eve = party("c", "eve");
+        let own = Request {
+            holder: &eve,
+            paths: &runs,
+            exclusive: true,
+        };
+        assert_eq!(ls.check(&own, 1), Err(Refusal::TooMany { held: 64 }));
     }
 
     /// Random interleavings of acquire, renew, release, expiry (time
@@ -579,6 +665,9 @@ mod tests {
                                 self.leases.watch(&lease_id, &holder);
                             }
                             Err(Refusal::TooMany { .. }) => {}
+                            Err(Refusal::OverBudget(e)) => {
+                                panic!("a few short paths ran out of budget: {e}")
+                            }
                         }
                     }
                     Op::Renew { agent, pick, ttl } => {
