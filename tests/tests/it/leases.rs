@@ -4,6 +4,7 @@
 //! on a closed connection, and the restart rule (every lease ended, its
 //! record kept), against the real binary.
 
+use a2a_testkit::measure::thread_cpu;
 use a2a_testkit::*;
 use std::time::{Duration, Instant};
 
@@ -503,6 +504,7 @@ fn costly_lease_paths_do_not_hold_the_writer() {
         acquire(&mut e, &eve, json!(paths), false);
     }
     let glob_far = |k: usize| format!("{}{k}", "b*".repeat(495));
+    let writer_before = thread_cpu(b.pid, "a2a-writer");
     let grab = e.request(
         ACQUIRE,
         json!({"token": mallory.token, "paths": (0..64).map(glob_far).collect::<Vec<_>>(), "ttlSeconds": 60}),
@@ -536,6 +538,10 @@ fn costly_lease_paths_do_not_hold_the_writer() {
     let r = e.response(list_runs);
     assert_rpc_bound(&r, -32602, "A2A_MAX_LEASE_MATCH_STEPS", 4_000_000, None);
     assert!(r["error"]["data"]["actual"].as_u64() > Some(4_000_000), "{r}");
+    // The writer's time for the three calls and the send (an unoptimised
+    // build; before, the first call alone took minutes of it).
+    let writer = thread_cpu(b.pid, "a2a-writer") - writer_before;
+    assert!(writer < Duration::from_secs(2), "{writer:?} of writer time");
     // A plain question is still answered in full.
     assert_eq!(listed(&mut e, &eve, Some("elsewhere/x")), Vec::<String>::new());
     assert_eq!(listed(&mut e, &eve, None).len(), 65);
