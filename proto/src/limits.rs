@@ -102,7 +102,7 @@ pub const A2A_MAX_LEASE_WAIT_SECONDS: u64 = 120;
 /// The comparison runs on the broker's single writer, so this bounds how
 /// long one call can hold every other client's writes (about 10 ms of
 /// steps at the worst case measured, BENCHMARKS.md).
-pub const A2A_MAX_LEASE_MATCH_STEPS: u64 = 4_000_000;
+pub const A2A_MAX_LEASE_MATCH_STEPS: u64 = 6_000_000;
 
 // ---- Before the handshake, on the local socket (§2) ----
 

@@ -171,7 +171,9 @@ impl Leases {
             if l.rec.holder == *req.holder || (!l.rec.exclusive && !req.exclusive) {
                 continue;
             }
-            let hit = l.overlaps(&wanted, &mut work).map_err(Refusal::OverBudget)?;
+            let hit = l
+                .overlaps(&wanted, &mut work)
+                .map_err(Refusal::OverBudget)?;
             if !hit.is_empty() {
                 return Err(Refusal::Conflict {
                     lease_id: l.rec.id.clone(),
@@ -337,7 +339,11 @@ impl Leases {
 
 impl Live {
     /// This lease's paths that overlap one of `wanted`, in its order.
-    fn overlaps<'a>(&'a self, wanted: &[Pattern], work: &mut Work) -> Result<Vec<&'a str>, OverBudget> {
+    fn overlaps<'a>(
+        &'a self,
+        wanted: &[Pattern],
+        work: &mut Work,
+    ) -> Result<Vec<&'a str>, OverBudget> {
         let mut hit = Vec::new();
         for (held, pattern) in self.rec.paths.iter().zip(&self.patterns) {
             for w in wanted {

@@ -536,13 +536,19 @@ fn costly_lease_paths_do_not_hold_the_writer() {
     assert_eq!(granted["lease"]["paths"][63], glob_far(63));
     assert_eq!(result(&e.response(list_globs))["leases"], json!([]));
     let r = e.response(list_runs);
-    assert_rpc_bound(&r, -32602, "A2A_MAX_LEASE_MATCH_STEPS", 4_000_000, None);
-    assert!(r["error"]["data"]["actual"].as_u64() > Some(4_000_000), "{r}");
+    assert_rpc_bound(&r, -32602, "A2A_MAX_LEASE_MATCH_STEPS", 6_000_000, None);
+    assert!(
+        r["error"]["data"]["actual"].as_u64() > Some(6_000_000),
+        "{r}"
+    );
     // The writer's time for the three calls and the send (an unoptimised
     // build; before, the first call alone took minutes of it).
     let writer = thread_cpu(b.pid, "a2a-writer") - writer_before;
     assert!(writer < Duration::from_secs(2), "{writer:?} of writer time");
     // A plain question is still answered in full.
-    assert_eq!(listed(&mut e, &eve, Some("elsewhere/x")), Vec::<String>::new());
+    assert_eq!(
+        listed(&mut e, &eve, Some("elsewhere/x")),
+        Vec::<String>::new()
+    );
     assert_eq!(listed(&mut e, &eve, None).len(), 65);
 }
