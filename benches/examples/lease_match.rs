@@ -119,6 +119,9 @@ fn both_match<T>(
     ok[0]
 }
 
+/// The `i`th path of a kind.
+type PathOf = fn(usize) -> String;
+
 /// A run of segments sought along 1,000 bytes of one-byte segments.
 fn run_of(n: usize) -> String {
     format!("**/{}b/**", "a/".repeat(n))
@@ -165,7 +168,7 @@ fn main() {
         "one call: 64 asked x {0} x {0} held paths, budget {A2A_MAX_LEASE_MATCH_STEPS} steps",
         A2A_MAX_LEASE_PATHS
     );
-    let calls: [(&str, fn(usize) -> String, fn(usize) -> String); 5] = [
+    let calls: [(&str, PathOf, PathOf); 5] = [
         (
             "a*a* globs",
             |i| fill("a*", &format!("x{i}")),
