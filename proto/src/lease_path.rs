@@ -120,18 +120,51 @@ pub fn overlaps(a: &str, b: &str) -> bool {
 /// that is not normalised is compared as the same string would be.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pattern {
-    text: String,
-    segs: Vec<Seg>,
+    text: Box<str>,
+    /// 16 bytes a segment: a 1,024-byte lease path of one-byte segments
+    /// (512 of them) holds 8 KiB here besides its text, as long as its
+    /// lease lives.
+    segs: Box<[Seg]>,
     /// Indexes (into `segs`) of the `**` segments, in order.
-    anys: Vec<usize>,
+    anys: Box<[u32]>,
 }
 
-/// One segment: its bytes in the path, and what kind of pattern it is.
+/// One segment: its bytes in the path, and (`head`) what kind of pattern
+/// it is: [`LITERAL`], [`ANY`], or the bytes before a glob's first `*`
+/// (then `tail`: those after its last).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Seg {
-    start: usize,
-    end: usize,
-    kind: Kind,
+    start: u32,
+    end: u32,
+    head: u32,
+    tail: u32,
+}
+
+/// `Seg::head` of a segment without `*`.
+const LITERAL: u32 = u32::MAX;
+/// `Seg::head` of a `**` segment.
+const ANY: u32 = u32::MAX - 1;
+
+/// The longest path a [`Pattern`] holds whole (its offsets are `u32`); a
+/// longer one is cut there. Far over anything the broker accepts (its
+/// frames are 32 MiB, its lease paths `A2A_MAX_LEASE_PATH_BYTES`).
+const MAX_PATTERN_BYTES: usize = (u32::MAX - 2) as usize;
+
+impl Seg {
+    fn kind(&self) -> Kind {
+        match self.head {
+            LITERAL => Kind::Literal,
+            ANY => Kind::AnySegments,
+            head => Kind::Glob {
+                head: head as usize,
+                tail: self.tail as usize,
+            },
+        }
+    }
+
+    fn bytes<'a>(&self, text: &'a str) -> &'a [u8] {
+        &text.as_bytes()[self.start as usize..self.end as usize]
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,30 +180,39 @@ enum Kind {
 impl Pattern {
     /// Splits `path` on `/` and classifies each segment (linear in its length).
     pub fn new(path: &str) -> Pattern {
-        let mut segs = Vec::new();
+        let mut cut = path.len().min(MAX_PATTERN_BYTES);
+        while !path.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let path = &path[..cut];
+        // Every offset below is at most `cut`, which fits in a u32.
+        let at = |n: usize| n as u32;
+        let mut segs = Vec::with_capacity(memchr::memchr_iter(b'/', path.as_bytes()).count() + 1);
         let mut anys = Vec::new();
         let mut start = 0;
         for seg in path.split('/') {
             let end = start + seg.len();
-            let kind = if seg == ANY_SEGMENTS {
-                anys.push(segs.len());
-                Kind::AnySegments
+            let (head, tail) = if seg == ANY_SEGMENTS {
+                anys.push(at(segs.len()));
+                (ANY, 0)
             } else {
                 match (seg.find('*'), seg.rfind('*')) {
-                    (Some(first), Some(last)) => Kind::Glob {
-                        head: first,
-                        tail: seg.len() - last - 1,
-                    },
-                    _ => Kind::Literal,
+                    (Some(first), Some(last)) => (at(first), at(seg.len() - last - 1)),
+                    _ => (LITERAL, 0),
                 }
             };
-            segs.push(Seg { start, end, kind });
+            segs.push(Seg {
+                start: at(start),
+                end: at(end),
+                head,
+                tail,
+            });
             start = end + 1;
         }
         Pattern {
-            text: path.to_owned(),
-            segs,
-            anys,
+            text: path.into(),
+            segs: segs.into_boxed_slice(),
+            anys: anys.into_boxed_slice(),
         }
     }
 
@@ -222,12 +264,12 @@ impl Pattern {
 
     /// The segments before the first `**` (all of them if none).
     fn head(&self) -> &[Seg] {
-        &self.segs[..self.anys.first().copied().unwrap_or(self.segs.len())]
+        &self.segs[..self.anys.first().map_or(self.segs.len(), |i| *i as usize)]
     }
 
     /// The segments after the last `**` (all of them if none).
     fn tail(&self) -> &[Seg] {
-        &self.segs[self.anys.last().map_or(0, |i| i + 1)..]
+        &self.segs[self.anys.last().map_or(0, |i| *i as usize + 1)..]
     }
 
     /// Do the segments of `mine` (of `self`) and `theirs` (of `other`)
@@ -250,11 +292,8 @@ impl Pattern {
     /// Could one concrete segment match segment `x` of `self` and `y` of
     /// `other`?
     fn meet(&self, x: &Seg, other: &Pattern, y: &Seg, work: &mut Work) -> Result<bool, OverBudget> {
-        let (a, b) = (
-            &self.text.as_bytes()[x.start..x.end],
-            &other.text.as_bytes()[y.start..y.end],
-        );
-        match (x.kind, y.kind) {
+        let (a, b) = (x.bytes(&self.text), y.bytes(&other.text));
+        match (x.kind(), y.kind()) {
             (Kind::Literal, Kind::Literal) => {
                 let same_len = a.len() == b.len();
                 work.charge(SEGMENT_STEPS + if same_len { compared(a.len()) } else { 0 })?;
@@ -298,7 +337,7 @@ impl Pattern {
         }
         let (mut from, to) = (head.len(), n - tail.len());
         for pair in other.anys.windows(2) {
-            let run = &other.segs[pair[0] + 1..pair[1]];
+            let run = &other.segs[pair[0] as usize + 1..pair[1] as usize];
             if run.is_empty() {
                 continue;
             }
@@ -721,6 +760,14 @@ mod tests {
         }
         let (a, b) = &worst_pairs()[1];
         assert!(steps(a, b).1 <= 11, "two globs: their heads and tails only");
+    }
+
+    /// What a held lease keeps per segment, besides its text.
+    #[test]
+    fn a_segment_takes_16_bytes() {
+        assert_eq!(std::mem::size_of::<Seg>(), 16);
+        let p = Pattern::new(&"a/".repeat(512)[..1023]);
+        assert_eq!((p.segs.len(), p.text.len()), (512, 1023));
     }
 
     /// A budget refuses the work past it, before doing it, and says so.
