@@ -102,6 +102,24 @@ impl Live {
         let patterns = rec.paths.iter().map(|p| Pattern::new(p)).collect();
         Live { rec, patterns }
     }
+
+    /// This lease's paths that overlap one of `wanted`, in its order.
+    fn overlaps<'a>(
+        &'a self,
+        wanted: &[Pattern],
+        work: &mut Work,
+    ) -> Result<Vec<&'a str>, OverBudget> {
+        let mut hit = Vec::new();
+        for (held, pattern) in self.rec.paths.iter().zip(&self.patterns) {
+            for w in wanted {
+                if pattern.overlaps(w, work)? {
+                    hit.push(held.as_str());
+                    break;
+                }
+            }
+        }
+        Ok(hit)
+    }
 }
 
 /// Every live lease, by id, by context (in acquisition order) and by expiry.
@@ -334,26 +352,6 @@ impl Leases {
     #[cfg(test)]
     pub fn all(&self) -> impl Iterator<Item = &LeaseRec> {
         self.by_id.values().map(|l| &l.rec)
-    }
-}
-
-impl Live {
-    /// This lease's paths that overlap one of `wanted`, in its order.
-    fn overlaps<'a>(
-        &'a self,
-        wanted: &[Pattern],
-        work: &mut Work,
-    ) -> Result<Vec<&'a str>, OverBudget> {
-        let mut hit = Vec::new();
-        for (held, pattern) in self.rec.paths.iter().zip(&self.patterns) {
-            for w in wanted {
-                if pattern.overlaps(w, work)? {
-                    hit.push(held.as_str());
-                    break;
-                }
-            }
-        }
-        Ok(hit)
     }
 }
 
