@@ -115,6 +115,13 @@ pub const A2A_MIN_LEASE_TTL_SECONDS: u64 = 1;
 pub const A2A_MAX_LEASE_TTL_SECONDS: u64 = 3600;
 /// Longest `waitSeconds` of an `a2a.leases.acquire` (a parked wait).
 pub const A2A_MAX_LEASE_WAIT_SECONDS: u64 = 120;
+/// Steps one `a2a.leases.acquire` or `a2a.leases.list` may spend comparing
+/// its paths with the live leases of its context (`lease_path::Work`: a
+/// step per pair of paths, per pair of segments and per byte compared).
+/// The comparison runs on the broker's single writer, so this bounds how
+/// long one call can hold every other client's writes (about 10 ms of
+/// steps at the worst case measured, BENCHMARKS.md).
+pub const A2A_MAX_LEASE_MATCH_STEPS: u64 = 6_000_000;
 
 // ---- Before the handshake, on the local socket (§2) ----
 
