@@ -894,7 +894,7 @@ impl Session {
             Err(e) => return self.failed(e),
         };
         let close = nearest(to, &names);
-        let to = quoted(to);
+        let to = said(to);
         let message = if names.is_empty() {
             format!("There is no peer {to}, and no peers are registered right now: do the work yourself, or discover again later.")
         } else if close.is_empty() {
@@ -984,7 +984,7 @@ impl Session {
             Ok(page) => page.tasks,
             Err(e) => return self.failed(e),
         };
-        let wanted = quoted(task_id);
+        let wanted = said(task_id);
         let message = if mine.is_empty() {
             format!("There is no task {wanted} of yours: you have no tasks yet. send(to, text) starts one; wait tells you when a peer gives you one.")
         } else {
@@ -1361,5 +1361,16 @@ fn describe_lease_end(p: &LeaseReleasedParams) -> Described {
             "state": format!("lease-{}", p.reason.as_str()),
         }),
         quotes: false,
+    }
+}
+
+/// A peer name or task id the model wrote, quoted back: whole when it could
+/// be one (`A2A_MAX_ID_BYTES` at most), else a short excerpt, so that a
+/// megabyte written by mistake is not read back into the model's context.
+fn said(s: &str) -> String {
+    if s.len() <= a2a_client::proto::limits::A2A_MAX_ID_BYTES {
+        quoted(s)
+    } else {
+        crate::args::excerpt(s)
     }
 }

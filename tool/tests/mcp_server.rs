@@ -320,6 +320,16 @@ fn a_megabyte_of_tool_name_or_action_comes_back_as_a_short_excerpt() {
     let said = r.to_string();
     assert!(said.len() < 2000, "{} bytes", said.len());
     assert!(text(&r).contains("The actions are: discover, send"), "{r}");
+    // A megabyte of peer name or task id is quoted back short too.
+    for (id, args) in [
+        (9, json!({"action": "send", "to": huge, "text": "hi"})),
+        (10, json!({"action": "get", "taskId": huge})),
+    ] {
+        let r = mcp.call(id, args);
+        assert_eq!(r["result"]["isError"], true, "{r}");
+        let said = r.to_string();
+        assert!(said.len() < 2000, "{} bytes", said.len());
+    }
     mcp.send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
         "params": {"name": huge, "arguments": {"action": "discover"}}}));
     let e = mcp.answer(7);
