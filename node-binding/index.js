@@ -274,7 +274,7 @@ class Agent {
     this.#failWaiters()
   }
 
-  /** The A2A tool (discover | send | get | wait | complete | cancel) bound
+  /** The A2A tool (discover | send | get | wait | complete | cancel | lease | release) bound
    * to this agent, in the Pi agent runtime's shape (see `tool.js`). */
   tool(options = {}) {
     return makeTool(this.#n, options)

@@ -81,10 +81,6 @@ impl Broker {
         )
     }
 
-    /// The connection ended: the calls it sent before ending still run,
-    /// then its agents' tokens die (their tasks stay open). Returns once
-    /// they are dead, so a transport that hangs up after this leaves no
-    /// moment in which another connection could still use them.
     /// Returns once the writer has run everything queued before this call
     /// (a connection close with no agents, used as a barrier).
     pub(crate) fn barrier(&self) {
@@ -92,11 +88,14 @@ impl Broker {
         self.engine.connection_closed(s.conn);
     }
 
+    /// The connection ended: the calls it sent before ending still run,
+    /// then its agents' tokens die (their tasks stay open). Returns once
+    /// they are dead, so a transport that hangs up after this leaves no
+    /// moment in which another connection could still use them. A
+    /// connection that never queued a call to the writer has nothing
+    /// there and returns at once (see [`Session::needs_writer_to_close`]).
     pub(crate) fn close(&self, s: Session) {
-        // A connection that never completed its handshake registered
-        // nothing: no need to queue behind the writer (a flood of
-        // unauthenticated connections must not cost it a wake-up each).
-        if s.handshaken {
+        if s.needs_writer_to_close() {
             self.engine.connection_closed(s.conn);
         }
     }

@@ -8,7 +8,7 @@ use crate::delivery::Outbox;
 use crate::secret::Secret;
 use a2a_proto::error::RpcError;
 use a2a_proto::limits::A2A_MAX_PARKED_WAITS;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// One connection's state.
@@ -22,6 +22,10 @@ pub struct Session {
     pub closing: bool,
     /// Unanswered waits and blocking sends (`A2A_MAX_PARKED_WAITS`).
     parked: Arc<AtomicUsize>,
+    /// Set once a call of this connection was queued to the writer: only
+    /// then can the writer hold anything of it (agents, leases) that its
+    /// close must end.
+    queued: AtomicBool,
 }
 
 impl Session {
@@ -33,7 +37,22 @@ impl Session {
             secret,
             closing: false,
             parked: Default::default(),
+            queued: AtomicBool::new(false),
         }
+    }
+
+    /// A call of this connection goes to the writer.
+    pub(crate) fn mark_queued(&self) {
+        self.queued.store(true, Ordering::Relaxed);
+    }
+
+    /// Must its close wait for the writer ([`crate::broker::Broker::close`])?
+    /// Only if a call of it went there: a connection that never queued a
+    /// call registered nothing and holds no lease, and nothing of it is in
+    /// flight (so churn of connections that only shake hands, or read,
+    /// never costs the writer a wake-up each).
+    pub fn needs_writer_to_close(&self) -> bool {
+        self.handshaken && self.queued.load(Ordering::Relaxed)
     }
 
     /// Has the connection completed its handshake?

@@ -37,6 +37,20 @@ fn help_explains_every_subcommand() {
 }
 
 #[test]
+fn mcp_help_explains_waiting_for_a_broker() {
+    let out = broker().args(["mcp", "--help"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for words in [
+        "--wait <SECONDS>",
+        "start this server before the broker",
+        "restarted",
+    ] {
+        assert!(text.contains(words), "mcp --help says {words:?}: {text}");
+    }
+}
+
+#[test]
 fn unreadable_database_fails_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("junk.db");

@@ -54,7 +54,7 @@ fn settled_rss(pid: u32) -> u64 {
 /// about 120 MB. The task cache is at its byte bound (`TASK_CACHE_BYTES`,
 /// 32 MiB of content and renderings) from about 2,000 such tasks. What is
 /// left moves with the load, not the count: up to 8 reader threads' SQLite
-/// page caches (~2 MB each, README "Resident memory") and the allocator's
+/// page caches (~2 MB each, docs/operations.md "Resident memory") and the allocator's
 /// give-back. A settled RSS at a fixed count moved by up to ~20 MiB from
 /// run to run here (from 1,000 to 5,000 with a 16 MiB bound the test
 /// passed or failed by it, the same on b989877).

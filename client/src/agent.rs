@@ -23,6 +23,7 @@ use a2a_proto::params::{
     RegisterResult, ReleaseLeaseParams, RenewLeaseParams, ResubscribeParams, SendConfiguration,
     SendParams, StatusParams, TaskListResult, TokenParams, WaitParams,
 };
+use a2a_proto::request::{self, Authed, Method};
 use a2a_proto::types::{AgentCard, Artifact, Delivery, Message, PushConfig, State, Task};
 use futures_core::Stream;
 use parking_lot::Mutex;
@@ -319,6 +320,47 @@ impl Agent {
         self.inner.client.conn().submit(call, convert, hook)
     }
 
+    /// Any method of the table, submitted as this agent: `M`'s params with
+    /// the agent's token filled in, answered by `M`'s result. Every typed
+    /// method below is this call with its arguments gathered into params
+    /// and a field taken out of the result; a method added to the table is
+    /// reachable here before it has a typed method of its own.
+    ///
+    /// ```no_run
+    /// # fn f(agent: &a2a_client::Agent) -> Result<(), a2a_client::ClientError> {
+    /// use a2a_client::proto::{params::RenewLeaseParams, request::LeaseRenew};
+    /// let params = RenewLeaseParams { token: None, lease_id: "l-1".into(), ttl_seconds: 60 };
+    /// let renewed = agent.call_async::<LeaseRenew>(params)?.wait(std::time::Duration::from_secs(5))?;
+    /// println!("{}", renewed.lease.expires_at);
+    /// # Ok(()) }
+    /// ```
+    pub fn call_async<M: Method>(
+        &self,
+        mut params: M::Params,
+    ) -> Result<Pending<M::Result>, ClientError>
+    where
+        M::Params: Authed,
+    {
+        params.set_token(self.inner.token.clone());
+        self.submit(
+            M::call(params),
+            Convert::Fn(|outcome| {
+                M::result(outcome).map_err(|other| ClientError::unexpected(M::NAME, &other))
+            }),
+            None,
+        )
+    }
+
+    /// [`Agent::call_async`] waited for at most
+    /// [`crate::ClientOptions::call_timeout`]: the blocking form, from the
+    /// same body.
+    pub fn call<M: Method>(&self, params: M::Params) -> Result<M::Result, ClientError>
+    where
+        M::Params: Authed,
+    {
+        self.call_async::<M>(params)?.wait(self.call_timeout())
+    }
+
     /// `a2a.agents.list`, submitted: the cards it may address, optionally
     /// only those with a skill of that id or tag.
     pub fn list_agents_async(
@@ -560,18 +602,13 @@ impl Agent {
         &self,
         query: TaskQuery,
     ) -> Result<Pending<TaskListResult>, ClientError> {
-        let call = Call::ListTasks(ListTasksParams {
-            token: self.token_opt(),
+        self.call_async::<request::ListTasks>(ListTasksParams {
+            token: None,
             role: query.role,
             state: query.state,
             limit: query.limit,
             cursor: query.cursor,
-        });
-        self.submit(
-            call,
-            convert!("a2a.tasks.list", Outcome::TaskList(r) => r),
-            None,
-        )
+        })
     }
 
     blocking!(

@@ -791,3 +791,70 @@ fn replies_past_the_incoming_frame_bound_are_read() {
     // The connection is still whole.
     assert_eq!(req.get_task(&task.id, Some(0)).unwrap().id, task.id);
 }
+
+/// The generic call reaches any method of the table by its marker type,
+/// with the agent's token filled in, blocking and submitted alike; and its
+/// answers are the typed methods' answers.
+#[test]
+fn the_generic_call_reaches_methods_by_their_marker_types() {
+    use a2a_client::proto::params::{
+        AcquireLeaseParams, GetParams, ListLeasesParams, RenewLeaseParams,
+    };
+    use a2a_client::proto::request::{self, Method, TaskOrTasks};
+    let b = Broker::start();
+    let c = b.connect();
+    let alice = register(&c, "ctx-g", "alice");
+    let bob = register(&c, "ctx-g", "bob");
+
+    let acquired = alice
+        .call::<request::LeaseAcquire>(AcquireLeaseParams {
+            token: None,
+            paths: vec!["src/lib.rs".into()],
+            ttl_seconds: 30,
+            exclusive: true,
+            reason: None,
+            wait_seconds: None,
+        })
+        .unwrap()
+        .lease;
+    assert_eq!(acquired.holder, "alice");
+    let renewed = alice
+        .call_async::<request::LeaseRenew>(RenewLeaseParams {
+            token: None,
+            lease_id: acquired.id.clone(),
+            ttl_seconds: 60,
+        })
+        .unwrap()
+        .wait(TIMEOUT)
+        .unwrap()
+        .lease;
+    assert_eq!(renewed.id, acquired.id);
+    let listed = bob
+        .call::<request::LeaseList>(ListLeasesParams::default())
+        .unwrap()
+        .leases;
+    assert_eq!(listed, bob.list_leases(None).unwrap());
+    assert_eq!(listed.len(), 1);
+
+    let task = match alice
+        .call::<request::Send>(a2a_client::proto::params::SendParams {
+            token: None,
+            message: message_to("bob", "hi"),
+            configuration: None,
+        })
+        .unwrap()
+    {
+        TaskOrTasks::Task(t) => t.task,
+        TaskOrTasks::Tasks(_) => panic!("one peer, one task"),
+    };
+    let got = bob
+        .call::<request::Get>(GetParams {
+            token: None,
+            id: task.id.clone(),
+            history_length: None,
+        })
+        .unwrap()
+        .task;
+    assert_eq!(got, bob.get_task(&task.id, None).unwrap());
+    assert_eq!(request::Get::NAME, "a2a.tasks.get");
+}

@@ -492,7 +492,15 @@ impl Core {
             match map.get(&broker_ctx) {
                 Some(c) => Some(c.clone()),
                 None if map.cells.len() >= self.config.max_contexts => {
-                    return Err(GatewayError::Internal("too many contexts".into()));
+                    return Err(GatewayError::limit(
+                        format!(
+                            "too many contexts (at most {}, all identities together)",
+                            self.config.max_contexts
+                        ),
+                        "too many contexts",
+                        "MAX_CONTEXTS",
+                        self.config.max_contexts,
+                    ));
                 }
                 None if map.identity_count(identity) < self.config.max_contexts_per_identity => {
                     let cell = Cell::default();
@@ -507,10 +515,15 @@ impl Core {
         let cell = match cell {
             Some(c) => c,
             None => self.take_lru(identity, &broker_ctx).await.ok_or_else(|| {
-                GatewayError::Internal(format!(
-                    "too many contexts for identity {identity} (at most {}, each with an open task or a subscriber)",
-                    self.config.max_contexts_per_identity
-                ))
+                GatewayError::limit(
+                    format!(
+                        "too many contexts for identity {identity} (at most {}, each with an open task or a subscriber)",
+                        self.config.max_contexts_per_identity
+                    ),
+                    "too many contexts",
+                    "MAX_CONTEXTS_PER_IDENTITY",
+                    self.config.max_contexts_per_identity,
+                )
             })?,
         };
         let ctx = cell
@@ -766,10 +779,15 @@ impl Core {
         let mut map = self.blocking.lock();
         let n = map.entry(identity.to_owned()).or_default();
         if *n >= limits::MAX_BLOCKING_PER_IDENTITY {
-            return Err(GatewayError::Internal(format!(
-                "too many blocking sends waiting for identity {identity} (at most {})",
-                limits::MAX_BLOCKING_PER_IDENTITY
-            )));
+            return Err(GatewayError::limit(
+                format!(
+                    "too many blocking sends waiting for identity {identity} (at most {})",
+                    limits::MAX_BLOCKING_PER_IDENTITY
+                ),
+                mapping::TOO_MANY_WAITS,
+                "MAX_BLOCKING_PER_IDENTITY",
+                limits::MAX_BLOCKING_PER_IDENTITY,
+            ));
         }
         *n += 1;
         Ok(BlockingSlot {
@@ -801,10 +819,15 @@ impl Core {
             return Ok((self.context(identity, &row.context).await?, false));
         }
         if self.store.open_task_count(identity) >= self.config.max_open_tasks_per_identity {
-            return Err(GatewayError::Internal(format!(
-                "too many open tasks for identity {identity} (at most {})",
-                self.config.max_open_tasks_per_identity
-            )));
+            return Err(GatewayError::limit(
+                format!(
+                    "too many open tasks for identity {identity} (at most {})",
+                    self.config.max_open_tasks_per_identity
+                ),
+                "too many open tasks",
+                "MAX_OPEN_TASKS_PER_IDENTITY",
+                self.config.max_open_tasks_per_identity,
+            ));
         }
         let (v1_ctx, new_conversation) = match m.context_id.as_deref().filter(|c| !c.is_empty()) {
             Some(c) => (c.to_owned(), false),

@@ -17,6 +17,7 @@
 //! - [`push`]: push notification configs and their delivery.
 //! - [`store`]: the gateway's durable state (SQLite): tasks, push
 //!   configs, remote task ids.
+//! - [`state_file`]: the state file's permissions (owner-only).
 //! - [`limits`]: the gateway's own bounds.
 //! - [`mapping`]: v1.0 <-> `a2a.*` translation (states, roles, parts, ids,
 //!   contexts, paging, errors), pure functions with tests.
@@ -35,6 +36,7 @@ pub mod outbound;
 pub mod push;
 pub mod security;
 pub mod server;
+pub mod state_file;
 pub mod store;
 pub mod tck;
 pub mod v1;

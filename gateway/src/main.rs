@@ -95,6 +95,11 @@ enum Cmd {
         /// token the remotes require.
         #[arg(long)]
         remote_bearer_env: Option<String>,
+        /// With --remote: a further origin (`scheme://host[:port]`) calls
+        /// may go to (repeatable); calls go only to the origin a remote's
+        /// card was fetched from unless allowed here.
+        #[arg(long = "remote-allow-origin", value_name = "ORIGIN")]
+        remote_allow_origins: Vec<String>,
         /// Append one JSON line per call answered and per request refused
         /// to FILE (no message bodies, no secrets).
         #[arg(long, value_name = "FILE")]
@@ -186,9 +191,14 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
             reply_timeout,
             remotes,
             remote_bearer_env,
+            remote_allow_origins,
             audit,
         } => {
             let tokens = tokens_of(tokens, token_file)?;
+            let remote_allow_origins = a2a_gateway::outbound::cli::origins_of(
+                "--remote-allow-origin",
+                &remote_allow_origins,
+            )?;
             // The one locator of every front end (issue 24): a NAME or a
             // path, "no broker is listening" told apart from a bad secret.
             let located = a2a_client::locate(&socket);
@@ -230,6 +240,7 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
                         &bridge_to.1,
                         remotes,
                         remote_bearer_env.as_deref(),
+                        remote_allow_origins,
                         running.core.store().clone(),
                     )
                     .await?,

@@ -89,6 +89,13 @@ pub enum GatewayError {
     /// broker's was hit.
     #[error("internal error: {0}")]
     Internal(String),
+    /// A bound of the caller's share was reached (its blocking sends
+    /// waiting, its open tasks, its contexts): JSON-RPC -32602 with
+    /// `data: {reason, limit, max}`, as the broker reports its own
+    /// `A2A_MAX_PARKED_WAITS`, and HTTP 429, so that a client can tell it
+    /// from a failure and try again once one of its calls has ended.
+    #[error("{0}")]
+    Limit(Limit),
     /// Too many calls from one identity (JSON-RPC -32600 with HTTP 429 and
     /// `Retry-After`).
     #[error("rate limit exceeded")]
@@ -98,7 +105,52 @@ pub enum GatewayError {
     Unauthenticated,
 }
 
+/// Which bound a [`GatewayError::Limit`] hit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limit {
+    /// What the client is told.
+    pub message: String,
+    /// `data.reason`: `"too many waits"` for blocking sends (the broker's
+    /// word for the same bound), else what ran out.
+    pub reason: &'static str,
+    /// `data.limit`: the bound's name (a constant of `limits`, or the
+    /// broker's `A2A_MAX_PARKED_WAITS`).
+    pub limit: &'static str,
+    /// `data.max`: the bound.
+    pub max: u64,
+}
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// `data.reason` of the refusal of a blocking send over its bound, the
+/// gateway's and the broker's alike.
+pub const TOO_MANY_WAITS: &str = "too many waits";
+
 impl GatewayError {
+    /// A bound of the caller's share was reached (see [`Limit`]).
+    pub fn limit(message: String, reason: &'static str, limit: &'static str, max: usize) -> Self {
+        GatewayError::Limit(Limit {
+            message,
+            reason,
+            limit,
+            max: max as u64,
+        })
+    }
+
+    /// The HTTP status of the answer carrying this error: 200 (the
+    /// JSON-RPC binding carries errors in the body), but 429 for a bound
+    /// of the caller's share, as for its rate limit.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            GatewayError::Limit(_) | GatewayError::RateLimited => 429,
+            _ => 200,
+        }
+    }
+
     /// The JSON-RPC error code.
     pub fn code(&self) -> i64 {
         match self {
@@ -115,7 +167,7 @@ impl GatewayError {
             | GatewayError::RateLimited
             | GatewayError::Unauthenticated => -32600,
             GatewayError::MethodNotFound(_) => -32601,
-            GatewayError::InvalidParams(_) => -32602,
+            GatewayError::InvalidParams(_) | GatewayError::Limit(_) => -32602,
             GatewayError::Internal(_) => -32603,
         }
     }
@@ -140,6 +192,9 @@ impl GatewayError {
     /// else; A2A errors carry `data: [ErrorInfo]`.
     pub fn to_json(&self) -> Value {
         let mut e = json!({"code": self.code(), "message": self.to_string()});
+        if let GatewayError::Limit(l) = self {
+            e["data"] = json!({"reason": l.reason, "limit": l.limit, "max": l.max});
+        }
         if let Some(reason) = self.reason() {
             e["data"] = json!([{
                 "@type": "type.googleapis.com/google.rpc.ErrorInfo",
@@ -177,6 +232,20 @@ impl GatewayError {
             };
         }
         match e.rpc() {
+            // The broker's bound of parked waits on the identity's
+            // connection: the same limit error as the gateway's own.
+            Some(r)
+                if r.code == a2a_proto::error::INVALID_PARAMS
+                    && r.data.as_ref().and_then(|d| d.get("reason"))
+                        == Some(&Value::from(TOO_MANY_WAITS)) =>
+            {
+                GatewayError::limit(
+                    r.message.clone(),
+                    TOO_MANY_WAITS,
+                    "A2A_MAX_PARKED_WAITS",
+                    a2a_proto::limits::A2A_MAX_PARKED_WAITS,
+                )
+            }
             Some(r) if r.code == a2a_proto::error::INVALID_PARAMS => {
                 GatewayError::InvalidParams(r.message.clone())
             }
@@ -994,6 +1063,44 @@ mod tests {
                 "{code:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_bound_reached_is_a_limit_error_with_its_bound_not_an_internal_one() {
+        let e = GatewayError::limit(
+            "too many blocking sends waiting for identity a (at most 64)".into(),
+            TOO_MANY_WAITS,
+            "MAX_BLOCKING_PER_IDENTITY",
+            64,
+        );
+        assert_eq!(e.http_status(), 429);
+        assert_eq!(
+            e.to_json(),
+            json!({"code": -32602,
+                   "message": "too many blocking sends waiting for identity a (at most 64)",
+                   "data": {"reason": "too many waits", "limit": "MAX_BLOCKING_PER_IDENTITY", "max": 64}})
+        );
+        // The broker's own bound of parked waits on the identity's
+        // connection is the same error.
+        let parked = ClientError::Rpc(a2a_proto::error::RpcError::new(
+            -32602,
+            "too many waits: this connection already has 64 unanswered waits or blocking sends",
+            Some(
+                json!({"reason": "too many waits", "limit": "A2A_MAX_PARKED_WAITS", "max": 64, "actual": 65}),
+            ),
+        ));
+        let e = GatewayError::from_client(&parked, Op::Send, "");
+        assert_eq!(e.http_status(), 429);
+        let j = e.to_json();
+        assert_eq!(j["code"], -32602);
+        assert_eq!(j["data"]["reason"], "too many waits");
+        assert_eq!(j["data"]["limit"], "A2A_MAX_PARKED_WAITS");
+        assert_eq!(j["data"]["max"], 64);
+        // Other invalid params stay what they were (HTTP 200).
+        let other = ClientError::Rpc(a2a_proto::error::RpcError::new(-32602, "bad", None));
+        let e = GatewayError::from_client(&other, Op::Send, "");
+        assert_eq!(e, GatewayError::InvalidParams("bad".into()));
+        assert_eq!(e.http_status(), 200);
     }
 
     #[test]

@@ -9,15 +9,18 @@
 //! - **Rate limits**: a token bucket per identity ([`RateLimiter`]).
 //! - **Request size**: a bound on the body (enforced in `http`).
 //! - **Push webhooks** ([`WebhookPolicy`]): only `http`/`https` URLs to
-//!   allowed hosts, never to private, link-local or unspecified addresses
-//!   (SSRF), and to loopback only with `--allow-loopback-webhooks`. The
+//!   allowed hosts, never to an address of a special-purpose range (SSRF:
+//!   private, link-local, shared, reserved, documentation, multicast,
+//!   tunnels and translators into such space; one table per family,
+//!   [`SPECIAL_V4`] and [`SPECIAL_V6`], each range with its reason), and
+//!   to loopback only with `--allow-loopback-webhooks`. The
 //!   check is made on the URL when a config is created and again on the
 //!   resolved address at each delivery (DNS may change in between).
 //! - **Audit**: one line per call, without message bodies ([`audit`]).
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Instant;
 use subtle::ConstantTimeEq;
 
@@ -204,8 +207,8 @@ pub enum WebhookRefused {
     HostNotAllowed(String),
     #[error("webhook address {0} is loopback (allowed only with --allow-loopback-webhooks)")]
     Loopback(IpAddr),
-    #[error("webhook address {0} is private, link-local or otherwise not public")]
-    NotPublic(IpAddr),
+    #[error("webhook address {0} is not public: {1}")]
+    NotPublic(IpAddr, SpecialRange),
 }
 
 impl WebhookPolicy {
@@ -259,8 +262,8 @@ impl WebhookPolicy {
                 Err(WebhookRefused::Loopback(ip))
             };
         }
-        if !is_public(ip) {
-            return Err(WebhookRefused::NotPublic(ip));
+        if let Some(range) = special_range(ip) {
+            return Err(WebhookRefused::NotPublic(ip, range));
         }
         let is_literal = host.parse::<IpAddr>().is_ok();
         if self.host_listed(host) || (is_literal && self.host_listed(&ip.to_string())) {
@@ -271,27 +274,23 @@ impl WebhookPolicy {
     }
 }
 
-/// The IPv4 address an IPv6 address reaches, for the forms that carry
-/// one: IPv4-mapped `::ffff:0:0/96`, IPv4-translated `::ffff:0:0:0/96`,
-/// IPv4-compatible `::/96` (but `::` and `::1`, which are IPv6's own),
-/// NAT64 `64:ff9b::/96` and 6to4
-/// `2002::/16` (the IPv4 address in bits 16..48).
-pub fn embedded_v4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+/// The IPv4 address an IPv6 address reaches, for the forms that are
+/// routed to one: IPv4-mapped `::ffff:0:0/96` (a dual-stack socket
+/// connects to the IPv4 address), NAT64 `64:ff9b::/96` (the well-known
+/// prefix, RFC 6052: the translator connects to it) and 6to4 `2002::/16`
+/// (the IPv4 address in bits 16..48, RFC 3056). Other forms that carry an
+/// IPv4 address (IPv4-compatible `::/96`, IPv4-translated
+/// `::ffff:0:0:0/96`, Teredo `2001::/32`, the local-use NAT64 prefix
+/// `64:ff9b:1::/48`) are refused whole by [`SPECIAL_V6`].
+pub fn embedded_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
     let s = v6.segments();
     let low = |hi: u16, lo: u16| {
         let [a, b] = hi.to_be_bytes();
         let [c, d] = lo.to_be_bytes();
-        std::net::Ipv4Addr::new(a, b, c, d)
+        Ipv4Addr::new(a, b, c, d)
     };
     if let Some(v4) = v6.to_ipv4_mapped() {
         return Some(v4);
-    }
-    if s[..6] == [0; 6] {
-        return (!v6.is_unspecified() && !v6.is_loopback()).then(|| low(s[6], s[7]));
-    }
-    // IPv4-translated (SIIT, `::ffff:0:a.b.c.d`).
-    if s[..6] == [0, 0, 0, 0, 0xffff, 0] {
-        return Some(low(s[6], s[7]));
     }
     if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
         return Some(low(s[6], s[7]));
@@ -302,41 +301,207 @@ pub fn embedded_v4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
     None
 }
 
-/// Is `ip` a public unicast address (not private, loopback, link-local,
-/// shared, documentation, multicast, unspecified, or reserved)? An IPv6
-/// address that carries an IPv4 one is judged by that IPv4 address.
-pub fn is_public(ip: IpAddr) -> bool {
-    if let IpAddr::V6(v6) = ip {
-        if let Some(v4) = embedded_v4(v6) {
-            return is_public(IpAddr::V4(v4));
+/// A range of addresses no webhook may target, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Special<A> {
+    /// The range's first address.
+    pub net: A,
+    /// Its prefix length.
+    pub len: u8,
+    /// What the range is for (and so why no webhook belongs there).
+    pub why: &'static str,
+}
+
+impl<A: std::fmt::Display> std::fmt::Display for Special<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}: {}", self.net, self.len, self.why)
+    }
+}
+
+/// A refused range, either family (what [`WebhookRefused::NotPublic`]
+/// names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpecialRange {
+    V4(&'static Special<Ipv4Addr>),
+    V6(&'static Special<Ipv6Addr>),
+}
+
+impl std::fmt::Display for SpecialRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpecialRange::V4(s) => s.fmt(f),
+            SpecialRange::V6(s) => s.fmt(f),
         }
     }
+}
+
+const fn v4(a: u8, b: u8, c: u8, d: u8, len: u8, why: &'static str) -> Special<Ipv4Addr> {
+    Special {
+        net: Ipv4Addr::new(a, b, c, d),
+        len,
+        why,
+    }
+}
+
+const fn v6(segments: [u16; 8], len: u8, why: &'static str) -> Special<Ipv6Addr> {
+    let [a, b, c, d, e, f, g, h] = segments;
+    Special {
+        net: Ipv6Addr::new(a, b, c, d, e, f, g, h),
+        len,
+        why,
+    }
+}
+
+/// Every IPv4 range a webhook may not target: the whole IANA IPv4
+/// Special-Purpose Address Registry (RFC 6890 and its updates), multicast
+/// and the limited broadcast. Some entries are globally reachable
+/// (anycast services, AS112 sinks), but none holds an HTTP receiver a
+/// client may name: refusing them costs no real webhook and keeps a
+/// caller from aiming the gateway's POSTs at shared infrastructure. A more
+/// specific range comes before the one holding it, so the reason given is
+/// the most precise one.
+pub const SPECIAL_V4: &[Special<Ipv4Addr>] = &[
+    v4(
+        0,
+        0,
+        0,
+        0,
+        8,
+        "\"this network\" (RFC 791), never a destination",
+    ),
+    v4(10, 0, 0, 0, 8, "private-use (RFC 1918)"),
+    v4(
+        100,
+        64,
+        0,
+        0,
+        10,
+        "shared address space of carrier-grade NAT (RFC 6598)",
+    ),
+    v4(127, 0, 0, 0, 8, "loopback (RFC 1122)"),
+    v4(
+        169,
+        254,
+        0,
+        0,
+        16,
+        "link-local, where cloud metadata services answer (RFC 3927)",
+    ),
+    v4(172, 16, 0, 0, 12, "private-use (RFC 1918)"),
+    v4(
+        192,
+        0,
+        0,
+        0,
+        24,
+        "IETF protocol assignments: DS-Lite, PCP and TURN anycast, NAT64 discovery (RFC 6890)",
+    ),
+    v4(192, 0, 2, 0, 24, "documentation, TEST-NET-1 (RFC 5737)"),
+    v4(192, 31, 196, 0, 24, "AS112 DNS sink (RFC 7535)"),
+    v4(192, 52, 193, 0, 24, "AMT relay anycast (RFC 7450)"),
+    v4(
+        192,
+        88,
+        99,
+        0,
+        24,
+        "6to4 relay anycast, deprecated (RFC 7526)",
+    ),
+    v4(192, 168, 0, 0, 16, "private-use (RFC 1918)"),
+    v4(
+        192,
+        175,
+        48,
+        0,
+        24,
+        "AS112 direct delegation DNS sink (RFC 7534)",
+    ),
+    v4(198, 18, 0, 0, 15, "benchmarking (RFC 2544)"),
+    v4(198, 51, 100, 0, 24, "documentation, TEST-NET-2 (RFC 5737)"),
+    v4(203, 0, 113, 0, 24, "documentation, TEST-NET-3 (RFC 5737)"),
+    v4(224, 0, 0, 0, 4, "multicast (RFC 5771)"),
+    v4(255, 255, 255, 255, 32, "limited broadcast (RFC 919)"),
+    v4(240, 0, 0, 0, 4, "reserved for future use (RFC 1112)"),
+];
+
+/// Every IPv6 range a webhook may not target: the whole IANA IPv6
+/// Special-Purpose Address Registry (RFC 6890 and its updates), the rest of
+/// the address space outside global unicast (site-local, multicast, SRv6
+/// SIDs...), and the forms that carry an IPv4 address without being routed
+/// to it as such. IPv4-mapped addresses, the NAT64 well-known prefix and
+/// 6to4 are not here: they are judged by their IPv4 address
+/// ([`embedded_v4`]). A more specific range comes before the one holding
+/// it; past the table, anything outside `2000::/3` is refused too
+/// ([`GLOBAL_UNICAST`]).
+pub const SPECIAL_V6: &[Special<Ipv6Addr>] = &[
+    v6([0; 8], 128, "unspecified (RFC 4291)"),
+    v6([0, 0, 0, 0, 0, 0, 0, 1], 128, "loopback (RFC 4291)"),
+    v6([0, 0, 0, 0, 0xffff, 0, 0, 0], 96, "IPv4-translated, SIIT (RFC 2765), not routed to its IPv4 address"),
+    v6([0; 8], 96, "IPv4-compatible, deprecated (RFC 4291), not routed to its IPv4 address"),
+    v6([0x64, 0xff9b, 1, 0, 0, 0, 0, 0], 48, "local-use IPv4/IPv6 translation, reaches a private network's IPv4 space (RFC 8215)"),
+    v6([0; 8], 8, "reserved by the IETF (RFC 4291)"),
+    v6([0x100, 0, 0, 0, 0, 0, 0, 0], 64, "discard-only (RFC 6666)"),
+    v6([0x100, 0, 0, 1, 0, 0, 0, 0], 64, "dummy prefix (RFC 9780)"),
+    v6([0x2001, 0, 0, 0, 0, 0, 0, 0], 32, "Teredo tunnels (RFC 4380), reach IPv4 hosts behind NAT"),
+    v6([0x2001, 2, 0, 0, 0, 0, 0, 0], 48, "benchmarking (RFC 5180)"),
+    v6([0x2001, 0x10, 0, 0, 0, 0, 0, 0], 28, "ORCHID, deprecated (RFC 4843)"),
+    v6([0x2001, 0x20, 0, 0, 0, 0, 0, 0], 28, "ORCHIDv2 identifiers, not locators (RFC 7343)"),
+    v6([0x2001, 0, 0, 0, 0, 0, 0, 0], 23, "IETF protocol assignments: PCP, TURN and DNS-SD anycast, AMT, AS112, drone identifiers (RFC 2928)"),
+    v6([0x2001, 0xdb8, 0, 0, 0, 0, 0, 0], 32, "documentation (RFC 3849)"),
+    v6([0x2620, 0x4f, 0x8000, 0, 0, 0, 0, 0], 48, "AS112 direct delegation DNS sink (RFC 7534)"),
+    v6([0x3fff, 0, 0, 0, 0, 0, 0, 0], 20, "documentation (RFC 9637)"),
+    v6([0x5f00, 0, 0, 0, 0, 0, 0, 0], 16, "SRv6 segment identifiers (RFC 9602)"),
+    v6([0xfc00, 0, 0, 0, 0, 0, 0, 0], 7, "unique local, private-use (RFC 4193)"),
+    v6([0xfe80, 0, 0, 0, 0, 0, 0, 0], 10, "link-local (RFC 4291)"),
+    v6([0xfec0, 0, 0, 0, 0, 0, 0, 0], 10, "site-local, deprecated (RFC 3879), private in practice"),
+    v6([0xff00, 0, 0, 0, 0, 0, 0, 0], 8, "multicast (RFC 4291)"),
+];
+
+/// The only IPv6 space allocated for global unicast (RFC 4291 §2.4, the
+/// IANA IPv6 Address Space registry): an address outside it is reserved,
+/// local or special whether or not [`SPECIAL_V6`] names its range.
+pub const GLOBAL_UNICAST: Special<Ipv6Addr> = v6(
+    [0x2000, 0, 0, 0, 0, 0, 0, 0],
+    3,
+    "outside 2000::/3, the only IPv6 space allocated for global unicast (RFC 4291)",
+);
+
+fn in_v4(ip: Ipv4Addr, s: &Special<Ipv4Addr>) -> bool {
+    let mask = u32::MAX.checked_shl(32 - u32::from(s.len)).unwrap_or(0);
+    u32::from(ip) & mask == u32::from(s.net) & mask
+}
+
+fn in_v6(ip: Ipv6Addr, s: &Special<Ipv6Addr>) -> bool {
+    let mask = u128::MAX.checked_shl(128 - u32::from(s.len)).unwrap_or(0);
+    u128::from(ip) & mask == u128::from(s.net) & mask
+}
+
+/// The refused range `ip` is in, or `None` for a public unicast address.
+/// An IPv6 address routed to an IPv4 one is judged by that IPv4 address.
+pub fn special_range(ip: IpAddr) -> Option<SpecialRange> {
     match ip {
-        IpAddr::V4(v4) => {
-            let o = v4.octets();
-            !(v4.is_private()
-                || v4.is_loopback()
-                || v4.is_link_local()
-                || v4.is_broadcast()
-                || v4.is_documentation()
-                || v4.is_unspecified()
-                || v4.is_multicast()
-                || o[0] == 0
-                || (o[0] == 100 && (64..128).contains(&o[1]))
-                || (o[0] == 192 && o[1] == 0 && o[2] == 0)
-                || (o[0] == 198 && (18..20).contains(&o[1]))
-                || o[0] >= 240)
-        }
-        IpAddr::V6(v6) => {
-            let s = v6.segments();
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (s[0] & 0xfe00) == 0xfc00
-                || (s[0] & 0xffc0) == 0xfe80
-                || (s[0] == 0x2001 && s[1] == 0x0db8))
+        IpAddr::V4(a) => SPECIAL_V4
+            .iter()
+            .find(|s| in_v4(a, s))
+            .map(SpecialRange::V4),
+        IpAddr::V6(a) => {
+            if let Some(v4) = embedded_v4(a) {
+                return special_range(IpAddr::V4(v4));
+            }
+            SPECIAL_V6
+                .iter()
+                .find(|s| in_v6(a, s))
+                .or_else(|| (!in_v6(a, &GLOBAL_UNICAST)).then_some(&GLOBAL_UNICAST))
+                .map(SpecialRange::V6)
         }
     }
+}
+
+/// Is `ip` a public unicast address (in no range of [`SPECIAL_V4`] or
+/// [`SPECIAL_V6`], and in `2000::/3` for IPv6)? An IPv6 address routed to
+/// an IPv4 one is judged by that IPv4 address.
+pub fn is_public(ip: IpAddr) -> bool {
+    special_range(ip).is_none()
 }
 
 /// The audit file (`--audit FILE`): one JSON object per line, per call
@@ -560,15 +725,15 @@ mod tests {
         ));
         assert!(matches!(
             strict.check_url("http://10.0.0.1/w"),
-            Err(WebhookRefused::NotPublic(_))
+            Err(WebhookRefused::NotPublic(..))
         ));
         assert!(matches!(
             strict.check_url("http://169.254.169.254/latest"),
-            Err(WebhookRefused::NotPublic(_))
+            Err(WebhookRefused::NotPublic(..))
         ));
         assert!(matches!(
             strict.check_url("http://[::ffff:10.0.0.1]/w"),
-            Err(WebhookRefused::NotPublic(_))
+            Err(WebhookRefused::NotPublic(..))
         ));
         assert_eq!(
             strict.check_url("file:///etc/passwd").unwrap_err(),
@@ -583,7 +748,7 @@ mod tests {
         // A listed name that resolves to a private address is refused at delivery.
         assert!(matches!(
             strict.check_addr("hooks.example.com", "192.168.1.5".parse().unwrap()),
-            Err(WebhookRefused::NotPublic(_))
+            Err(WebhookRefused::NotPublic(..))
         ));
         assert!(strict
             .check_addr("hooks.example.com", "93.184.216.34".parse().unwrap())
@@ -626,5 +791,194 @@ mod tests {
         }
         assert!(any.check_url("https://example.org/x").is_ok());
         assert!(any.check_url("http://192.168.0.1/x").is_err());
+    }
+
+    /// The policy that allows every host: only the address rules refuse.
+    fn any_host() -> WebhookPolicy {
+        WebhookPolicy {
+            allow_hosts: vec!["*".into()],
+            allow_loopback: false,
+        }
+    }
+
+    /// The range a literal address is refused for, as the error names it
+    /// (`None`: accepted).
+    fn refused_for(ip: &str) -> Option<String> {
+        let host = if ip.contains(':') {
+            format!("[{ip}]")
+        } else {
+            ip.to_owned()
+        };
+        let by_url = any_host().check_url(&format!("http://{host}/w"));
+        // At delivery, the same address resolved from a listed name.
+        let by_addr = any_host().check_addr("hooks.example.com", ip.parse().unwrap());
+        assert_eq!(by_url.is_ok(), by_addr.is_ok(), "{ip}");
+        match by_addr {
+            Ok(()) => None,
+            Err(WebhookRefused::NotPublic(_, range)) => Some(range.to_string()),
+            Err(e) => panic!("{ip}: {e}"),
+        }
+    }
+
+    #[test]
+    fn every_special_purpose_address_is_refused_with_its_range() {
+        // (address, the range the error names), IPv4 registry first.
+        let cases = [
+            ("0.1.2.3", "0.0.0.0/8"),
+            ("10.20.30.40", "10.0.0.0/8"),
+            ("100.64.0.1", "100.64.0.0/10"),
+            ("100.127.255.254", "100.64.0.0/10"),
+            ("169.254.169.254", "169.254.0.0/16"),
+            ("172.31.255.1", "172.16.0.0/12"),
+            ("192.0.0.9", "192.0.0.0/24"),
+            ("192.0.0.170", "192.0.0.0/24"),
+            ("192.0.2.1", "192.0.2.0/24"),
+            ("192.31.196.1", "192.31.196.0/24"),
+            ("192.52.193.1", "192.52.193.0/24"),
+            ("192.88.99.1", "192.88.99.0/24"),
+            ("192.88.99.2", "192.88.99.0/24"),
+            ("192.168.1.1", "192.168.0.0/16"),
+            ("192.175.48.6", "192.175.48.0/24"),
+            ("198.18.0.1", "198.18.0.0/15"),
+            ("198.19.255.255", "198.18.0.0/15"),
+            ("198.51.100.7", "198.51.100.0/24"),
+            ("203.0.113.9", "203.0.113.0/24"),
+            ("224.0.0.251", "224.0.0.0/4"),
+            ("239.255.255.250", "224.0.0.0/4"),
+            ("240.0.0.1", "240.0.0.0/4"),
+            ("255.255.255.255", "255.255.255.255/32"),
+            // IPv6 registry, and the space outside global unicast.
+            ("::", "::/128"),
+            ("::ffff:0:a00:1", "::ffff:0:0:0/96"),
+            ("::808:808", "::/96"),
+            ("::8.8.8.8", "::/96"),
+            ("::1:0:0:1", "::/8"),
+            ("64:ff9b:1::1", "64:ff9b:1::/48"),
+            ("64:ff9b:1:ffff::808:808", "64:ff9b:1::/48"),
+            ("100::1", "100::/64"),
+            ("100:0:0:1::1", "100:0:0:1::/64"),
+            ("2001::1", "2001::/32"),
+            ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "2001::/32"),
+            ("2001:1::1", "2001::/23"),
+            ("2001:1::2", "2001::/23"),
+            ("2001:2::1", "2001:2::/48"),
+            ("2001:3::1", "2001::/23"),
+            ("2001:4:112::1", "2001::/23"),
+            ("2001:10::1", "2001:10::/28"),
+            ("2001:20::1", "2001:20::/28"),
+            ("2001:2f:ffff::1", "2001:20::/28"),
+            ("2001:30::1", "2001::/23"),
+            ("2001:1ff:ffff::1", "2001::/23"),
+            ("2001:db8::1", "2001:db8::/32"),
+            ("2620:4f:8000::1", "2620:4f:8000::/48"),
+            ("3fff::1", "3fff::/20"),
+            ("3fff:fff:ffff::1", "3fff::/20"),
+            ("5f00::1", "5f00::/16"),
+            ("fc00::1", "fc00::/7"),
+            ("fd12:3456::1", "fc00::/7"),
+            ("fe80::1", "fe80::/10"),
+            ("febf::1", "fe80::/10"),
+            ("fec0::1", "fec0::/10"),
+            ("feff::1", "fec0::/10"),
+            ("ff02::1", "ff00::/8"),
+            ("ff05::1:3", "ff00::/8"),
+            ("4000::1", "2000::/3"),
+            ("e000::1", "2000::/3"),
+            ("1000::1", "2000::/3"),
+            // Forms routed to an IPv4 address: that address's range.
+            ("::ffff:192.88.99.1", "192.88.99.0/24"),
+            ("::ffff:198.18.0.1", "198.18.0.0/15"),
+            ("64:ff9b::c058:6301", "192.88.99.0/24"),
+            ("64:ff9b::100.64.0.1", "100.64.0.0/10"),
+            ("2002:c0a8:101::1", "192.168.0.0/16"),
+            ("2002:c612:1::1", "198.18.0.0/15"),
+            ("2002:f000:1::1", "240.0.0.0/4"),
+            ("2002:e000:1::1", "224.0.0.0/4"),
+        ];
+        for (ip, range) in cases {
+            let got = refused_for(ip).unwrap_or_else(|| panic!("{ip} was accepted"));
+            assert!(got.starts_with(&format!("{range}: ")), "{ip}: {got}");
+        }
+        // Public addresses either side of the ranges stay allowed.
+        for ip in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "100.63.255.255",
+            "100.128.0.1",
+            "172.32.0.1",
+            "192.0.1.1",
+            "192.88.98.255",
+            "192.88.100.1",
+            "198.17.255.255",
+            "198.20.0.1",
+            "223.255.255.254",
+            "2606:4700::1111",
+            "2001:200::1",
+            "2001:4860:4860::8888",
+            "2001:db9::1",
+            "2620:4f:8001::1",
+            "3fff:1000::1",
+            "64:ff9b::808:808",
+            "::ffff:8.8.8.8",
+            "2002:808:808::1",
+        ] {
+            assert_eq!(refused_for(ip), None, "{ip}");
+        }
+    }
+
+    #[test]
+    fn each_table_range_is_refused_from_its_first_to_its_last_address() {
+        for s in SPECIAL_V4 {
+            let first = u32::from(s.net);
+            let last = first | u32::MAX.checked_shr(u32::from(s.len)).unwrap_or(0);
+            for a in [first, last] {
+                let ip = IpAddr::V4(Ipv4Addr::from(a));
+                assert!(special_range(ip).is_some(), "{ip} in {s}");
+            }
+        }
+        for s in SPECIAL_V6 {
+            let first = u128::from(s.net);
+            let last = first | u128::MAX.checked_shr(u32::from(s.len)).unwrap_or(0);
+            for a in [first, last] {
+                let ip = IpAddr::V6(Ipv6Addr::from(a));
+                assert!(special_range(ip).is_some(), "{ip} in {s}");
+            }
+        }
+        // No row is hidden by an earlier one holding it (its reason would
+        // never be given): more specific rows come first.
+        for (i, later) in SPECIAL_V4.iter().enumerate() {
+            for earlier in &SPECIAL_V4[..i] {
+                assert!(
+                    !(earlier.len <= later.len && in_v4(later.net, earlier)),
+                    "{later} is hidden by {earlier}"
+                );
+            }
+        }
+        for (i, later) in SPECIAL_V6.iter().enumerate() {
+            for earlier in &SPECIAL_V6[..i] {
+                assert!(
+                    !(earlier.len <= later.len && in_v6(later.net, earlier)),
+                    "{later} is hidden by {earlier}"
+                );
+            }
+        }
+        // A table row's address is its range's first: no stray host bits.
+        for s in SPECIAL_V4 {
+            let host = u32::MAX.checked_shr(u32::from(s.len)).unwrap_or(0);
+            assert_eq!(u32::from(s.net) & host, 0, "{s}");
+        }
+        for s in SPECIAL_V6 {
+            let host = u128::MAX.checked_shr(u32::from(s.len)).unwrap_or(0);
+            assert_eq!(u128::from(s.net) & host, 0, "{s}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_names_the_address_and_its_range() {
+        let e = any_host().check_url("http://[fec0::1]/w").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "webhook address fec0::1 is not public: fec0::/10: site-local, deprecated (RFC 3879), private in practice"
+        );
     }
 }

@@ -19,6 +19,9 @@
 //!   which remote `messageId`), and the remote context of each local
 //!   conversation: a restarted bridge resumes, it never sends again.
 //!
+//! The file, its `-wal` and its `-shm` are owner-only (0600): created so,
+//! and tightened at open if found looser ([`crate::state_file`]).
+//!
 //! Writes that a client's next call depends on (a task created, a push
 //! config stored) are committed before the call is answered. Updates of a
 //! task's state as events arrive come from the broker client's reader
@@ -353,12 +356,23 @@ impl Store {
             path: path.display().to_string(),
             source,
         };
+        let io = |e: std::io::Error| err(rusqlite::Error::ToSqlConversionFailure(Box::new(e)));
+        // Owner-only before SQLite writes a byte (see `state_file`).
+        for note in crate::state_file::make_private(path).map_err(io)? {
+            tracing::warn!("{note}");
+        }
         let conn = Connection::open(path).map_err(err)?;
         conn.execute_batch(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 10000;",
         )
         .map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
+        // The log and index SQLite just made have the file's mode; a path
+        // that is a symlink SQLite followed to a file made just now is
+        // made owner-only here.
+        for note in crate::state_file::tighten(&crate::state_file::family(path)).map_err(io)? {
+            tracing::warn!("{note}");
+        }
         conn.wal_hook(Some(note_wal_pages));
         let read = Connection::open(path).map_err(err)?;
         read.execute_batch("PRAGMA busy_timeout = 10000;")

@@ -540,3 +540,83 @@ async fn contexts_ready_ahead_are_freed_when_idle() {
     assert_eq!(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
     h.gateway.stop().await;
 }
+
+/// The 65th of an identity's concurrent blocking sends is refused with a
+/// limit error the client can act on (JSON-RPC -32602 with the bound in
+/// `data`, as the broker reports its own parked waits, and HTTP 429), not
+/// as an internal error; the other 64 are served in full.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_65th_concurrent_blocking_send_gets_a_limit_error_and_the_64_complete() {
+    use a2a_gateway::limits::MAX_BLOCKING_PER_IDENTITY;
+    let h = std::sync::Arc::new(Harness::start(two_identities).await);
+    let n = MAX_BLOCKING_PER_IDENTITY + 1;
+    let mut sends = Vec::new();
+    for i in 0..n {
+        let req = h
+            .post_to(
+                "sink",
+                "SendMessage",
+                json!({"message": message(&format!("c-{i}"), "wait")}),
+            )
+            .bearer_auth(ALICE);
+        sends.push(tokio::spawn(async move {
+            let resp = req.send().await.expect("send");
+            let status = resp.status().as_u16();
+            (status, resp.json::<Value>().await.expect("json"))
+        }));
+    }
+    // The sink holds the 64 that got through, until this test moves them.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let tasks = loop {
+        let tasks = h
+            .sink
+            .list_tasks_async(TaskQuery {
+                role: ListRole::Worker,
+                state: None,
+                limit: Some(1000),
+                cursor: None,
+            })
+            .expect("submit")
+            .await
+            .expect("list")
+            .tasks;
+        if tasks.len() >= MAX_BLOCKING_PER_IDENTITY {
+            break tasks;
+        }
+        assert!(Instant::now() < deadline, "the sends never arrived");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(tasks.len(), MAX_BLOCKING_PER_IDENTITY);
+    for t in &tasks {
+        h.sink
+            .set_status_async(&t.id, State::Completed, None)
+            .expect("submit")
+            .await
+            .expect("completed");
+    }
+    let (mut completed, mut refused) = (0, Vec::new());
+    for s in sends {
+        let (status, body) = s.await.expect("join");
+        if body["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED" {
+            assert_eq!(status, 200, "{body}");
+            completed += 1;
+        } else {
+            refused.push((status, body));
+        }
+    }
+    assert_eq!(completed, MAX_BLOCKING_PER_IDENTITY, "{refused:?}");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    let (status, body) = &refused[0];
+    assert_eq!(*status, 429, "{body}");
+    let e = &body["error"];
+    assert_eq!(e["code"], -32602, "{body}");
+    assert_eq!(e["data"]["reason"], "too many waits", "{body}");
+    assert_eq!(e["data"]["limit"], "MAX_BLOCKING_PER_IDENTITY", "{body}");
+    assert_eq!(e["data"]["max"], MAX_BLOCKING_PER_IDENTITY, "{body}");
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("too many blocking sends")),
+        "{body}"
+    );
+}

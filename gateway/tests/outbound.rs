@@ -54,6 +54,8 @@ struct Fake {
     /// answers 404 (the remote moved).
     moved: AtomicBool,
     port: AtomicUsize,
+    /// The card names this URL as its interface instead (another origin).
+    elsewhere: Mutex<Option<String>>,
     /// JSON-RPC calls answer 503 (not recorded in `calls`; counted in
     /// `refused`).
     down: AtomicBool,
@@ -106,9 +108,14 @@ async fn card(AxState(f): AxState<Arc<Fake>>) -> Response {
     } else {
         "rpc-a"
     };
+    let url = f
+        .elsewhere
+        .lock()
+        .clone()
+        .unwrap_or_else(|| format!("http://127.0.0.1:{port}/{path}"));
     let card = json!({
         "name": "fake-remote", "description": "scripted", "version": "1",
-        "supportedInterfaces": [{"url": format!("http://127.0.0.1:{port}/{path}"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+        "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
         "capabilities": {"streaming": f.streaming.load(Ordering::Relaxed)},
         "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
         "skills": [{"id": "echo", "name": "Echo", "description": "echo", "tags": ["echo"]}]
@@ -975,7 +982,9 @@ async fn serve_odd() -> (String, Arc<Mutex<Vec<String>>>) {
             get(move |h: HeaderMap| async move {
                 let a = h.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
                 seen.lock().push(a);
-                Json(json!({"name": "auth", "url": "http://127.0.0.1:9/rpc"}))
+                // Its interface on its own origin (another is refused).
+                let host = h.get("host").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+                Json(json!({"name": "auth", "url": format!("http://{host}/rpc")}))
             }),
         )
         .route(
@@ -996,9 +1005,9 @@ async fn the_remote_client_follows_no_redirect_reads_bounded_and_sends_its_token
     use a2a_gateway::outbound::rpc::RemoteRpc;
     use a2a_gateway::outbound::{RemoteError, RpcOptions};
     let (base, auth) = serve_odd().await;
-    let origin = a2a_gateway::outbound::rpc::origin_of(&base).expect("origin");
+    let origins = a2a_gateway::outbound::rpc::Origins::of(&base).expect("origin");
     let rpc =
-        RemoteRpc::new(Some("s3cret".into()), vec![origin], RpcOptions::default()).expect("client");
+        RemoteRpc::new(Some("s3cret".into()), origins, RpcOptions::default()).expect("client");
     // A redirect could carry the token to another host: it is an error.
     let e = rpc
         .fetch_card(&format!("{base}/redirect"), None)
@@ -1090,6 +1099,7 @@ async fn the_token_goes_only_to_the_origin_that_was_added() {
         let port = common::serve_loopback(app).await;
         format!("http://127.0.0.1:{port}/rpc")
     };
+    let elsewhere_url = elsewhere.clone();
     let card_origin = {
         let seen = seen.clone();
         let app = Router::new().route(
@@ -1109,6 +1119,9 @@ async fn the_token_goes_only_to_the_origin_that_was_added() {
     };
     let mut spec = RemoteSpec::new(&card_origin);
     spec.bearer = Some("tok-123".into());
+    // Calls go to another origin only when the operator allows it.
+    spec.allow_origins =
+        vec![a2a_gateway::outbound::rpc::origin_of(&elsewhere_url).expect("origin")];
     let s = setup_spec(spec, OutboundOptions::default()).await;
     let task = send(&s.delegate, message_to(&s.peer, "hi")).await;
     statuses_until(&s.delegate, &task.id, &[State::Completed, State::Failed]).await;
@@ -1124,21 +1137,44 @@ async fn the_token_goes_only_to_the_origin_that_was_added() {
     );
 }
 
+/// `a2a-gateway remote add [extra...] url` as a process, not yet waited on.
+fn remote_add_command(
+    socket: &std::path::Path,
+    state: &std::path::Path,
+    extra: &[&str],
+    url: &str,
+) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_a2a-gateway"));
+    cmd.args(["remote", "add", "--socket"])
+        .arg(socket)
+        .arg("--state")
+        .arg(state)
+        .args(extra)
+        .arg(url)
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped());
+    cmd
+}
+
 /// `a2a-gateway remote add` as a process: its stdout line, then its pid.
 fn remote_add_process(
     socket: &std::path::Path,
     state: &std::path::Path,
     url: &str,
 ) -> std::process::Child {
+    remote_add_process_with(socket, state, &[], url)
+}
+
+/// [`remote_add_process`] with further arguments before the URL.
+fn remote_add_process_with(
+    socket: &std::path::Path,
+    state: &std::path::Path,
+    extra: &[&str],
+    url: &str,
+) -> std::process::Child {
     use std::io::BufRead;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_a2a-gateway"))
-        .args(["remote", "add", "--socket"])
-        .arg(socket)
-        .arg("--state")
-        .arg(state)
-        .arg(url)
-        .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::piped())
+    let mut child = remote_add_command(socket, state, extra, url)
         .stderr(std::process::Stdio::inherit())
         .spawn()
         .expect("remote add starts");
@@ -1218,4 +1254,162 @@ async fn gateway_conn(socket: &std::path::Path, secret: &str) -> BrokerConn {
     BrokerConn::connect(&addr)
         .await
         .expect("the gateway connects")
+}
+
+// ------------------------------------------------------------ calls stay at the card's origin
+
+/// A card served on a port of its own whose JSON-RPC interface is
+/// `interface`: the card's base URL.
+async fn serve_card_naming(interface: String) -> String {
+    let app = Router::new().route(
+        "/.well-known/agent-card.json",
+        get(move || {
+            let interface = interface.clone();
+            async move {
+                Json(json!({"name": "steering", "supportedInterfaces": [
+                    {"url": interface, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]}))
+            }
+        }),
+    );
+    let port = common::serve_loopback(app).await;
+    format!("http://127.0.0.1:{port}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_card_cannot_steer_calls_to_another_origin_unless_allowed() {
+    // The service a card tries to aim the gateway at: another port of the
+    // same host (here the scripted remote, which records every call).
+    let (victim, victim_url) = serve_fake(false).await;
+    let card = serve_card_naming(format!("{victim_url}/rpc-a")).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_broker, socket, secret) = broker_in(dir.path());
+    let gateway = gateway_conn(&socket, &secret).await;
+    let err = add_remote(
+        &gateway,
+        RemoteSpec::new(&card),
+        &OutboundOptions::default(),
+    )
+    .await
+    .expect_err("a card naming another port is refused");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("served at {card} "))
+            && text.contains(&format!("at {victim_url}, another origin"))
+            && text.contains("--allow-origin"),
+        "{text}"
+    );
+    // Another host than the card's (IPv6 loopback), the same port.
+    let port = card.rsplit(':').next().expect("port");
+    let v6 = serve_card_naming(format!("http://[::1]:{port}/rpc")).await;
+    let err = add_remote(&gateway, RemoteSpec::new(&v6), &OutboundOptions::default())
+        .await
+        .expect_err("a card naming [::1] is refused");
+    assert!(
+        err.to_string()
+            .contains(&format!("at http://[::1]:{port}, another origin")),
+        "{err}"
+    );
+    assert!(victim.calls.lock().is_empty(), "a call reached the victim");
+    // Allowed by the operator: bridged, and the calls go there.
+    let mut spec = RemoteSpec::new(&card);
+    spec.allow_origins = vec![victim_url.clone()];
+    let remote = add_remote(&gateway, spec, &OutboundOptions::default())
+        .await
+        .expect("allowed");
+    let client = Client::connect(&socket, &secret).expect("delegate connects");
+    let delegate = client
+        .register_async("session-o", agent_card("delegate"), Delivery::Push)
+        .expect("submit")
+        .await
+        .expect("registers");
+    let task = send(&delegate, message_to(&remote.peer_id, "complete it")).await;
+    let seen = statuses_until(&delegate, &task.id, &[State::Completed, State::Failed]).await;
+    assert_eq!(seen.last().map(|s| s.0), Some(State::Completed), "{seen:?}");
+    assert_eq!(victim.calls_of("SendMessage").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refreshed_card_aiming_elsewhere_is_not_taken() {
+    let (victim, victim_url) = serve_fake(false).await;
+    let (fake, url) = serve_fake(false).await;
+    let mut opts = OutboundOptions::default();
+    opts.rpc.refresh_min = Duration::from_millis(100);
+    opts.rpc.refresh_max = Duration::from_millis(100);
+    let s = setup_with(&url, opts).await;
+    // The remote's card now names another origin's interface.
+    *fake.elsewhere.lock() = Some(format!("{victim_url}/rpc-a"));
+    let fetches = fake.card_fetches.load(Ordering::Relaxed);
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    while fake.card_fetches.load(Ordering::Relaxed) < fetches + 2 {
+        assert!(tokio::time::Instant::now() < deadline, "no refresh");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Calls still go to the origin the remote was added by.
+    let task = send(&s.delegate, message_to(&s.peer, "complete after")).await;
+    let seen = statuses_until(&s.delegate, &task.id, &[State::Completed, State::Failed]).await;
+    assert_eq!(seen.last().map(|s| s.0), Some(State::Completed), "{seen:?}");
+    assert_eq!(fake.calls_of("SendMessage").len(), 1);
+    assert!(
+        victim.calls.lock().is_empty(),
+        "a call reached the other origin"
+    );
+}
+
+/// Runs `cmd` (stderr captured) to its exit; one still running after
+/// TIMEOUT (a `remote add` that bridged what it should have refused) is
+/// killed and the test fails.
+fn exits_within_timeout(mut cmd: std::process::Command) -> std::process::Output {
+    let mut child = cmd
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("remote add starts");
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "remote add kept running (it bridged the card): {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_add_refuses_a_card_aiming_elsewhere_and_takes_allow_origin() {
+    let (victim, victim_url) = serve_fake(false).await;
+    let card = serve_card_naming(format!("{victim_url}/rpc-a")).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_broker, socket, _secret) = broker_in(dir.path());
+    let state = dir.path().join("remotes.db");
+    let out = exits_within_timeout(remote_add_command(&socket, &state, &[], &card));
+    assert!(!out.status.success(), "{:?}", out.status);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("served at {card} "))
+            && stderr.contains(&format!("at {victim_url}, another origin")),
+        "{stderr}"
+    );
+    assert!(victim.calls.lock().is_empty());
+    // A value that is not an origin is refused, naming the flag.
+    let out = exits_within_timeout(remote_add_command(
+        &socket,
+        &state,
+        &["--allow-origin", "ftp://x"],
+        &card,
+    ));
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("--allow-origin ftp://x: not an http(s) origin"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut child =
+        remote_add_process_with(&socket, &state, &["--allow-origin", &victim_url], &card);
+    let status = sigterm_and_wait(&mut child);
+    assert!(status.success(), "{status}");
 }

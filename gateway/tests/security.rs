@@ -231,3 +231,128 @@ async fn webhooks_are_refused_to_private_and_loopback_targets_and_off_by_default
     assert_eq!(ok["result"]["url"], "https://hooks.example.com/w");
     h.gateway.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhooks_are_refused_to_every_special_purpose_range() {
+    // Every host allowed: only the address rules can refuse.
+    let h = Harness::start(|o| {
+        o.webhooks = WebhookPolicy {
+            allow_hosts: vec!["*".into()],
+            allow_loopback: false,
+        }
+    })
+    .await;
+    let r = h.send("tck-input-required-s", "x").await;
+    let id = string(&r["task"]["id"]);
+    for (url, range) in [
+        ("http://[fec0::1]/w", "fec0::/10"),
+        ("http://[64:ff9b:1::a00:1]/w", "64:ff9b:1::/48"),
+        ("http://[2001::1]/w", "2001::/32"),
+        (
+            "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/w",
+            "2001::/32",
+        ),
+        ("http://[100::1]/w", "100::/64"),
+        ("http://192.88.99.1/w", "192.88.99.0/24"),
+        ("http://[2002:c058:6301::1]/w", "192.88.99.0/24"),
+        ("http://198.18.0.1/w", "198.18.0.0/15"),
+        ("http://240.0.0.1/w", "240.0.0.0/4"),
+        ("http://[2001:10::1]/w", "2001:10::/28"),
+        ("http://[2001:20::1]/w", "2001:20::/28"),
+        ("http://[3fff::1]/w", "3fff::/20"),
+        ("http://[5f00::1]/w", "5f00::/16"),
+        ("http://[::8.8.8.8]/w", "::/96"),
+    ] {
+        let e = h
+            .rpc(
+                "CreateTaskPushNotificationConfig",
+                json!({"taskId": id, "id": "s", "url": url}),
+            )
+            .await;
+        assert_eq!(e["error"]["code"], -32602, "{url}: {e}");
+        let message = e["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(&format!("{range}: ")), "{url}: {e}");
+    }
+    // A public address is still accepted.
+    let ok = h
+        .rpc(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "s", "url": "https://[2606:4700::1111]/w"}),
+        )
+        .await;
+    assert_eq!(ok["result"]["url"], "https://[2606:4700::1111]/w", "{ok}");
+    h.gateway.stop().await;
+}
+
+/// The permission bits of `path`.
+fn mode_of(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_state_file_and_its_wal_and_shm_are_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = a2a_testkit::bin::broker_bin().to_path_buf();
+    let broker = tokio::task::spawn_blocking(move || a2a_gateway::tck::spawn_broker(&bin))
+        .await
+        .unwrap()
+        .expect("broker starts");
+    let (socket, secret) = (broker.socket.clone(), broker.secret.clone());
+    let _sut = {
+        let (socket, secret) = (socket.clone(), secret.clone());
+        tokio::task::spawn_blocking(move || {
+            let c = a2a_client::Client::connect(&socket, &secret).expect("connect");
+            a2a_gateway::tck::register_sut(&c).expect("sut")
+        })
+        .await
+        .unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("gateway.db");
+    let files = ["", "-wal", "-shm"].map(|suffix| dir.path().join(format!("gateway.db{suffix}")));
+    let modes = || {
+        files
+            .iter()
+            .map(|f| format!("{:04o}", mode_of(f)))
+            .collect::<Vec<_>>()
+    };
+    let answered = |g: &common::GatewayProc| {
+        let g_base = g.base.clone();
+        async move {
+            let r: Value = reqwest::Client::new()
+                .post(format!("{g_base}/agents/{}", a2a_gateway::tck::SUT_NAME))
+                .header("a2a-version", "1.0")
+                .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                    "params": {"message": message("tck-complete-task-m", "x")}}))
+                .send()
+                .await
+                .expect("send")
+                .json()
+                .await
+                .expect("json");
+            assert_eq!(
+                r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+                "{r}"
+            );
+        }
+    };
+    // A new state file: owner-only, and so its log and index.
+    let g = common::GatewayProc::start(&socket, &secret, &state, &[]);
+    answered(&g).await;
+    assert_eq!(modes(), ["0600"; 3], "a new state file");
+    // Killed (its log and index stay), the three made readable by all as
+    // an older gateway left them: the next start takes the bits back.
+    g.kill("KILL");
+    for f in &files {
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let g = common::GatewayProc::start(&socket, &secret, &state, &[]);
+    answered(&g).await;
+    assert_eq!(modes(), ["0600"; 3], "an existing loose state file");
+    g.kill("TERM");
+}

@@ -11,6 +11,33 @@ const fs = require('node:fs')
 const path = require('node:path')
 
 const here = path.resolve(__dirname, '..')
+
+// Installed from a tarball of `npm pack` there is no cargo workspace to
+// build in (the crate inherits the workspace's settings), but the tarball
+// carries the addon built when it was packed (`prepack` runs this script).
+const inWorkspace =
+  fs.existsSync(path.join(here, 'Cargo.toml')) &&
+  /^\[workspace\]/m.test(readOr(path.join(here, '..', 'Cargo.toml')))
+if (!inWorkspace) {
+  if (fs.existsSync(path.join(here, 'a2a.node'))) {
+    console.error(`a2a-node: no cargo workspace here; using the packed addon ${path.join(here, 'a2a.node')}`)
+    process.exit(0)
+  }
+  console.error(
+    `a2a-node: no cargo workspace above ${here} and no packed a2a.node: install from the repository ` +
+      '(npm install /path/to/a2a-broker/node-binding) or from a tarball `npm pack` made there',
+  )
+  process.exit(1)
+}
+
+function readOr(file) {
+  try {
+    return fs.readFileSync(file, 'utf8')
+  } catch {
+    return ''
+  }
+}
+
 const profile = process.env.A2A_NODE_PROFILE === 'debug' ? 'debug' : 'release'
 const cargo = process.env.CARGO || 'cargo'
 const args = ['build', '-p', 'a2a-node']

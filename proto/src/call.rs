@@ -24,7 +24,7 @@ pub enum Route {
 
 /// `Call`, and each per-method match over it, from the method table.
 macro_rules! define_call {
-    ($( $variant:ident($params:ty) $konst:ident, $route:ident, $result:ident, $handler:ident; )*) => {
+    ($( $variant:ident($params:ty) $konst:ident, $route:ident, $result:ident, $handler:ident, $bindings:tt; )*) => {
         /// A request's method and typed params (one variant per row of
         /// [`method_table!`](crate::method_table), in its order: the binary
         /// codec numbers them so).

@@ -14,6 +14,7 @@
 //! - [`error`]: JSON-RPC error codes, the A2A error codes and the error object.
 //! - [`types`]: parts, messages, artifacts, tasks, cards, events (§3, §6 Events).
 //! - [`params`]: the params and results of every method (§2, §5).
+//! - [`request`]: one marker type per method ([`request::Method`]: name, binary number, params and result types).
 //! - [`json`]: free-form JSON inside typed messages (raw JSON text in binary frames).
 //! - [`secret`]: the local socket's secret: its environment variable and file name.
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope: request ids, incoming lines, responses.
@@ -29,6 +30,7 @@ pub mod limits;
 pub mod lines;
 pub mod methods;
 pub mod params;
+pub mod request;
 pub mod secret;
 pub mod socket_path;
 pub mod types;

@@ -19,6 +19,9 @@ pub const A2A_DEFAULT_STREAM_WAIT_SECONDS: u64 = 30;
 pub const MAX_FRAME_BYTES: usize = 32 * 1024 * 1024;
 /// Pending events a pull agent holds before the oldest are dropped.
 pub const MAX_PULL_QUEUE: usize = 1024;
+/// Bytes of pending events (their encoded size) a pull agent holds before
+/// the oldest are dropped; one event larger than this is still held, alone.
+pub const MAX_PULL_QUEUE_BYTES: usize = 64 * 1024 * 1024;
 /// Default page size of `a2a.tasks.list`.
 pub const DEFAULT_LIST_LIMIT: usize = 100;
 /// Largest page of `a2a.tasks.list`.
@@ -39,6 +42,16 @@ pub const WRITER_GROUP_BYTES: usize = 256 * 1024;
 /// Unread responses a socket connection may accumulate before the broker
 /// closes it (a client that sends but never reads).
 pub const OUTBOX_RESPONSE_BOUND: usize = 16_384;
+/// Bytes of undelivered events (their encoded size) a connection's outbox
+/// holds before the oldest are dropped and reported with `a2a.lagged`: with
+/// [`OUTBOX_EVENT_BOUND`], what a client that stops reading can make the
+/// broker hold in events. One event larger than this (a file of up to
+/// `A2A_MAX_FILE_BYTES` is smaller) is still delivered, alone.
+pub const OUTBOX_EVENT_BYTES: usize = 64 * 1024 * 1024;
+/// Bytes of unread responses (their encoded size; a task's stored messages
+/// and artifacts) a socket connection may accumulate before the broker
+/// closes it; one response larger than this never closes it alone.
+pub const OUTBOX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 
 /// Task records the broker keeps in memory at most (the writer's cache,
 /// which the readers' cache mirrors), open and terminal alike; the rest
@@ -87,6 +100,12 @@ pub const MAX_EVENT_RING_BYTES: usize = 16 * 1024 * 1024;
 /// (`RingBudget` in the broker's `delivery/ring.rs`). A ring that would go
 /// past it is not granted (the connection's events go over the socket).
 pub const MAX_EVENT_RINGS_TOTAL_BYTES: u64 = 1024 * 1024 * 1024;
+/// Events queued behind a connection's full event ring before the oldest
+/// are dropped (reported by the ring's lag record).
+pub const EVENT_RING_OVERFLOW_EVENTS: usize = 4096;
+/// Bytes of events queued behind a connection's full event ring before the
+/// oldest are dropped (reported by the ring's lag record).
+pub const EVENT_RING_OVERFLOW_BYTES: usize = 4 * 1024 * 1024;
 
 // ---- Leases (ext, §11 Leases) ----
 
@@ -104,6 +123,13 @@ pub const A2A_MIN_LEASE_TTL_SECONDS: u64 = 1;
 pub const A2A_MAX_LEASE_TTL_SECONDS: u64 = 3600;
 /// Longest `waitSeconds` of an `a2a.leases.acquire` (a parked wait).
 pub const A2A_MAX_LEASE_WAIT_SECONDS: u64 = 120;
+/// Steps one `a2a.leases.acquire` or `a2a.leases.list` may spend comparing
+/// its paths with the live leases of its context (`lease_path::Work`: a
+/// step per pair of paths, per pair of segments and per byte compared).
+/// The comparison runs on the broker's single writer, so this bounds how
+/// long one call can hold every other client's writes (about 10 ms of
+/// steps at the worst case measured, BENCHMARKS.md).
+pub const A2A_MAX_LEASE_MATCH_STEPS: u64 = 6_000_000;
 
 // ---- Before the handshake, on the local socket (§2) ----
 

@@ -83,7 +83,8 @@ pub fn parse(args: &Value) -> Result<Action, ToolError> {
         return Err(ToolError::new(
             "unknown-argument",
             format!(
-                "There is no argument `{k}`. The arguments are: {}.",
+                "There is no argument {}. The arguments are: {}.",
+                excerpt(k),
                 FIELDS.join(", ")
             ),
         ));
@@ -168,7 +169,8 @@ fn complete(
             return Err(ToolError::new(
                 "bad-state",
                 format!(
-                    "complete cannot set state `{s}`. Use one of: {} (completed is the default).",
+                    "complete cannot set state {}. Use one of: {} (completed is the default).",
+                    excerpt(&s),
                     COMPLETE_STATES.join(", ")
                 ),
             ))
@@ -229,7 +231,8 @@ fn unknown_action(other: &str) -> ToolError {
     ToolError::new(
         "unknown-action",
         format!(
-            "There is no action `{other}`. The actions are: {}.{}",
+            "There is no action {}. The actions are: {}.{}",
+            excerpt(other),
             ACTIONS.join(", "),
             match other {
                 "delegate" | "ask" | "message" | "reply" | "answer" => {
@@ -248,6 +251,26 @@ fn unknown_action(other: &str) -> ToolError {
             }
         ),
     )
+}
+
+/// The most characters of a string the model wrote that an error quotes
+/// back (an unknown action, argument, state or tool name): enough to
+/// recognise the mistake, while a mistaken megabyte does not come back into
+/// the model's context.
+pub const EXCERPT_CHARS: usize = 40;
+
+/// `s` quoted for an error message: in backticks, with control and
+/// invisible characters escaped (`\n`, `\u{200b}`, and quotes), and cut to
+/// [`EXCERPT_CHARS`] characters with its full length said.
+pub fn excerpt(s: &str) -> String {
+    match s.char_indices().nth(EXCERPT_CHARS) {
+        None => format!("`{}`", s.escape_debug()),
+        Some((cut, _)) => format!(
+            "`{}`… (cut: {} characters in all)",
+            s[..cut].escape_debug(),
+            s.chars().count()
+        ),
+    }
 }
 
 fn not_a_string(field: &str) -> ToolError {
@@ -405,6 +428,44 @@ mod tests {
         );
         assert_eq!(code(json!({"action": "release"})), "missing-lease");
         assert_eq!(code(json!({"action": "lock"})), "unknown-action");
+    }
+
+    #[test]
+    fn what_the_model_wrote_is_quoted_back_short_and_escaped() {
+        let huge = "x".repeat(1 << 20);
+        for args in [
+            json!({"action": huge}),
+            json!({"action": "get", huge.clone(): 1}),
+            json!({"action": "complete", "taskId": "t", "text": "x", "state": huge}),
+        ] {
+            let e = parse(&args).unwrap_err();
+            assert!(e.message.len() < 400, "{} bytes", e.message.len());
+            assert!(
+                e.message.contains("1048576 characters in all"),
+                "{}",
+                e.message
+            );
+        }
+        let e = parse(&json!({"action": "a\"b\nc\u{200b}d"})).unwrap_err();
+        assert!(
+            e.message.starts_with(
+                r#"There is no action `a\"b\nc\u{200b}d`. The actions are: discover, send,"#
+            ),
+            "{}",
+            e.message
+        );
+        // Cut on a character boundary, whatever the script.
+        assert_eq!(
+            excerpt(&"é".repeat(EXCERPT_CHARS + 1)),
+            format!(
+                "`{}`… (cut: 41 characters in all)",
+                "é".repeat(EXCERPT_CHARS)
+            )
+        );
+        assert_eq!(
+            excerpt(&"é".repeat(EXCERPT_CHARS)),
+            format!("`{}`", "é".repeat(EXCERPT_CHARS))
+        );
     }
 
     #[test]

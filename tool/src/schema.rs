@@ -3,7 +3,7 @@
 //! object each (providers differ on `oneOf`), and no token anywhere: the
 //! session holds the agent's token and never shows it.
 
-use crate::{DEFAULT_TURN_CAP, MAX_WAIT_SECONDS};
+use crate::{DEFAULT_TURN_CAP, MAX_WAIT_SECONDS, WAIT_MAX_EVENTS};
 use serde_json::{json, Value};
 
 /// A lease's time to live when `ttlSeconds` is absent: long enough for an
@@ -38,7 +38,8 @@ pub fn description() -> String {
          - get: with `taskId`, read a task: its state, messages and artifacts.\n\
          - wait: block up to `timeoutSeconds` (default 30, at most {MAX_WAIT_SECONDS}) for updates \
          on your tasks: new tasks for you, answers, questions, results. Returns at once when \
-         updates are already there.\n\
+         updates are already there, at most {WAIT_MAX_EVENTS} at a time (the text says when \
+         more are waiting).\n\
          - complete: for a task you serve, with `taskId` and `text`: finish it (`state` completed, \
          the default, or failed / rejected), or ask the requester a question (`state` \
          input-required). `artifact` attaches a result document.\n\
@@ -178,6 +179,8 @@ pub fn output_schema() -> Value {
                 }
             },
             "dropped": {"type": "integer"},
+            "pending": {"type": "integer"},
+            "omitted": {"type": "integer"},
             "leaseId": {"type": "string"},
             "paths": {"type": "array", "items": {"type": "string"}},
             "exclusive": {"type": "boolean"},

@@ -4,8 +4,9 @@
 
 use crate::args::{self, Action};
 use crate::error::ToolError;
-use crate::render::{self, nearest, peer_text, UNTRUSTED_NOTE};
-use crate::DEFAULT_TURN_CAP;
+use crate::inbox::{self, Feed, Inbox};
+use crate::render::{self, name, nearest, quoted, PEERS_NOTE, UNTRUSTED_NOTE};
+use crate::{DEFAULT_TURN_CAP, QUOTE_MAX_CHARS, RESULT_MAX_CHARS, WAIT_MAX_EVENTS};
 use a2a_client::proto::types::{AgentKind, LeaseReleasedParams, StreamEvent};
 use a2a_client::{
     agent_card, task_message, A2aErrorCode, Agent, AgentCard, Artifact, Client, ClientError,
@@ -14,6 +15,7 @@ use a2a_client::{
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What one call gives back.
@@ -112,12 +114,31 @@ struct Known {
 /// The tool bound to one agent. `Send + Sync`: calls may come from any
 /// thread (an MCP server's, a Node worker's); they do not hold a lock while
 /// talking to the broker.
+///
+/// The session takes the agent's events: it installs the agent's event
+/// handler, which keeps each event slim, within [`crate::INBOX_MAX_BYTES`],
+/// until the model's next `wait` (so the agent's own `wait` and event
+/// stream see nothing while the session lives; dropping the session
+/// removes the handler). If another handler replaces it, `wait` reads the
+/// agent's queue instead.
 pub struct Session {
     agent: Agent,
     options: SessionOptions,
+    /// The agent's events, kept for the model's next `wait`.
+    inbox: Arc<Inbox>,
     known: Mutex<HashMap<String, Known>>,
     /// Messages this agent put on each task.
     turns: Mutex<HashMap<String, u32>>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Events queue for the agent's own `wait` again, unless another
+        // handler already took the agent's events.
+        if !self.inbox.is_closed() {
+            self.agent.set_event_handler(None);
+        }
+    }
 }
 
 /// Which side of a task this agent is on.
@@ -128,20 +149,30 @@ enum Role {
 }
 
 impl Session {
-    /// A session over an agent registered by the caller (a push agent: the
-    /// tool reads its events from the client's queue).
+    /// A session over an agent registered by the caller; it takes the
+    /// agent's events (see [`Session`]).
     pub fn new(agent: Agent) -> Session {
         Session::with_options(agent, SessionOptions::default())
     }
 
     /// [`Session::new`] with explicit options.
     pub fn with_options(agent: Agent, options: SessionOptions) -> Session {
+        let inbox = Inbox::new();
+        let feed = Feed(inbox.clone());
+        agent.set_event_handler(Some(Box::new(move |_agent, ev| feed.0.push(ev))));
         Session {
             agent,
             options,
+            inbox,
             known: Mutex::new(HashMap::new()),
             turns: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Bytes of updates the session holds for the model's next `wait` (the
+    /// estimate of their strings it bounds by [`crate::INBOX_MAX_BYTES`]).
+    pub fn held_bytes(&self) -> usize {
+        self.inbox.held_bytes()
     }
 
     /// Registers an agent on `client` as `r` says and binds a session to it.
@@ -225,13 +256,15 @@ impl Session {
             "No peers are registered right now, so nobody can take a task. Do the work yourself, or discover again later.".to_string()
         } else {
             let mut t = format!(
-                "{} you can send tasks to (descriptions are written by the peers themselves):\n",
+                "{PEERS_NOTE}\n{} you can send tasks to:\n",
                 count(cards.len(), "peer")
             );
-            for c in &cards {
-                t.push_str(&format!("- {}", c.name));
+            let tail =
+                "Next: send(to=<name>, text=<the task>) to delegate, then wait for the answer.";
+            for (i, c) in cards.iter().enumerate() {
+                let mut l = format!("- {}", name(&c.name));
                 if !c.description.is_empty() {
-                    t.push_str(&format!(": {}", one_line(&c.description)));
+                    l.push_str(&format!(": {}", render::line(&c.description)));
                 }
                 if !c.skills.is_empty() {
                     let skills: Vec<String> = c
@@ -239,19 +272,29 @@ impl Session {
                         .iter()
                         .map(|s| {
                             if s.description.is_empty() {
-                                s.name.clone()
+                                render::line(&s.name)
                             } else {
-                                format!("{} ({})", s.name, one_line(&s.description))
+                                format!(
+                                    "{} ({})",
+                                    render::line(&s.name),
+                                    render::line(&s.description)
+                                )
                             }
                         })
                         .collect();
-                    t.push_str(&format!(" Skills: {}.", skills.join(", ")));
+                    l.push_str(&format!(" Skills: {}.", skills.join(", ")));
                 }
+                if t.len() + l.len() + tail.len() + 200 > RESULT_MAX_CHARS {
+                    t.push_str(&format!(
+                        "({} more not shown: the structured result lists every peer.)\n",
+                        count(cards.len() - i, "peer")
+                    ));
+                    break;
+                }
+                t.push_str(&l);
                 t.push('\n');
             }
-            t.push_str(
-                "Next: send(to=<name>, text=<the task>) to delegate, then wait for the answer.",
-            );
+            t.push_str(tail);
             t
         };
         Ok(ToolResult::ok(text, json!({ "peers": peers })))
@@ -263,7 +306,10 @@ impl Session {
         if to == self.me() {
             return Err(ToolError::new(
                 "send-to-self",
-                format!("\"{to}\" is you. Send tasks to a peer: discover lists them."),
+                format!(
+                    "{} is you. Send tasks to a peer: discover lists them.",
+                    quoted(to)
+                ),
             ));
         }
         let message = a2a_client::message_to(to, text);
@@ -279,8 +325,10 @@ impl Session {
         let state = task.status.state;
         Ok(ToolResult::ok(
             format!(
-                "Sent task {id} to {to} (state: {state}). {to} has not answered yet.\nNext: wait to hear back (answers, questions and the result arrive there); keep taskId \"{id}\" to follow up, get or cancel it.",
-                id = task.id,
+                "Sent task {id} to {to} (state: {state}). {to} has not answered yet.\nNext: wait to hear back (answers, questions and the result arrive there); keep taskId {qid} to follow up, get or cancel it.",
+                id = name(&task.id),
+                qid = quoted(&task.id),
+                to = name(to),
                 state = state.as_str()
             ),
             json!({"taskId": task.id, "state": state.as_str()}),
@@ -298,13 +346,14 @@ impl Session {
         let role = self.role(&task);
         let peer = counterpart(&task, role);
         let state = task.status.state;
+        let (id, who) = (name(task_id), name(peer));
         let what = match role {
             Role::Requester => format!(
-                "Sent your message on task {task_id} to {peer}; the task is {}.",
+                "Sent your message on task {id} to {who}; the task is {}.",
                 state.as_str()
             ),
             Role::Worker => format!(
-                "Sent your message on task {task_id} to {peer} (the requester); the task stays {}.",
+                "Sent your message on task {id} to {who} (the requester); the task stays {}.",
                 state.as_str()
             ),
         };
@@ -325,70 +374,103 @@ impl Session {
         let role = self.role(&task);
         let peer = counterpart(&task, role);
         let state = task.status.state;
-        let history: Vec<Value> = task
-            .history
-            .iter()
-            .map(|m| json!({"from": m.from.clone().unwrap_or_default(), "text": message_text(m)}))
-            .collect();
-        let artifacts: Vec<Value> = task
-            .artifacts
-            .iter()
-            .map(|a| json!({"name": artifact_name(a), "text": parts_text(&a.parts)}))
-            .collect();
-        let mut text = match role {
-            Role::Requester => format!(
-                "Task {task_id}: you asked {peer}; it is {}.",
-                state.as_str()
-            ),
-            Role::Worker => format!(
-                "Task {task_id}: {peer} asked you; it is {}.",
-                state.as_str()
-            ),
+        let (id, who) = (name(task_id), name(peer));
+        let head = match role {
+            Role::Requester => format!("Task {id}: you asked {who}; it is {}.", state.as_str()),
+            Role::Worker => format!("Task {id}: {who} asked you; it is {}.", state.as_str()),
         };
-        let mut quoted = false;
-        if !task.history.is_empty() {
-            text.push_str("\nMessages, oldest first:");
-            for (i, m) in task.history.iter().enumerate() {
-                let from = m.from.as_deref().unwrap_or("?");
-                if from == self.me() {
-                    text.push_str(&format!("\n{}. you: {}", i + 1, message_text(m)));
-                } else {
-                    quoted = true;
-                    text.push_str(&format!(
-                        "\n{}. {from}:\n{}",
-                        i + 1,
-                        peer_text(from, &message_text(m))
-                    ));
-                }
+        // Each message and artifact as a block of text, with its structured
+        // form; the newest that fit in one result are shown.
+        let mut blocks: Vec<(String, bool, Value)> = Vec::new();
+        for (i, m) in task.history.iter().enumerate() {
+            let from = m.from.as_deref().unwrap_or("?");
+            let body = Body::of(&m.parts);
+            let value = json!({"from": m.from.clone().unwrap_or_default(), "text": body.clipped()});
+            if from == self.me() {
+                blocks.push((format!("\n{}. you: {}", i + 1, body.own()), false, value));
+            } else {
+                blocks.push((
+                    format!("\n{}. {}:\n{}", i + 1, name(from), body.framed(from)),
+                    true,
+                    value,
+                ));
             }
         }
+        let messages = blocks.len();
         for a in &task.artifacts {
-            quoted = true;
-            text.push_str(&format!(
-                "\nArtifact \"{}\" from {}:\n{}",
-                artifact_name(a),
-                task.agent_name,
-                peer_text(&task.agent_name, &parts_text(&a.parts))
+            let body = Body::of(&a.parts);
+            blocks.push((
+                format!(
+                    "\nArtifact {} from {}:\n{}",
+                    quoted(&artifact_name(a)),
+                    name(&task.agent_name),
+                    body.framed(&task.agent_name)
+                ),
+                true,
+                json!({"name": artifact_name(a), "text": body.clipped()}),
             ));
         }
-        text.push_str(&format!(
-            "\nNext: {}",
-            next_step(role, state, task_id, peer)
-        ));
-        if quoted {
+        let next = format!("\nNext: {}", next_step(role, state, task_id, peer));
+        // Leave out the oldest messages, then the oldest artifacts, until
+        // the rest fits (the head, the note and a line saying so included).
+        let fixed = UNTRUSTED_NOTE.len() + head.len() + next.len() + 200;
+        // A block costs its text or its structured value, the longer (JSON
+        // escapes quotes and newlines): both stay within the bound.
+        let cost =
+            |b: &(String, bool, Value)| b.0.chars().count().max(b.2.to_string().chars().count());
+        let mut total: usize = fixed + blocks.iter().map(cost).sum::<usize>();
+        let mut skip = 0;
+        while total > RESULT_MAX_CHARS && skip < blocks.len() {
+            total -= cost(&blocks[skip]);
+            skip += 1;
+        }
+        let mut text = head;
+        let shown = &blocks[skip..];
+        let (left_msgs, left_arts) = (skip.min(messages), skip.saturating_sub(messages));
+        if skip > 0 {
+            text.push_str(&format!(
+                "\n({} not shown, to keep this result short; the newest are below.)",
+                render::list(
+                    &[
+                        (left_msgs > 0).then(|| count(left_msgs, "earlier message")),
+                        (left_arts > 0).then(|| count(left_arts, "earlier artifact")),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                )
+            ));
+        }
+        if skip < messages {
+            text.push_str("\nMessages, oldest first:");
+        }
+        for (block, _, _) in shown {
+            text.push_str(block);
+        }
+        text.push_str(&next);
+        if shown.iter().any(|b| b.1) {
             text = format!("{UNTRUSTED_NOTE}\n{text}");
         }
-        Ok(ToolResult::ok(
-            text,
-            json!({
-                "taskId": task.id,
-                "state": state.as_str(),
-                "requester": task.requester_name,
-                "worker": task.agent_name,
-                "history": history,
-                "artifacts": artifacts,
-            }),
-        ))
+        let history: Vec<Value> = blocks[skip.min(messages)..messages]
+            .iter()
+            .map(|b| b.2.clone())
+            .collect();
+        let artifacts: Vec<Value> = blocks[messages.max(skip)..]
+            .iter()
+            .map(|b| b.2.clone())
+            .collect();
+        let mut structured = json!({
+            "taskId": task.id,
+            "state": state.as_str(),
+            "requester": task.requester_name,
+            "worker": task.agent_name,
+            "history": history,
+            "artifacts": artifacts,
+        });
+        if skip > 0 {
+            structured["omitted"] = skip.into();
+        }
+        Ok(ToolResult::ok(text, structured))
     }
 
     // ---- wait -----------------------------------------------------------
@@ -401,26 +483,33 @@ impl Session {
         let limit = Duration::from_secs(timeout_seconds);
         let start = Instant::now();
         let mut last_report = start;
-        let mut events = Vec::new();
-        loop {
-            let left = limit.saturating_sub(start.elapsed());
-            let got = self
-                .agent
-                .wait(left.min(WAIT_SLICE))
-                .map_err(|e| self.failed(e))?;
-            if !got.is_empty() {
-                events = got;
-                break;
+        let taken = loop {
+            let taken = self.inbox.take(WAIT_MAX_EVENTS);
+            if !taken.events.is_empty() || taken.dropped > 0 {
+                break taken;
             }
-            if start.elapsed() >= limit || control.cancelled() {
-                break;
+            let left = limit.saturating_sub(start.elapsed());
+            if left.is_zero() || control.cancelled() {
+                break taken;
+            }
+            let slice = left.min(WAIT_SLICE);
+            if self.inbox.is_closed() {
+                // Another handler took the agent's events, or none can
+                // come any more: read the agent's queue (which says which).
+                let got = self.agent.wait(slice).map_err(|e| self.failed(e))?;
+                for ev in got {
+                    self.inbox.push(ev);
+                }
+            } else {
+                self.inbox.wait_until(Instant::now() + slice);
             }
             if last_report.elapsed() >= Duration::from_secs(1) {
                 last_report = Instant::now();
                 control.progress(start.elapsed(), limit);
             }
-        }
-        if events.is_empty() {
+        };
+        let dropped_here = taken.dropped;
+        if taken.events.is_empty() && dropped_here == 0 {
             let why = if control.cancelled() && start.elapsed() < limit {
                 format!(
                     "The wait was stopped after {} s, with no updates.",
@@ -440,19 +529,34 @@ impl Session {
                 json!({"events": []}),
             ));
         }
+        // Describe the events in order while the result has room; what does
+        // not fit goes back to the front of the inbox for the next wait.
         let mut updates = Vec::new();
         let mut out = Vec::new();
-        let mut dropped = 0u64;
-        let mut quoted = false;
-        for ev in &events {
-            match self.describe(ev) {
+        let mut dropped = dropped_here;
+        let mut quoted_any = false;
+        let mut used = UNTRUSTED_NOTE.len() + 400;
+        let mut events = taken.events.into_iter();
+        let mut back = Vec::new();
+        for ev in events.by_ref() {
+            match self.describe(&ev) {
                 Described::Update {
                     text,
                     next,
                     value,
                     quotes,
                 } => {
-                    quoted |= quotes;
+                    // The structured value may be the longer (JSON escapes
+                    // quotes and newlines): both stay within the bound.
+                    let n = (text.chars().count() + next.chars().count())
+                        .max(value.to_string().chars().count())
+                        + 20;
+                    if !updates.is_empty() && used + n > RESULT_MAX_CHARS {
+                        back.push(ev);
+                        break;
+                    }
+                    used += n;
+                    quoted_any |= quotes;
                     updates.push((text, next));
                     out.push(value);
                 }
@@ -460,6 +564,9 @@ impl Session {
                 Described::Ignored => {}
             }
         }
+        back.extend(events);
+        self.inbox.put_back(back);
+        let waiting = self.inbox.len();
         let lines: Vec<String> = updates
             .iter()
             .enumerate()
@@ -473,23 +580,40 @@ impl Session {
                 }
             })
             .collect();
-        let mut text = String::new();
-        if quoted {
-            text.push_str(UNTRUSTED_NOTE);
-            text.push('\n');
+        let mut parts = Vec::new();
+        if quoted_any {
+            parts.push(UNTRUSTED_NOTE.to_string());
         }
-        text.push_str(&format!("{}:", count(lines.len(), "update")));
-        for (i, l) in lines.iter().enumerate() {
-            text.push_str(&format!("\n{}. {l}", i + 1));
+        if !lines.is_empty() || dropped == 0 {
+            let mut list = format!("{}:", count(lines.len(), "update"));
+            for (i, l) in lines.iter().enumerate() {
+                list.push_str(&format!("\n{}. {l}", i + 1));
+            }
+            parts.push(list);
         }
         if dropped > 0 {
-            text.push_str(&format!(
-                "\n{dropped} older updates were dropped because they were not read in time: get(taskId) shows each task as it is now."
+            parts.push(format!(
+                "{dropped} older updates were dropped because they were not read in time: get(taskId) shows each task as it is now."
             ));
         }
+        if waiting > 0 {
+            parts.push(format!(
+                "{waiting} more {} waiting: call wait again to read {}.",
+                if waiting == 1 {
+                    "update is"
+                } else {
+                    "updates are"
+                },
+                if waiting == 1 { "it" } else { "them" },
+            ));
+        }
+        let text = parts.join("\n");
         let mut structured = json!({ "events": out });
         if dropped > 0 {
             structured["dropped"] = dropped.into();
+        }
+        if waiting > 0 {
+            structured["pending"] = waiting.into();
         }
         Ok(ToolResult::ok(text, structured))
     }
@@ -497,102 +621,112 @@ impl Session {
     /// One event as a model reads it.
     fn describe(&self, ev: &Event) -> Described {
         match ev {
-            Event::TaskEvent(p) => match &p.event {
-                StreamEvent::Status(s) => {
-                    let task_id = s.task_id.as_str();
-                    let state = s.status.state;
-                    if let Some(m) = &s.status.message {
-                        self.learn_from_message(task_id, m, state);
-                    }
-                    let known = self.known_or_fetch(task_id);
-                    if known.is_some() {
-                        self.set_state(task_id, state);
-                    }
-                    let role = known
-                        .as_ref()
-                        .map(|k| {
-                            if k.worker == self.me() {
-                                Role::Worker
-                            } else {
-                                Role::Requester
+            Event::TaskEvent(p) => {
+                match &p.event {
+                    StreamEvent::Status(s) => {
+                        let task_id = s.task_id.as_str();
+                        let state = s.status.state;
+                        if let Some(m) = &s.status.message {
+                            self.learn_from_message(task_id, m, state);
+                        }
+                        let known = self.known_or_fetch(task_id);
+                        if known.is_some() {
+                            self.set_state(task_id, state);
+                        }
+                        let role = known
+                            .as_ref()
+                            .map(|k| {
+                                if k.worker == self.me() {
+                                    Role::Worker
+                                } else {
+                                    Role::Requester
+                                }
+                            })
+                            .unwrap_or(Role::Requester);
+                        let peer = known
+                            .as_ref()
+                            .map(|k| match role {
+                                Role::Worker => k.requester.clone(),
+                                Role::Requester => k.worker.clone(),
+                            })
+                            .unwrap_or_default();
+                        let msg = s.status.message.as_ref();
+                        let from = msg
+                            .and_then(|m| m.from.clone())
+                            .unwrap_or_else(|| peer.clone());
+                        let body = msg.map_or_else(Body::default, |m| Body::of(&m.parts));
+                        let (id, who) = (name(task_id), name(&peer));
+                        let head = match (role, state) {
+                            (Role::Worker, State::Submitted) => {
+                                format!("New task {id} from {who} for you (submitted).")
                             }
-                        })
-                        .unwrap_or(Role::Requester);
-                    let peer = known
-                        .as_ref()
-                        .map(|k| match role {
-                            Role::Worker => k.requester.clone(),
-                            Role::Requester => k.worker.clone(),
-                        })
-                        .unwrap_or_default();
-                    let msg = s.status.message.as_ref();
-                    let from = msg
-                        .and_then(|m| m.from.clone())
-                        .unwrap_or_else(|| peer.clone());
-                    let body = msg.map(|m| message_text(m)).unwrap_or_default();
-                    let head = match (role, state) {
-                        (Role::Worker, State::Submitted) => {
-                            format!("New task {task_id} from {peer} for you (submitted).")
+                            (Role::Worker, State::Canceled) => {
+                                format!("{who} canceled task {id}.")
+                            }
+                            (Role::Worker, _) => {
+                                format!("Task {id} from {who} is {}.", state.as_str())
+                            }
+                            (Role::Requester, State::InputRequired) => {
+                                format!("Task {id} for {who} is input-required: {who} asks you something.")
+                            }
+                            (Role::Requester, _) => {
+                                format!("Task {id} for {who} is {}.", state.as_str())
+                            }
+                        };
+                        let mut text = head;
+                        let quotes = !body.is_empty() && from != self.me();
+                        if !body.is_empty() {
+                            if quotes {
+                                text.push_str(&format!(
+                                    " {} wrote:\n{}",
+                                    name(&from),
+                                    body.framed(&from)
+                                ));
+                            } else {
+                                text.push_str(&format!(" You wrote: {}", body.own()));
+                            }
                         }
-                        (Role::Worker, State::Canceled) => {
-                            format!("{peer} canceled task {task_id}.")
-                        }
-                        (Role::Worker, _) => {
-                            format!("Task {task_id} from {peer} is {}.", state.as_str())
-                        }
-                        (Role::Requester, State::InputRequired) => {
-                            format!("Task {task_id} for {peer} is input-required: {peer} asks you something.")
-                        }
-                        (Role::Requester, _) => {
-                            format!("Task {task_id} for {peer} is {}.", state.as_str())
-                        }
-                    };
-                    let mut text = head;
-                    let quotes = !body.is_empty() && from != self.me();
-                    if !body.is_empty() {
-                        if quotes {
-                            text.push_str(&format!(" {from} wrote:\n{}", peer_text(&from, &body)));
-                        } else {
-                            text.push_str(&format!(" You wrote: {body}"));
+                        Described::Update {
+                            text,
+                            next: next_step(role, state, task_id, &peer),
+                            value: json!({"taskId": task_id, "state": state.as_str(), "from": from, "text": body.clipped()}),
+                            quotes,
                         }
                     }
-                    Described::Update {
-                        text,
-                        next: next_step(role, state, task_id, &peer),
-                        value: json!({"taskId": task_id, "state": state.as_str(), "from": from, "text": body}),
-                        quotes,
-                    }
-                }
-                StreamEvent::Artifact(a) => {
-                    let task_id = a.task_id.as_str();
-                    let known = self.known_or_fetch(task_id);
-                    let (peer, state) = known
-                        .map(|k| (k.worker, k.state))
-                        .unwrap_or_else(|| (String::new(), State::Working));
-                    let name = artifact_name(&a.artifact);
-                    let body = parts_text(&a.artifact.parts);
-                    let verb = if a.append { "added to" } else { "attached" };
-                    Described::Update {
-                        text: format!(
-                            "{peer} {verb} artifact \"{name}\" on task {task_id}:\n{}",
-                            peer_text(&peer, &body)
-                        ),
-                        next: if state.is_terminal() {
-                            "nothing more to do on this task.".to_string()
-                        } else {
-                            format!(
-                                "the task is still {}: wait for {peer} to finish it.",
-                                state.as_str()
-                            )
-                        },
-                        value: json!({
-                            "taskId": task_id, "state": state.as_str(), "from": peer, "text": "",
-                            "artifact": {"name": name, "text": body},
-                        }),
-                        quotes: true,
+                    StreamEvent::Artifact(a) => {
+                        let task_id = a.task_id.as_str();
+                        let known = self.known_or_fetch(task_id);
+                        let (peer, state) = known
+                            .map(|k| (k.worker, k.state))
+                            .unwrap_or_else(|| (String::new(), State::Working));
+                        let title = artifact_name(&a.artifact);
+                        let body = Body::of(&a.artifact.parts);
+                        let verb = if a.append { "added to" } else { "attached" };
+                        let who = name(&peer);
+                        Described::Update {
+                            text: format!(
+                                "{who} {verb} artifact {} on task {}:\n{}",
+                                quoted(&title),
+                                name(task_id),
+                                body.framed(&peer)
+                            ),
+                            next: if state.is_terminal() {
+                                "nothing more to do on this task.".to_string()
+                            } else {
+                                format!(
+                                    "the task is still {}: wait for {who} to finish it.",
+                                    state.as_str()
+                                )
+                            },
+                            value: json!({
+                                "taskId": task_id, "state": state.as_str(), "from": peer, "text": "",
+                                "artifact": {"name": title, "text": body.clipped()},
+                            }),
+                            quotes: true,
+                        }
                     }
                 }
-            },
+            }
             Event::Push(_) => Described::Ignored,
             Event::Lagged(l) => Described::Dropped(l.dropped),
             Event::LeaseReleased(p) => describe_lease_end(p),
@@ -611,10 +745,10 @@ impl Session {
         if state == State::InputRequired {
             self.check_turns(task_id)?;
         }
-        if let Some((name, body)) = &artifact {
+        if let Some((title, body)) = &artifact {
             let a = Artifact {
                 artifact_id: a2a_client::new_id(),
-                name: Some(name.clone()),
+                name: Some(title.clone()),
                 description: None,
                 parts: vec![Part::text(body.as_str())],
                 metadata: None,
@@ -631,7 +765,8 @@ impl Session {
         if state == State::InputRequired {
             *self.turns.lock().entry(task.id.clone()).or_insert(0) += 1;
         }
-        let peer = &task.requester_name;
+        let peer = name(&task.requester_name);
+        let task_id = name(task_id);
         let what = match state {
             State::InputRequired => format!(
                 "Task {task_id} is input-required: your question went to {peer}.\nNext: wait for the answer (it arrives as a message on this task); then carry on and complete it."
@@ -661,9 +796,11 @@ impl Session {
             .map_err(|e| self.task_error(e, task_id, "cancel"))?;
         self.remember(&task);
         let role = self.role(&task);
-        let peer = counterpart(&task, role);
+        let (id, peer) = (name(task_id), name(counterpart(&task, role)));
         Ok(ToolResult::ok(
-            format!("Task {task_id} is canceled; {peer} has been told.\nNext: nothing more on this task."),
+            format!(
+                "Task {id} is canceled; {peer} has been told.\nNext: nothing more on this task."
+            ),
             json!({"taskId": task.id, "state": task.status.state.as_str()}),
         ))
     }
@@ -699,9 +836,10 @@ impl Session {
         };
         Ok(ToolResult::ok(
             format!(
-                "You hold lease {id} ({kind}) on {paths} for {ttl_seconds} s.\nNext: edit the files, then release(leaseId=\"{id}\") as soon as you are done; other agents wanting them wait until then.",
-                id = lease.id,
-                paths = render::list(&lease.paths),
+                "You hold lease {id} ({kind}) on {paths} for {ttl_seconds} s.\nNext: edit the files, then release(leaseId={qid}) as soon as you are done; other agents wanting them wait until then.",
+                id = name(&lease.id),
+                qid = quoted(&lease.id),
+                paths = render::names(&lease.paths),
             ),
             json!({
                 "leaseId": lease.id,
@@ -715,7 +853,7 @@ impl Session {
     fn release(&self, lease_id: &str) -> Result<ToolResult, ToolError> {
         match self.agent.release_lease(lease_id) {
             Ok(()) => Ok(ToolResult::ok(
-                format!("Lease {lease_id} is released: other agents may lease those files now.\nNext: carry on; lease again before you edit more files."),
+                format!("Lease {} is released: other agents may lease those files now.\nNext: carry on; lease again before you edit more files.", name(lease_id)),
                 json!({"leaseId": lease_id, "released": true}),
             )),
             Err(e)
@@ -726,7 +864,7 @@ impl Session {
             {
                 Err(ToolError::new(
                     "unknown-lease",
-                    format!("You hold no lease \"{lease_id}\" (it may have expired, or is another agent's). Use the leaseId that lease gave you."),
+                    format!("You hold no lease {} (it may have expired, or is another agent's). Use the leaseId that lease gave you.", quoted(lease_id)),
                 ))
             }
             Err(e) => Err(self.failed(e)),
@@ -738,10 +876,11 @@ impl Session {
     fn check_turns(&self, task_id: &str) -> Result<(), ToolError> {
         let used = self.turns.lock().get(task_id).copied().unwrap_or(0);
         if used >= self.options.turn_cap {
+            let (id, qid) = (name(task_id), quoted(task_id));
             return Err(ToolError::new(
                 "turn-cap",
                 format!(
-                    "You have put {used} messages on task {task_id}, the most allowed per task ({}). Stop the back-and-forth and settle it: if you serve it, complete(taskId=\"{task_id}\", text=<your best result>) or state failed; if you requested it, cancel(taskId=\"{task_id}\") or use what you have.",
+                    "You have put {used} messages on task {id}, the most allowed per task ({}). Stop the back-and-forth and settle it: if you serve it, complete(taskId={qid}, text=<your best result>) or state failed; if you requested it, cancel(taskId={qid}) or use what you have.",
                     self.options.turn_cap
                 ),
             ));
@@ -755,22 +894,23 @@ impl Session {
             Err(e) => return self.failed(e),
         };
         let close = nearest(to, &names);
+        let to = said(to);
         let message = if names.is_empty() {
-            format!("There is no peer \"{to}\", and no peers are registered right now: do the work yourself, or discover again later.")
+            format!("There is no peer {to}, and no peers are registered right now: do the work yourself, or discover again later.")
         } else if close.is_empty() {
             format!(
-                "There is no peer \"{to}\". The peers are: {}. Call discover to see what each does.",
-                render::list(&names)
+                "There is no peer {to}. The peers are: {}. Call discover to see what each does.",
+                peer_names(&names)
             )
         } else {
             format!(
-                "There is no peer \"{to}\". Did you mean {}? The peers are: {}.",
+                "There is no peer {to}. Did you mean {}? The peers are: {}.",
                 close
                     .iter()
-                    .map(|n| format!("\"{n}\""))
+                    .map(|n| quoted(n))
                     .collect::<Vec<_>>()
                     .join(" or "),
-                render::list(&names)
+                peer_names(&names)
             )
         };
         ToolError::new("unknown-peer", message)
@@ -789,8 +929,10 @@ impl Session {
                         ToolError::new(
                             "not-worker",
                             format!(
-                                "You requested task {task_id} from {worker}: only {worker} can {doing} it. You can send(taskId=\"{task_id}\", text=...) to tell {worker} something, cancel(taskId=\"{task_id}\") it, or wait for {worker}'s result.",
-                                worker = task.agent_name
+                                "You requested task {id} from {worker}: only {worker} can {doing} it. You can send(taskId={qid}, text=...) to tell {worker} something, cancel(taskId={qid}) it, or wait for {worker}'s result.",
+                                id = name(task_id),
+                                qid = quoted(task_id),
+                                worker = name(&task.agent_name)
                             ),
                         )
                     }
@@ -806,7 +948,8 @@ impl Session {
                 ToolError::new(
                     "task-finished",
                     format!(
-                        "Task {task_id} is already {state}: it cannot change or take messages any more. If more work is needed, start a new task with send(to, text)."
+                        "Task {} is already {state}: it cannot change or take messages any more. If more work is needed, start a new task with send(to, text).",
+                        name(task_id)
                     ),
                 )
             }
@@ -823,7 +966,8 @@ impl Session {
                 ToolError::new(
                     "bad-move",
                     format!(
-                        "Task {task_id} is {} and cannot move that way now.{hint}",
+                        "Task {} is {} and cannot move that way now.{hint}",
+                        name(task_id),
                         state.map(State::as_str).unwrap_or("in a state that")
                     ),
                 )
@@ -840,12 +984,13 @@ impl Session {
             Ok(page) => page.tasks,
             Err(e) => return self.failed(e),
         };
+        let wanted = said(task_id);
         let message = if mine.is_empty() {
-            format!("There is no task \"{task_id}\" of yours: you have no tasks yet. send(to, text) starts one; wait tells you when a peer gives you one.")
+            format!("There is no task {wanted} of yours: you have no tasks yet. send(to, text) starts one; wait tells you when a peer gives you one.")
         } else {
             let list: Vec<String> = mine.iter().map(|t| self.task_line(t)).collect();
             format!(
-                "There is no task \"{task_id}\" of yours. Your tasks (newest first): {}. Use one of these ids exactly.",
+                "There is no task {wanted} of yours. Your tasks (newest first): {}. Use one of these ids exactly.",
                 list.join("; ")
             )
         };
@@ -857,7 +1002,7 @@ impl Session {
         match &e {
             ClientError::Closed(_) | ClientError::Deregistered(_) | ClientError::Io(_) => ToolError::new(
                 "broker-unavailable",
-                format!("The A2A broker cannot be reached ({e}). Other agents cannot be contacted now: carry on without them."),
+                format!("The A2A broker cannot be reached ({}). Other agents cannot be contacted now: carry on without them.", render::line(&e.to_string())),
             ),
             ClientError::Timeout(_) => ToolError::new(
                 "broker-timeout",
@@ -866,7 +1011,7 @@ impl Session {
             ClientError::Rpc(r) => match e.a2a_code() {
                 Some(A2aErrorCode::PayloadTooLarge) => ToolError::new(
                     "too-large",
-                    format!("That is too large for the broker ({}). Send less text: summarise, or split it over several messages.", r.message),
+                    format!("That is too large for the broker ({}). Send less text: summarise, or split it over several messages.", render::line(&r.message)),
                 ),
                 Some(A2aErrorCode::SendCap) => ToolError::new(
                     "send-cap",
@@ -879,10 +1024,16 @@ impl Session {
                         .and_then(|d| d.get("reason"))
                         .and_then(Value::as_str)
                         .unwrap_or(&r.message);
-                    ToolError::new("refused", format!("The broker refused the call: {reason}."))
+                    ToolError::new(
+                        "refused",
+                        format!("The broker refused the call: {}.", render::line(reason)),
+                    )
                 }
             },
-            _ => ToolError::new("failed", format!("The call failed: {e}.")),
+            _ => ToolError::new(
+                "failed",
+                format!("The call failed: {}.", render::line(&e.to_string())),
+            ),
         }
     }
 
@@ -944,15 +1095,15 @@ impl Session {
         if t.agent_name == self.me() {
             format!(
                 "{} ({} asked you; {})",
-                t.id,
-                t.requester_name,
+                name(&t.id),
+                name(&t.requester_name),
                 t.status.state.as_str()
             )
         } else {
             format!(
                 "{} (you asked {}; {})",
-                t.id,
-                t.agent_name,
+                name(&t.id),
+                name(&t.agent_name),
                 t.status.state.as_str()
             )
         }
@@ -972,6 +1123,20 @@ impl Session {
             .map(|t| self.task_line(t))
             .collect()
     }
+
+    /// A session for this one's agent registered again as `r` says on
+    /// `client` (a new connection, once the broker restarted), keeping the
+    /// messages it put on each task (the turn cap holds across a restart);
+    /// what it knew of its tasks is read from the broker again.
+    pub fn register_again(
+        &self,
+        client: &Client,
+        r: &Registration,
+    ) -> Result<Session, ClientError> {
+        let s = Session::register(client, r, self.options.clone())?;
+        *s.turns.lock() = self.turns.lock().clone();
+        Ok(s)
+    }
 }
 
 /// A lease refused because another agent holds an overlapping one: who, and
@@ -979,16 +1144,14 @@ impl Session {
 fn lease_conflict(e: &ClientError, waited: u64) -> ToolError {
     let data = e.rpc().and_then(|r| r.data.as_ref());
     let field = |k: &str| data.and_then(|d| d.get(k)).cloned();
-    let holder = field("holder")
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_else(|| "another agent".into());
+    let holder = field("holder").and_then(|v| v.as_str().map(str::to_owned));
     let paths: Vec<String> = field("paths")
         .and_then(|v| serde_json::from_value(v).ok())
         .unwrap_or_default();
     let what = if paths.is_empty() {
         "those files".to_string()
     } else {
-        render::list(&paths)
+        render::names(&paths)
     };
     let waited = if waited > 0 {
         format!(" (still, after waiting {waited} s)")
@@ -996,15 +1159,22 @@ fn lease_conflict(e: &ClientError, waited: u64) -> ToolError {
         String::new()
     };
     let mut details = Map::new();
-    details.insert("holder".into(), json!(holder));
+    details.insert(
+        "holder".into(),
+        json!(holder.as_deref().unwrap_or("another agent")),
+    );
     if let Some(id) = field("leaseId") {
         details.insert("leaseId".into(), id);
     }
     details.insert("paths".into(), json!(paths));
+    let (who, them) = match &holder {
+        Some(h) => (format!("Agent {}", name(h)), name(h)),
+        None => ("Another agent".to_string(), "it".to_string()),
+    };
     ToolError::new(
         "lease-conflict",
         format!(
-            "{holder} holds a lease on {what}{waited}: an edit there now could overwrite its work. Work on other files, lease again with timeoutSeconds to wait for it, or send {holder} a message to coordinate."
+            "{who} holds a lease on {what}{waited}: an edit there now could overwrite its work. Work on other files, lease again with timeoutSeconds to wait for it, or send {them} a message to coordinate."
         ),
     )
     .with_details(details)
@@ -1025,12 +1195,13 @@ enum Described {
 
 /// What to do next with a task, by side and state.
 fn next_step(role: Role, state: State, id: &str, peer: &str) -> String {
+    let (id, peer) = (quoted(id), name(peer));
     match (role, state) {
         (_, State::Completed) if role == Role::Requester => format!(
-            "use the result; get(taskId=\"{id}\") shows its messages and artifacts. Nothing more to do on this task."
+            "use the result; get(taskId={id}) shows its messages and artifacts. Nothing more to do on this task."
         ),
         (Role::Requester, State::InputRequired | State::AuthRequired) => format!(
-            "answer with send(taskId=\"{id}\", text=<your answer>), or cancel(taskId=\"{id}\")."
+            "answer with send(taskId={id}, text=<your answer>), or cancel(taskId={id})."
         ),
         (Role::Requester, State::Failed | State::Rejected) => format!(
             "{peer} did not do it: try another peer (discover), or do it yourself."
@@ -1038,7 +1209,7 @@ fn next_step(role: Role, state: State, id: &str, peer: &str) -> String {
         (Role::Requester, State::Canceled) => "nothing more on this task.".to_string(),
         (Role::Requester, _) => format!("{peer} is on it: wait for its next update."),
         (Role::Worker, State::Submitted | State::Working) => format!(
-            "do the work, then complete(taskId=\"{id}\", text=<your result>). If something is unclear, complete(taskId=\"{id}\", state=\"input-required\", text=<your question>); if you cannot do it, state \"failed\" or \"rejected\" with the reason."
+            "do the work, then complete(taskId={id}, text=<your result>). If something is unclear, complete(taskId={id}, state=\"input-required\", text=<your question>); if you cannot do it, state \"failed\" or \"rejected\" with the reason."
         ),
         (Role::Worker, State::InputRequired | State::AuthRequired) => {
             format!("wait for {peer}'s answer.")
@@ -1069,8 +1240,56 @@ fn count(n: usize, what: &str) -> String {
     }
 }
 
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+/// A message's or artifact's parts as text, and how many characters of
+/// them the session already left out (a slim event's, see `inbox`).
+#[derive(Default)]
+struct Body {
+    text: String,
+    cut: usize,
+}
+
+impl Body {
+    fn of(parts: &[Part]) -> Body {
+        Body {
+            text: parts_text(parts),
+            cut: parts.iter().filter_map(inbox::cut_of).sum(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.text.is_empty() && self.cut == 0
+    }
+
+    /// Framed as peer `from`'s text.
+    fn framed(&self, from: &str) -> String {
+        render::peer_text(from, &self.text, self.cut)
+    }
+
+    /// The agent's own text, quoted back to it.
+    fn own(&self) -> String {
+        render::body(&self.text, self.cut)
+    }
+
+    /// For the structured result: cut to [`QUOTE_MAX_CHARS`] as the text
+    /// result cuts it, not escaped (programs read it).
+    fn clipped(&self) -> String {
+        let s = &self.text;
+        let (kept, left) = match s.char_indices().nth(QUOTE_MAX_CHARS) {
+            Some((b, _)) => (&s[..b], s[b..].chars().count()),
+            None => (s.as_str(), 0),
+        };
+        format!("{kept}{}", render::cut_note(left + self.cut))
+    }
+}
+
+/// The peers' names, as many as fit on a line of an error.
+fn peer_names(names: &[String]) -> String {
+    const SHOWN: usize = 20;
+    let mut shown: Vec<String> = names.iter().take(SHOWN).map(|n| name(n)).collect();
+    if names.len() > SHOWN {
+        shown.push(format!("{} more", names.len() - SHOWN));
+    }
+    render::list(&shown)
 }
 
 /// A message's parts as text: text parts as written, data as JSON, files
@@ -1082,16 +1301,35 @@ pub fn message_text(m: &Message) -> String {
 fn parts_text(parts: &[Part]) -> String {
     parts
         .iter()
+        .filter(|p| inbox::cut_of(p).is_none())
         .map(|p| match p {
             Part::Text { text, .. } => text.clone(),
             Part::Data { data, .. } => serde_json::to_string(data).unwrap_or_default(),
-            Part::File { file, .. } => format!(
-                "[file {}]",
-                file.name
-                    .as_deref()
-                    .or(file.uri.as_deref())
-                    .unwrap_or("(unnamed)")
-            ),
+            Part::File { file, metadata } => {
+                let size = inbox::file_size(metadata)
+                    .or_else(|| file.bytes.as_deref().map(|b| inbox::decoded_len(b) as u64));
+                // Names on one line even inside a frame: where a name ends
+                // stays plain to see.
+                let about: Vec<String> = [
+                    file.mime_type.as_deref().map(render::attr),
+                    size.map(|n| format!("{n} bytes")),
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
+                format!(
+                    "[file {}{}]",
+                    file.name
+                        .as_deref()
+                        .or(file.uri.as_deref())
+                        .map_or_else(|| "(unnamed)".to_string(), name),
+                    if about.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", about.join(", "))
+                    }
+                )
+            }
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -1105,16 +1343,16 @@ fn artifact_name(a: &Artifact) -> String {
 /// ended, as a model reads it.
 fn describe_lease_end(p: &LeaseReleasedParams) -> Described {
     let l = &p.lease;
-    let paths = render::list(&l.paths);
+    let paths = render::names(&l.paths);
     Described::Update {
         text: format!(
             "The lease of {} on {paths} ended ({}): you may lease those files now.",
-            l.holder,
+            name(&l.holder),
             p.reason.as_str()
         ),
         next: format!(
             "lease them (action lease, paths {}) before you edit them, if you still need to.",
-            serde_json::to_string(&l.paths).unwrap_or_default()
+            render::array(&l.paths)
         ),
         value: json!({
             "leaseId": l.id,
@@ -1123,5 +1361,16 @@ fn describe_lease_end(p: &LeaseReleasedParams) -> Described {
             "state": format!("lease-{}", p.reason.as_str()),
         }),
         quotes: false,
+    }
+}
+
+/// A peer name or task id the model wrote, quoted back: whole when it could
+/// be one (`A2A_MAX_ID_BYTES` at most), else a short excerpt, so that a
+/// megabyte written by mistake is not read back into the model's context.
+fn said(s: &str) -> String {
+    if s.len() <= a2a_client::proto::limits::A2A_MAX_ID_BYTES {
+        quoted(s)
+    } else {
+        crate::args::excerpt(s)
     }
 }

@@ -63,25 +63,35 @@ pub enum Cmd {
         #[arg(long, value_name = "BYTES")]
         event_ring: Option<usize>,
     },
-    /// Answer each task sent to an agent with a shell command's output:
-    /// `sh -c CMD` reads the task's text on stdin; exit 0 completes the
-    /// task with its stdout, else the task fails with its stderr.
+    /// Answer each task sent to an agent with a command's output: CMD
+    /// reads the task's text on stdin; exit 0 completes the task with its
+    /// stdout, else the task fails with its stderr. Up to --concurrency
+    /// tasks are answered at once.
     /// Example: a2a-broker reply --socket main --as coder --exec 'tr a-z A-Z'
     Reply {
         #[command(flatten)]
         at: AgentAt,
-        /// The command run for each task, by `sh -c`, with A2A_TASK_ID,
-        /// A2A_CONTEXT_ID and A2A_FROM (the requester) in its environment.
+        /// The command run for each task, with A2A_TASK_ID, A2A_CONTEXT_ID
+        /// and A2A_FROM (the requester) in its environment: run directly
+        /// when it is plain words (`tr a-z A-Z`), else by `sh -c` (quotes,
+        /// `$`, pipes, redirections, globs and the like need the shell).
         #[arg(long, value_name = "CMD")]
         exec: String,
         /// Seconds to wait for a broker to listen at the socket (so that
         /// both can be started together).
         #[arg(long, value_name = "SECS", default_value_t = 30)]
         wait: u64,
+        /// How many tasks are answered at once (each runs its own command);
+        /// 1 answers them one at a time, in the order they came.
+        #[arg(long, value_name = "N", default_value_t = crate::cli::answer::DEFAULT_CONCURRENCY,
+              value_parser = clap::value_parser!(u16).range(1..=1024))]
+        concurrency: u16,
     },
-    /// Serve the A2A tool (discover | send | get | wait | complete | cancel)
+    /// Serve the A2A tool (discover | send | get | wait | complete | cancel | lease | release)
     /// to an MCP host on stdin/stdout, as one agent registered on a running
-    /// broker's local socket; deregisters when stdin closes.
+    /// broker's local socket; deregisters when stdin closes. The model is
+    /// told the name it is registered under (NAME-2 when another live agent
+    /// holds NAME).
     Mcp {
         /// The broker's --socket NAME (a path, or the name it was given).
         #[arg(long, value_name = "NAME")]
@@ -99,6 +109,13 @@ pub enum Cmd {
         /// What peers read about this agent in discover.
         #[arg(long, value_name = "TEXT")]
         description: Option<String>,
+        /// Seconds to wait for a broker to listen at the socket, so that an
+        /// MCP host may start this server before the broker (stderr says
+        /// what it waits for); with 0, no broker is an error at once. Once
+        /// serving, a lost connection (the broker restarted) is made again
+        /// by the next call, under the same name, and the model is told.
+        #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+        wait: u64,
     },
     /// Check a database: its header, schema, every page and every index,
     /// read-only (also beside a running broker). Prints one line and exits

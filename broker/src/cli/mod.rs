@@ -48,12 +48,18 @@ pub fn run(cmd: Cmd) -> Result<(), String> {
             context: at.context,
             event_ring,
         }),
-        Cmd::Reply { at, exec, wait } => answer::run(&answer::Options {
+        Cmd::Reply {
+            at,
+            exec,
+            wait,
+            concurrency,
+        } => answer::run(&answer::Options {
             socket: at.socket,
             as_agent: at.as_agent,
             context: at.context,
             exec,
             wait: std::time::Duration::from_secs(wait),
+            concurrency: usize::from(concurrency),
         }),
         Cmd::Mcp {
             socket,
@@ -61,12 +67,14 @@ pub fn run(cmd: Cmd) -> Result<(), String> {
             kind,
             context_id,
             description,
+            wait,
         } => mcp::run(mcp::Options {
             socket,
             as_agent,
             parent: kind == "parent",
             context_id,
             description,
+            wait: std::time::Duration::from_secs(wait),
         }),
         Cmd::Check { db } => a2a_broker::check_database(&db)
             .map(|line| println!("{line}"))

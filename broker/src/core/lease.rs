@@ -8,11 +8,18 @@
 //! in one context, have different holders, one concrete path could match a
 //! path of each (`a2a_proto::lease_path::overlaps`) and at least one is
 //! exclusive. A holder's own leases never conflict with each other.
+//!
+//! The comparisons run on the writer, so each call ([`Leases::check`],
+//! [`Leases::overlapping`]) has one budget of steps for all of them
+//! (`A2A_MAX_LEASE_MATCH_STEPS`): past it the call is refused, and the
+//! writer moves on to the next client. Each lease's paths are split once,
+//! when it is granted, not at every comparison.
 
 use super::task::Party;
 use super::ConnId;
-use a2a_proto::lease_path::overlaps;
-use a2a_proto::limits::A2A_MAX_LEASES_PER_AGENT;
+use super::CoreError;
+use a2a_proto::lease_path::{OverBudget, Pattern, Work};
+use a2a_proto::limits::{A2A_MAX_LEASES_PER_AGENT, A2A_MAX_LEASE_MATCH_STEPS};
 use std::collections::{BTreeSet, HashMap};
 
 /// Milliseconds since the Unix epoch.
@@ -56,6 +63,23 @@ pub enum Refusal {
     },
     /// The holder holds `A2A_MAX_LEASES_PER_AGENT` live leases already.
     TooMany { held: usize },
+    /// Comparing the paths with the context's leases would take more than
+    /// `A2A_MAX_LEASE_MATCH_STEPS`.
+    OverBudget(OverBudget),
+}
+
+/// A call whose comparisons ran out of budget is refused as a bound is
+/// (`-32602` naming `A2A_MAX_LEASE_MATCH_STEPS`), having changed nothing.
+impl From<OverBudget> for CoreError {
+    fn from(e: OverBudget) -> CoreError {
+        CoreError::OutOfBounds {
+            reason: e.to_string(),
+            limit: "A2A_MAX_LEASE_MATCH_STEPS",
+            min: None,
+            max: e.limit,
+            actual: i64::try_from(e.spent).unwrap_or(i64::MAX),
+        }
+    }
 }
 
 /// A change to undo if the call or its batch fails.
@@ -66,17 +90,54 @@ pub enum LeaseUndo {
     Renewed { id: String, expires_at: Millis },
 }
 
+/// A live lease and its paths split for comparing ([`Pattern`]), once.
+#[derive(Debug)]
+struct Live {
+    rec: LeaseRec,
+    patterns: Vec<Pattern>,
+}
+
+impl Live {
+    fn new(rec: LeaseRec) -> Live {
+        let patterns = rec.paths.iter().map(|p| Pattern::new(p)).collect();
+        Live { rec, patterns }
+    }
+
+    /// This lease's paths that overlap one of `wanted`, in its order.
+    fn overlaps<'a>(
+        &'a self,
+        wanted: &[Pattern],
+        work: &mut Work,
+    ) -> Result<Vec<&'a str>, OverBudget> {
+        let mut hit = Vec::new();
+        for (held, pattern) in self.rec.paths.iter().zip(&self.patterns) {
+            for w in wanted {
+                if pattern.overlaps(w, work)? {
+                    hit.push(held.as_str());
+                    break;
+                }
+            }
+        }
+        Ok(hit)
+    }
+}
+
 /// Every live lease, by id, by context (in acquisition order) and by expiry.
 #[derive(Debug, Default)]
 pub struct Leases {
-    by_id: HashMap<String, LeaseRec>,
+    by_id: HashMap<String, Live>,
     by_context: HashMap<String, Vec<String>>,
     by_expiry: BTreeSet<(Millis, String)>,
 }
 
+/// The budget of one call's comparisons.
+fn call_budget() -> Work {
+    Work::new(A2A_MAX_LEASE_MATCH_STEPS)
+}
+
 impl Leases {
     pub fn get(&self, id: &str) -> Option<&LeaseRec> {
-        self.by_id.get(id)
+        self.by_id.get(id).map(|l| &l.rec)
     }
 
     #[cfg(test)]
@@ -87,33 +148,55 @@ impl Leases {
     /// The leases of a context that have not expired at `now`, in
     /// acquisition order.
     pub fn in_context(&self, context_id: &str, now: Millis) -> impl Iterator<Item = &LeaseRec> {
+        self.live_in(context_id, now).map(|l| &l.rec)
+    }
+
+    fn live_in(&self, context_id: &str, now: Millis) -> impl Iterator<Item = &Live> {
         self.by_context
             .get(context_id)
             .into_iter()
             .flatten()
             .filter_map(|id| self.by_id.get(id))
-            .filter(move |l| l.expires_at > now)
+            .filter(move |l| l.rec.expires_at > now)
+    }
+
+    /// The leases of a context live at `now`, in acquisition order, that
+    /// overlap `path` (a normalised pattern). Within one call's budget.
+    pub fn overlapping(
+        &self,
+        context_id: &str,
+        path: &str,
+        now: Millis,
+    ) -> Result<Vec<&LeaseRec>, OverBudget> {
+        let wanted = [Pattern::new(path)];
+        let mut work = call_budget();
+        let mut found = Vec::new();
+        for l in self.live_in(context_id, now) {
+            if !l.overlaps(&wanted, &mut work)?.is_empty() {
+                found.push(&l.rec);
+            }
+        }
+        Ok(found)
     }
 
     /// May `req` be granted at `now`? Leases that have expired but not yet
     /// been ended count as gone.
     pub fn check(&self, req: &Request<'_>, now: Millis) -> Result<(), Refusal> {
         let ctx = &req.holder.context_id;
-        for l in self.in_context(ctx, now) {
-            if l.holder == *req.holder || (!l.exclusive && !req.exclusive) {
+        let wanted: Vec<Pattern> = req.paths.iter().map(|p| Pattern::new(p)).collect();
+        let mut work = call_budget();
+        for l in self.live_in(ctx, now) {
+            if l.rec.holder == *req.holder || (!l.rec.exclusive && !req.exclusive) {
                 continue;
             }
-            let hit: Vec<String> = l
-                .paths
-                .iter()
-                .filter(|held| req.paths.iter().any(|p| overlaps(held, p)))
-                .cloned()
-                .collect();
+            let hit = l
+                .overlaps(&wanted, &mut work)
+                .map_err(Refusal::OverBudget)?;
             if !hit.is_empty() {
                 return Err(Refusal::Conflict {
-                    lease_id: l.id.clone(),
-                    holder: l.holder.peer_id.clone(),
-                    paths: hit,
+                    lease_id: l.rec.id.clone(),
+                    holder: l.rec.holder.peer_id.clone(),
+                    paths: hit.into_iter().map(str::to_owned).collect(),
                 });
             }
         }
@@ -135,7 +218,7 @@ impl Leases {
             .push(rec.id.clone());
         self.by_expiry.insert((rec.expires_at, rec.id.clone()));
         undo.push(LeaseUndo::Added(rec.id.clone()));
-        self.by_id.insert(rec.id.clone(), rec);
+        self.by_id.insert(rec.id.clone(), Live::new(rec));
     }
 
     /// Moves a lease's expiry.
@@ -149,7 +232,7 @@ impl Leases {
     }
 
     fn set_expiry(&mut self, id: &str, expires_at: Millis) -> Option<Millis> {
-        let l = self.by_id.get_mut(id)?;
+        let l = &mut self.by_id.get_mut(id)?.rec;
         let old = std::mem::replace(&mut l.expires_at, expires_at);
         self.by_expiry.remove(&(old, id.to_owned()));
         self.by_expiry.insert((expires_at, id.to_owned()));
@@ -160,7 +243,7 @@ impl Leases {
     /// end that must stand whatever happens to the batch (its holder's
     /// connection closed).
     pub fn remove(&mut self, id: &str, undo: Option<&mut Vec<LeaseUndo>>) -> Option<LeaseRec> {
-        let rec = self.by_id.remove(id)?;
+        let rec = self.by_id.remove(id)?.rec;
         self.by_expiry.remove(&(rec.expires_at, rec.id.clone()));
         if let Some(ids) = self.by_context.get_mut(&rec.holder.context_id) {
             ids.retain(|i| i != id);
@@ -197,12 +280,12 @@ impl Leases {
                         .position(|i| {
                             self.by_id
                                 .get(i)
-                                .is_some_and(|l| l.acquired_at > rec.acquired_at)
+                                .is_some_and(|l| l.rec.acquired_at > rec.acquired_at)
                         })
                         .unwrap_or(ids.len());
                     ids.insert(at, rec.id.clone());
                     self.by_expiry.insert((rec.expires_at, rec.id.clone()));
-                    self.by_id.insert(rec.id.clone(), *rec);
+                    self.by_id.insert(rec.id.clone(), Live::new(*rec));
                 }
                 LeaseUndo::Renewed { id, expires_at } => {
                     self.set_expiry(&id, expires_at);
@@ -215,7 +298,7 @@ impl Leases {
     /// when the lease ends. Not undone: a refusal is answered whatever the
     /// batch does.
     pub fn watch(&mut self, id: &str, party: &Party) {
-        if let Some(l) = self.by_id.get_mut(id) {
+        if let Some(l) = self.by_id.get_mut(id).map(|l| &mut l.rec) {
             if !l.watchers.contains(party) && l.holder != *party {
                 l.watchers.push(party.clone());
             }
@@ -242,7 +325,7 @@ impl Leases {
             .get(&holder.context_id)
             .into_iter()
             .flatten()
-            .filter(|id| self.by_id.get(*id).is_some_and(|l| l.holder == *holder))
+            .filter(|id| self.by_id.get(*id).is_some_and(|l| l.rec.holder == *holder))
             .cloned()
             .collect()
     }
@@ -252,6 +335,7 @@ impl Leases {
         let mut ids: Vec<(Millis, String)> = self
             .by_id
             .values()
+            .map(|l| &l.rec)
             .filter(|l| l.conn == conn)
             .map(|l| (l.acquired_at, l.id.clone()))
             .collect();
@@ -261,13 +345,13 @@ impl Leases {
 
     /// Does any agent of this connection hold a lease?
     pub fn any_on(&self, conn: ConnId) -> bool {
-        self.by_id.values().any(|l| l.conn == conn)
+        self.by_id.values().any(|l| l.rec.conn == conn)
     }
 
     /// Every live lease (for the property tests' invariants).
     #[cfg(test)]
     pub fn all(&self) -> impl Iterator<Item = &LeaseRec> {
-        self.by_id.values()
+        self.by_id.values().map(|l| &l.rec)
     }
 }
 
@@ -276,6 +360,7 @@ impl Leases {
 /// (the property tests' invariant).
 #[cfg(test)]
 pub fn conflict(a: &LeaseRec, b: &LeaseRec) -> bool {
+    use a2a_proto::lease_path::overlaps;
     a.holder.context_id == b.holder.context_id
         && a.holder != b.holder
         && (a.exclusive || b.exclusive)
@@ -287,6 +372,7 @@ pub fn conflict(a: &LeaseRec, b: &LeaseRec) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use a2a_proto::limits::{A2A_MAX_LEASE_PATHS, A2A_MAX_LEASE_PATH_BYTES};
 
     fn party(ctx: &str, peer: &str) -> Party {
         Party {
@@ -351,6 +437,91 @@ mod tests {
         assert_eq!(ls.get("3").unwrap().expires_at, 1002);
         assert_eq!(ls.next_expiry(), Some(1000));
         assert_eq!(ls.expired(1001), ["1", "2"]);
+    }
+
+    /// `A2A_MAX_LEASES_PER_AGENT` leases of `A2A_MAX_LEASE_PATHS` paths
+    /// (`path(lease, index)`), held shared by `eve` in context `c`.
+    fn held_at_the_bounds(path: impl Fn(usize, usize) -> String) -> Leases {
+        let eve = party("c", "eve");
+        let mut ls = Leases::default();
+        for i in 0..A2A_MAX_LEASES_PER_AGENT {
+            let paths: Vec<String> = (0..A2A_MAX_LEASE_PATHS).map(|j| path(i, j)).collect();
+            assert!(paths.iter().all(|p| p.len() <= A2A_MAX_LEASE_PATH_BYTES));
+            let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+            let mut l = rec(&format!("l{i:02}"), &eve, &refs, false, 0);
+            l.expires_at = Millis::MAX;
+            ls.insert(l, &mut vec![]);
+        }
+        ls
+    }
+
+    /// Globs of 500 stars at every bound: 64 x 64 held against 64 asked,
+    /// each pair compared exactly (their heads and tails), all of them
+    /// within one call's budget; a later path that overlaps is found.
+    #[test]
+    fn globs_at_the_bounds_are_compared_exactly_within_the_budget() {
+        let ls = held_at_the_bounds(|i, j| format!("{}x{i}y{j}", "a*".repeat(505)));
+        let mallory = party("c", "mallory");
+        let far: Vec<String> = (0..A2A_MAX_LEASE_PATHS)
+            .map(|k| format!("{}{k}", "b*".repeat(505)))
+            .collect();
+        let req = |paths| Request {
+            holder: &mallory,
+            paths,
+            exclusive: true,
+        };
+        assert_eq!(ls.check(&req(&far), 1), Ok(()));
+        let mut near = far.clone();
+        near[63] = "a*x63y63".into();
+        let last = format!("{}x63y63", "a*".repeat(505));
+        assert_eq!(
+            ls.check(&req(&near), 1),
+            Err(Refusal::Conflict {
+                lease_id: "l63".into(),
+                holder: "eve".into(),
+                paths: vec![last.clone()]
+            })
+        );
+        let listed = ls.overlapping("c", "*x63y63", 1).unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].id, "l63");
+        assert!(ls.overlapping("c", &far[0], 1).unwrap().is_empty());
+    }
+
+    /// Paths of 500 one-byte segments against a `**` run of 300 sought
+    /// along each: past the budget, the call is refused (and changes
+    /// nothing: `check` and `overlapping` only read).
+    #[test]
+    fn a_call_past_the_budget_is_refused() {
+        let ls = held_at_the_bounds(|i, j| format!("{}x{i}y{j}", "a/".repeat(505)));
+        let mallory = party("c", "mallory");
+        let runs = vec![format!("**/{}b/**", "a/".repeat(300))];
+        let req = Request {
+            holder: &mallory,
+            paths: &runs,
+            exclusive: true,
+        };
+        let Err(Refusal::OverBudget(e)) = ls.check(&req, 1) else {
+            panic!("within budget")
+        };
+        assert_eq!(e.limit, A2A_MAX_LEASE_MATCH_STEPS);
+        assert!(e.spent > e.limit);
+        let e = ls.overlapping("c", &runs[0], 1).unwrap_err();
+        assert_eq!(e.limit, A2A_MAX_LEASE_MATCH_STEPS);
+        match CoreError::from(e) {
+            CoreError::OutOfBounds { limit, max, .. } => {
+                assert_eq!((limit, max), ("A2A_MAX_LEASE_MATCH_STEPS", e.limit))
+            }
+            other => panic!("{other:?}"),
+        }
+        // The same holder's own leases are not compared at all.
+        let eve = party("c", "eve");
+        let own = Request {
+            holder: &eve,
+            paths: &runs,
+            exclusive: true,
+        };
+        assert_eq!(ls.check(&own, 1), Err(Refusal::TooMany { held: 64 }));
     }
 
     /// Random interleavings of acquire, renew, release, expiry (time
@@ -498,6 +669,9 @@ mod tests {
                                 self.leases.watch(&lease_id, &holder);
                             }
                             Err(Refusal::TooMany { .. }) => {}
+                            Err(Refusal::OverBudget(e)) => {
+                                panic!("a few short paths ran out of budget: {e}")
+                            }
                         }
                     }
                     Op::Renew { agent, pick, ttl } => {

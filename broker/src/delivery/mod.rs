@@ -6,11 +6,14 @@
 //! - [`ring`]: the shared-memory event ring a socket connection may ask
 //!   for; routing stages its push agents' events there directly.
 //! - [`timer`]: one thread that fires deadlines (wait timeouts, blocking sends).
+//! - [`weight`]: the bytes a queued event or reply holds, for the queues'
+//!   byte bounds.
 
 pub mod outbox;
 pub mod pull;
 pub mod ring;
 pub mod timer;
+pub mod weight;
 
 pub use outbox::{Outbox, Outgoing, Responder, Response};
 pub use pull::PullQueue;

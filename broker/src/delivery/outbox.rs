@@ -1,19 +1,36 @@
 //! A connection's outbox: responses and notifications waiting for the
 //! connection's writer, which serializes them in its own thread.
 //!
-//! Responses are never dropped. Events are bounded: past the bound the
-//! oldest queued event is dropped and counted, and the writer emits an
-//! `a2a.lagged` for its recipient before anything else it drains, so a
-//! client that stops reading costs the broker bounded memory and never
-//! blocks the writer thread of the core.
+//! Both kinds are bounded in count and in bytes (`super::weight`'s
+//! estimate), so a client that stops reading costs the broker bounded
+//! memory and never blocks the writer thread of the core:
+//!
+//! - events: past either bound the oldest queued events are dropped and
+//!   counted, and the writer emits an `a2a.lagged` for their recipient
+//!   before anything else it drains (one event larger than the byte bound
+//!   still goes, alone);
+//! - responses (where the outbox has a response bound: a socket's): past
+//!   either bound the connection is cut off ([`Outbox::cut_off`]), its
+//!   queue freed at once.
+//!
+//! The writer takes the queue a chunk at a time (about
+//! [`DRAIN_CHUNK_BYTES`]), so what it holds while a write waits on a slow
+//! reader is one chunk, not the whole queue.
 
+use super::weight;
 use crate::reply::Reply;
 use a2a_proto::error::RpcError;
 use a2a_proto::jsonrpc::Id;
+use a2a_proto::limits::{OUTBOX_EVENT_BYTES, OUTBOX_RESPONSE_BYTES};
 use a2a_proto::types::{LaggedParams, Notification};
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::sync::Arc;
+
+/// Bytes of queued items the writer takes at once (at least one item):
+/// about one coalesced write. What the writer holds while a write waits on
+/// a slow reader is this, not the whole queue.
+pub const DRAIN_CHUNK_BYTES: usize = 1 << 20;
 
 /// One answer to a request.
 #[derive(Debug)]
@@ -34,19 +51,46 @@ pub enum Outgoing {
     Fatal(RpcError),
 }
 
+/// A queued item and the bytes it counts for.
+struct Queued {
+    item: Outgoing,
+    bytes: usize,
+}
+
+/// Which response bound a connection passed (for its log line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overflow {
+    /// More than the response count bound.
+    Responses,
+    /// More than the response byte bound.
+    ResponseBytes,
+}
+
 #[derive(Default)]
 struct State {
-    queue: VecDeque<Outgoing>,
-    /// Events in `queue`.
+    queue: VecDeque<Queued>,
+    /// Events in `queue`, and their bytes.
     events: usize,
-    /// Responses in `queue`.
+    event_bytes: usize,
+    /// Responses (and batches, and fatal errors) in `queue`, and their bytes.
     responses: usize,
+    response_bytes: usize,
     /// Closed because the client left too many responses unread.
-    overflowed: bool,
+    overflowed: Option<Overflow>,
     /// Dropped events not yet reported, per recipient.
     lagged: Vec<LaggedParams>,
     closed: bool,
     writer_waiting: bool,
+}
+
+/// The bounds of one outbox.
+#[derive(Debug, Clone, Copy)]
+struct Bounds {
+    events: usize,
+    event_bytes: usize,
+    /// Past these many unread responses, or bytes of them, the connection
+    /// is closed (`None`: never; stdio's reader is the host itself).
+    responses: Option<(usize, usize)>,
 }
 
 /// A connection's outbox.
@@ -55,10 +99,9 @@ pub struct Outbox {
     ready: Condvar,
     /// Wakes an async writer (socket connections).
     notify: tokio::sync::Notify,
-    event_bound: usize,
-    /// Past this many unread responses the connection is closed (`None`:
-    /// never; stdio's reader is the host itself).
-    response_bound: Option<usize>,
+    /// Wakes whoever waits for the connection to be cut off.
+    cut: tokio::sync::Notify,
+    bounds: Bounds,
     /// Where the connection's events go once its handshake was granted an
     /// event ring (`None`: a transport without rings).
     ring: Option<super::ring::RingSlot>,
@@ -67,20 +110,25 @@ pub struct Outbox {
 impl std::fmt::Debug for Outbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Outbox")
-            .field("event_bound", &self.event_bound)
+            .field("bounds", &self.bounds)
             .finish()
     }
 }
 
 impl Outbox {
-    /// An outbox holding at most `event_bound` undelivered events.
+    /// An outbox holding at most `event_bound` undelivered events, and at
+    /// most `OUTBOX_EVENT_BYTES` of them.
     pub fn new(event_bound: usize) -> Self {
         Self {
             state: Mutex::new(State::default()),
             ready: Condvar::new(),
             notify: tokio::sync::Notify::new(),
-            event_bound: event_bound.max(1),
-            response_bound: None,
+            cut: tokio::sync::Notify::new(),
+            bounds: Bounds {
+                events: event_bound.max(1),
+                event_bytes: OUTBOX_EVENT_BYTES,
+                responses: None,
+            },
             ring: None,
         }
     }
@@ -98,32 +146,63 @@ impl Outbox {
     }
 
     /// An outbox that closes its connection when more than `response_bound`
-    /// responses wait unread: a client that sends but never reads is cut
-    /// off rather than allowed to grow the broker's memory without bound.
+    /// responses, or more than `OUTBOX_RESPONSE_BYTES` of them, wait unread:
+    /// a client that sends but never reads is cut off rather than allowed
+    /// to grow the broker's memory without bound.
     pub fn with_response_bound(event_bound: usize, response_bound: usize) -> Self {
+        Self::with_response_bounds(event_bound, response_bound, OUTBOX_RESPONSE_BYTES)
+    }
+
+    /// [`Outbox::with_response_bound`] with its byte bound given.
+    pub fn with_response_bounds(
+        event_bound: usize,
+        response_bound: usize,
+        response_bytes: usize,
+    ) -> Self {
         let mut o = Self::new(event_bound);
-        o.response_bound = Some(response_bound.max(1));
+        o.bounds.responses = Some((response_bound.max(1), response_bytes.max(1)));
         o
     }
 
     fn push(&self, item: Outgoing) {
+        let bytes = weight::outgoing(&item);
         let mut st = self.state.lock();
         if st.closed {
             return;
         }
         if matches!(item, Outgoing::Event(_)) {
-            if st.events >= self.event_bound {
+            st.events += 1;
+            st.event_bytes += bytes;
+            st.queue.push_back(Queued { item, bytes });
+            // The newest event is never dropped: one larger than the byte
+            // bound goes alone.
+            while st.events > 1
+                && (st.events > self.bounds.events || st.event_bytes > self.bounds.event_bytes)
+            {
                 Self::drop_oldest_event(&mut st);
             }
-            st.events += 1;
         } else {
             st.responses += 1;
-            if self.response_bound.is_some_and(|b| st.responses > b) {
-                st.overflowed = true;
-                st.closed = true;
+            st.response_bytes += bytes;
+            st.queue.push_back(Queued { item, bytes });
+            if let Some((count, max_bytes)) = self.bounds.responses {
+                let over = if st.responses > count {
+                    Some(Overflow::Responses)
+                } else if st.responses > 1 && st.response_bytes > max_bytes {
+                    Some(Overflow::ResponseBytes)
+                } else {
+                    None
+                };
+                if over.is_some() {
+                    Self::cut(&mut st, over);
+                    drop(st);
+                    self.ready.notify_all();
+                    self.notify.notify_one();
+                    self.cut.notify_one();
+                    return;
+                }
             }
         }
-        st.queue.push_back(item);
         // Wake the writer only when it sleeps: a busy writer drains anyway.
         if st.writer_waiting {
             st.writer_waiting = false;
@@ -133,8 +212,23 @@ impl Outbox {
         self.notify.notify_one();
     }
 
-    /// Moves everything queued into `out`, waiting (asynchronously) while
-    /// there is nothing. Returns `false` once closed and empty.
+    /// Closes the outbox past a response bound: nothing queued will be
+    /// written (the connection is cut off), so it is freed now rather
+    /// than when the connection's tasks notice.
+    fn cut(st: &mut State, why: Option<Overflow>) {
+        st.overflowed = why;
+        st.closed = true;
+        st.queue = VecDeque::new();
+        st.lagged = Vec::new();
+        st.events = 0;
+        st.event_bytes = 0;
+        st.responses = 0;
+        st.response_bytes = 0;
+    }
+
+    /// Moves the next chunk of what is queued into `out`, waiting
+    /// (asynchronously) while there is nothing. Returns `false` once
+    /// closed and empty.
     pub async fn drain_async(&self, out: &mut Vec<Outgoing>) -> bool {
         loop {
             {
@@ -154,7 +248,24 @@ impl Outbox {
 
     /// Closed because the client left too many responses unread?
     pub fn overflowed(&self) -> bool {
+        self.state.lock().overflowed.is_some()
+    }
+
+    /// Which response bound the client passed, if it did.
+    pub fn overflow(&self) -> Option<Overflow> {
         self.state.lock().overflowed
+    }
+
+    /// Resolves once the connection is cut off for leaving too many
+    /// responses unread (at once if it already was): its reader and writer
+    /// may both be waiting on a client that does nothing.
+    pub async fn cut_off(&self) {
+        loop {
+            if self.overflowed() {
+                return;
+            }
+            self.cut.notified().await;
+        }
     }
 
     /// Queues a fatal error; the connection closes once it is written.
@@ -167,14 +278,19 @@ impl Outbox {
         let Some(pos) = st
             .queue
             .iter()
-            .position(|o| matches!(o, Outgoing::Event(_)))
+            .position(|q| matches!(q.item, Outgoing::Event(_)))
         else {
             return;
         };
-        let Some(Outgoing::Event(n)) = st.queue.remove(pos) else {
+        let Some(Queued {
+            item: Outgoing::Event(n),
+            bytes,
+        }) = st.queue.remove(pos)
+        else {
             return;
         };
         st.events -= 1;
+        st.event_bytes -= bytes;
         let (recipient, ctx) = n.recipient();
         match st
             .lagged
@@ -195,13 +311,13 @@ impl Outbox {
         self.push(Outgoing::Response(r));
     }
 
-    /// Queues an event, dropping the oldest queued event past the bound.
+    /// Queues an event, dropping the oldest queued events past the bounds.
     pub fn push_event(&self, n: Arc<Notification>) {
         self.push(Outgoing::Event(n));
     }
 
-    /// Moves everything queued into `out`, blocking while there is nothing.
-    /// Returns `false` once the outbox is closed and empty.
+    /// Moves the next chunk of what is queued into `out`, blocking while
+    /// there is nothing. Returns `false` once the outbox is closed and empty.
     pub fn drain_blocking(&self, out: &mut Vec<Outgoing>) -> bool {
         self.drain_until(out, None)
     }
@@ -228,18 +344,36 @@ impl Outbox {
         }
     }
 
-    /// Moves everything queued into `out` without blocking.
+    /// Moves the next chunk of what is queued into `out` without blocking.
     pub fn drain_now(&self, out: &mut Vec<Outgoing>) {
         Self::take(&mut self.state.lock(), out);
     }
 
+    /// Lag reports first, then queued items up to [`DRAIN_CHUNK_BYTES`]
+    /// (at least one).
     fn take(st: &mut State, out: &mut Vec<Outgoing>) {
         for l in st.lagged.drain(..) {
             out.push(Outgoing::Event(Arc::new(Notification::Lagged(l))));
         }
-        out.extend(st.queue.drain(..));
-        st.events = 0;
-        st.responses = 0;
+        let mut taken = 0usize;
+        while taken < DRAIN_CHUNK_BYTES {
+            let Some(Queued { item, bytes }) = st.queue.pop_front() else {
+                break;
+            };
+            taken = taken.saturating_add(bytes);
+            if matches!(item, Outgoing::Event(_)) {
+                st.events -= 1;
+                st.event_bytes -= bytes;
+            } else {
+                st.responses -= 1;
+                st.response_bytes -= bytes;
+            }
+            out.push(item);
+        }
+        if st.queue.is_empty() && st.queue.capacity() > 1024 {
+            // A burst's queue is not kept for the connection's life.
+            st.queue = VecDeque::new();
+        }
     }
 
     /// Stops accepting items; the writer drains what is left and stops.
@@ -424,6 +558,89 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(out[1], Outgoing::Response(_)));
+    }
+
+    fn lagged_count(out: &[Outgoing]) -> u64 {
+        out.iter()
+            .filter_map(|o| match o {
+                Outgoing::Event(n) => match &**n {
+                    Notification::Lagged(l) if l.recipient == "r" => Some(l.dropped),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .sum()
+    }
+
+    /// Past the byte bound the oldest events go, reported; the newest
+    /// stays even when it alone is over the bound.
+    #[test]
+    fn events_past_the_byte_bound_are_dropped_oldest_first() {
+        let mut o = Outbox::new(1000);
+        let one = weight::event(&event("r", 0));
+        o.bounds.event_bytes = 3 * one;
+        for _ in 0..10 {
+            o.push_event(event("r", 0));
+        }
+        let st = o.state.lock();
+        assert_eq!(st.events, 3);
+        assert!(st.event_bytes <= 3 * one + 16);
+        drop(st);
+        let mut out = Vec::new();
+        o.drain_now(&mut out);
+        assert_eq!(lagged_count(&out), 7, "{out:?}");
+        o.push_event(event(&"x".repeat(10 * one), 1));
+        let st = o.state.lock();
+        assert_eq!(st.events, 1, "the large event alone");
+    }
+
+    /// Past the response byte bound the connection is cut off and its
+    /// queue freed; one response over the bound alone is not.
+    #[test]
+    fn responses_past_the_byte_bound_cut_the_connection_off() {
+        let ok = || Response {
+            id: Id::Uint(1),
+            result: Ok(Reply::Ok),
+        };
+        let one = weight::outgoing(&Outgoing::Response(ok()));
+        let o = Outbox::with_response_bounds(8, 1000, 2 * one);
+        o.push_response(ok());
+        o.push_response(ok());
+        assert!(!o.overflowed());
+        o.push_response(ok());
+        assert_eq!(o.overflow(), Some(Overflow::ResponseBytes));
+        assert!(o.is_closed());
+        assert!(o.state.lock().queue.is_empty(), "freed at once");
+        let big = Outbox::with_response_bounds(8, 1000, 1);
+        big.push_response(ok());
+        assert!(!big.overflowed(), "one response alone never cuts off");
+        let counted = Outbox::with_response_bounds(8, 2, usize::MAX);
+        for _ in 0..3 {
+            counted.push_response(ok());
+        }
+        assert_eq!(counted.overflow(), Some(Overflow::Responses));
+    }
+
+    /// The writer takes about a chunk at a time, never the whole queue.
+    #[test]
+    fn the_writer_takes_a_chunk_at_a_time() {
+        let o = Outbox::new(1000);
+        let big = "x".repeat(DRAIN_CHUNK_BYTES / 4);
+        for n in 0..20 {
+            o.push_event(event(&big, n));
+        }
+        let mut out = Vec::new();
+        o.drain_now(&mut out);
+        assert_eq!(out.len(), 4, "about one chunk");
+        let mut total = out.len();
+        while !o.state.lock().queue.is_empty() {
+            out.clear();
+            o.drain_now(&mut out);
+            total += out.len();
+        }
+        assert_eq!(total, 20);
+        let st = o.state.lock();
+        assert_eq!((st.events, st.event_bytes), (0, 0));
     }
 
     #[test]

@@ -1,4 +1,6 @@
-//! A pull agent's pending events (ext): at most `MAX_PULL_QUEUE`, held until
+//! A pull agent's pending events (ext): at most `MAX_PULL_QUEUE`, and at
+//! most `MAX_PULL_QUEUE_BYTES` of them (the oldest dropped past either, and
+//! reported with `a2a.lagged`), held until
 //! acknowledged with `afterSeq`, so a lost `events.wait` response loses no
 //! event. Blocked waits are answered by the first event that arrives, or by
 //! the timer.
@@ -7,7 +9,7 @@ use super::outbox::Responder;
 use super::timer::{Timer, TimerKey};
 use crate::reply::Reply;
 use a2a_proto::error::RpcError;
-use a2a_proto::limits::MAX_PULL_QUEUE;
+use a2a_proto::limits::{MAX_PULL_QUEUE, MAX_PULL_QUEUE_BYTES};
 use a2a_proto::types::{LaggedParams, Notification};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -17,6 +19,10 @@ use std::time::{Duration, Instant};
 #[derive(Default)]
 struct State {
     events: VecDeque<Arc<Notification>>,
+    /// The bytes each of `events` counts for (`super::weight`), in order.
+    sizes: VecDeque<usize>,
+    /// Their sum.
+    bytes: usize,
     /// Dropped since the last wait that reported it.
     dropped: u64,
     /// Blocked waits, each with its timeout's timer entry (cancelled when
@@ -27,6 +33,16 @@ struct State {
     timer: Option<Timer>,
     /// Set when the agent's token is invalidated.
     closed: Option<RpcError>,
+}
+
+impl State {
+    /// Removes the oldest pending event.
+    fn pop_front(&mut self) {
+        self.events.pop_front();
+        if let Some(size) = self.sizes.pop_front() {
+            self.bytes -= size;
+        }
+    }
 }
 
 /// Bytes of events one `events.wait` answer may carry: the outgoing frame
@@ -56,6 +72,8 @@ pub struct PullQueue {
     recipient: String,
     recipient_context_id: String,
     state: Mutex<State>,
+    /// `MAX_PULL_QUEUE_BYTES` (a field so that a test can lower it).
+    byte_bound: usize,
 }
 
 impl std::fmt::Debug for PullQueue {
@@ -73,6 +91,7 @@ impl PullQueue {
             recipient: recipient.to_owned(),
             recipient_context_id: ctx.to_owned(),
             state: Mutex::new(State::default()),
+            byte_bound: MAX_PULL_QUEUE_BYTES,
         }
     }
 
@@ -83,9 +102,16 @@ impl PullQueue {
         if st.closed.is_some() {
             return;
         }
+        let size = super::weight::event(&n);
         st.events.push_back(n);
-        while st.events.len() > MAX_PULL_QUEUE {
-            st.events.pop_front();
+        st.sizes.push_back(size);
+        st.bytes += size;
+        // The newest event is never dropped: one larger than the byte
+        // bound is held alone.
+        while st.events.len() > 1
+            && (st.events.len() > MAX_PULL_QUEUE || st.bytes > self.byte_bound)
+        {
+            st.pop_front();
             st.dropped += 1;
         }
         if !st.waiters.is_empty() {
@@ -148,7 +174,7 @@ impl PullQueue {
                 .front()
                 .is_some_and(|n| n.seq().is_none_or(|s| s <= acked))
             {
-                st.events.pop_front();
+                st.pop_front();
             }
         }
         if !st.events.is_empty() || st.dropped > 0 {
@@ -194,7 +220,9 @@ impl PullQueue {
             }
             responder.send(Err(err.clone()));
         }
-        st.events.clear();
+        st.events = VecDeque::new();
+        st.sizes = VecDeque::new();
+        st.bytes = 0;
         st.closed = Some(err);
     }
 }
@@ -273,6 +301,43 @@ mod tests {
         assert_eq!(got[0], None, "lagged first");
         assert_eq!(got.len(), MAX_PULL_QUEUE + 1);
         assert_eq!(got[1], Some(5));
+    }
+
+    /// Past the byte bound the oldest events go, reported as lagged; the
+    /// newest stays even alone over the bound.
+    #[test]
+    fn events_past_the_byte_bound_are_dropped_and_reported() {
+        let timer = Timer::start();
+        let o = Arc::new(Outbox::new(8));
+        let mut q = PullQueue::new("a", "c");
+        q.byte_bound = 3 * crate::delivery::weight::event(&event(1));
+        let q = Arc::new(q);
+        for s in 1..=10 {
+            q.push(event(s));
+        }
+        q.wait(
+            None,
+            Duration::ZERO,
+            Responder::direct(o.clone(), Id::Uint(1)),
+            &timer,
+        );
+        let got = seqs(&answer(&o));
+        assert_eq!(
+            got,
+            [None, Some(8), Some(9), Some(10)],
+            "lagged, then the newest three"
+        );
+        let mut big = PullQueue::new("a", "c");
+        big.byte_bound = 1;
+        let big = Arc::new(big);
+        big.push(event(1));
+        big.wait(
+            None,
+            Duration::ZERO,
+            Responder::direct(o.clone(), Id::Uint(2)),
+            &timer,
+        );
+        assert_eq!(seqs(&answer(&o)), [Some(1)], "one event alone is held");
     }
 
     #[test]

@@ -21,7 +21,8 @@
 //! writer thread, for ring connections only.
 //!
 //! The ring never blocks the broker: a full ring queues events in the
-//! connection's publisher up to a bound, past which the oldest are dropped,
+//! connection's publisher up to a bound (`EVENT_RING_OVERFLOW_EVENTS`
+//! events, `EVENT_RING_OVERFLOW_BYTES` bytes), past which the oldest are dropped,
 //! counted, and reported to the client by a lag record before the next
 //! event (`a2a_ring::Publisher`). The connection's writer task moves that
 //! backlog in as the client frees room ([`RingSlot::service`]), woken by
@@ -35,7 +36,10 @@
 //! the next start ([`cleanup_stale`]).
 
 use a2a_proto::binary::{encode_frame, index};
-use a2a_proto::limits::{MAX_EVENT_RINGS_TOTAL_BYTES, MAX_EVENT_RING_BYTES};
+use a2a_proto::limits::{
+    EVENT_RING_OVERFLOW_BYTES, EVENT_RING_OVERFLOW_EVENTS, MAX_EVENT_RINGS_TOTAL_BYTES,
+    MAX_EVENT_RING_BYTES,
+};
 use a2a_proto::params::EventRingInfo;
 use a2a_proto::types::Notification;
 use a2a_ring::{
@@ -235,7 +239,13 @@ impl RingSlot {
         };
         LIVE.lock().get_or_insert_with(HashSet::new).insert(name);
         *slot = Some(EventRing {
-            publisher: Publisher::new(producer, OverflowBound::default()),
+            publisher: Publisher::new(
+                producer,
+                OverflowBound {
+                    max_records: EVENT_RING_OVERFLOW_EVENTS,
+                    max_bytes: EVENT_RING_OVERFLOW_BYTES,
+                },
+            ),
             info: info.clone(),
             staged: 0,
             frame: Vec::new(),

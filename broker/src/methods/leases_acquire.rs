@@ -2,6 +2,8 @@
 //! paths in the caller's context, or the conflict that refuses it; with
 //! `waitSeconds` a conflict parks the call until a lease of the context
 //! ends (then it is queued again, `engine::leases`) or the wait runs out.
+//! Its comparisons with the context's leases are within one call's budget
+//! (`A2A_MAX_LEASE_MATCH_STEPS`, `core::lease`); past it the call is refused.
 
 use super::WriteMethod;
 use crate::clock;
@@ -35,6 +37,7 @@ impl WriteMethod for Handler {
         };
         match cx.caches.leases.check(&req, now) {
             Ok(()) => {}
+            Err(Refusal::OverBudget(e)) => return Err(e.into()),
             Err(Refusal::TooMany { held }) => {
                 return Err(CoreError::SendCap {
                     limit: "A2A_MAX_LEASES_PER_AGENT",

@@ -116,7 +116,7 @@ macro_rules! writes {
 }
 
 macro_rules! dispatch {
-    ($( $variant:ident($params:ty) $konst:ident, $route:ident, $result:ident, $h:ident; )*) => {
+    ($( $variant:ident($params:ty) $konst:ident, $route:ident, $result:ident, $h:ident, $bindings:tt; )*) => {
         impl Broker {
             /// Routes a pre-checked call to its method.
             pub(crate) fn route_call(
@@ -168,6 +168,7 @@ impl Broker {
             let r = slot.take().expect("responder present");
             *slot = Some(r.parked(parked));
         }
+        s.mark_queued();
         let from = Origin {
             conn: s.conn,
             outbox: s.outbox.clone(),

@@ -5,6 +5,8 @@
 //! - [`stdio`]: the canonical transport on stdin/stdout.
 //! - [`socket`]: the local socket (ext), NDJSON or binary frames by the first bytes.
 //! - [`binary`]: writing binary frames.
+//! - [`places`]: the socket's `--max-connections` places, and the eviction
+//!   of unauthenticated connections when they are all taken.
 //!
 //! The in-process connection pair (tests, transcripts, benchmarks) is
 //! `crate::memory`: it starts a broker (`server::start`), so it sits above
@@ -15,5 +17,6 @@
 
 pub(crate) mod binary;
 pub(crate) mod ndjson;
+mod places;
 pub mod socket;
 pub(crate) mod stdio;

@@ -5,15 +5,28 @@
 //!
 //! Per connection: one task reads and dispatches (reads answered inline,
 //! writes queued to the writer thread), one writes the connection's outbox,
-//! coalescing everything ready into one write. Rule for a client that stops
-//! reading: its events beyond `OUTBOX_EVENT_BOUND` are dropped oldest first
-//! and reported with `a2a.lagged`; if it also leaves more than
-//! `OUTBOX_RESPONSE_BOUND` responses unread, the connection is closed (its
-//! agents' tokens die, their tasks stay open). The broker never waits on it.
+//! coalescing what is ready into one write. Rule for a client that stops
+//! reading: its events beyond `OUTBOX_EVENT_BOUND`, or beyond
+//! `OUTBOX_EVENT_BYTES` of them, are dropped oldest first and reported
+//! with `a2a.lagged`; if it also leaves more than `OUTBOX_RESPONSE_BOUND`
+//! responses, or more than `OUTBOX_RESPONSE_BYTES` of them, unread, the
+//! connection is closed (its agents' tokens die, their tasks stay open).
+//! The broker never waits on it.
+//!
+//! Connections take `--max-connections` places (`super::places`); at the
+//! bound a new connection evicts the oldest one that has not completed its
+//! handshake. A connection that queued calls to the writer thread waits,
+//! as it ends, for the writer to kill its agents' tokens, on the runtime's
+//! small blocking pool, whose idle threads end within a second; never by
+//! turning a worker into a blocking thread, which under churn spawned a
+//! replacement worker per connection: hundreds of threads, each keeping
+//! its allocator heap.
 
 use super::binary;
 use super::ndjson::{self, AsyncLineReader, Line};
+use super::places::{Place, Places, Taken};
 use crate::broker::Broker;
+use crate::delivery::outbox::Overflow;
 use crate::delivery::ring::{self, RingStats};
 use crate::delivery::{Outbox, Outgoing, Responder};
 use crate::rpc_errors;
@@ -24,7 +37,7 @@ use a2a_proto::error::RpcError;
 use a2a_proto::jsonrpc::Id;
 use a2a_proto::limits::{
     HANDSHAKE_TIMEOUT_SECONDS, MAX_FRAME_BYTES, OUTBOX_EVENT_BOUND, OUTBOX_RESPONSE_BOUND,
-    PRE_HANDSHAKE_FRAME_BYTES,
+    OUTBOX_RESPONSE_BYTES, PRE_HANDSHAKE_FRAME_BYTES,
 };
 use a2a_proto::secret::{secret_file, SECRET_ENV};
 use interprocess::local_socket::tokio::{prelude::*, Stream};
@@ -270,6 +283,8 @@ pub fn listen(
     clear_stale(&path)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .max_blocking_threads(BLOCKING_THREADS)
+        .thread_keep_alive(BLOCKING_KEEP_ALIVE)
         .thread_name("a2a-socket")
         .enable_all()
         .build()
@@ -312,7 +327,7 @@ pub fn listen(
     };
     // Event rings a crashed broker left in shared memory.
     ring::cleanup_stale();
-    let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let places = Places::new(max_connections);
     let stats = server.stats.clone();
     runtime.spawn(async move {
         loop {
@@ -321,17 +336,17 @@ pub fn listen(
                     // Taken before the connection is served, given back when
                     // it ends: one over the bound is answered and closed at
                     // once, never left waiting in the backlog.
-                    match ConnectionSlot::take(&open, max_connections) {
-                        Some(slot) => {
+                    match places.take() {
+                        Taken::Free(place) | Taken::Evicted(place) => {
                             tokio::spawn(serve_connection(
                                 broker.clone(),
                                 secret.clone(),
                                 conn,
-                                slot,
+                                place,
                                 stats.clone(),
                             ));
                         }
-                        None => {
+                        Taken::Full => {
                             tracing::warn!(
                                 limit = "max-connections",
                                 max = max_connections,
@@ -350,23 +365,19 @@ pub fn listen(
     Ok(server)
 }
 
-/// One of the socket's `--max-connections` places, held while a connection lives.
-struct ConnectionSlot(Arc<std::sync::atomic::AtomicUsize>);
+/// Threads the socket's runtime may run blocking work on besides its
+/// workers: connection ends waiting for the writer thread (those that
+/// queued a call to it), and encodings of large tasks. The writer ends
+/// all the connections waiting on it in one batch, so this many end per
+/// writer cycle; more queue for a thread, and never add threads.
+const BLOCKING_THREADS: usize = 16;
 
-impl ConnectionSlot {
-    fn take(open: &Arc<std::sync::atomic::AtomicUsize>, max: usize) -> Option<Self> {
-        use std::sync::atomic::Ordering::AcqRel;
-        open.fetch_update(AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1))
-            .ok()
-            .map(|_| ConnectionSlot(open.clone()))
-    }
-}
+/// How long an idle blocking thread lives: a burst's threads end soon
+/// after it, and their allocator heaps with them.
+const BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(1);
 
-impl Drop for ConnectionSlot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
+/// Why an evicted connection is closed (`data.reason`).
+const EVICTED: &str = "evicted before handshake";
 
 /// Answers a connection over `--max-connections` with one NDJSON error line
 /// and closes it (a binary client reads it as a malformed frame: closed
@@ -389,7 +400,7 @@ async fn serve_connection(
     broker: Arc<Broker>,
     secret: Arc<Secret>,
     conn: Stream,
-    _slot: ConnectionSlot,
+    place: Place,
     stats: Arc<WriteStats>,
 ) {
     let outbox = Arc::new(
@@ -399,59 +410,88 @@ async fn serve_connection(
     let mut session = broker.session_with_secret(outbox.clone(), secret);
     let mut rd = BufReader::with_capacity(64 * 1024, &conn);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(HANDSHAKE_TIMEOUT_SECONDS);
-    let codec = match tokio::time::timeout_at(deadline, sniff(&mut rd)).await {
-        Ok(Some(c)) => c,
-        Ok(None) | Err(_) => {
-            tracing::info!(
-                conn = session.conn,
-                "socket connection closed before its first byte"
-            );
-            // Never shook hands: nothing to close behind the writer.
-            drop(session);
+    let sniffed = tokio::select! {
+        // Bytes already there choose the codec first: an evicted
+        // connection that has sent anything is told why.
+        biased;
+        c = tokio::time::timeout_at(deadline, sniff(&mut rd)) => c.ok().flatten(),
+        _ = place.evicted() => {
+            log_eviction(session.conn);
             return;
         }
     };
+    let Some(codec) = sniffed else {
+        tracing::info!(
+            conn = session.conn,
+            "socket connection closed before its first byte"
+        );
+        // Never shook hands: nothing to close behind the writer.
+        return;
+    };
     let conn_id = session.conn;
     tracing::info!(conn = conn_id, ?codec, "socket connection accepted");
-    let reader = async {
-        match codec {
-            Codec::Json => read_json(&broker, &mut session, rd, deadline).await,
-            Codec::Binary => read_binary(&broker, &mut session, rd, deadline).await,
-        }
-        outbox.close();
-    };
-    let writer = write_loop(&outbox, &conn, codec, &stats);
-    tokio::pin!(writer);
-    tokio::select! {
-        _ = &mut writer => {
-            // The peer stopped taking bytes: the connection is dead.
-            outbox.close();
-        }
-        _ = reader => {
-            // Flush what is left to a peer that is still reading, but never
-            // wait on one that filled its outbox: it is cut off at once.
-            if !outbox.overflowed() {
-                let _ = tokio::time::timeout(Duration::from_secs(5), &mut writer).await;
+    {
+        let reader = async {
+            match codec {
+                Codec::Json => read_json(&broker, &mut session, rd, deadline, &place).await,
+                Codec::Binary => read_binary(&broker, &mut session, rd, deadline, &place).await,
             }
+            outbox.close();
+        };
+        let writer = write_loop(&outbox, &conn, codec, &stats);
+        tokio::pin!(writer);
+        tokio::select! {
+            _ = &mut writer => {
+                // The peer stopped taking bytes: the connection is dead.
+                outbox.close();
+            }
+            _ = reader => {
+                // Flush what is left to a peer that is still reading, but never
+                // wait on one that filled its outbox: it is cut off at once.
+                if !outbox.overflowed() {
+                    let _ = tokio::time::timeout(Duration::from_secs(5), &mut writer).await;
+                }
+            }
+            // Its reader may wait for a line and its writer on the client
+            // to read: neither would notice.
+            _ = outbox.cut_off() => {}
         }
     }
-    // Waits for the writer thread; keep the other connections' tasks
-    // running. A connection that never shook hands registered nothing and
-    // does not wait (see `Broker::close`).
-    if outbox.overflowed() {
-        tracing::warn!(
+    match outbox.overflow() {
+        Some(Overflow::Responses) => tracing::warn!(
             conn = conn_id,
             limit = "outbox",
-            "socket connection cut off: it stopped reading"
-        );
+            max = OUTBOX_RESPONSE_BOUND,
+            "socket connection cut off: it stopped reading (more responses unread than the bound)"
+        ),
+        Some(Overflow::ResponseBytes) => tracing::warn!(
+            conn = conn_id,
+            limit = "outbox",
+            max_bytes = OUTBOX_RESPONSE_BYTES,
+            "socket connection cut off: it stopped reading (more bytes of responses unread than the bound)"
+        ),
+        None => {}
     }
-    if session.is_handshaken() {
-        tokio::task::block_in_place(|| broker.close(session));
+    // Waits for the writer thread on the blocking pool, keeping this
+    // runtime's workers for the other connections. A connection that
+    // never queued a call to the writer registered nothing and does not
+    // wait (see `Broker::close`).
+    if session.needs_writer_to_close() {
+        let b = broker.clone();
+        let _ = tokio::task::spawn_blocking(move || b.close(session)).await;
     }
     if let Some(r) = outbox.ring() {
         r.close();
     }
     tracing::info!(conn = conn_id, ?codec, "socket connection closed");
+}
+
+fn log_eviction(conn: crate::core::ConnId) {
+    tracing::warn!(
+        conn,
+        limit = "max-connections",
+        "socket connection evicted before its handshake: its place went to a new connection"
+    );
 }
 
 /// Looks at the first bytes: the binary preamble, or NDJSON.
@@ -471,12 +511,14 @@ async fn sniff<R: tokio::io::AsyncBufRead + Unpin>(rd: &mut R) -> Option<Codec> 
 /// Before its handshake, a connection costs the broker almost nothing
 /// (§2): lines are bounded by `PRE_HANDSHAKE_FRAME_BYTES` and reported as
 /// soon as they pass it, a batch is refused, and either closes the
-/// connection, as does a handshake not done by `deadline`.
+/// connection, as does a handshake not done by `deadline`, or an eviction
+/// (`place`) while it waits for a line.
 async fn read_json<R: tokio::io::AsyncBufRead + Unpin>(
     broker: &Broker,
     session: &mut Session,
     rd: R,
     deadline: tokio::time::Instant,
+    place: &Place,
 ) {
     let mut lines = AsyncLineReader::new(rd, PRE_HANDSHAKE_FRAME_BYTES);
     lines.set_max(PRE_HANDSHAKE_FRAME_BYTES, true);
@@ -489,14 +531,26 @@ async fn read_json<R: tokio::io::AsyncBufRead + Unpin>(
         let next = if open {
             lines.next_line().await
         } else {
-            match tokio::time::timeout_at(deadline, lines.next_line()).await {
-                Ok(r) => r,
-                Err(_) => return pre_handshake_close(session, "handshake timeout"),
+            tokio::select! {
+                r = tokio::time::timeout_at(deadline, lines.next_line()) => match r {
+                    Ok(r) => r,
+                    Err(_) => return pre_handshake_close(session, "handshake timeout"),
+                },
+                _ = place.evicted() => return evicted_close(session),
             }
         };
         match next {
             Ok(Line::Line(l)) if !open && is_batch(l) => {
                 return pre_handshake_close(session, "batch before handshake");
+            }
+            Ok(Line::Line(l)) if !open => {
+                // Not evicted while it dispatches: a handshake is never
+                // answered on a connection whose place went to another.
+                if !place.hold() {
+                    return evicted_close(session);
+                }
+                broker.handle_line(session, l);
+                place.release(session.is_handshaken());
             }
             Ok(Line::Line(l)) => broker.handle_line(session, l),
             Ok(Line::TooLarge) if !open => {
@@ -525,6 +579,13 @@ fn is_batch(line: &[u8]) -> bool {
         .is_some_and(|&b| b == b'[')
 }
 
+/// Answers a connection evicted before its handshake, then closes it.
+fn evicted_close(session: &Session) {
+    log_eviction(session.conn);
+    let err = rpc_errors::pre_handshake_closed(EVICTED, PRE_HANDSHAKE_FRAME_BYTES);
+    session.outbox.push_fatal(err);
+}
+
 /// Answers a connection that broke a pre-handshake rule, then closes it.
 fn pre_handshake_close(session: &Session, reason: &str) {
     tracing::info!(
@@ -538,18 +599,22 @@ fn pre_handshake_close(session: &Session, reason: &str) {
 
 /// Binary frames; before the handshake a frame is bounded by
 /// `PRE_HANDSHAKE_FRAME_BYTES` and the handshake must come by `deadline`
-/// (see `read_json`).
+/// and before an eviction (see `read_json`).
 async fn read_binary<R: tokio::io::AsyncRead + Unpin>(
     broker: &Broker,
     session: &mut Session,
     mut rd: R,
     deadline: tokio::time::Instant,
+    place: &Place,
 ) {
     let mut pre = [0u8; 6];
-    match tokio::time::timeout_at(deadline, rd.read_exact(&mut pre)).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(_)) => return,
-        Err(_) => return pre_handshake_close(session, "handshake timeout"),
+    tokio::select! {
+        r = tokio::time::timeout_at(deadline, rd.read_exact(&mut pre)) => match r {
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) => return,
+            Err(_) => return pre_handshake_close(session, "handshake timeout"),
+        },
+        _ = place.evicted() => return evicted_close(session),
     }
     if pre != preamble() {
         session.outbox.push_fatal(rpc_errors::bad_preamble());
@@ -561,9 +626,12 @@ async fn read_binary<R: tokio::io::AsyncRead + Unpin>(
         let read = if open {
             rd.read_buf(&mut buf).await
         } else {
-            match tokio::time::timeout_at(deadline, rd.read_buf(&mut buf)).await {
-                Ok(r) => r,
-                Err(_) => return pre_handshake_close(session, "handshake timeout"),
+            tokio::select! {
+                r = tokio::time::timeout_at(deadline, rd.read_buf(&mut buf)) => match r {
+                    Ok(r) => r,
+                    Err(_) => return pre_handshake_close(session, "handshake timeout"),
+                },
+                _ = place.evicted() => return evicted_close(session),
             }
         };
         match read {
@@ -589,6 +657,10 @@ async fn read_binary<R: tokio::io::AsyncRead + Unpin>(
                 Err(e) => return fatal(session, e),
             };
             used = range.end;
+            // See `read_json`: never evicted while it dispatches.
+            if !open && !place.hold() {
+                return evicted_close(session);
+            }
             match decode_payload::<ClientFrame>(&buf[range]) {
                 Ok(ClientFrame::Request { id, call }) => {
                     let responder = Responder::direct(session.outbox.clone(), Id::Uint(id));
@@ -598,6 +670,9 @@ async fn read_binary<R: tokio::io::AsyncRead + Unpin>(
                     broker.handle_call(session, call, Responder::discard())
                 }
                 Err(e) => return fatal(session, e),
+            }
+            if !open {
+                place.release(session.is_handshaken());
             }
             if session.closing || session.outbox.is_closed() {
                 return;

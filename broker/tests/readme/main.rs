@@ -1,7 +1,8 @@
-//! The README's command blocks, run as a new user would run them: every
-//! ```` ```sh ```` block of `README.md`, in order, on a fresh temporary
-//! `HOME` (and `TMPDIR`) with `XDG_RUNTIME_DIR` and `A2A_BROKER_SECRET`
-//! unset, the built binaries first on `PATH` (this test never builds them:
+//! The command blocks of the README and of the guides, run as a new user
+//! would run them: every ```` ```sh ```` block of `README.md`, then of each
+//! page under `docs/` (sorted by name), in order; each file on a fresh
+//! temporary `HOME` (and `TMPDIR`) of its own, with `XDG_RUNTIME_DIR` and
+//! `A2A_BROKER_SECRET` unset, the built binaries first on `PATH` (this test never builds them:
 //! `cargo test --workspace` has). A block must exit 0, and when a block
 //! fenced as ```` ```json output ```` or ```` ```text output ```` follows
 //! it, its stdout must match that (see [`matches_json`] and
@@ -17,7 +18,8 @@
 //! address (`127.0.0.1:8080`, `:8081`, `:8082`) a free port of its own
 //! (other tests share the machine). Each block runs in its own
 //! `bash -euo pipefail`; what one starts in the background (a broker, the
-//! gateway) lives on, in one process group that is ended at the end.
+//! gateway) lives on, in one process group that is ended at the end of
+//! its file.
 //!
 //! The `reply` subcommand's own tests are in [`reply`].
 
@@ -36,8 +38,8 @@ const BLOCK_TIMEOUT: Duration = Duration::from_secs(60);
 /// The marker of a block that is not run, on the line before its fence.
 const NOT_RUN: &str = "<!-- not run: ";
 
-/// The README's example addresses (the gateway quick start's, and the two
-/// hosts' of "Two hosts"), each replaced by a free port of its own.
+/// The example addresses (the gateway quick start's, and the two hosts' of
+/// `docs/two-hosts.md`), each replaced by a free port of its own.
 const EXAMPLE_ADDRS: [&str; 3] = ["127.0.0.1:8080", "127.0.0.1:8081", "127.0.0.1:8082"];
 
 /// One fenced block of a Markdown file.
@@ -240,7 +242,7 @@ impl Sandbox {
     }
 }
 
-/// Does `actual` match the README's `expected`? Objects have the same keys
+/// Does `actual` match the page's `expected`? Objects have the same keys
 /// with matching values, arrays the same length, a string with `…` matches
 /// any string it is a pattern of, and the string `"…"` alone matches any
 /// value.
@@ -257,7 +259,7 @@ fn matches_json(expected: &Value, actual: &Value) -> Result<(), String> {
         (Value::Object(e), Value::Object(a)) => {
             let (ek, ak): (Vec<_>, Vec<_>) = (e.keys().collect(), a.keys().collect());
             if ek != ak {
-                return Err(format!("keys {ak:?}, the README says {ek:?}"));
+                return Err(format!("keys {ak:?}, the page says {ek:?}"));
             }
             for (k, v) in e {
                 matches_json(v, &a[k]).map_err(|why| format!(".{k}{why}"))?;
@@ -266,7 +268,7 @@ fn matches_json(expected: &Value, actual: &Value) -> Result<(), String> {
         }
         (Value::Array(e), Value::Array(a)) => {
             if e.len() != a.len() {
-                return Err(format!(": {} items, the README shows {}", a.len(), e.len()));
+                return Err(format!(": {} items, the page shows {}", a.len(), e.len()));
             }
             for (i, (e, a)) in e.iter().zip(a).enumerate() {
                 matches_json(e, a).map_err(|why| format!("[{i}]{why}"))?;
@@ -274,16 +276,16 @@ fn matches_json(expected: &Value, actual: &Value) -> Result<(), String> {
             Ok(())
         }
         (e, a) if e == a => Ok(()),
-        (e, a) => Err(format!(": {a}, the README says {e}")),
+        (e, a) => Err(format!(": {a}, the page says {e}")),
     }
 }
 
-/// Each line of `actual` matches the README's line (`…`: any text).
+/// Each line of `actual` matches the page's line (`…`: any text).
 fn matches_text(expected: &str, actual: &str) -> Result<(), String> {
     let (e, a): (Vec<_>, Vec<_>) = (expected.lines().collect(), actual.lines().collect());
     if e.len() != a.len() {
         return Err(format!(
-            "{} lines, the README shows {}:\n{actual}",
+            "{} lines, the page shows {}:\n{actual}",
             a.len(),
             e.len()
         ));
@@ -320,7 +322,7 @@ fn check_output(output: &Block, stdout: &str) -> Result<(), String> {
     let expected = &output.body;
     if output.info.starts_with("json") {
         let want: Value = serde_json::from_str(expected)
-            .map_err(|e| format!("the README's output block is not JSON: {e}"))?;
+            .map_err(|e| format!("the output block is not JSON: {e}"))?;
         let got: Value = serde_json::from_str(stdout)
             .map_err(|e| format!("stdout is not JSON ({e}):\n{stdout}"))?;
         matches_json(&want, &got).map_err(|why| format!("answer{why}\n{got:#}"))
@@ -329,14 +331,40 @@ fn check_output(output: &Block, stdout: &str) -> Result<(), String> {
     }
 }
 
-#[test]
-fn every_command_block_of_the_readme_runs_as_written() {
-    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
-    let text = std::fs::read_to_string(&readme).unwrap();
+/// The files whose blocks run: the README, then every page under `docs/`.
+fn documents() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .expect("read docs/")
+        .map(|e| e.expect("read docs/").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    pages.sort();
+    let mut out = vec![root.join("README.md")];
+    out.extend(pages);
+    out
+}
+
+/// What running one file's blocks did.
+#[derive(Default)]
+struct Ran {
+    blocks: usize,
+    outputs_checked: usize,
+}
+
+/// Runs every `sh` block of one file, in order, on a sandbox of its own.
+fn run_file(path: &Path) -> Ran {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let name = path
+        .strip_prefix(&root)
+        .unwrap_or(path)
+        .display()
+        .to_string();
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {name}: {e}"));
     let all = blocks(&text);
     let sandbox = Sandbox::new();
     let group = Group::new();
-    let mut ran = 0;
+    let mut ran = Ran::default();
     for (i, block) in all.iter().enumerate() {
         if block.info != "sh" {
             continue;
@@ -344,7 +372,7 @@ fn every_command_block_of_the_readme_runs_as_written() {
         if let Some(why) = &block.not_run {
             assert!(
                 !why.is_empty(),
-                "README.md:{}: say why it is not run",
+                "{name}:{}: say why it is not run",
                 block.line
             );
             continue;
@@ -352,20 +380,21 @@ fn every_command_block_of_the_readme_runs_as_written() {
         let started = Instant::now();
         let stdout = sandbox
             .run(&group, block)
-            .unwrap_or_else(|why| panic!("README.md:{}: {why}", block.line));
-        eprintln!("README.md:{}: ran in {:.1?}", block.line, started.elapsed());
+            .unwrap_or_else(|why| panic!("{name}:{}: {why}", block.line));
+        eprintln!("{name}:{}: ran in {:.1?}", block.line, started.elapsed());
         if let Some(output) = all
             .get(i + 1)
             .filter(|o| o.follows_previous && o.info.ends_with(" output"))
         {
             check_output(output, &stdout).unwrap_or_else(|why| {
                 panic!(
-                    "README.md:{}: the output differs from README.md:{}: {why}",
+                    "{name}:{}: the output differs from {name}:{}: {why}",
                     block.line, output.line
                 )
             });
+            ran.outputs_checked += 1;
         }
-        ran += 1;
+        ran.blocks += 1;
     }
     // Every `output` block belongs to a block that ran.
     for (i, b) in all.iter().enumerate() {
@@ -373,12 +402,38 @@ fn every_command_block_of_the_readme_runs_as_written() {
             let owner = i.checked_sub(1).map(|j| &all[j]);
             assert!(
                 b.follows_previous && owner.is_some_and(|o| o.info == "sh" && o.not_run.is_none()),
-                "README.md:{}: an output block must follow the sh block that prints it",
+                "{name}:{}: an output block must follow the sh block that prints it",
                 b.line
             );
         }
     }
-    assert!(ran >= 2, "only {ran} blocks ran");
+    ran
+}
+
+/// The executed blocks and checked outputs of the README and the guides
+/// together: moving a block from one file to another keeps the counts,
+/// while a block lost on the way (or newly marked `not run`) fails here.
+const EXECUTED_AT_LEAST: usize = 7;
+const OUTPUTS_AT_LEAST: usize = 4;
+
+#[test]
+fn every_command_block_of_the_readme_and_the_guides_runs_as_written() {
+    let mut total = Ran::default();
+    for path in documents() {
+        let ran = run_file(&path);
+        total.blocks += ran.blocks;
+        total.outputs_checked += ran.outputs_checked;
+    }
+    assert!(
+        total.blocks >= EXECUTED_AT_LEAST,
+        "only {} blocks ran, {EXECUTED_AT_LEAST} at least were",
+        total.blocks
+    );
+    assert!(
+        total.outputs_checked >= OUTPUTS_AT_LEAST,
+        "only {} outputs were checked, {OUTPUTS_AT_LEAST} at least were",
+        total.outputs_checked
+    );
 }
 
 #[test]

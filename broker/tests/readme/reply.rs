@@ -1,5 +1,5 @@
 //! `a2a-broker reply --as NAME --exec CMD`: the agent that answers each
-//! task with a command's output (the README's gateway quick start uses it),
+//! task with a command's output (docs/gateway.md's quick start uses it),
 //! against the real broker over its socket.
 
 use super::BIN;
@@ -168,4 +168,54 @@ fn reply_refuses_a_name_another_connection_holds() {
         err.starts_with("a2a-broker: agent `coder` is live on another connection"),
         "{err}"
     );
+}
+
+/// Tasks are answered at once, up to `--concurrency` (its default is more
+/// than four): each command waits until all four have started, which one
+/// at a time never happens (the first would give up and fail its task).
+#[test]
+fn reply_answers_tasks_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
+    std::fs::create_dir(&started).unwrap();
+    let b = broker(dir.path());
+    let (socket, secret) = (b.socket().unwrap(), b.secret().unwrap());
+    let script = format!(
+        "touch '{d}'/\"$A2A_TASK_ID\"; i=0; \
+         while [ \"$(ls '{d}' | wc -l)\" -lt 4 ]; do \
+           i=$((i+1)); [ $i -gt 400 ] && {{ echo alone >&2; exit 9; }}; sleep 0.05; \
+         done; cat",
+        d = started.display()
+    );
+    let _coder = Reply::start(&socket, "coder", &script, &[]);
+    let planner = planner(&socket, &secret, "coder");
+    let sent: Vec<Task> = (0..4)
+        .map(|i| {
+            planner
+                .send(message_to("coder", &format!("task {i}")), None)
+                .unwrap()
+        })
+        .collect();
+    for (i, task) in sent.iter().enumerate() {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let done = loop {
+            let t = planner.get_task(&task.id, None).unwrap();
+            if t.status.state.is_terminal() {
+                break t;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "task {i} still {:?}",
+                t.status.state
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(
+            done.status.state,
+            State::Completed,
+            "{}",
+            status_text(&done)
+        );
+        assert_eq!(status_text(&done), format!("task {i}"));
+    }
 }

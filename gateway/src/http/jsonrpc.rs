@@ -506,8 +506,8 @@ struct Who<'a> {
     agent: &'a str,
 }
 
-/// An error answer (HTTP 200: the binding carries errors in the body),
-/// with its audit line.
+/// An error answer (HTTP 200: the binding carries errors in the body; 429
+/// for a bound of the caller's share), with its audit line.
 fn fail(
     who: &Who<'_>,
     method: &str,
@@ -525,7 +525,8 @@ fn fail(
         Err(e.code()),
         started.elapsed().as_micros(),
     );
-    rpc_error(StatusCode::OK, id, e.to_json())
+    let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::OK);
+    rpc_error(status, id, e.to_json())
 }
 
 #[cfg(test)]

@@ -27,6 +27,12 @@ pub struct RemoteAddArgs {
     /// card names its interface on another origin.
     #[arg(long = "bearer-origin", value_name = "ORIGIN")]
     pub bearer_origins: Vec<String>,
+    /// A further origin (`scheme://host[:port]`) calls may go to, without
+    /// the bearer token (repeatable). Calls go only to the origin a
+    /// remote's card was fetched from unless allowed here: a card naming
+    /// its interface on another port or host is refused.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origins: Vec<String>,
     /// The state file recording remote task ids and forwarded messages, so
     /// a restart resumes (never re-sends). Default: the socket's path with
     /// `.remotes.db` appended.
@@ -67,9 +73,10 @@ pub enum RemoteAddError {
     /// The state file could not be opened.
     #[error(transparent)]
     State(crate::store::StoreError),
-    /// A `--bearer-origin` that is not an http(s) origin.
-    #[error("--bearer-origin {0}: not an http(s) origin")]
-    BadOrigin(String),
+    /// A `--bearer-origin` or `--allow-origin` that is not an http(s)
+    /// origin.
+    #[error(transparent)]
+    BadOrigin(#[from] BadOrigin),
 }
 
 /// Runs `remote add` until `stop` completes (then `Ok`) or the broker
@@ -105,19 +112,15 @@ pub async fn run(
         store: Some(store),
         ..OutboundOptions::default()
     };
-    let mut bearer_origins = Vec::new();
-    for o in &args.bearer_origins {
-        match super::rpc::origin_of(o) {
-            Some(origin) => bearer_origins.push(origin),
-            None => return Err(RemoteAddError::BadOrigin(o.clone())),
-        }
-    }
+    let bearer_origins = origins_of("--bearer-origin", &args.bearer_origins)?;
+    let allow_origins = origins_of("--allow-origin", &args.allow_origins)?;
     let mut remotes = Vec::new();
     for url in &args.urls {
         let spec = RemoteSpec {
             url: url.clone(),
             bearer: bearer.clone(),
             bearer_origins: bearer_origins.clone(),
+            allow_origins: allow_origins.clone(),
         };
         let r = add_remote(&client, spec, &opts).await?;
         println!("remote {} -> peer {}", r.url, r.peer_id);
@@ -150,6 +153,27 @@ pub async fn run(
     }
 }
 
+/// A flag's value that is not an http(s) origin.
+#[derive(Debug, thiserror::Error)]
+#[error("{flag} {value}: not an http(s) origin")]
+pub struct BadOrigin {
+    pub flag: &'static str,
+    pub value: String,
+}
+
+/// The origins of a flag's values (`--bearer-origin`, `--allow-origin`).
+pub fn origins_of(flag: &'static str, values: &[String]) -> Result<Vec<String>, BadOrigin> {
+    values
+        .iter()
+        .map(|o| {
+            super::rpc::origin_of(o).ok_or_else(|| BadOrigin {
+                flag,
+                value: o.clone(),
+            })
+        })
+        .collect()
+}
+
 /// `serve --remote URL`: remote agents bridged by the serving process
 /// itself, on its broker connection's socket and its state file, so one
 /// gateway per host both exposes its local agents and bridges the other
@@ -168,12 +192,14 @@ pub const ADD_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 impl ServedRemotes {
     /// Starts bridging `urls` (on the current tokio runtime). Errors only
     /// for what no retry can fix: the broker connection, the bearer
-    /// variable.
+    /// variable. `allow_origins`: further origins calls may go to (see
+    /// [`RemoteSpec::allow_origins`]).
     pub async fn start(
         socket: &std::path::Path,
         secret: &str,
         urls: Vec<String>,
         bearer_env: Option<&str>,
+        allow_origins: Vec<String>,
         store: Store,
     ) -> Result<ServedRemotes, Box<RemoteAddError>> {
         let client = BrokerConn::connect(&broker_addr(socket, secret))
@@ -200,12 +226,14 @@ impl ServedRemotes {
             .into_iter()
             .map(|url| {
                 let (client, opts, bearer) = (client.clone(), opts.clone(), bearer.clone());
+                let allow_origins = allow_origins.clone();
                 let mut stop = suspend_rx.clone();
                 tokio::spawn(async move {
                     let spec = RemoteSpec {
                         url: url.clone(),
                         bearer,
                         bearer_origins: Vec::new(),
+                        allow_origins,
                     };
                     let mut logged = false;
                     let mut r = loop {
@@ -215,7 +243,17 @@ impl ServedRemotes {
                         };
                         match added {
                             Ok(r) => break r,
-                            Err(e @ super::OutboundError::Broker { .. }) => {
+                            // What a retry cannot fix: the broker's
+                            // refusal, a card aiming elsewhere, a bad URL.
+                            Err(
+                                e @ (super::OutboundError::Broker { .. }
+                                | super::OutboundError::Remote {
+                                    source:
+                                        super::RemoteError::ForeignOrigin { .. }
+                                        | super::RemoteError::BadUrl(_),
+                                    ..
+                                }),
+                            ) => {
                                 tracing::error!(remote = %url, error = %e, "cannot bridge the remote");
                                 return;
                             }

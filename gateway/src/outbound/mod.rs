@@ -7,10 +7,12 @@
 //! `SendStreamingMessage` (or `SendMessage`) to the remote, and the remote
 //! task's status updates, messages and artifacts come back as the broker
 //! task's, so the delegate sees the same events as from any local peer.
-//! A cancel by the delegate becomes `CancelTask` on the remote. The card is
-//! cached with its validators and refreshed at the pace its `max-age` asks
-//! (clamped), and at once when a call to the remote fails in a way that
-//! suggests it moved.
+//! Calls go only to the origin the card was fetched from (and those the
+//! operator allows): a card cannot aim the gateway at another port or
+//! host. A cancel by the delegate becomes `CancelTask` on the remote. The
+//! card is cached with its validators and refreshed at the pace its
+//! `max-age` asks (clamped), and at once when a call to the remote fails in
+//! a way that suggests it moved.
 //!
 //! Modules:
 //! - `bridge`: the per-remote loop and the per-task actors.
@@ -59,11 +61,17 @@ pub struct RemoteSpec {
     /// or the URL of its card.
     pub url: String,
     /// A bearer token the remote requires, if any. It is sent only to the
-    /// origin of `url` and to `bearer_origins`: a card naming an interface
-    /// elsewhere gets the calls, never the credential.
+    /// origin of `url` and to `bearer_origins`: an interface on an origin
+    /// allowed for calls only (`allow_origins`) gets the calls, never the
+    /// credential.
     pub bearer: Option<String>,
-    /// Further origins (`scheme://host[:port]`) the token may go to.
+    /// Further origins (`scheme://host[:port]`) the token may go to
+    /// (calls may go there too).
     pub bearer_origins: Vec<String>,
+    /// Further origins calls may go to, without the token: calls go only
+    /// to the origin of `url` (its card's) and these, whatever a card
+    /// names, so a card cannot aim the gateway at another port or host.
+    pub allow_origins: Vec<String>,
 }
 
 impl RemoteSpec {
@@ -73,6 +81,7 @@ impl RemoteSpec {
             url: url.into(),
             bearer: None,
             bearer_origins: Vec::new(),
+            allow_origins: Vec::new(),
         }
     }
 }
@@ -184,8 +193,15 @@ pub async fn add_remote(
     spec: RemoteSpec,
     opts: &OutboundOptions,
 ) -> Result<Remote, OutboundError> {
-    let mut origins = spec.bearer_origins.clone();
-    origins.extend(rpc::origin_of(&spec.url));
+    let remote = rpc::origin_of(&spec.url).ok_or_else(|| OutboundError::Remote {
+        url: spec.url.clone(),
+        source: RemoteError::BadUrl(spec.url.clone()),
+    })?;
+    let origins = rpc::Origins {
+        remote,
+        calls: spec.allow_origins.clone(),
+        bearer: spec.bearer_origins.clone(),
+    };
     let rpc = RemoteRpc::new(spec.bearer.clone(), origins, opts.rpc.clone()).map_err(|source| {
         OutboundError::Remote {
             url: spec.url.clone(),

@@ -49,9 +49,23 @@ pub enum RemoteError {
         message: String,
         data: Option<Value>,
     },
+    /// The remote's URL is not an http(s) URL.
+    #[error("not an http(s) url: {0}")]
+    BadUrl(String),
     /// The card is unusable.
     #[error(transparent)]
     Card(#[from] CardError),
+    /// A call would go to an origin the remote was not added by (its card
+    /// names its interface elsewhere) and the operator did not allow: a
+    /// card could otherwise aim the gateway at any port or host it can
+    /// reach (loopback services, the local network). Nothing was sent.
+    #[error("the agent card served at {card} names its JSON-RPC interface at {target}, another origin: refused (an operator may allow it: remote add --allow-origin {target}, serve --remote-allow-origin {target})")]
+    ForeignOrigin {
+        /// The origin the card was fetched from.
+        card: String,
+        /// The origin the card names (or the URL, if it has none).
+        target: String,
+    },
     /// The event stream could not be decoded.
     #[error(transparent)]
     Sse(#[from] SseError),
@@ -87,7 +101,7 @@ impl RemoteError {
     /// under way.)
     pub fn nothing_was_done(&self) -> bool {
         match self {
-            RemoteError::Connect(_) => true,
+            RemoteError::Connect(_) | RemoteError::ForeignOrigin { .. } => true,
             RemoteError::Status(s) => matches!(s, 404 | 405 | 410 | 421 | 502 | 503),
             _ => false,
         }
@@ -135,14 +149,62 @@ impl Default for RpcOptions {
     }
 }
 
+/// Where one remote's calls and its bearer token may go. Origins are
+/// `scheme://host[:port]` as [`origin_of`] writes them.
+#[derive(Debug, Clone, Default)]
+pub struct Origins {
+    /// The origin the remote was added by: its card's. Calls and the token
+    /// go there.
+    pub remote: String,
+    /// Further origins calls may go to (`remote add --allow-origin`): a
+    /// remote whose card names its interface on another origin.
+    pub calls: Vec<String>,
+    /// Further origins the token may go to (`--bearer-origin`); calls
+    /// may go there too (an origin trusted with the credential is trusted
+    /// with the calls).
+    pub bearer: Vec<String>,
+}
+
+impl Origins {
+    /// Only the origin of `url` (the remote's URL as added): `None` if
+    /// it is not an http(s) URL.
+    pub fn of(url: &str) -> Option<Origins> {
+        Some(Origins {
+            remote: origin_of(url)?,
+            ..Origins::default()
+        })
+    }
+
+    /// May a call go to `url`?
+    pub fn allows_call(&self, url: &str) -> bool {
+        origin_of(url).is_some_and(|o| {
+            o == self.remote || self.calls.contains(&o) || self.bearer.contains(&o)
+        })
+    }
+
+    /// May the bearer token go to `url`?
+    pub fn allows_token(&self, url: &str) -> bool {
+        origin_of(url).is_some_and(|o| o == self.remote || self.bearer.contains(&o))
+    }
+
+    /// The refusal of a call to `url`, naming both origins.
+    fn refuse(&self, url: &str) -> RemoteError {
+        RemoteError::ForeignOrigin {
+            card: self.remote.clone(),
+            target: origin_of(url).unwrap_or_else(|| url.to_owned()),
+        }
+    }
+}
+
 /// A connection pool and request counter shared by the calls to one remote.
 #[derive(Debug)]
 pub struct RemoteRpc {
     http: reqwest::Client,
     /// Sent as `Authorization: Bearer ...` when the remote wants one, to
-    /// these origins only.
+    /// the origins `origins` allows it.
     bearer: Option<String>,
-    bearer_origins: Vec<String>,
+    /// Where calls and the token may go: every request is checked.
+    origins: Origins,
     opts: RpcOptions,
     next_id: AtomicU64,
 }
@@ -157,10 +219,11 @@ pub enum CardFetch {
 }
 
 impl RemoteRpc {
-    /// A client for remotes, with an optional bearer token.
+    /// A client for the remote at `origins.remote`, with an optional
+    /// bearer token.
     pub fn new(
         bearer: Option<String>,
-        bearer_origins: Vec<String>,
+        origins: Origins,
         opts: RpcOptions,
     ) -> Result<RemoteRpc, RemoteError> {
         let http = reqwest::Client::builder()
@@ -176,7 +239,7 @@ impl RemoteRpc {
         Ok(RemoteRpc {
             http,
             bearer,
-            bearer_origins,
+            origins,
             opts,
             next_id: AtomicU64::new(1),
         })
@@ -193,8 +256,7 @@ impl RemoteRpc {
         let mut h = HeaderMap::new();
         h.insert("A2A-Version", HeaderValue::from_static(A2A_VERSION));
         h.insert(ACCEPT, HeaderValue::from_static(accept));
-        let allowed = origin_of(url).is_some_and(|o| self.bearer_origins.contains(&o));
-        if let (Some(token), true) = (&self.bearer, allowed) {
+        if let (Some(token), true) = (&self.bearer, self.origins.allows_token(url)) {
             if let Ok(v) = HeaderValue::from_str(&format!("Bearer {token}")) {
                 h.insert(reqwest::header::AUTHORIZATION, v);
             }
@@ -202,13 +264,26 @@ impl RemoteRpc {
         h
     }
 
+    /// Refuses a call to `url` unless its origin is allowed (checked
+    /// before anything is sent, whatever the card said).
+    fn check_target(&self, url: &str) -> Result<(), RemoteError> {
+        if self.origins.allows_call(url) {
+            Ok(())
+        } else {
+            Err(self.origins.refuse(url))
+        }
+    }
+
     /// Fetches the card of the remote at `base`, conditionally when
-    /// `cached` holds validators.
+    /// `cached` holds validators. A card whose interface is on an origin
+    /// calls may not go to is refused (at `remote add`, and at every
+    /// refresh: the card in use stays).
     pub async fn fetch_card(
         &self,
         base: &str,
         cached: Option<&CachedCard>,
     ) -> Result<CardFetch, RemoteError> {
+        self.check_target(&card_url(base))?;
         let mut req = self
             .http
             .get(card_url(base))
@@ -246,8 +321,10 @@ impl RemoteRpc {
         let body = read_bounded(resp, MAX_CARD_BYTES).await?;
         let raw: Value = serde_json::from_slice(&body)
             .map_err(|e| RemoteError::BadResponse(format!("agent card: {e}")))?;
+        let card = RemoteCard::parse(raw)?;
+        self.check_target(&card.endpoint)?;
         Ok(CardFetch::Fresh(CachedCard {
-            card: RemoteCard::parse(raw)?,
+            card,
             etag,
             last_modified,
             refresh_after: after,
@@ -281,6 +358,7 @@ impl RemoteRpc {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, RemoteError> {
+        self.check_target(endpoint)?;
         let (_, body) = self.envelope(method, params);
         let resp = self
             .http
@@ -309,6 +387,7 @@ impl RemoteRpc {
         method: &str,
         params: Value,
     ) -> Result<EventStream, RemoteError> {
+        self.check_target(endpoint)?;
         let (_, body) = self.envelope(method, params);
         let resp = self
             .http
@@ -349,10 +428,14 @@ impl RemoteRpc {
     }
 }
 
-/// The origin of a URL (`scheme://host[:port]`, the port only when not the
-/// scheme's default), as the token rule compares them.
+/// The origin of an http(s) URL (`scheme://host[:port]`, the port only
+/// when not the scheme's default), as the call and token rules compare
+/// them; `None` for any other URL.
 pub fn origin_of(url: &str) -> Option<String> {
     let u = reqwest::Url::parse(url.trim()).ok()?;
+    if !matches!(u.scheme(), "http" | "https") {
+        return None;
+    }
     let o = u.origin();
     o.is_tuple().then(|| o.ascii_serialization())
 }
@@ -588,7 +671,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn a_released_stream_gives_its_connection_back() {
         let (url, accepted) = sse_server().await;
-        let rpc = RemoteRpc::new(None, Vec::new(), RpcOptions::default()).unwrap();
+        let rpc = RemoteRpc::new(None, Origins::of(&url).unwrap(), RpcOptions::default()).unwrap();
         for _ in 0..3 {
             let mut stream = rpc
                 .stream(&url, "SendStreamingMessage", json!({}))
@@ -609,7 +692,7 @@ mod tests {
     async fn a_stream_dropped_unread_costs_a_new_connection() {
         // What `release` avoids (and what the bridge did before it).
         let (url, accepted) = sse_server().await;
-        let rpc = RemoteRpc::new(None, Vec::new(), RpcOptions::default()).unwrap();
+        let rpc = RemoteRpc::new(None, Origins::of(&url).unwrap(), RpcOptions::default()).unwrap();
         for _ in 0..2 {
             let mut stream = rpc
                 .stream(&url, "SendStreamingMessage", json!({}))
@@ -626,7 +709,7 @@ mod tests {
     fn the_token_goes_to_the_added_origin_only() {
         let rpc = RemoteRpc::new(
             Some("tok".into()),
-            vec![origin_of("http://127.0.0.1:9000/a").unwrap()],
+            Origins::of("http://127.0.0.1:9000/a").unwrap(),
             RpcOptions::default(),
         )
         .unwrap();
@@ -641,5 +724,71 @@ mod tests {
         assert!(!auth("http://localhost:9000/rpc"));
         assert!(!auth("not a url"));
         assert_eq!(origin_of("https://h:443/x").as_deref(), Some("https://h"));
+    }
+
+    /// Every request is checked, whatever card put its URL there: a call
+    /// or a stream to another origin fails before any connection.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_call_to_another_origin_fails_before_connecting() {
+        // A listener that counts its connections, as the other origin.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let other = format!("http://{}/rpc", listener.local_addr().unwrap());
+        let rpc = RemoteRpc::new(
+            Some("tok".into()),
+            Origins::of("http://127.0.0.1:9/").unwrap(),
+            RpcOptions::default(),
+        )
+        .unwrap();
+        let e = rpc.call(&other, "GetTask", json!({})).await.unwrap_err();
+        assert!(matches!(e, RemoteError::ForeignOrigin { .. }), "{e}");
+        let e = rpc
+            .stream(&other, "SendStreamingMessage", json!({}))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, RemoteError::ForeignOrigin { .. }), "{e}");
+        let accepted = tokio::time::timeout(Duration::from_millis(100), listener.accept()).await;
+        assert!(accepted.is_err(), "a connection reached the other origin");
+    }
+
+    #[test]
+    fn calls_go_to_the_remote_origin_and_allowed_ones_only() {
+        let mut o = Origins::of("http://127.0.0.1:9000/a").unwrap();
+        o.calls.push(origin_of("http://127.0.0.1:9001").unwrap());
+        o.bearer.push(origin_of("https://other.example").unwrap());
+        for ok in [
+            "http://127.0.0.1:9000/rpc",
+            "HTTP://127.0.0.1:9000/x",
+            "http://127.0.0.1:9001/rpc",
+            "https://other.example:443/rpc",
+        ] {
+            assert!(o.allows_call(ok), "{ok}");
+        }
+        for refused in [
+            "http://127.0.0.1:9002/rpc",
+            "http://[::1]:9000/rpc",
+            "http://localhost:9000/rpc",
+            "https://127.0.0.1:9000/rpc",
+            "http://other.example/rpc",
+            "file:///etc/passwd",
+            "ftp://127.0.0.1:9000/",
+            "not a url",
+        ] {
+            assert!(!o.allows_call(refused), "{refused}");
+        }
+        // The token: the remote's own origin and the bearer ones, not the
+        // origins allowed for calls only.
+        assert!(o.allows_token("http://127.0.0.1:9000/rpc"));
+        assert!(o.allows_token("https://other.example/rpc"));
+        assert!(!o.allows_token("http://127.0.0.1:9001/rpc"));
+        let e = o.refuse("http://[::1]:9000/rpc").to_string();
+        assert!(
+            e.contains("served at http://127.0.0.1:9000 ") && e.contains("at http://[::1]:9000,"),
+            "{e}"
+        );
+        assert!(RemoteError::ForeignOrigin {
+            card: String::new(),
+            target: String::new()
+        }
+        .nothing_was_done());
     }
 }

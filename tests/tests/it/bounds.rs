@@ -1,4 +1,4 @@
-//! §7 bounds: text chars, file bytes, data size, history length, open tasks
+//! §9 bounds: text chars, file bytes, data size, history length, open tasks
 //! per context and sends per registration. A refused call writes nothing,
 //! routes nothing and is not charged.
 
@@ -268,7 +268,7 @@ fn history_bound_refuses_the_257th_message_but_not_status_changes(t: Transport) 
     assert_bound_error(&resp, "A2A_SEND_CAP", "A2A_MAX_TASK_HISTORY", 256, None);
     assert_eq!(b.get_task(&req, &id)["status"]["state"], "input-required");
     b.set_state(&wrk, &id, "working");
-    // A terminal move is never refused by the history bound (§7): its
+    // A terminal move is never refused by the history bound (§9): its
     // message rides on the status only, so no task can be pinned open.
     let done = json!({"role": "agent", "messageId": unique("m"), "parts": [{"kind": "text", "text": "done"}]});
     let t = result(&b.call(
@@ -511,7 +511,7 @@ fn deregister_settles_a_task_whose_history_is_full(t: Transport) {
 
 const MAX_ID: usize = 256;
 
-/// Every id field of §7's `A2A_MAX_ID_BYTES` (messageId, taskId,
+/// Every id field of §9's `A2A_MAX_ID_BYTES` (messageId, taskId,
 /// artifactId, contextId, card.name, a push config's id, and the ids that
 /// name a task), 300 bytes long: `-32602` with `data.limit`, `max`,
 /// `actual`, and nothing written.

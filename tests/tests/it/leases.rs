@@ -4,6 +4,7 @@
 //! on a closed connection, and the restart rule (every lease ended, its
 //! record kept), against the real binary.
 
+use a2a_testkit::measure::thread_cpu;
 use a2a_testkit::*;
 use std::time::{Duration, Instant};
 
@@ -470,4 +471,84 @@ fn a_restart_ends_every_lease_and_keeps_the_record() {
     );
     // Its paths are free.
     acquire(&mut b, &a, json!(["x/1"]), true);
+}
+
+/// Lease comparisons run on the broker's one writer: an agent that holds
+/// `A2A_MAX_LEASES_PER_AGENT` leases of `A2A_MAX_LEASE_PATHS` paths of
+/// about `A2A_MAX_LEASE_PATH_BYTES`, globs of 500 stars or 500 segments,
+/// and asks for overlapping ones, must not hold another context's send.
+/// Before, each pair of globs filled a table of 1,000 x 1,000 bytes:
+/// these calls took minutes, and every client of every context waited.
+/// Now the globs are compared exactly in a few steps each, and a call past
+/// `A2A_MAX_LEASE_MATCH_STEPS` (a `**` run sought along 500 segments,
+/// thousands of times) is refused with that bound's error.
+#[test]
+fn costly_lease_paths_do_not_hold_the_writer() {
+    let db = TestDb::new();
+    let mut b = Broker::open_on(Transport::Socket, &db.path);
+    let sender = b.agent("desk", "sender");
+    let worker = b.agent("bench", "worker");
+
+    let mut e = b.connect();
+    e.handshake();
+    let eve = e.agent("lab", "eve");
+    let mallory = e.agent("lab", "mallory");
+    // Shared, so that an exclusive acquisition is compared with them all.
+    for i in 0..64 {
+        let paths: Vec<String> = (0..64)
+            .map(|j| {
+                let body = if j % 2 == 0 { "a*" } else { "a/" };
+                format!("{}{i}.{j}", body.repeat(495))
+            })
+            .collect();
+        acquire(&mut e, &eve, json!(paths), false);
+    }
+    let glob_far = |k: usize| format!("{}{k}", "b*".repeat(495));
+    let writer_before = thread_cpu(b.pid, "a2a-writer");
+    let grab = e.request(
+        ACQUIRE,
+        json!({"token": mallory.token, "paths": (0..64).map(glob_far).collect::<Vec<_>>(), "ttlSeconds": 60}),
+    );
+    let list_globs = e.request(
+        LIST,
+        json!({"token": eve.token, "path": format!("{}b", "b*".repeat(500))}),
+    );
+    let list_runs = e.request(
+        LIST,
+        json!({"token": mallory.token, "path": format!("**/{}b/**", "a/".repeat(300))}),
+    );
+    // Let them reach the writer first.
+    std::thread::sleep(Duration::from_millis(500));
+
+    let started = Instant::now();
+    let sent = b.call_within(
+        "a2a.message.send",
+        json!({"token": sender.token, "message": text_msg_to("still there?", &worker.id)}),
+        Duration::from_secs(5),
+    );
+    let waited = started.elapsed();
+    assert_eq!(result(&sent)["task"]["status"]["state"], "submitted");
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+
+    // The answers are the exact ones: the globs overlap nothing of eve's.
+    let granted = result(&e.response(grab));
+    assert_eq!(granted["lease"]["holder"], "mallory");
+    assert_eq!(granted["lease"]["paths"][63], glob_far(63));
+    assert_eq!(result(&e.response(list_globs))["leases"], json!([]));
+    let r = e.response(list_runs);
+    assert_rpc_bound(&r, -32602, "A2A_MAX_LEASE_MATCH_STEPS", 6_000_000, None);
+    assert!(
+        r["error"]["data"]["actual"].as_u64() > Some(6_000_000),
+        "{r}"
+    );
+    // The writer's time for the three calls and the send (an unoptimised
+    // build; before, the first call alone took minutes of it).
+    let writer = thread_cpu(b.pid, "a2a-writer") - writer_before;
+    assert!(writer < Duration::from_secs(2), "{writer:?} of writer time");
+    // A plain question is still answered in full.
+    assert_eq!(
+        listed(&mut e, &eve, Some("elsewhere/x")),
+        Vec::<String>::new()
+    );
+    assert_eq!(listed(&mut e, &eve, None).len(), 65);
 }

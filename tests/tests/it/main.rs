@@ -9,7 +9,9 @@
 //! `::stdio` one transport.
 
 mod agents;
+mod bindings;
 mod bounds;
+mod doc_refs;
 mod docs;
 mod durability;
 mod events;

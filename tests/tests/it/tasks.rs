@@ -1,4 +1,4 @@
-//! `a2a.tasks.*`: get, the §6 state machine through `status`, cancel,
+//! `a2a.tasks.*`: get, the §7 state machine through `status`, cancel,
 //! artifacts, list, resubscribe with replay, and push configs.
 
 use a2a_testkit::*;
