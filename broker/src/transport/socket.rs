@@ -569,6 +569,11 @@ async fn read_json<R: tokio::io::AsyncBufRead + Unpin>(
         if session.closing || session.outbox.is_closed() {
             break;
         }
+        // Lines already buffered are read without an await that yields: a
+        // burst of them would hold one of the runtime's two workers until it
+        // ends, while other connections' calls wait. Charged to the task's
+        // cooperative budget, a burst gives way every so many lines.
+        tokio::task::consume_budget().await;
     }
 }
 
@@ -677,6 +682,8 @@ async fn read_binary<R: tokio::io::AsyncRead + Unpin>(
             if session.closing || session.outbox.is_closed() {
                 return;
             }
+            // As in `read_json`: a burst of buffered frames gives way.
+            tokio::task::consume_budget().await;
         }
         buf.drain(..used);
         if buf.capacity() > 4 * 1024 * 1024 && buf.len() < 64 * 1024 {
