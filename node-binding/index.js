@@ -375,7 +375,7 @@ class Agent {
   }
 
   // An `onEvent` callback sees every event, those `serve` and `delegate`
-  // act on too (issue 24: a planner's callback saw only artifacts while it
+  // act on too (else a planner's callback saw only artifacts while it
   // delegated); `wait` gets only the ones they leave.
   #dispatch(events) {
     for (const ev of events) {

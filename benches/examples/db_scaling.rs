@@ -1,4 +1,4 @@
-//! How the broker's costs grow with its database (issue 13): start-up to
+//! How the broker's costs grow with its database: start-up to
 //! ready, creation rate, `a2a.tasks.get` of an old task against a fresh
 //! one, resident memory, and disk per task, for databases of 0, 10k, 100k
 //! and 1M stored tasks, each paired with the empty database's figure in the
@@ -10,7 +10,7 @@
 //! ```
 //!
 //! - The databases are built by a raw writer (`a2a_benches::scale`): rows
-//!   of the broker's shapes (the issue's workload: one 200-character
+//!   of the broker's shapes (the workload: one 200-character
 //!   message per task, 100 tasks per requester context, then each requester
 //!   deregistered, which cancels its tasks with a broker note), written
 //!   straight into SQLite in large transactions, in the order the broker
@@ -310,7 +310,7 @@ fn disk(n: u64, messages: &[u64]) {
         println!("| broker, {m} message(s) per task, requester deregistered | {n} | {per:.0} |");
     }
     println!("| raw builder, 1 message per task, requester deregistered | {n} | {raw_bytes:.0} |");
-    println!("| raw builder, the same, rows of the broker before issue 13 (full status and log) | {n} | {before_bytes:.0} |");
+    println!("| raw builder, the same, rows of the broker before its compact writer (full status and log) | {n} | {before_bytes:.0} |");
     println!(
         "raw builder: this broker's rows / the earlier broker's: {:.2}x",
         raw_bytes / before_bytes
@@ -401,7 +401,7 @@ fn through_broker(db: &Path, n: u64, messages: u64) -> f64 {
 type Panel = (&'static str, fn(&Figures, &Figures) -> f64, f64);
 
 /// What the charts show: each figure against the empty database's, and
-/// the issue's target for it.
+/// the target set for it.
 const PANELS: [Panel; 4] = [
     (
         "start-up / empty db",

@@ -1,4 +1,4 @@
-//! Start-up against the number of stored tasks (issue 27): time from
+//! Start-up against the number of stored tasks: time from
 //! spawning `a2a-broker serve` to its ready line, on an empty database and
 //! on one of `--tasks` tasks, in alternation, after a clean exit (the
 //! start checks the header, schema and lock) and after a kill -9 (it reads

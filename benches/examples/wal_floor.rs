@@ -1,4 +1,4 @@
-//! Issue 29's floor: bytes written per fan-out job by raw SQLite, the
+//! The floor under the broker's bytes written per fan-out job by raw SQLite, the
 //! broker's rows replayed in the broker's commit pattern, for the
 //! broker's table layout and for leaner ones.
 //!

@@ -1,6 +1,6 @@
-//! A raw writer that builds large broker databases quickly (issue 13's
-//! scaling benchmark, `examples/db_scaling.rs`): the rows the broker
-//! writes for the issue's workload, in the order it writes them, straight
+//! A raw writer that builds large broker databases quickly (the
+//! database scaling benchmark, `examples/db_scaling.rs`): the rows the broker
+//! writes for that benchmark's workload, in the order it writes them, straight
 //! into SQLite in large transactions with `synchronous = OFF`.
 //!
 //! The workload: requesters in their own contexts (`scale-ctx-K`, peer
@@ -20,7 +20,7 @@ use rusqlite::params;
 use std::path::Path;
 use std::sync::Arc;
 
-/// 200 characters: the issue's task message.
+/// 200 characters: the benchmark's task message.
 pub const TEXT_200: &str = "Please review the change to src/store/write.rs and report any problem you find; check the group commit, the task log and the idempotency lookup, then write a short note of what you changed and why it is safe.";
 
 /// Tasks per requester context.
@@ -84,7 +84,7 @@ pub enum Forms {
     /// This broker's: compact status column, task log and message rows,
     /// start-up indexes.
     Compact,
-    /// The broker's before issue 13: the full status JSON in the task row,
+    /// The rows of the broker before its compact writer: the full status JSON in the task row,
     /// the full event JSON in the log, no start-up indexes.
     Full,
 }

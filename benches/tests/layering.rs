@@ -1,4 +1,4 @@
-//! No import cycle between this crate's modules (issue 25; the check is
+//! No import cycle between this crate's modules (the check is
 //! `a2a_testkit::layering`, which names each cycle's edges).
 
 #[test]

@@ -1,4 +1,4 @@
-//! The broker's resident memory with many open tasks (issue 21): starts
+//! The broker's resident memory with many open tasks: starts
 //! the real `a2a-broker` (release build: `cargo run --release -p a2a-broker
 //! --example open_tasks_rss -- [MAX] [STEP]`), makes open tasks of 15 KB
 //! text each (`tests/support/open_tasks.rs`: a fresh requester context per

@@ -1,7 +1,7 @@
 //! Task ids: time-ordered (version 7) UUIDs from a generator seeded once
 //! from the OS.
 //!
-//! Until issue 13 each id came from `uuid::Uuid::now_v7()`, whose random
+//! Each id once came from `uuid::Uuid::now_v7()`, whose random
 //! bits cost one `getrandom` system call per id (4.8 % of the writer thread
 //! when creating tasks). Ids must be unique and time-ordered, not secret
 //! (tokens are the credentials, and they still come from the OS each), so

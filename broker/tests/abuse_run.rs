@@ -1,6 +1,6 @@
-//! Issue 8's abuse run, alone in its test binary so that no other test
+//! The abuse run, alone in its test binary so that no other test
 //! shares the machine with it: while hostile clients do the three attacks
-//! of the issue at once (unauthenticated connections streaming lines that
+//! of the pressure tests at once (unauthenticated connections streaming lines that
 //! never end; 30 MB batch lines; 1 MiB artifact appends by a worker; many
 //! registrations under one name), a well-behaved client's median round trip
 //! stays within 3x of its unloaded median, and the broker's peak resident

@@ -6,7 +6,7 @@
 //! 20 trials by default (alternating `--durability full` and `normal`);
 //! `A2A_CRASH_TRIALS=N` runs more, `A2A_CRASH_SEED=S` replays a run.
 //!
-//! At soak scale (issue 29), two more trials load the broker for seconds
+//! At soak scale, two more trials load the broker for seconds
 //! with large messages, so that the write-ahead log is restarted several
 //! times before the kill: the log must be within its bound when the kill
 //! lands, the next start recovers it (its time is printed beside the log's

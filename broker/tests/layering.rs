@@ -1,4 +1,4 @@
-//! No import cycle between this crate's modules (issue 25; the check is
+//! No import cycle between this crate's modules (the check is
 //! `a2a_testkit::layering`, which names each cycle's edges).
 
 #[test]
@@ -7,7 +7,7 @@ fn the_modules_import_one_another_without_a_cycle() {
 }
 
 /// The command line is the binary's own (`src/main.rs` + `src/cli/`,
-/// issue 25): the library's module tree names no clap, no client crate,
+/// so the library stays a server): the library's module tree names no clap, no client crate,
 /// no MCP SDK, and prints nothing on stdout.
 #[test]
 fn the_library_holds_no_cli() {

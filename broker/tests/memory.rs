@@ -1,4 +1,4 @@
-//! Resident memory of the broker (issue 21 item 6, issue 29), and the
+//! Resident memory of the broker (open tasks, and memory given back after a load), and the
 //! correctness of the bounded task cache that holds it down.
 //!
 //! - Open tasks cost bounded memory: the real binary's `VmRSS` (from

@@ -1,4 +1,4 @@
-//! Every promise under pressure (issue 8): what an unauthenticated client,
+//! Every promise under pressure: what an unauthenticated client,
 //! a hostile worker token, or a careless one can make the broker spend, and
 //! the contract points where a client written against PI-Desktop's broker
 //! broke. Against the real binary over its real transports; memory is read

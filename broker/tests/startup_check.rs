@@ -1,4 +1,4 @@
-//! When a start reads every page (issue 27; docs/protocol.md §10), against
+//! When a start reads every page (docs/protocol.md §10), against
 //! the real binary: after a clean exit it checks the header, schema and
 //! lock only; after a kill -9 it reads every page; a page damaged after a
 //! clean exit is found by `a2a-broker check` (also beside a running

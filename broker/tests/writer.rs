@@ -1,4 +1,4 @@
-//! The writer of issue 13: no savepoint per call, and a task log that
+//! The writer: no savepoint per call, and a task log that
 //! refers to stored messages instead of copying them.
 //!
 //! - A call that fails after writing some of its rows (here: SQLite refuses

@@ -1,4 +1,4 @@
-//! Stuck ring consumers cost the broker nothing (issue 21): N socket
+//! Stuck ring consumers cost the broker nothing: N socket
 //! connections, each granted a small ring that holds two of its agent's
 //! three events, the third queued in the broker behind it, and none ever
 //! read. The broker then waits for the consumers' own signal (the ring's

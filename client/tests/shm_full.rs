@@ -1,4 +1,4 @@
-//! A full `/dev/shm` never kills the broker (docs/protocol.md §1 Framing, the event ring; issue 21):
+//! A full `/dev/shm` never kills the broker (docs/protocol.md §1 Framing, the event ring):
 //! the real binary in a private mount namespace whose `/dev/shm` is a small
 //! tmpfs, filled by another file, in both orders:
 //! - full before the handshake that asks for a ring: the ring is declined

@@ -3,7 +3,7 @@
 //! the real broker, sampled every second. It fails when the write-ahead
 //! log passes its bound or the broker's resident memory trends upward.
 //!
-//! The limits, from issue 29's targets for a 10-minute soak:
+//! The limits, from the targets for a 10-minute soak:
 //! - the `-wal` file never above 64 MB ([`LOG_BOUND`]; the broker restarts
 //!   its log past 16 MB, `store::checkpoint`), at any sample;
 //! - resident memory growing, under load, by at most [`RSS_BYTES_PER_JOB`]
@@ -12,11 +12,11 @@
 //!   steady leak moves it all), divided by the jobs started per second
 //!   (the drain after the minute is left out). Per job rather than per
 //!   minute, so that a faster machine, which starts more jobs a minute,
-//!   is held to the same rule. The leak of issue 29 kept about 1.4 KB per
+//!   is held to the same rule. An earlier broker's leak kept about 1.4 KB per
 //!   task (73 MB/min at this rate); this broker's debug build measured
 //!   about 95 B per job in a minute at load 5 (the caches and SQLite's page
 //!   caches still settling), and flat over 3 and 10 minutes (BENCHMARKS.md).
-//!   A minute cannot show issue 29's 10-minute target (16 MB from minute 1
+//!   A minute cannot show the 10-minute target (16 MB from minute 1
 //!   to minute 10); `a2a-fanout --soak --seconds 600` measures that.
 
 use a2a_fanout::soak::SoakConfig;

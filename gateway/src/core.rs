@@ -190,8 +190,8 @@ impl Contexts {
     /// been used since (`rescan`: scan again when none is left). One scan
     /// of the identity's contexts serves up to [`LRU_BATCH`] new ones: at
     /// the bound (10,000 contexts) a scan, a clone of every key and a sort
-    /// per new context cost ~350 µs of the gateway's CPU per call (issue 27,
-    /// `send_bench` http-new).
+    /// per new context cost ~350 µs of the gateway's CPU per call (measured
+    /// with `send_bench` http-new).
     fn next_lru(&mut self, identity: &str, rescan: bool) -> Option<String> {
         loop {
             let listed = self.spare.get_mut(identity).and_then(Vec::pop);
@@ -1126,7 +1126,7 @@ impl Core {
 
     /// `CancelTask` with a reason (`metadata.reason`, as another gateway's
     /// bridge sends its requester's): the text of the broker cancel's
-    /// message, so the task's history holds it on both hosts (issue 28).
+    /// message, so the task's history holds it on both hosts.
     pub async fn cancel_with_reason(
         &self,
         identity: &str,

@@ -45,7 +45,7 @@ pub const STATE_UPDATE_DELAY: Duration = Duration::from_millis(5);
 /// `SendMessage` committing its task's row in place among them). 4,000
 /// pages (16 MiB of log): a checkpoint writes each page changed since the
 /// last one once and syncs twice, so a longer log between them costs less
-/// per task (issue 27: at 1,000 the checkpoints' syncs were ~4 % of the
+/// per task (measured: at 1,000 the checkpoints' syncs were ~4 % of the
 /// gateway's CPU at 16 callers).
 pub const STATE_CHECKPOINT_PAGES: i32 = 4000;
 

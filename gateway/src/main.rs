@@ -199,7 +199,7 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
                 "--remote-allow-origin",
                 &remote_allow_origins,
             )?;
-            // The one locator of every front end (issue 24): a NAME or a
+            // The one locator of every front end, so all agree: a NAME or a
             // path, "no broker is listening" told apart from a bad secret.
             let located = a2a_client::locate(&socket);
             located.check_listening()?;

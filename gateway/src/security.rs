@@ -529,7 +529,7 @@ impl AuditLog {
 
     /// Writes the line `line()` makes, built only when there is a file:
     /// with none (the default) a call costs no `Value` tree, no time
-    /// formatted (issue 27: every call passes here).
+    /// formatted (every call passes here).
     fn write(&self, line: impl FnOnce() -> serde_json::Value) {
         let Some(file) = &self.file else {
             return;

@@ -30,7 +30,7 @@
 //! NORMAL`: a commit survives a killed process (not a power loss, which
 //! the broker's own database guards against for the tasks themselves).
 //!
-//! Group commit (issue 27): a new task's row goes through the same queue,
+//! Group commit: a new task's row goes through the same queue,
 //! and its `SendMessage` waits for the commit that holds it. The rule: a
 //! task's row is committed before the call that created it is answered,
 //! never after; concurrent sends share one transaction (with the state
@@ -38,7 +38,7 @@
 //! lock. Reads use a connection of their own (WAL lets them run beside
 //! the writer), so a `GetTask` never waits for a commit in progress.
 //!
-//! Commit in place when alone (issue 27): a new task's row whose send is
+//! Commit in place when alone: a new task's row whose send is
 //! the only one under way in the gateway, and finds no commit under way
 //! and none waited for in the queue, is committed right there, on the
 //! caller's thread, instead of being handed to the writer thread and
@@ -51,7 +51,7 @@
 //! ([`WAL_PAGES`]), and once it passes [`limits::STATE_CHECKPOINT_PAGES`]
 //! the writer checkpoints, so no caller's commit pays for one.
 //!
-//! Open tasks counted in memory (issue 27): every new task checks its
+//! Open tasks counted in memory: every new task checks its
 //! identity's bound of open tasks. That count was a query on the read
 //! connection per `SendMessage` (a read transaction: two lock syscalls,
 //! and the pages a commit changed read again); it is now kept beside the
@@ -808,7 +808,7 @@ fn apply(shared: &mut Shared, w: &Write) -> rusqlite::Result<()> {
             // Only a newer version writes (the same event can be noted
             // twice: from the broker and from the call's own result).
             // Statements are prepared once and cached: parsing SQL was a
-            // large part of the writer's time per call (issue 27 profile).
+            // large part of the writer's time per call in a profile).
             // The row's state before is read first: it moves the count of
             // open tasks (and a task's events before its row, the common
             // case of a blocking send, cost this one lookup).
@@ -976,7 +976,7 @@ fn inserts_by_position(batch: &[Write]) -> HashMap<&str, usize> {
 /// answer, so under load they share the batch of the row. The update
 /// waits with the row's other early updates (the newest wins when the
 /// row is written) instead of a lookup that could only miss: the same
-/// outcome as [`apply`], without its statement (issue 27: two per call).
+/// outcome as [`apply`], without its statement (two per call).
 fn hold_for_insert(shared: &mut Shared, later: &HashMap<&str, usize>, i: usize, w: &Write) -> bool {
     let Write::Task {
         id,

@@ -1,4 +1,4 @@
-//! Two hosts' agents cooperating through their gateways (issue 28), as two
+//! Two hosts' agents cooperating through their gateways, as two
 //! hosts would run them: two real brokers (each its own database, socket
 //! and secret) and one `a2a-gateway serve --remote` process per host,
 //! which exposes the host's `coder` and bridges the other host's, in both

@@ -1,6 +1,6 @@
 //! Calls on the JS thread's own event loop: a second connection to the
 //! broker, for calls only, that the JS thread writes and reads itself
-//! through libuv (issue 27). No thread hop: a call is written into this
+//! through libuv. No thread hop: a call is written into this
 //! connection's buffer by the JS method that makes it, the buffer is
 //! written once per turn of the loop (a burst of calls costs one `send`),
 //! and the answers are read and their promises settled in the poll

@@ -28,7 +28,7 @@
 //!   `errorCode`, `data`).
 //! - `js` -- JS-thread helpers (`JSON.parse`), the lowest layer.
 //!
-//! Layers (issue 25: no import cycle; `tests/layering.rs` checks it):
+//! Layers (no import cycle between modules; `tests/layering.rs` checks it):
 //! the leaves `js`, `uv`, `envelope`, `compact` <- `error` <- `settle` <-
 //! `wire` <- `calls` <- `agent` <- `events`, `tool`, `broker`, `rawcall`. A lower layer never
 //! names a higher one: a value only a higher one can make (a

@@ -43,7 +43,7 @@ pub(crate) enum Payload {
     Undefined,
     /// A value only the JS thread can make (a native class instance),
     /// made there by this function. The module that owns the class writes
-    /// it, so this layer knows no class (issue 25: no `settle` <-> `agent`
+    /// it, so this layer knows no class (no `settle` <-> `agent`
     /// or `broker` cycle).
     Native(MakeJs),
 }

@@ -712,7 +712,7 @@ mod tests {
         }
     }
 
-    /// Paths at `A2A_MAX_LEASE_PATH_BYTES` built to be costly: the issue's
+    /// Paths at `A2A_MAX_LEASE_PATH_BYTES` built to be costly: the reported
     /// pair of `a*a*…` globs, a glob against a literal, segments of one
     /// byte, and one `**` run looked for along 500 segments.
     fn worst_pairs() -> Vec<(String, String)> {
@@ -747,7 +747,7 @@ mod tests {
     }
 
     /// Each costly pair at the bounds within its stated steps, counted
-    /// (not timed): the two 1,000-byte globs of the issue take a handful
+    /// (not timed): the two reported 1,000-byte globs take a handful
     /// of steps where the table filled 1,000,000 cells.
     #[test]
     fn costly_pairs_stay_within_their_stated_steps() {

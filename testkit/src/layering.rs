@@ -1,5 +1,5 @@
-//! The imports between a crate's own modules, and their cycles (issue 25:
-//! no import cycle inside a crate). Each crate's `tests/layering.rs` calls
+//! The imports between a crate's own modules, and their cycles (the
+//! rule: no import cycle inside a crate). Each crate's `tests/layering.rs` calls
 //! [`assert_no_import_cycle`] on itself.
 //!
 //! Read from the sources, not the compiler: a crate root (`src/lib.rs`,

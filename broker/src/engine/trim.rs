@@ -1,5 +1,5 @@
 //! Gives the memory the broker freed back to the OS once the writer goes
-//! idle (issue 29: resident memory did not come back after a load).
+//! idle (without it, resident memory did not come back after a load).
 //!
 //! Two allocators hold freed memory: mimalloc (the binary's Rust
 //! allocator, `main.rs`), whose pages freed by other threads wait on the

@@ -1,6 +1,6 @@
 //! Checking the database: what every start checks, when a start also reads
 //! every page, `a2a-broker check`, and what the broker does when a read
-//! finds a damaged page while it runs (issue 27; docs/protocol.md §10).
+//! finds a damaged page while it runs (docs/protocol.md §10).
 //!
 //! Every start checks the header (SQLite reads it to open the file), the
 //! schema version and the schema itself (the broker's tables are there),

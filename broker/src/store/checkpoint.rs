@@ -2,13 +2,13 @@
 //!
 //! SQLite's auto-checkpoint runs inside the commit that crosses 1000 pages
 //! of write-ahead log, on the committing connection: the writer thread
-//! (6 % of its time in the profile of issue 13, and the calls of that
+//! (6 % of its time in a profile of the writer, and the calls of that
 //! batch wait for it). Instead the writer connection's auto-checkpoint is
 //! off, and this thread, on its own connection to the same file, runs a
 //! `PASSIVE` checkpoint (it never waits for nor blocks the writer) when the
 //! writer says it committed, at most once per [`INTERVAL`].
 //!
-//! A passive checkpoint alone does not bound the log (issue 29: 9.4 GB of
+//! A passive checkpoint alone does not bound the log (measured: 9.4 GB of
 //! `-wal` after 60 s of fan-out). SQLite writes the log from its start again
 //! only when a write transaction begins on a log checkpointed to its end;
 //! a writer that commits back to back never leaves the thread that moment,
@@ -36,7 +36,7 @@
 //! back to it. The log is thus never longer than 1.5 × [`RESTART_BYTES`]
 //! plus one commit group. The writer's pause is the copy of that tail and
 //! two syncs (the log's, the database's): measured in BENCHMARKS.md
-//! (issue 29).
+//! ("Sustained load").
 //!
 //! A checkpoint only copies committed pages into the database file: a
 //! crash at any point of one loses nothing (SQLite's own guarantee), so
@@ -307,7 +307,7 @@ mod tests {
 
     /// A writer that commits back to back, with readers reading all along:
     /// the log file never grows past the bound plus one commit group
-    /// (before issue 29 it grew by every commit: 6 times the bound here).
+    /// (before this bound it grew by every commit: 6 times the bound here).
     #[test]
     fn the_log_stays_bounded_under_a_writer_that_never_pauses() {
         let dir = tempfile::tempdir().unwrap();

@@ -308,7 +308,7 @@ impl Locked {
     }
 }
 
-/// The page size of a database this broker creates (issue 29's bytes
+/// The page size of a database this broker creates (it sets the bytes
 /// written per job). Every commit group writes each page it changed whole
 /// into the write-ahead log, and the rows of a fan-out's calls are keyed by
 /// their task, so a group changes about one leaf per call in each of the
@@ -332,7 +332,7 @@ pub const PAGE_SIZE: u32 = 2048;
 /// either way): the open tasks per context (a partial index: it holds only
 /// non-terminal tasks, so it stays small however many tasks are stored) and
 /// the highest creation sequence. Without them start-up read every task
-/// ever stored (issue 13).
+/// ever stored.
 pub(crate) const START_INDEXES: &str = "
     CREATE INDEX IF NOT EXISTS a2a_tasks_open ON a2a_tasks (context_id)
         WHERE state NOT IN ('completed', 'canceled', 'failed', 'rejected');

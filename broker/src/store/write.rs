@@ -10,7 +10,7 @@
 //! message's encoding ([`status_json`]).
 //!
 //! A message's row leaves out what the row and its task already hold
-//! ([`message_row_body`], issue 27's disk per task): its `taskId` (the
+//! ([`message_row_body`], to cut the disk per task): its `taskId` (the
 //! row's `task_id`), `contextId` (the task's `context_id`: stamping gives
 //! every stored message its task's context, `engine::calls::stamp`) and
 //! `from` (the row's `from_peer`); readers put them back

@@ -1,4 +1,4 @@
-//! Makes many open tasks on a running broker, as issue 21 measured them:
+//! Makes many open tasks on a running broker, as their memory was measured:
 //! each created by a `message.send` carrying about 15 KB of text, none ever
 //! answered. Shared by `tests/memory.rs` and `examples/open_tasks_rss.rs`.
 //!
@@ -17,7 +17,7 @@ use a2a_client::{agent_card, message_to, Agent, Client, Delivery};
 use std::path::Path;
 use std::time::Duration;
 
-/// The text each task is created with: 15,000 characters (issue 21's 15 KB;
+/// The text each task is created with: 15,000 characters (the measured 15 KB;
 /// under `A2A_MAX_TEXT_CHARS`).
 pub const TEXT_CHARS: usize = 15_000;
 

@@ -3,7 +3,7 @@
 //!
 //! - **TCP_NODELAY** on every accepted socket: an SSE event is a small
 //!   write, which Nagle's algorithm held back for the peer's delayed ACK
-//!   (about 44 ms an event, measured in issue 28).
+//!   (about 44 ms an event, measured).
 //! - **Header and idle timeouts**: a connection with no request in
 //!   progress and no response streaming is closed once it has been so for
 //!   the header timeout: a connection that sends nothing, a request head

@@ -113,7 +113,7 @@ pub async fn handle(
                 started.elapsed().as_micros(),
             );
             // Serialised once, straight to the body (no `Value` tree of
-            // the answer: issue 28).
+            // the answer: it cost time on every call).
             (
                 StatusCode::OK,
                 axum::Json(Reply {
@@ -300,7 +300,7 @@ async fn get_task(app: &App, who: &Who<'_>, params: &Value) -> Unary {
 }
 
 /// `CancelTask`, with its reason: `metadata.reason` (a string), as a
-/// bridging gateway sends its requester's (outbound `bridge`, issue 28).
+/// bridging gateway sends its requester's (outbound `bridge`).
 async fn cancel_task(app: &App, who: &Who<'_>, params: &Value) -> Unary {
     let req = parse::<v1::TaskIdRequest>(params)?;
     let reason = params
@@ -454,7 +454,7 @@ async fn push_create(app: &App, identity: &str, agent: &str, params: &Value) -> 
     to_raw(&stored).map(|v| (v, Some(task_id)))
 }
 
-/// The v1.0 name of an A2A v0.3 JSON-RPC method (issue 24: a v0.3 client
+/// The v1.0 name of an A2A v0.3 JSON-RPC method (a v0.3 client
 /// is told what to call, not only that its method is unknown).
 fn v03_method(method: &str) -> Option<&'static str> {
     Some(match method {

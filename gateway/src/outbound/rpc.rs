@@ -230,7 +230,7 @@ impl RemoteRpc {
             .connect_timeout(opts.connect_timeout)
             // Small JSON-RPC writes must leave at once: with Nagle's
             // algorithm a kept-alive connection waits for the peer's
-            // delayed ACK (~40 ms) before the next one (issue 28).
+            // delayed ACK (~40 ms) before the next one.
             .tcp_nodelay(true)
             // A redirect could take a call (and its bearer token) to another
             // host than the one the operator added.
@@ -496,8 +496,8 @@ impl EventStream {
     /// background (within [`REMOTE_STREAM_DRAIN`] and
     /// [`REMOTE_STREAM_DRAIN_BYTES`]) so the kept-alive connection goes
     /// back to the client's pool. A body dropped unread closes its
-    /// connection, and the next forward paid a new one (issue 27's
-    /// federation profile: a TCP connect and accept per round trip).
+    /// connection, and the next forward paid a new one (a profile of
+    /// federation showed a TCP connect and accept per round trip).
     pub fn release(mut self) {
         let Some(mut resp) = self.resp.take() else {
             return;

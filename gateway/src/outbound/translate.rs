@@ -255,7 +255,7 @@ fn push_status(st: &Value, out: &mut Vec<Reflect>) {
 /// SDKs write it). A remote echoes the requester's own message in the
 /// status that follows it (the `working` of a follow-up, the `canceled` of
 /// a cancel with a reason): the requester's host holds that message
-/// already, so it is never reflected back as a new one (issue 28: the echo
+/// already, so it is never reflected back as a new one (an echo
 /// came back as an agent message, and the two hosts' histories differed).
 pub fn is_user_message(m: &Value) -> bool {
     matches!(

@@ -19,6 +19,9 @@
 //! - The method table of docs/protocol.md §5 and its `###` sections name
 //!   exactly the methods of `proto/src/methods.rs`, and every `a2a.x.y`
 //!   name the docs cite is a method or a notification of it.
+//! - No source, script or doc cites an issue by its number (`issue N`,
+//!   `issues N and M`, `#N`): readers cannot look one up, so the text says
+//!   the reason or the fact instead.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -788,6 +791,86 @@ fn the_docs_list_exactly_the_methods_of_the_table() {
     );
 }
 
+/// The citations of an issue by its number in `text`, each as its line
+/// (1-based) and the words cited: `issue 13`, `Issues 24 and 25`, `issue
+/// #8`, an `issue` whose number wraps onto the next comment line, and a
+/// bare `#27` in prose (after a space or an opening bracket, a number of
+/// at most five digits not starting with 0, so that neither a Markdown
+/// anchor `#9-bounds` nor a colour `#000000` counts).
+fn issue_citations(text: &str) -> Vec<(usize, String)> {
+    let line_of = |at: usize| text[..at].matches('\n').count() + 1;
+    let lower = text.to_ascii_lowercase();
+    let mut out = Vec::new();
+    for (at, _) in lower.match_indices("issue") {
+        if lower[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let after = lower[at + "issue".len()..]
+            .strip_prefix('s')
+            .unwrap_or(&lower[at + "issue".len()..]);
+        // Whitespace, then (across a wrapped comment's markers) the number.
+        if !after.starts_with(char::is_whitespace) {
+            continue;
+        }
+        let rest = after.trim_start_matches(|c: char| c.is_whitespace() || "/!*#".contains(c));
+        if rest.starts_with(|c: char| c.is_ascii_digit()) {
+            let end = text.len() - rest.len()
+                + rest
+                    .find(|c: char| !c.is_ascii_digit())
+                    .unwrap_or(rest.len());
+            out.push((
+                line_of(at),
+                text[at..end]
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ));
+        }
+    }
+    for (at, _) in text.match_indices('#') {
+        if !(at == 0 || text[..at].ends_with(|c: char| c.is_whitespace() || c == '(' || c == '[')) {
+            continue;
+        }
+        // `issue #8` is counted once, above.
+        let before = lower[..at].trim_end();
+        if before.ends_with("issue") || before.ends_with("issues") {
+            continue;
+        }
+        let rest = &text[at + 1..];
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let next = rest[digits..].chars().next();
+        if (1..=5).contains(&digits)
+            && !rest.starts_with('0')
+            && !next.is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '_')
+        {
+            out.push((line_of(at), text[at..at + 1 + digits].to_string()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn no_comment_cites_an_issue_number() {
+    let mut cited = Vec::new();
+    // Not this file: its examples are on purpose.
+    for rel in tree_files()
+        .into_iter()
+        .filter(|f| !f.ends_with("doc_refs.rs"))
+    {
+        for (line, words) in issue_citations(&read(&rel)) {
+            cited.push(format!("{rel}:{line}: {words}"));
+        }
+    }
+    assert!(
+        cited.is_empty(),
+        "issue numbers cited (write the reason instead: readers cannot look an issue up):\n{}",
+        cited.join("\n")
+    );
+}
+
 #[test]
 fn the_scanners_find_what_they_look_for() {
     let top: BTreeSet<String> = ["broker", "gateway"].map(String::from).into();
@@ -872,5 +955,18 @@ fn the_scanners_find_what_they_look_for() {
             &actions
         ),
         [actions]
+    );
+    assert_eq!(
+        issue_citations(
+            "//! A Issue 13's floor; (issues 24 and 25)\n//! (see issue #8), the\n//! issue\n//! 29 wrapped; tissue 4, Issues, #9-bounds, #000000, #27, [#3]"
+        ),
+        [
+            (1, "Issue 13".to_string()),
+            (1, "issues 24".to_string()),
+            (2, "issue #8".to_string()),
+            (3, "issue //! 29".to_string()),
+            (4, "#27".to_string()),
+            (4, "#3".to_string())
+        ]
     );
 }
