@@ -3,6 +3,8 @@
 //! temporary database with the TCK's system-under-test agent, served) and
 //! `remote add` (remote A2A agents as peers of a running broker).
 
+mod remote_cli;
+
 use a2a_gateway::security::{Tokens, WebhookPolicy};
 use a2a_gateway::server::{self, ServeOptions};
 use a2a_gateway::tck;
@@ -139,7 +141,7 @@ enum Cmd {
 enum RemoteCmd {
     /// Fetch the cards of remote A2A v1.0 agents, register each in the
     /// broker under its card's name, and bridge their tasks until stopped.
-    Add(a2a_gateway::outbound::cli::RemoteAddArgs),
+    Add(remote_cli::RemoteAddArgs),
 }
 
 fn main() -> ExitCode {
@@ -195,7 +197,7 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
             audit,
         } => {
             let tokens = tokens_of(tokens, token_file)?;
-            let remote_allow_origins = a2a_gateway::outbound::cli::origins_of(
+            let remote_allow_origins = remote_cli::origins_of(
                 "--remote-allow-origin",
                 &remote_allow_origins,
             )?;
@@ -235,7 +237,7 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
                 None
             } else {
                 Some(
-                    a2a_gateway::outbound::cli::ServedRemotes::start(
+                    remote_cli::ServedRemotes::start(
                         &bridge_to.0,
                         &bridge_to.1,
                         remotes,
@@ -283,7 +285,7 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
             Ok(())
         }
         Cmd::Remote(RemoteCmd::Add(args)) => {
-            a2a_gateway::outbound::cli::run(args, wait_for_signal()).await?;
+            remote_cli::run(args, wait_for_signal()).await?;
             Ok(())
         }
     }

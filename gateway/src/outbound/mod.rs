@@ -16,7 +16,6 @@
 //!
 //! Modules:
 //! - `bridge`: the per-remote loop and the per-task actors.
-//! - [`cli`]: `a2a-gateway remote add`.
 //! - [`card`]: reading, mirroring and caching the remote card.
 //! - [`rpc`]: the HTTP JSON-RPC client (unary calls, SSE streams, bounds).
 //! - [`sse`]: the event-stream decoder.
@@ -24,7 +23,6 @@
 
 mod bridge;
 pub mod card;
-pub mod cli;
 pub mod rpc;
 pub mod sse;
 pub mod translate;

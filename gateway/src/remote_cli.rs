@@ -1,10 +1,11 @@
 //! `a2a-gateway remote add`: bridges remote A2A agents into a running
 //! broker from the command line, until stopped (SIGINT, SIGTERM, or the
-//! broker going away). Kept here so that `main.rs` only wires it.
+//! broker going away). A module of the binary, beside `main.rs`: the
+//! library (`a2a_gateway::outbound`) bridges, this reads flags and prints.
 
-use super::{add_remote, OutboundOptions, RemoteSpec, DEFAULT_CONTEXT};
-use crate::conn::{BrokerAddr, BrokerConn};
-use crate::store::Store;
+use a2a_gateway::conn::{BrokerAddr, BrokerConn};
+use a2a_gateway::outbound::{add_remote, OutboundOptions, RemoteSpec, DEFAULT_CONTEXT};
+use a2a_gateway::store::Store;
 use a2a_client::{read_secret, ClientOptions};
 use std::path::PathBuf;
 
@@ -66,13 +67,13 @@ pub enum RemoteAddError {
     BearerEnv(String),
     /// A remote could not be added.
     #[error(transparent)]
-    Add(#[from] super::OutboundError),
+    Add(#[from] a2a_gateway::outbound::OutboundError),
     /// The broker connection closed under the bridges.
     #[error("the broker connection closed")]
     BrokerGone,
     /// The state file could not be opened.
     #[error(transparent)]
-    State(crate::store::StoreError),
+    State(a2a_gateway::store::StoreError),
     /// A `--bearer-origin` or `--allow-origin` that is not an http(s)
     /// origin.
     #[error(transparent)]
@@ -166,7 +167,7 @@ pub fn origins_of(flag: &'static str, values: &[String]) -> Result<Vec<String>, 
     values
         .iter()
         .map(|o| {
-            super::rpc::origin_of(o).ok_or_else(|| BadOrigin {
+            a2a_gateway::outbound::rpc::origin_of(o).ok_or_else(|| BadOrigin {
                 flag,
                 value: o.clone(),
             })
@@ -246,11 +247,11 @@ impl ServedRemotes {
                             // What a retry cannot fix: the broker's
                             // refusal, a card aiming elsewhere, a bad URL.
                             Err(
-                                e @ (super::OutboundError::Broker { .. }
-                                | super::OutboundError::Remote {
+                                e @ (a2a_gateway::outbound::OutboundError::Broker { .. }
+                                | a2a_gateway::outbound::OutboundError::Remote {
                                     source:
-                                        super::RemoteError::ForeignOrigin { .. }
-                                        | super::RemoteError::BadUrl(_),
+                                        a2a_gateway::outbound::RemoteError::ForeignOrigin { .. }
+                                        | a2a_gateway::outbound::RemoteError::BadUrl(_),
                                     ..
                                 }),
                             ) => {
