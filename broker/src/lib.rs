@@ -43,6 +43,11 @@ pub(crate) mod secret;
 pub(crate) mod session;
 pub(crate) mod store;
 
+/// Entry points for the benchmarks (`benches/`, the gateway's
+/// `send_bench`): the writer's row encoders, an event injector, an
+/// in-process connection. Behind the `bench` feature, so that a production
+/// build does not carry them.
+#[cfg(feature = "bench")]
 #[doc(hidden)]
 pub mod bench;
 
