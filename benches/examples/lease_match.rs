@@ -1,7 +1,7 @@
 //! Lease path comparison at the bounds (docs/protocol.md §11 Leases): the
 //! cost of one pair of costly paths (`lease_path::overlaps`) against a raw
 //! baseline, a plain byte comparison of the same strings, and against the
-//! table the broker filled before (`table_overlaps` below, a copy of it:
+//! table the broker filled before (`lease_path::table::table_overlaps`:
 //! every segment against every segment, every byte against every byte);
 //! then the cost of one call that spends its whole budget
 //! (`A2A_MAX_LEASE_MATCH_STEPS`) comparing 64 asked paths with 64 x 64 held
@@ -12,6 +12,7 @@
 //! cargo run --release -p a2a-benches --example lease_match [-- --rounds 7]
 //! ```
 
+use a2a_proto::lease_path::table::table_overlaps;
 use a2a_proto::lease_path::{overlaps, Pattern, Work};
 use a2a_proto::limits::{A2A_MAX_LEASE_MATCH_STEPS, A2A_MAX_LEASE_PATHS, A2A_MAX_LEASE_PATH_BYTES};
 use std::hint::black_box;
@@ -70,53 +71,6 @@ fn median_each(rounds: usize, mut f: impl FnMut()) -> Duration {
         .collect();
     times.sort();
     times[times.len() / 2]
-}
-
-/// The comparison before `Pattern` (the baseline of "before"): a table of
-/// every segment of one path against every segment of the other, and of
-/// every byte against every byte for each segment pair.
-fn table_overlaps(a: &str, b: &str) -> bool {
-    if a == b {
-        return true;
-    }
-    let a: Vec<&str> = a.split('/').collect();
-    let b: Vec<&str> = b.split('/').collect();
-    both_match(&a, &b, |s| *s == "**", |x, y| table_segments(x, y))
-}
-
-fn table_segments(p: &str, q: &str) -> bool {
-    if !p.contains('*') && !q.contains('*') {
-        return p == q;
-    }
-    both_match(p.as_bytes(), q.as_bytes(), |c| *c == b'*', |x, y| x == y)
-}
-
-fn both_match<T>(
-    a: &[T],
-    b: &[T],
-    any: impl Fn(&T) -> bool,
-    meet: impl Fn(&T, &T) -> bool,
-) -> bool {
-    let (n, m) = (a.len(), b.len());
-    let w = m + 1;
-    let mut ok = vec![false; (n + 1) * w];
-    ok[n * w + m] = true;
-    for i in (0..=n).rev() {
-        for j in (0..=m).rev() {
-            if i == n && j == m {
-                continue;
-            }
-            let any_a = i < n && any(&a[i]);
-            let any_b = j < m && any(&b[j]);
-            ok[i * w + j] = if any_a || any_b {
-                (any_a && (ok[(i + 1) * w + j] || (j < m && ok[i * w + j + 1])))
-                    || (any_b && (ok[i * w + j + 1] || (i < n && ok[(i + 1) * w + j])))
-            } else {
-                i < n && j < m && meet(&a[i], &b[j]) && ok[(i + 1) * w + j + 1]
-            };
-        }
-    }
-    ok[0]
 }
 
 /// The `i`th path of a kind.

@@ -197,10 +197,8 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
             audit,
         } => {
             let tokens = tokens_of(tokens, token_file)?;
-            let remote_allow_origins = remote_cli::origins_of(
-                "--remote-allow-origin",
-                &remote_allow_origins,
-            )?;
+            let remote_allow_origins =
+                remote_cli::origins_of("--remote-allow-origin", &remote_allow_origins)?;
             // The one locator of every front end, so all agree: a NAME or a
             // path, "no broker is listening" told apart from a bad secret.
             let located = a2a_client::locate(&socket);

@@ -3,10 +3,10 @@
 //! broker going away). A module of the binary, beside `main.rs`: the
 //! library (`a2a_gateway::outbound`) bridges, this reads flags and prints.
 
+use a2a_client::{read_secret, ClientOptions};
 use a2a_gateway::conn::{BrokerAddr, BrokerConn};
 use a2a_gateway::outbound::{add_remote, OutboundOptions, RemoteSpec, DEFAULT_CONTEXT};
 use a2a_gateway::store::Store;
-use a2a_client::{read_secret, ClientOptions};
 use std::path::PathBuf;
 
 /// The arguments of `remote add`.

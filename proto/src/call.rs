@@ -117,6 +117,8 @@ macro_rules! route {
         Route::Wait
     };
 }
+// The markers (`crate::request`) read the same column.
+pub(crate) use route;
 
 macro_rules! outcome {
     (TaskOrTasks, $result:ident) => {

@@ -460,53 +460,19 @@ impl std::fmt::Display for OverBudget {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    #[test]
-    fn normal_forms() {
-        assert_eq!(normalize("src/").unwrap(), "src/**");
-        assert_eq!(normalize("src/**/").unwrap(), "src/**");
-        assert_eq!(normalize("a/**/**/b").unwrap(), "a/**/b");
-        assert_eq!(normalize("a/*.rs").unwrap(), "a/*.rs");
-        for bad in [
-            "", "/a", "a//b", "a/../b", "./a", "a/.", "a/b**", "/", "a\0",
-        ] {
-            assert!(normalize(bad).is_err(), "{bad:?}");
-        }
-        let long = "a".repeat(A2A_MAX_LEASE_PATH_BYTES + 1);
-        assert_eq!(
-            normalize(&long),
-            Err(PathError::TooLong {
-                actual: long.len() as u64
-            })
-        );
-    }
-
-    #[test]
-    fn known_overlaps() {
-        let o = |a: &str, b: &str| overlaps(&normalize(a).unwrap(), &normalize(b).unwrap());
-        assert!(o("src/lib.rs", "src/lib.rs"));
-        assert!(!o("src/lib.rs", "src/main.rs"));
-        assert!(o("src/", "src/lib.rs"));
-        assert!(o("src/", "src"));
-        assert!(!o("src/", "srcs/x"));
-        assert!(o("src/*.rs", "src/lib.rs"));
-        assert!(!o("src/*.rs", "src/a/lib.rs"));
-        assert!(o("**/*.rs", "src/a/lib.rs"));
-        assert!(o("a*", "*b"));
-        assert!(!o("a*x", "b*"));
-        assert!(o("a/**/c", "**/b/**"));
-        assert!(!o("a/b", "a/b/c"));
-    }
+/// The quadratic matcher lease paths were compared with before [`Pattern`]
+/// (not used by the broker): one copy for the property tests and the
+/// lease bench.
+#[doc(hidden)]
+pub mod table {
+    use super::ANY_SEGMENTS;
 
     /// The matcher this module had before [`Pattern`]: a table of every
     /// segment of one path against every segment of the other and, for
     /// each segment pair, of every byte against every byte. Exact, and
-    /// independent of `Pattern`'s reasoning: the second oracle.
-    fn table_overlaps(a: &str, b: &str) -> bool {
+    /// independent of `Pattern`'s reasoning: the property tests' second
+    /// oracle, and the lease bench's "before".
+    pub fn table_overlaps(a: &str, b: &str) -> bool {
         if a == b {
             return true;
         }
@@ -567,9 +533,54 @@ mod tests {
         }
         ok[0]
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn normal_forms() {
+        assert_eq!(normalize("src/").unwrap(), "src/**");
+        assert_eq!(normalize("src/**/").unwrap(), "src/**");
+        assert_eq!(normalize("a/**/**/b").unwrap(), "a/**/b");
+        assert_eq!(normalize("a/*.rs").unwrap(), "a/*.rs");
+        for bad in [
+            "", "/a", "a//b", "a/../b", "./a", "a/.", "a/b**", "/", "a\0",
+        ] {
+            assert!(normalize(bad).is_err(), "{bad:?}");
+        }
+        let long = "a".repeat(A2A_MAX_LEASE_PATH_BYTES + 1);
+        assert_eq!(
+            normalize(&long),
+            Err(PathError::TooLong {
+                actual: long.len() as u64
+            })
+        );
+    }
+
+    #[test]
+    fn known_overlaps() {
+        let o = |a: &str, b: &str| overlaps(&normalize(a).unwrap(), &normalize(b).unwrap());
+        assert!(o("src/lib.rs", "src/lib.rs"));
+        assert!(!o("src/lib.rs", "src/main.rs"));
+        assert!(o("src/", "src/lib.rs"));
+        assert!(o("src/", "src"));
+        assert!(!o("src/", "srcs/x"));
+        assert!(o("src/*.rs", "src/lib.rs"));
+        assert!(!o("src/*.rs", "src/a/lib.rs"));
+        assert!(o("**/*.rs", "src/a/lib.rs"));
+        assert!(o("a*", "*b"));
+        assert!(!o("a*x", "b*"));
+        assert!(o("a/**/c", "**/b/**"));
+        assert!(!o("a/b", "a/b/c"));
+    }
+
+    use super::table::table_overlaps;
 
     /// The oracle: does a normalised pattern match a concrete path?
-    /// Plain backtracking, independent of the DP above.
+    /// Plain backtracking, independent of both matchers.
     fn matches(pattern: &[&str], path: &[&str]) -> bool {
         match pattern.split_first() {
             None => path.is_empty(),

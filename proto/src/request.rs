@@ -6,7 +6,7 @@
 //! added to [`method_table!`](crate::method_table) is reachable from Rust
 //! with no other file edited.
 
-use crate::call::{Call, Outcome, Route};
+use crate::call::{route, Call, Outcome, Route};
 use crate::methods::ALL;
 use crate::params::*;
 
@@ -126,21 +126,6 @@ macro_rules! take_result {
     };
 }
 
-macro_rules! route_of {
-    (session) => {
-        Route::Session
-    };
-    (read) => {
-        Route::Read
-    };
-    (write) => {
-        Route::Write
-    };
-    (wait) => {
-        Route::Wait
-    };
-}
-
 macro_rules! markers {
     ($( $variant:ident($params:ty) $konst:ident, $route:ident, $result:ident, $handler:ident, $bindings:tt; )*) => {
         $(
@@ -151,7 +136,7 @@ macro_rules! markers {
             impl Method for $variant {
                 const NAME: &'static str = crate::methods::$konst;
                 const NUMBER: u32 = index_of(crate::methods::$konst);
-                const ROUTE: Route = route_of!($route);
+                const ROUTE: Route = route!($route);
                 type Params = $params;
                 type Result = result_type!($result);
                 fn call(params: Self::Params) -> Call {

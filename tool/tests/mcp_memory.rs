@@ -4,9 +4,11 @@
 //! their 128 MiB (it keeps each file's name and size, not its bytes), and
 //! every task still reaches the model, over bounded `wait` results.
 
+mod support;
+
 use a2a_client::proto::types::FileContent;
-use a2a_client::{agent_card, message_to, Client, Delivery, Message, Part};
-use a2a_testkit::{broker_bin, socket_path_for, Spawn, TestDb, TIMEOUT};
+use a2a_client::{agent_card, message_to, Delivery, Message, Part};
+use a2a_testkit::{broker_bin, TIMEOUT};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write};
@@ -41,15 +43,8 @@ fn file_message(to: &str, i: usize) -> Message {
 
 #[test]
 fn queued_file_events_do_not_grow_the_mcp_server_by_their_bytes() {
-    let db = TestDb::new();
-    let broker = Spawn::new(&db.path)
-        .socket(socket_path_for(&db.path))
-        .no_stdio()
-        .arg("--durability")
-        .arg("normal")
-        .start(TIMEOUT)
-        .expect("broker");
-    let socket = broker.socket().expect("socket");
+    let running = support::broker();
+    let socket = running.broker.socket().expect("socket");
     let mut child = Command::new(broker_bin())
         .args(["mcp", "--socket"])
         .arg(&socket)
@@ -103,7 +98,7 @@ fn queued_file_events_do_not_grow_the_mcp_server_by_their_bytes() {
 
     // 128 tasks, 1 MiB file each, from two requesters (a context holds at
     // most 128 open tasks); the model does not wait meanwhile.
-    let client = Client::connect(&socket, &broker.secret().expect("secret")).expect("connect");
+    let client = &running.client;
     let mut sent = HashSet::new();
     for r in 0..2 {
         let asker = client

@@ -11,10 +11,12 @@
 //! one client connection, so the events a call causes are queued for their
 //! recipient before the call returns, and a `wait` after it sees them all.
 
+mod support;
+
 use a2a_client::proto::types::AgentKind;
 use a2a_client::Client;
 use a2a_testkit::transcript::{self, Lines, Recv};
-use a2a_testkit::{socket_path_for, BrokerProcess, Spawn, TestDb, TIMEOUT};
+use a2a_testkit::{BrokerProcess, TestDb};
 use a2a_tool::{Registration, Session, SessionOptions};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
@@ -32,19 +34,11 @@ struct ToolLines {
 
 impl ToolLines {
     fn start() -> ToolLines {
-        let db = TestDb::new();
-        let broker = Spawn::new(&db.path)
-            .socket(socket_path_for(&db.path))
-            .no_stdio()
-            .arg("--durability")
-            .arg("normal")
-            .start(TIMEOUT)
-            .expect("broker starts");
-        let client = Client::connect(
-            broker.socket().expect("socket"),
-            &broker.secret().expect("secret"),
-        )
-        .expect("connect");
+        let support::Running {
+            client,
+            broker,
+            _db: db,
+        } = support::broker();
         ToolLines {
             client,
             sessions: HashMap::new(),
