@@ -93,15 +93,8 @@ fn flood_ahead_of_one_call(
         .to_owned();
     answered(&flooder, ids.iter().copied());
     answered(&blocker, [bid]);
-    let ahead: i64 = hold
-        .query_row(
-            "SELECT count(*) FROM a2a_tasks WHERE context_id LIKE 'a%'
-               AND seq < (SELECT seq FROM a2a_tasks WHERE id = ?1)",
-            [&task],
-            |r| r.get(0),
-        )
-        .unwrap();
-    (ahead as usize, ids.len())
+    let ahead = flood_tasks_before(&hold, &task);
+    (ahead, ids.len())
 }
 
 #[test]
@@ -229,17 +222,24 @@ fn over_the_socket_a_pipelining_client_does_not_go_ahead_of_another() {
         .expect("a task")
         .to_owned();
     assert!(flooder.raw_response(last).contains("\"result\""));
-    let ahead: i64 = hold
+    let ahead = flood_tasks_before(&hold, &task);
+    eprintln!("{ahead} of 516 pipelined calls went before the other client's call");
+    assert!(
+        ahead <= 2 * WRITER_SHARE_CALLS,
+        "{ahead} of the 516 pipelined calls were written before the other client's call"
+    );
+}
+
+/// How many of the flood's tasks (its contexts start with `a`) were written
+/// before `task`: the writer's order is the tasks' `seq`.
+fn flood_tasks_before(db: &rusqlite::Connection, task: &str) -> usize {
+    let ahead: i64 = db
         .query_row(
             "SELECT count(*) FROM a2a_tasks WHERE context_id LIKE 'a%'
                AND seq < (SELECT seq FROM a2a_tasks WHERE id = ?1)",
-            [&task],
+            [task],
             |r| r.get(0),
         )
         .unwrap();
-    eprintln!("{ahead} of 516 pipelined calls went before the other client's call");
-    assert!(
-        ahead as usize <= 2 * WRITER_SHARE_CALLS,
-        "{ahead} of the 516 pipelined calls were written before the other client's call"
-    );
+    ahead as usize
 }

@@ -234,6 +234,17 @@ mod tests {
     use a2a_proto::jsonrpc::Id;
     use a2a_proto::types::PushParams;
 
+    /// An `a2a.events.wait` that does not park: answered at once with what
+    /// is queued after `after`.
+    fn ask_now(q: &Arc<PullQueue>, after: Option<u64>, o: &Arc<Outbox>, id: u64, timer: &Timer) {
+        q.wait(
+            after,
+            Duration::ZERO,
+            Responder::direct(o.clone(), Id::Uint(id)),
+            timer,
+        );
+    }
+
     fn event(seq: u64) -> Arc<Notification> {
         Arc::new(Notification::Push(PushParams {
             recipient: "a".into(),
@@ -274,29 +285,14 @@ mod tests {
         for s in 1..=3 {
             q.push(event(s));
         }
-        q.wait(
-            None,
-            Duration::ZERO,
-            Responder::direct(o.clone(), Id::Uint(1)),
-            &timer,
-        );
+        ask_now(&q, None, &o, 1, &timer);
         assert_eq!(seqs(&answer(&o)), [Some(1), Some(2), Some(3)]);
-        q.wait(
-            Some(2),
-            Duration::ZERO,
-            Responder::direct(o.clone(), Id::Uint(2)),
-            &timer,
-        );
+        ask_now(&q, Some(2), &o, 2, &timer);
         assert_eq!(seqs(&answer(&o)), [Some(3)]);
         for s in 4..=(MAX_PULL_QUEUE as u64 + 4) {
             q.push(event(s));
         }
-        q.wait(
-            Some(3),
-            Duration::ZERO,
-            Responder::direct(o.clone(), Id::Uint(3)),
-            &timer,
-        );
+        ask_now(&q, Some(3), &o, 3, &timer);
         let got = seqs(&answer(&o));
         assert_eq!(got[0], None, "lagged first");
         assert_eq!(got.len(), MAX_PULL_QUEUE + 1);
@@ -315,12 +311,7 @@ mod tests {
         for s in 1..=10 {
             q.push(event(s));
         }
-        q.wait(
-            None,
-            Duration::ZERO,
-            Responder::direct(o.clone(), Id::Uint(1)),
-            &timer,
-        );
+        ask_now(&q, None, &o, 1, &timer);
         let got = seqs(&answer(&o));
         assert_eq!(
             got,
