@@ -301,6 +301,13 @@ fn params_of_the_wrong_shape_are_invalid_params() {
         let e = mcp.answer(id);
         assert_eq!(e["error"]["code"], -32602, "{e}");
     }
+    // Params that are not an object at all, and a request without
+    // "jsonrpc": answered with the request's id (JSON-RPC 2.0 allows a
+    // null id only when the id cannot be read).
+    mcp.send(json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": [1, 2]}));
+    assert_eq!(mcp.answer(10)["error"]["code"], -32602);
+    mcp.send(json!({"id": 11, "method": "ping"}));
+    assert_eq!(mcp.answer(11)["error"]["code"], -32600);
     // An unknown method is still one.
     mcp.send(json!({"jsonrpc": "2.0", "id": 6, "method": "tools/frobnicate", "params": {}}));
     assert_eq!(mcp.answer(6)["error"]["code"], -32601);

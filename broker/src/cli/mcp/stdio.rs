@@ -10,6 +10,7 @@
 
 use rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
 use serde_json::json;
+use serde_json::value::RawValue;
 use tokio::io::{
     AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream,
 };
@@ -89,6 +90,7 @@ where
                     continue;
                 }
                 Checked::NotJson(e) => error_line(PARSE_ERROR, &format!("parse error: {e}")),
+                Checked::Invalid { id, code, message } => answer_line(&id, code, &message),
             },
         };
         if lines.send(answer).await.is_err() {
@@ -177,6 +179,80 @@ enum Checked<'a> {
     Json(&'a [u8]),
     /// Not JSON: why (a position, never the input).
     NotJson(String),
+    /// JSON, but not a request `rmcp` can take (no batch, an object with
+    /// `"jsonrpc": "2.0"`, `params` an object): answered here, with the
+    /// request's own id when it has a valid one (`rmcp` answers these with
+    /// no `id` member at all, which JSON-RPC 2.0 does not allow).
+    Invalid {
+        /// The id as written (a string, a number or `null`).
+        id: String,
+        code: i64,
+        message: &'static str,
+    },
+}
+
+/// What the filter reads of a request object.
+#[derive(serde::Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    method: Option<&'a RawValue>,
+    #[serde(borrow)]
+    params: Option<&'a RawValue>,
+}
+
+/// JSON-RPC 2.0's code for params of the wrong shape.
+const INVALID_PARAMS: i64 = -32602;
+
+/// A JSON line that `rmcp` would answer without an id, answered here;
+/// `None` for one to pass on (responses to the server's own requests and
+/// notifications included: a notification is never answered).
+fn invalid(text: &str) -> Option<(String, i64, &'static str)> {
+    let null = || "null".to_owned();
+    let env = match serde_json::from_str::<Envelope<'_>>(text) {
+        Ok(env) => env,
+        Err(_) if text.trim_start().starts_with('[') => {
+            return Some((
+                null(),
+                INVALID_REQUEST,
+                "invalid request: batches are not supported",
+            ))
+        }
+        Err(_) => return Some((null(), INVALID_REQUEST, "invalid request: not an object")),
+    };
+    let (Some(id), Some(_)) = (env.id, env.method) else {
+        return None;
+    };
+    let id = id.get();
+    let id = match id.as_bytes().first() {
+        Some(b'"' | b'-' | b'0'..=b'9') => id.to_owned(),
+        _ if id == "null" => id.to_owned(),
+        _ => {
+            return Some((
+                null(),
+                INVALID_REQUEST,
+                "invalid request: id must be a string or a number",
+            ))
+        }
+    };
+    if env.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
+        return Some((
+            id,
+            INVALID_REQUEST,
+            "invalid request: \"jsonrpc\" must be \"2.0\"",
+        ));
+    }
+    match env.params.map(|p| p.get().as_bytes().first().copied()) {
+        None | Some(Some(b'{')) => None,
+        Some(_) => Some((
+            id,
+            INVALID_PARAMS,
+            "invalid params: params must be an object",
+        )),
+    }
 }
 
 /// Is the line JSON? (Only its syntax: `rmcp` reads what it says.)
@@ -193,18 +269,28 @@ fn check(line: &[u8]) -> Checked<'_> {
         Ok(t) => t,
         Err(e) => return Checked::NotJson(format!("not UTF-8 (at byte {})", e.valid_up_to())),
     };
-    match serde_json::from_str::<serde::de::IgnoredAny>(text) {
-        Ok(_) => Checked::Json(line),
-        Err(e) => Checked::NotJson(e.to_string()),
+    if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
+        return Checked::NotJson(e.to_string());
+    }
+    match invalid(text) {
+        None => Checked::Json(line),
+        Some((id, code, message)) => Checked::Invalid { id, code, message },
     }
 }
 
 /// A JSON-RPC error response to no request in particular (id null), as a
 /// line.
 fn error_line(code: i64, message: &str) -> Vec<u8> {
+    answer_line("null", code, message)
+}
+
+/// A JSON-RPC error response to the request of `id` (its JSON text), as a
+/// line.
+fn answer_line(id: &str, code: i64, message: &str) -> Vec<u8> {
+    let id: serde_json::Value = serde_json::from_str(id).unwrap_or(serde_json::Value::Null);
     let mut line = json!({
         "jsonrpc": "2.0",
-        "id": null,
+        "id": id,
         "error": {"code": code, "message": message},
     })
     .to_string()
@@ -257,6 +343,46 @@ mod tests {
         assert!(matches!(check(b"{} {}\n"), Checked::NotJson(_)));
     }
 
+    /// What `rmcp` would answer with no `id` at all is answered here, with
+    /// the request's id when it has one.
+    #[test]
+    fn a_request_rmcp_cannot_take_is_answered_with_its_id() {
+        let invalid = |line: &str| match check(line.as_bytes()) {
+            Checked::Invalid { id, code, .. } => Some((id, code)),
+            _ => None,
+        };
+        let ok = r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#;
+        assert!(matches!(check(ok.as_bytes()), Checked::Json(_)));
+        assert_eq!(
+            invalid(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":[1,2]}"#),
+            Some(("5".into(), INVALID_PARAMS))
+        );
+        assert_eq!(
+            invalid(r#"{"jsonrpc":"2.0","id":"a","method":"ping","params":"x"}"#),
+            Some(("\"a\"".into(), INVALID_PARAMS))
+        );
+        assert_eq!(
+            invalid(r#"{"id":8,"method":"ping"}"#),
+            Some(("8".into(), INVALID_REQUEST))
+        );
+        assert_eq!(
+            invalid(r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#),
+            Some(("null".into(), INVALID_REQUEST))
+        );
+        assert_eq!(invalid("5"), Some(("null".into(), INVALID_REQUEST)));
+        assert_eq!(
+            invalid(r#"[{"jsonrpc":"2.0","id":6,"method":"ping"}]"#),
+            Some(("null".into(), INVALID_REQUEST))
+        );
+        // A notification is never answered, and a response to the
+        // server's own request goes on to rmcp.
+        assert_eq!(
+            invalid(r#"{"jsonrpc":"2.0","method":"x","params":[1]}"#),
+            None
+        );
+        assert_eq!(invalid(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#), None);
+    }
+
     #[tokio::test]
     async fn rmcp_reads_the_json_lines_and_the_host_reads_an_error_for_the_rest() {
         let input: &[u8] = b"{\"id\": 1}\n{bad json\n\n[2]\n";
@@ -265,7 +391,7 @@ mod tests {
         let mut rmcp_side = stdio.transport;
         let mut passed = String::new();
         rmcp_side.read_to_string(&mut passed).await.unwrap();
-        assert_eq!(passed, "{\"id\": 1}\n[2]\n");
+        assert_eq!(passed, "{\"id\": 1}\n");
         rmcp_side
             .write_all(b"{\"id\":1,\"result\":{}}\n")
             .await
@@ -278,9 +404,11 @@ mod tests {
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        assert_eq!(lines.len(), 2, "{host}");
+        assert_eq!(lines.len(), 3, "{host}");
         assert_eq!(lines[0]["error"]["code"], PARSE_ERROR);
         assert_eq!(lines[0]["id"], serde_json::Value::Null);
-        assert_eq!(lines[1]["id"], 1);
+        assert_eq!(lines[1]["error"]["code"], INVALID_REQUEST, "a batch");
+        assert_eq!(lines[1]["id"], serde_json::Value::Null);
+        assert_eq!(lines[2]["id"], 1);
     }
 }
