@@ -90,7 +90,7 @@ where
                     continue;
                 }
                 Checked::NotJson(e) => error_line(PARSE_ERROR, &format!("parse error: {e}")),
-                Checked::Invalid { id, code, message } => answer_line(&id, code, &message),
+                Checked::Invalid { id, code, message } => answer_line(&id, code, message),
             },
         };
         if lines.send(answer).await.is_err() {
