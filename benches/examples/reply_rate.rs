@@ -64,17 +64,18 @@ fn main() {
                     .env("A2A_BROKER_SECRET", &secret)
                     .stdin(Stdio::null())
                     .stdout(Stdio::null())
-                    .stderr(Stdio::null());
+                    .stderr(Stdio::piped());
                     if m == "reply-1-sh" {
                         c.args(["--exec", "tr a-z A-Z;", "--concurrency", "1"]);
                     } else {
                         c.args(["--exec", "tr a-z A-Z"]);
                     }
-                    _child = Some(c.spawn().unwrap());
+                    let mut child = c.spawn().unwrap();
+                    answering(&mut child);
+                    _child = Some(child);
                     _lean = None;
                 }
             }
-            wait_live(&client, &worker);
             let t0 = Instant::now();
             std::thread::scope(|s| {
                 for r in 0..REQUESTERS {
@@ -133,26 +134,19 @@ fn blocking() -> Option<SendConfiguration> {
     })
 }
 
-/// Waits until `name` is registered (a `reply` child takes a moment).
-fn wait_live(client: &Client, name: &str) {
-    let probe = client
-        .register(
-            "bench",
-            a2a_client::agent_card(&format!("probe-{name}")),
-            Delivery::Push,
-        )
-        .unwrap();
-    let deadline = Instant::now() + TIMEOUT;
-    while !probe
-        .list_agents(None)
-        .unwrap()
-        .iter()
-        .any(|c| c.name == name)
-    {
-        assert!(Instant::now() < deadline, "{name} never registered");
-        std::thread::sleep(Duration::from_millis(20));
+/// Waits for `reply`'s line saying it answers (it is registered by then),
+/// then lets its stderr drain on a thread of its own.
+fn answering(child: &mut Child) {
+    use std::io::{BufRead, BufReader};
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr piped")).lines();
+    loop {
+        match lines.next() {
+            Some(Ok(line)) if line.contains("answering tasks sent to") => break,
+            Some(Ok(_)) => {}
+            other => panic!("a2a-broker reply ended before it answered: {other:?}"),
+        }
     }
-    probe.deregister().unwrap();
+    std::thread::spawn(move || lines.for_each(drop));
 }
 
 /// A worker that completes each new task at once with its text, on its own
