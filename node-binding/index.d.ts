@@ -409,6 +409,13 @@ export declare class Agent {
   list(params?: { skill?: string }): Promise<AgentCard[]>
   /** `a2a.tasks.list` (ext). */
   listTasks(query?: TaskQuery): Promise<{ tasks: Task[]; nextCursor?: string }>
+  /**
+   * Any agent method of the protocol by its wire name (`a2a.leases.renew`),
+   * as this agent: the token is filled in; resolves with the method's whole
+   * result as docs/protocol.md writes it (every method of the broker's
+   * method table, typed method or not).
+   */
+  request(method: string, params?: Record<string, unknown>): Promise<Record<string, unknown>>
   /** `a2a.leases.acquire` (ext): a lease on `paths` (relative, `/`-separated; a trailing `/`
    * covers a directory, `*` and `**` match). A conflict rejects with `errorCode`
    * `A2A_LEASE_CONFLICT` and `data` (`LeaseConflictData`). */

@@ -250,6 +250,10 @@ class Agent {
   listTasks(query) {
     return guard(() => this.#n.listTasks(json(query)))
   }
+  /** Any agent method by its wire name, the token filled in: the whole result. */
+  request(method, params) {
+    return guard(() => this.#n.request(method, json(params)))
+  }
 
   /** `a2a.leases.acquire`: resolves with a `Lease` handle (see below);
    * a conflict rejects with `errorCode` A2A_LEASE_CONFLICT and `data`

@@ -226,6 +226,12 @@ mod render {
         }
     }
 
+    /// The whole result, as the protocol writes it (`agent.request`).
+    pub(super) fn whole(o: Outcome) -> Result<Payload, ClientError> {
+        Ok(Payload::Json(o.to_json().to_string()))
+    }
+
+    pub(super) const WHOLE: Shape = shape(whole, None);
     pub(super) const TASK: Shape = shape(task, Some("task"));
     pub(super) const TASKS: Shape = shape(tasks, Some("tasks"));
     pub(super) const AGENTS: Shape = shape(agents, Some("agents"));
@@ -245,6 +251,24 @@ pub(crate) type JsPromise<'env> = napi::Result<PromiseRaw<'env, Unknown<'env>>>;
 /// Reads an argument, or rejects the call with `-32602`.
 fn arg<T: DeserializeOwned>(what: &str, json: &str) -> Result<T, Failure> {
     serde_json::from_str(json).map_err(|e| Failure::invalid(what, e))
+}
+
+/// The call of `method` with `params` (a JSON object, or none) and the
+/// agent's `token`; the connection's own calls (the handshake, a
+/// registration) are the broker's, not an agent's.
+fn agent_call(method: &str, params: Option<&str>, token: &str) -> Result<Call, Failure> {
+    let mut params: serde_json::Map<String, serde_json::Value> =
+        opt_arg("params", params)?.unwrap_or_default();
+    params.insert("token".into(), token.into());
+    let call = Call::from_json(method, &serde_json::Value::Object(params).to_string())
+        .map_err(|e| Failure::from(ClientError::Rpc(e)))?;
+    match call {
+        Call::Handshake(_) | Call::Register(_) => Err(Failure::invalid(
+            "method",
+            format!("{method} is the connection's, not an agent's: use Broker.connect or broker.register"),
+        )),
+        call => Ok(call),
+    }
 }
 
 fn opt_arg<T: DeserializeOwned>(what: &str, json: Option<&str>) -> Result<Option<T>, Failure> {
@@ -337,6 +361,22 @@ impl NativeAgent {
     #[napi(getter)]
     pub fn deregistered(&self) -> bool {
         self.agent.is_deregistered()
+    }
+
+    /// Any agent method of the protocol by its wire name (`a2a.leases.renew`),
+    /// as this agent: `params` a JSON object without the token, which is
+    /// filled in; resolves with the method's whole result as the protocol
+    /// writes it. A method the broker's method table gains is reachable
+    /// here before it has a method of its own.
+    #[napi]
+    pub fn request<'env>(
+        &self,
+        env: &'env Env,
+        method: String,
+        params: Option<String>,
+    ) -> JsPromise<'env> {
+        let call = agent_call(&method, params.as_deref(), self.agent.token());
+        self.call(env, call, render::WHOLE)
     }
 
     /// `a2a.message.send` → Task (or Task[] when `message.to` is `"*"`).

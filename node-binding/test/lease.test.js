@@ -132,3 +132,26 @@ test('the A2A tool: lease, a conflict naming the holder, release', async () => {
 test('leases type-check', () => {
   assert.deepEqual(typeErrors(path.join(__dirname, 'fixtures', 'lease-usage.ts')), [])
 })
+
+// `agent.request(method, params)`: any agent method by its wire name, the
+// token filled in, the whole result as the protocol writes it; so a method
+// the broker's table gains is reachable from Node with no other edit.
+test('request reaches any agent method by its wire name', async () => {
+  const { a, b } = await two('request-1')
+  const got = await a.request('a2a.leases.acquire', { paths: ['src/x.rs'], ttlSeconds: 60 })
+  assert.equal(got.lease.holder, a.id)
+  const renewed = await a.request('a2a.leases.renew', { leaseId: got.lease.id, ttlSeconds: 600 })
+  assert.equal(renewed.lease.id, got.lease.id)
+  assert.deepEqual(await b.request('a2a.leases.list'), { leases: [renewed.lease] })
+  assert.deepEqual(await a.request('a2a.leases.release', { leaseId: got.lease.id }), { ok: true })
+  // The typed method and the generic one agree.
+  assert.deepEqual((await b.request('a2a.agents.list')).agents, await b.list())
+
+  const unknown = await rejection(a.request('a2a.leases.steal', {}))
+  assert.equal(unknown.code, -32601)
+  const wrong = await rejection(a.request('a2a.leases.renew', { leaseId: 5 }))
+  assert.equal(wrong.code, -32602)
+  const notAnAgents = await rejection(a.request('a2a.agents.register', { contextId: 'x', card: { name: 'y' } }))
+  assert.equal(notAnAgents.code, -32602)
+  assert.match(notAnAgents.message, /not an agent's/)
+})

@@ -24,9 +24,9 @@
 ///   (`TaskOrTasks`: `Tasks` for a broadcast, else `Task`).
 /// - `handler`: the broker's module for the method (`broker/src/methods/`).
 /// - The bindings: the method's typed entry point in each binding, `_` where
-///   a binding has none (the Rust client's generic `Agent::call::<M>` and
-///   the C ABI's `a2a_client_call_json` reach every method) or the model's
-///   tool does not offer it. The bindings test
+///   a binding has none (the Rust client's generic `Agent::call::<M>`, the
+///   C ABI's `a2a_client_call_json` and the Node addon's `agent.request`
+///   reach every method) or the model's tool does not offer it. The bindings test
 ///   (`tests/tests/it/bindings.rs`) fails when a row's name is missing
 ///   from its binding (`a2a-client`'s source, the C header, the Node
 ///   types) or the tool's action list and the table disagree.
