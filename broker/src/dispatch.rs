@@ -107,10 +107,11 @@ impl Broker {
     ) -> Option<Result<Reply, RpcError>> {
         // Refused here, on the connection's thread, so the writer never
         // pays for decoding a large payload just to refuse it.
-        if let Err(e) = call.precheck() {
-            return Some(Err(to_rpc(e.into())));
-        }
+        let weight = match call.precheck() {
+            Ok(payload_bytes) => payload_bytes,
+            Err(e) => return Some(Err(to_rpc(e.into()))),
+        };
         // One line per method, from the method table (`methods/mod.rs`).
-        self.route_call(s, call, slot)
+        self.route_call(s, call, weight, slot)
     }
 }

@@ -82,7 +82,7 @@ macro_rules! define_call {
             /// Bounds), blank `to`/`taskId` read as omitted (§3 Shapes).
             /// Each method's params say theirs ([`Precheck`]); the dispatch
             /// is the method table's.
-            pub fn precheck(&mut self) -> Result<(), CheckError> {
+            pub fn precheck(&mut self) -> Result<usize, CheckError> {
                 match self {
                     $( Call::$variant(p) => Precheck::precheck(p), )*
                 }

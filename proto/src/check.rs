@@ -70,8 +70,11 @@ pub enum CheckError {
 /// A method's params' own pre-checks: one impl per params type of the
 /// method table (an empty one for params with nothing to check).
 pub trait Precheck {
-    fn precheck(&mut self) -> Result<(), CheckError> {
-        Ok(())
+    /// `Ok`: the payload bytes the call carries (its parts' content, as
+    /// [`PartSizes::content_bytes`] counts it), which the writer's groups
+    /// are bounded by; 0 for a call without parts.
+    fn precheck(&mut self) -> Result<usize, CheckError> {
+        Ok(0)
     }
 }
 
@@ -82,82 +85,82 @@ impl Precheck for ListTasksParams {}
 impl Precheck for WaitParams {}
 
 impl Precheck for RegisterParams {
-    fn precheck(&mut self) -> Result<(), CheckError> {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
         check_id("contextId", &self.context_id)?;
-        check_card(&self.card)
+        check_card(&self.card).map(|()| 0)
     }
 }
 
 impl Precheck for SendParams {
-    fn precheck(&mut self) -> Result<(), CheckError> {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
         normalize_message(&mut self.message);
-        check_message(&self.message)?;
-        match self
+        let bytes = check_message(&self.message)?;
+        if let Some(c) = self
             .configuration
             .as_ref()
             .and_then(|c| c.push_notification_config.as_ref())
         {
-            Some(c) => check_id("config.id", &c.id),
-            None => Ok(()),
+            check_id("config.id", &c.id)?;
         }
+        Ok(bytes)
     }
 }
 
 /// A task id and an optional status message (`a2a.tasks.status`, `.cancel`).
-fn check_task_message(id: &str, message: Option<&mut Message>) -> Result<(), CheckError> {
+fn check_task_message(id: &str, message: Option<&mut Message>) -> Result<usize, CheckError> {
     check_id("id", id)?;
-    message.map_or(Ok(()), |m| {
+    message.map_or(Ok(0), |m| {
         normalize_message(m);
         check_message(m)
     })
 }
 
 impl Precheck for StatusParams {
-    fn precheck(&mut self) -> Result<(), CheckError> {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
         check_task_message(&self.id, self.message.as_mut())
     }
 }
 
 impl Precheck for CancelParams {
-    fn precheck(&mut self) -> Result<(), CheckError> {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
         check_task_message(&self.id, self.message.as_mut())
     }
 }
 
 impl Precheck for ArtifactParams {
-    fn precheck(&mut self) -> Result<(), CheckError> {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
         check_id("id", &self.id)?;
-        check_artifact(&self.artifact).map(|_| ())
+        check_artifact(&self.artifact).map(|bytes| bytes as usize)
     }
 }
 
 impl Precheck for GetParams {
-    fn precheck(&mut self) -> Result<(), CheckError> {
-        check_id("id", &self.id)
+    fn precheck(&mut self) -> Result<usize, CheckError> {
+        check_id("id", &self.id).map(|()| 0)
     }
 }
 
 impl Precheck for ResubscribeParams {
-    fn precheck(&mut self) -> Result<(), CheckError> {
-        check_id("id", &self.id)
+    fn precheck(&mut self) -> Result<usize, CheckError> {
+        check_id("id", &self.id).map(|()| 0)
     }
 }
 
 impl Precheck for PushSetParams {
-    fn precheck(&mut self) -> Result<(), CheckError> {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
         check_id("taskId", &self.task_id)?;
-        check_id("config.id", &self.config.id)
+        check_id("config.id", &self.config.id).map(|()| 0)
     }
 }
 
 impl Precheck for PushGetParams {
-    fn precheck(&mut self) -> Result<(), CheckError> {
-        check_id("taskId", &self.task_id)
+    fn precheck(&mut self) -> Result<usize, CheckError> {
+        check_id("taskId", &self.task_id).map(|()| 0)
     }
 }
 
 impl Precheck for AcquireLeaseParams {
-    fn precheck(&mut self) -> Result<(), CheckError> {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
         if self.paths.is_empty() || self.paths.len() > A2A_MAX_LEASE_PATHS {
             return Err(CheckError::OutOfBounds {
                 reason: format!(
@@ -203,30 +206,30 @@ impl Precheck for AcquireLeaseParams {
                 max: A2A_MAX_LEASE_REASON_BYTES as u64,
                 actual: r.len() as i64,
             }),
-            _ => Ok(()),
+            _ => Ok(0),
         }
     }
 }
 
 impl Precheck for RenewLeaseParams {
-    fn precheck(&mut self) -> Result<(), CheckError> {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
         check_id("leaseId", &self.lease_id)?;
-        check_ttl(self.ttl_seconds)
+        check_ttl(self.ttl_seconds).map(|()| 0)
     }
 }
 
 impl Precheck for ReleaseLeaseParams {
-    fn precheck(&mut self) -> Result<(), CheckError> {
-        check_id("leaseId", &self.lease_id)
+    fn precheck(&mut self) -> Result<usize, CheckError> {
+        check_id("leaseId", &self.lease_id).map(|()| 0)
     }
 }
 
 impl Precheck for ListLeasesParams {
-    fn precheck(&mut self) -> Result<(), CheckError> {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
         if let Some(p) = &self.path {
             self.path = Some(check_lease_path(p)?);
         }
-        Ok(())
+        Ok(0)
     }
 }
 
@@ -288,7 +291,7 @@ pub fn check_id(field: &'static str, id: &str) -> Result<(), CheckError> {
 
 /// Checks a message: a non-empty `messageId`, the ids' lengths, the
 /// metadata bound, every part valid. Parts may be empty.
-pub fn check_message(msg: &Message) -> Result<(), CheckError> {
+pub fn check_message(msg: &Message) -> Result<usize, CheckError> {
     if msg.message_id.is_empty() {
         return Err(CheckError::InvalidParams(
             "messageId must not be empty".into(),
@@ -313,7 +316,7 @@ pub fn check_message(msg: &Message) -> Result<(), CheckError> {
             sizes.text_chars,
         ));
     }
-    Ok(())
+    Ok(sizes.content_bytes)
 }
 
 /// Checks an artifact (one `a2a.tasks.artifact` call's, possibly a chunk):
@@ -610,6 +613,9 @@ mod tests {
             metadata: None,
         };
         assert_eq!(check_artifact(&art), Ok(6 + 9 + 2));
+        // A message's pre-check counts the same content bytes (what the
+        // writer's groups are bounded by).
+        assert_eq!(check_message(&msg(art.parts.clone())), Ok(6 + 9 + 2));
         let card: AgentCard = serde_json::from_value(
             serde_json::json!({"name": "w", "description": "d".repeat(A2A_MAX_CARD_BYTES)}),
         )

@@ -11,7 +11,8 @@
 //! - while more than one connection has calls queued, a connection puts at
 //!   most `WRITER_SHARE_CALLS` of them in a group (a group's time is what
 //!   every call in it waits for); a connection alone gets the whole group;
-//! - a group holds at most `WRITER_GROUP_BYTES` of payload: a call that
+//! - a group holds at most `WRITER_GROUP_BYTES` of payload (the content
+//!   bytes a call's pre-check counted, `Call::precheck`): a call that
 //!   does not fit waits for a later group, and one larger than that goes
 //!   in a group of its own, which alternates with groups of smaller calls
 //!   while both wait (neither kind starves the other); while the writer
@@ -27,44 +28,9 @@
 
 use super::Command;
 use crate::core::ConnId;
-use a2a_proto::call::Call;
-use a2a_proto::check::json_len;
 use a2a_proto::limits::{WRITER_GROUP_BYTES, WRITER_SHARE_CALLS};
-use a2a_proto::types::{Message, Part};
 use crossbeam_channel::Sender;
 use std::collections::{HashMap, VecDeque};
-
-/// The payload bytes a call brings to the writer (text, file and data
-/// parts), what a group's byte bound counts. Computed on the caller's
-/// thread (`EngineHandle::call`), never on the writer.
-pub(crate) fn weight(call: &Call) -> usize {
-    match call {
-        Call::Send(p) | Call::Stream(p) => message_weight(&p.message),
-        Call::Status(p) => p.message.as_ref().map_or(0, message_weight),
-        Call::Artifact(p) => parts_weight(&p.artifact.parts),
-        _ => 0,
-    }
-}
-
-fn message_weight(m: &Message) -> usize {
-    parts_weight(&m.parts)
-}
-
-fn parts_weight(parts: &[Part]) -> usize {
-    parts
-        .iter()
-        .map(|p| match p {
-            Part::Text { text, .. } => text.len(),
-            Part::File { file, .. } => {
-                // Decoded size of the base64, as stored.
-                file.bytes.as_ref().map_or(0, |b| b.len() / 4 * 3)
-                    + file.uri.as_ref().map_or(0, String::len)
-            }
-            // The pre-check sized it already; a part it could not size was refused.
-            Part::Data { data, .. } => json_len(data).unwrap_or(0),
-        })
-        .sum()
-}
 
 /// A command waiting in a connection's queue, with its payload bytes.
 struct Queued {
@@ -258,6 +224,7 @@ mod tests {
     use super::*;
     use crate::delivery::{Outbox, Responder};
     use crate::engine::{Op, Origin};
+    use a2a_proto::call::Call;
     use a2a_proto::params::TokenParams;
     use std::sync::Arc;
 

@@ -119,7 +119,7 @@ pub struct Op {
 /// What the writer's queue carries.
 pub enum Command {
     /// Boxed: the queue moves commands by value, and a call's params are
-    /// large. `weight`: its payload bytes (`intake::weight`).
+    /// large. `weight`: its payload bytes (`Call::precheck`'s count).
     Call {
         op: Box<Op>,
         reply: Responder,
@@ -145,10 +145,10 @@ pub struct EngineHandle {
 }
 
 impl EngineHandle {
-    /// Queues a call. If the writer has stopped, the responder answers `-32603`.
-    pub fn call(&self, op: Op, reply: Responder) {
-        // Sized here, on the caller's thread: the writer's time is the shared one.
-        let weight = intake::weight(&op.call);
+    /// Queues a call of `weight` payload bytes (its pre-check counted them,
+    /// on the caller's thread: the writer's time is the shared one). If the
+    /// writer has stopped, the responder answers `-32603`.
+    pub fn call(&self, op: Op, weight: usize, reply: Responder) {
         let _ = self.tx.send(Command::Call {
             op: Box::new(op),
             reply,

@@ -81,18 +81,18 @@ pub(crate) trait ReadMethod {
 type Answer = Option<Result<Reply, RpcError>>;
 
 macro_rules! route {
-    (session, $h:ident, $v:ident, $b:ident, $s:ident, $p:ident, $slot:ident) => {
+    (session, $h:ident, $v:ident, $b:ident, $s:ident, $p:ident, $w:ident, $slot:ident) => {
         Some($h::run($s, $p))
     };
-    (wait, $h:ident, $v:ident, $b:ident, $s:ident, $p:ident, $slot:ident) => {
+    (wait, $h:ident, $v:ident, $b:ident, $s:ident, $p:ident, $w:ident, $slot:ident) => {
         $h::run($b, $s, $p, $slot)
     };
-    (read, $h:ident, $v:ident, $b:ident, $s:ident, $p:ident, $slot:ident) => {
+    (read, $h:ident, $v:ident, $b:ident, $s:ident, $p:ident, $w:ident, $slot:ident) => {
         $b.read_method::<$h::Handler>($p, $slot)
     };
-    (write, $h:ident, $v:ident, $b:ident, $s:ident, $p:ident, $slot:ident) => {{
+    (write, $h:ident, $v:ident, $b:ident, $s:ident, $p:ident, $w:ident, $slot:ident) => {{
         let parks = <$h::Handler as WriteMethod>::parks(&$p);
-        $b.queue(Call::$v($p), parks, $s, $slot)
+        $b.queue(Call::$v($p), $w, parks, $s, $slot)
     }};
 }
 
@@ -118,15 +118,17 @@ macro_rules! writes {
 macro_rules! dispatch {
     ($( $variant:ident($params:ty) $konst:ident, $route:ident, $result:ident, $h:ident, $bindings:tt; )*) => {
         impl Broker {
-            /// Routes a pre-checked call to its method.
+            /// Routes a pre-checked call to its method; `weight`: the payload
+            /// bytes its pre-check counted (for the writer's groups).
             pub(crate) fn route_call(
                 &self,
                 s: &mut Session,
                 call: Call,
+                weight: usize,
                 slot: &mut Option<Responder>,
             ) -> Answer {
                 match call {
-                    $( Call::$variant(p) => route!($route, $h, $variant, self, s, p, slot), )*
+                    $( Call::$variant(p) => route!($route, $h, $variant, self, s, p, weight, slot), )*
                 }
             }
         }
@@ -157,9 +159,16 @@ fn not_for_the_writer(handler: &str) -> CoreError {
 }
 
 impl Broker {
-    /// Queues a call to the writer; a blocking send first takes one of the
-    /// connection's parking places.
-    fn queue(&self, call: Call, parks: bool, s: &Session, slot: &mut Option<Responder>) -> Answer {
+    /// Queues a call of `weight` payload bytes to the writer; a blocking
+    /// send first takes one of the connection's parking places.
+    fn queue(
+        &self,
+        call: Call,
+        weight: usize,
+        parks: bool,
+        s: &Session,
+        slot: &mut Option<Responder>,
+    ) -> Answer {
         if parks {
             let parked = match s.park() {
                 Ok(p) => p,
@@ -179,7 +188,7 @@ impl Broker {
             resume: None,
         };
         self.engine
-            .call(op, slot.take().expect("responder present"));
+            .call(op, weight, slot.take().expect("responder present"));
         None
     }
 
