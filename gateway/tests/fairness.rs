@@ -35,7 +35,7 @@ fn open_task(id: &str) -> Value {
 }
 
 /// Tasks the sink holds now.
-async fn sink_tasks(h: &Harness) -> usize {
+async fn sink_tasks(h: &Harness) -> Vec<a2a_client::Task> {
     h.sink
         .list_tasks_async(TaskQuery {
             role: ListRole::Worker,
@@ -47,7 +47,6 @@ async fn sink_tasks(h: &Harness) -> usize {
         .await
         .expect("list")
         .tasks
-        .len()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -69,7 +68,7 @@ async fn a_second_identity_sends_while_another_holds_its_maximum() {
         }));
     }
     let deadline = Instant::now() + Duration::from_secs(20);
-    while sink_tasks(&h).await < 64 {
+    while sink_tasks(&h).await.len() < 64 {
         assert!(Instant::now() < deadline, "alice's sends never arrived");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -568,18 +567,7 @@ async fn the_65th_concurrent_blocking_send_gets_a_limit_error_and_the_64_complet
     // The sink holds the 64 that got through, until this test moves them.
     let deadline = Instant::now() + Duration::from_secs(20);
     let tasks = loop {
-        let tasks = h
-            .sink
-            .list_tasks_async(TaskQuery {
-                role: ListRole::Worker,
-                state: None,
-                limit: Some(1000),
-                cursor: None,
-            })
-            .expect("submit")
-            .await
-            .expect("list")
-            .tasks;
+        let tasks = sink_tasks(&h).await;
         if tasks.len() >= MAX_BLOCKING_PER_IDENTITY {
             break tasks;
         }

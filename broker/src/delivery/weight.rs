@@ -52,19 +52,17 @@ fn json(v: &Value) -> usize {
     match v {
         Value::String(s) => text(s),
         Value::Array(items) => sum(items, json) + FIELD,
-        Value::Object(map) => map
-            .iter()
-            .map(|(k, v)| text(k).saturating_add(json(v)))
-            .fold(FIELD, usize::saturating_add),
+        Value::Object(map) => json_map(map),
         Value::Null | Value::Bool(_) | Value::Number(_) => FIELD,
     }
 }
 
 fn object(o: &Option<Object>) -> usize {
-    o.as_ref().map_or(0, json_map)
+    o.as_ref().map_or(0, |o| json_map(o))
 }
 
-fn json_map(o: &Object) -> usize {
+/// A JSON object's size (an `Object` is one, through its `Deref`).
+fn json_map(o: &serde_json::Map<String, Value>) -> usize {
     o.iter()
         .map(|(k, v)| text(k).saturating_add(json(v)))
         .fold(FIELD, usize::saturating_add)
