@@ -210,9 +210,13 @@ const INVALID_PARAMS: i64 = -32602;
 /// A JSON line that `rmcp` would answer without an id, answered here;
 /// `None` for one to pass on (responses to the server's own requests and
 /// notifications included: a notification is never answered).
-fn invalid(text: &str) -> Option<(String, i64, &'static str)> {
+/// `env`: the line read as an object, or why it could not be.
+fn invalid(
+    text: &str,
+    env: Result<Envelope<'_>, serde_json::Error>,
+) -> Option<(String, i64, &'static str)> {
     let null = || "null".to_owned();
-    let env = match serde_json::from_str::<Envelope<'_>>(text) {
+    let env = match env {
         Ok(env) => env,
         Err(_) if text.trim_start().starts_with('[') => {
             return Some((
@@ -255,7 +259,7 @@ fn invalid(text: &str) -> Option<(String, i64, &'static str)> {
     }
 }
 
-/// Is the line JSON? (Only its syntax: `rmcp` reads what it says.)
+/// Is the line JSON, and a request `rmcp` can take?
 fn check(line: &[u8]) -> Checked<'_> {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -269,10 +273,15 @@ fn check(line: &[u8]) -> Checked<'_> {
         Ok(t) => t,
         Err(e) => return Checked::NotJson(format!("not UTF-8 (at byte {})", e.valid_up_to())),
     };
-    if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
-        return Checked::NotJson(e.to_string());
+    // One reading for the usual line, an object; what fails it is read
+    // again for its syntax alone (not JSON, or JSON but not an object).
+    let env = serde_json::from_str::<Envelope<'_>>(text);
+    if env.is_err() {
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            return Checked::NotJson(e.to_string());
+        }
     }
-    match invalid(text) {
+    match invalid(text, env) {
         None => Checked::Json(line),
         Some((id, code, message)) => Checked::Invalid { id, code, message },
     }
