@@ -246,8 +246,9 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
                     .await?,
                 )
             };
+            let stop = wait_for_signal();
             ready_line(running.addr);
-            wait_for_signal().await;
+            stop.await;
             if let Some(b) = bridged {
                 b.suspend().await;
             }
@@ -273,12 +274,13 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
                     .then_some("urn:a2a:tck:required-extension"),
             };
             let sut = tck::start(listen, broker.as_deref(), profile).await?;
+            let stop = wait_for_signal();
             ready_line(sut.gateway.addr);
             eprintln!(
                 "a2a-gateway: TCK SUT at http://{0} (agent card http://{0}/.well-known/agent-card.json)",
                 sut.gateway.addr
             );
-            wait_for_signal().await;
+            stop.await;
             sut.gateway.stop().await;
             Ok(())
         }
@@ -315,17 +317,27 @@ fn ready_line(addr: SocketAddr) {
     );
 }
 
-async fn wait_for_signal() {
+/// SIGINT or SIGTERM. The handlers are installed when this is called, not
+/// when the future is first polled: a starter that signals as soon as it
+/// has read the ready line (or `remote add`'s first line) must not meet the
+/// default action, which ends the process without its clean stop.
+fn wait_for_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    {
+    let handlers = {
         use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
+        signal(SignalKind::interrupt())
+            .ok()
+            .zip(signal(SignalKind::terminate()).ok())
+    };
+    async move {
+        #[cfg(unix)]
+        if let Some((mut int, mut term)) = handlers {
             tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
+                _ = int.recv() => {}
                 _ = term.recv() => {}
             }
             return;
         }
+        let _ = tokio::signal::ctrl_c().await;
     }
-    let _ = tokio::signal::ctrl_c().await;
 }
