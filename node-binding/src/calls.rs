@@ -81,6 +81,11 @@ const READ_CHUNK: usize = 64 * 1024;
 /// turn under a flood of answers).
 const READ_BUDGET: usize = 1024 * 1024;
 
+/// How many reads a socket error gets to deliver the answers queued before
+/// it and hear the end itself: [`READ_BUDGET`] each, so 64 MiB, the
+/// broker's own bound on one connection's queued responses.
+const ERROR_READS: usize = 64;
+
 /// A buffer of calls this big is written at once rather than at the end
 /// of the turn.
 const FLUSH_AT: usize = 256 * 1024;
@@ -377,13 +382,23 @@ unsafe extern "C" fn on_poll(h: Handle, status: c_int, events: c_int) {
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if status < 0 {
             // libuv reports a socket error (POLLERR: e.g. the broker was
-            // killed with bytes of ours unread) as UV_EBADF: reading says
+            // killed with bytes of ours unread) as UV_EBADF. Reading says
             // what it is (a reset is the broker's end) and delivers the
-            // answers that came before it.
-            conn.read_ready();
-            conn.end(CloseReason::Io(format!(
-                "polling the socket failed ({status})"
-            )));
+            // answers that came before it; one `read_ready` stops at a
+            // short read, before the reset queued behind the bytes, so it
+            // reads again until the socket tells its end.
+            for _ in 0..ERROR_READS {
+                conn.read_ready();
+                if conn.st.borrow().closed.is_some() {
+                    return;
+                }
+            }
+            let reason = match conn.socket_error() {
+                Some(e) if e.kind() == std::io::ErrorKind::ConnectionReset => CloseReason::ByBroker,
+                Some(e) => CloseReason::Io(e.to_string()),
+                None => CloseReason::Io(format!("polling the socket failed ({status})")),
+            };
+            conn.end(reason);
             return;
         }
         if events & UV_WRITABLE != 0 {
@@ -591,6 +606,24 @@ impl Conn {
             return;
         }
         self.after_answers();
+    }
+
+    /// The error the socket holds (`SO_ERROR`), if any.
+    fn socket_error(&self) -> Option<std::io::Error> {
+        let mut err: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: an int-sized out value for SO_ERROR on our own socket.
+        #[allow(unsafe_code)]
+        let rc = unsafe {
+            libc::getsockopt(
+                self.stream.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_ERROR,
+                (&mut err as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        (rc == 0 && err != 0).then(|| std::io::Error::from_raw_os_error(err))
     }
 
     /// Reads what the socket holds (up to [`READ_BUDGET`]) onto `rbuf`;
