@@ -9,24 +9,10 @@
 //!   and its `-shm` if they exist (a file left readable by an older
 //!   gateway, or made by hand), with one line per file changed.
 
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
-
-/// A file beside the state file: `PATH` + `suffix` (`-wal`, `-shm`).
-pub fn sibling(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
-/// The state file, its write-ahead log and its shared-memory index.
-pub fn family(path: &Path) -> [PathBuf; 3] {
-    [
-        path.to_path_buf(),
-        sibling(path, "-wal"),
-        sibling(path, "-shm"),
-    ]
-}
+// The broker's database keeps the same rule: one copy, in a2a-proto.
+pub use a2a_proto::private_file::{family, tighten};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
 
 /// Creates `path` owner-only if it does not exist (an existing file is
 /// left as it is: see [`tighten`]).
@@ -43,28 +29,6 @@ pub fn create_private(path: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Removes group and other permission bits from those of `files` that
-/// exist; returns one line per file changed.
-pub fn tighten(files: &[PathBuf]) -> std::io::Result<Vec<String>> {
-    let mut lines = Vec::new();
-    for f in files {
-        let Ok(m) = std::fs::metadata(f) else {
-            continue;
-        };
-        let mode = m.permissions().mode() & 0o7777;
-        if mode & 0o077 == 0 {
-            continue;
-        }
-        let new = mode & !0o077;
-        std::fs::set_permissions(f, std::fs::Permissions::from_mode(new))?;
-        lines.push(format!(
-            "{} was readable by other users (mode {mode:04o}): changed to {new:04o}",
-            f.display()
-        ));
-    }
-    Ok(lines)
-}
-
 /// Makes the state file at `path` and its siblings owner-only before
 /// SQLite opens it: creates it 0600 if new, tightens what exists. Returns
 /// the lines of the files changed.
@@ -78,6 +42,7 @@ pub fn make_private(path: &Path) -> std::io::Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn mode(p: &Path) -> u32 {
         std::fs::metadata(p).unwrap().permissions().mode() & 0o7777

@@ -16,6 +16,8 @@
 //! - [`params`]: the params and results of every method (§2, §5).
 //! - [`request`]: one marker type per method ([`request::Method`]: name, binary number, params and result types).
 //! - [`json`]: free-form JSON inside typed messages (raw JSON text in binary frames).
+//! - [`private_file`]: owner-only SQLite files (the broker's database, the gateway's
+//!   state file): their `-wal`/`-shm` family and the permission bits removed.
 //! - [`secret`]: the local socket's secret: its environment variable and file name.
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope: request ids, incoming lines, responses.
 
@@ -30,6 +32,7 @@ pub mod limits;
 pub mod lines;
 pub mod methods;
 pub mod params;
+pub mod private_file;
 pub mod request;
 pub mod secret;
 pub mod socket_path;

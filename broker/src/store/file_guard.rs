@@ -11,21 +11,12 @@
 //!   file nobody can find again.
 
 use super::lock::DbLock;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// A file beside the database: `DB` + `suffix` (`-wal`, `-shm`).
-pub fn sibling(db: &Path, suffix: &str) -> PathBuf {
-    let mut name = db.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
-/// The database, its write-ahead log and its shared-memory index.
-pub fn family(db: &Path) -> [PathBuf; 3] {
-    [db.to_path_buf(), sibling(db, "-wal"), sibling(db, "-shm")]
-}
+// The owner-only rule is shared with the gateway's state file.
+pub use a2a_proto::private_file::{family, tighten};
 
 /// The broker's effective uid.
 #[allow(unsafe_code)]
@@ -41,28 +32,6 @@ pub fn foreign_owner(files: &[PathBuf]) -> Option<(PathBuf, u32)> {
         let m = std::fs::metadata(f).ok()?;
         (m.uid() != me).then(|| (f.clone(), m.uid()))
     })
-}
-
-/// Removes group and other permission bits from those of `files` that
-/// exist; returns one line per file changed.
-pub fn tighten(files: &[PathBuf]) -> std::io::Result<Vec<String>> {
-    let mut lines = Vec::new();
-    for f in files {
-        let Ok(m) = std::fs::metadata(f) else {
-            continue;
-        };
-        let mode = m.permissions().mode() & 0o7777;
-        if mode & 0o077 == 0 {
-            continue;
-        }
-        let new = mode & !0o077;
-        std::fs::set_permissions(f, std::fs::Permissions::from_mode(new))?;
-        lines.push(format!(
-            "{} was readable by other users (mode {mode:04o}): changed to {new:04o}",
-            f.display()
-        ));
-    }
-    Ok(lines)
 }
 
 /// Which file a path named when it was opened.
