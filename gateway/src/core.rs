@@ -352,7 +352,9 @@ impl Drop for SendCount<'_> {
 
 /// A subscription to one task: the snapshot first, then its newer events.
 pub struct Subscription {
-    pub ctx: Arc<Ctx>,
+    /// Held, not read: a context a stream holds is not swept as idle
+    /// (the sweep frees only contexts nobody else holds).
+    _ctx: Arc<Ctx>,
     pub snapshot: Task,
     pub rx: broadcast::Receiver<HubEvent>,
 }
@@ -410,11 +412,6 @@ impl Core {
             pusher,
             sends: AtomicUsize::new(0),
         }
-    }
-
-    /// The exposed agents.
-    pub fn exposed(&self) -> &[Exposed] {
-        &self.exposed
     }
 
     /// The exposed agent named `name`.
@@ -1114,16 +1111,6 @@ impl Core {
         fetch(&ctx, id).await
     }
 
-    /// `CancelTask`.
-    pub async fn cancel(
-        &self,
-        identity: &str,
-        agent: &str,
-        id: &str,
-    ) -> Result<Task, GatewayError> {
-        self.cancel_with_reason(identity, agent, id, None).await
-    }
-
     /// `CancelTask` with a reason (`metadata.reason`, as another gateway's
     /// bridge sends its requester's): the text of the broker cancel's
     /// message, so the task's history holds it on both hosts.
@@ -1160,7 +1147,11 @@ impl Core {
                 "task {id} is in a terminal state"
             )));
         }
-        Ok(Subscription { ctx, snapshot, rx })
+        Ok(Subscription {
+            _ctx: ctx,
+            snapshot,
+            rx,
+        })
     }
 
     /// `ListTasks`: the caller's tasks with `agent`, in one context or all

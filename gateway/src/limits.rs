@@ -53,8 +53,6 @@ pub const STATE_CHECKPOINT_PAGES: i32 = 4000;
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time to receive a request's whole body.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
-/// A keep-alive connection with no request in progress is closed after this.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// TCP connections held at once; past it, the longest-idle connection is
 /// closed to make room (so idle connections cannot lock a client out).
 pub const MAX_CONNECTIONS: usize = 512;

@@ -4,10 +4,9 @@
 //! `remote add` (remote A2A agents as peers of a running broker).
 
 mod remote_cli;
+mod tck;
 
-use a2a_gateway::security::{Tokens, WebhookPolicy};
-use a2a_gateway::server::{self, ServeOptions};
-use a2a_gateway::tck;
+use a2a_gateway::{ServeOptions, Tokens, WebhookPolicy};
 use a2a_proto::types::AgentKind;
 use clap::{Parser, Subcommand, ValueEnum};
 use std::net::SocketAddr;
@@ -230,7 +229,7 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
                 Kind::Parent => AgentKind::Parent,
             };
             let bridge_to = (opts.socket.clone(), opts.secret.clone());
-            let running = server::start(opts).await?;
+            let running = a2a_gateway::serve(opts).await?;
             let bridged = if remotes.is_empty() {
                 None
             } else {
@@ -241,7 +240,7 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
                         remotes,
                         remote_bearer_env.as_deref(),
                         remote_allow_origins,
-                        running.core.store().clone(),
+                        running.state_file(),
                     )
                     .await?,
                 )

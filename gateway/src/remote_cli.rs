@@ -4,9 +4,9 @@
 //! library (`a2a_gateway::outbound`) bridges, this reads flags and prints.
 
 use a2a_client::{read_secret, ClientOptions};
-use a2a_gateway::conn::{BrokerAddr, BrokerConn};
-use a2a_gateway::outbound::{add_remote, OutboundOptions, RemoteSpec, DEFAULT_CONTEXT};
-use a2a_gateway::store::Store;
+use a2a_gateway::{
+    add_remote, BrokerAddr, BrokerConn, OutboundOptions, RemoteSpec, StateFile, DEFAULT_CONTEXT,
+};
 use std::path::PathBuf;
 
 /// The arguments of `remote add`.
@@ -67,13 +67,13 @@ pub enum RemoteAddError {
     BearerEnv(String),
     /// A remote could not be added.
     #[error(transparent)]
-    Add(#[from] a2a_gateway::outbound::OutboundError),
+    Add(#[from] a2a_gateway::OutboundError),
     /// The broker connection closed under the bridges.
     #[error("the broker connection closed")]
     BrokerGone,
     /// The state file could not be opened.
     #[error(transparent)]
-    State(a2a_gateway::store::StoreError),
+    State(a2a_gateway::StoreError),
     /// A `--bearer-origin` or `--allow-origin` that is not an http(s)
     /// origin.
     #[error(transparent)]
@@ -107,7 +107,7 @@ pub async fn run(
         p.push(".remotes.db");
         PathBuf::from(p)
     });
-    let store = Store::open(&state).map_err(RemoteAddError::State)?;
+    let store = StateFile::open(&state).map_err(RemoteAddError::State)?;
     let opts = OutboundOptions {
         context_id: args.context.clone(),
         store: Some(store),
@@ -167,7 +167,7 @@ pub fn origins_of(flag: &'static str, values: &[String]) -> Result<Vec<String>, 
     values
         .iter()
         .map(|o| {
-            a2a_gateway::outbound::rpc::origin_of(o).ok_or_else(|| BadOrigin {
+            a2a_gateway::origin_of(o).ok_or_else(|| BadOrigin {
                 flag,
                 value: o.clone(),
             })
@@ -201,7 +201,7 @@ impl ServedRemotes {
         urls: Vec<String>,
         bearer_env: Option<&str>,
         allow_origins: Vec<String>,
-        store: Store,
+        store: StateFile,
     ) -> Result<ServedRemotes, Box<RemoteAddError>> {
         let client = BrokerConn::connect(&broker_addr(socket, secret))
             .await
@@ -247,11 +247,11 @@ impl ServedRemotes {
                             // What a retry cannot fix: the broker's
                             // refusal, a card aiming elsewhere, a bad URL.
                             Err(
-                                e @ (a2a_gateway::outbound::OutboundError::Broker { .. }
-                                | a2a_gateway::outbound::OutboundError::Remote {
+                                e @ (a2a_gateway::OutboundError::Broker { .. }
+                                | a2a_gateway::OutboundError::Remote {
                                     source:
-                                        a2a_gateway::outbound::RemoteError::ForeignOrigin { .. }
-                                        | a2a_gateway::outbound::RemoteError::BadUrl(_),
+                                        a2a_gateway::RemoteError::ForeignOrigin { .. }
+                                        | a2a_gateway::RemoteError::BadUrl(_),
                                     ..
                                 }),
                             ) => {

@@ -497,13 +497,6 @@ pub fn special_range(ip: IpAddr) -> Option<SpecialRange> {
     }
 }
 
-/// Is `ip` a public unicast address (in no range of [`SPECIAL_V4`] or
-/// [`SPECIAL_V6`], and in `2000::/3` for IPv6)? An IPv6 address routed to
-/// an IPv4 one is judged by that IPv4 address.
-pub fn is_public(ip: IpAddr) -> bool {
-    special_range(ip).is_none()
-}
-
 /// The audit file (`--audit FILE`): one JSON object per line, per call
 /// answered and per request refused, never a message body or a secret.
 /// Appended to (never truncated), written whole line by whole line with

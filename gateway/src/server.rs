@@ -8,6 +8,7 @@ use crate::http::{self, card::Cards, App, HttpConfig};
 use crate::limits;
 use crate::push::Pusher;
 use crate::security::{self, AuditLog, RateLimiter, StartError, Tokens, WebhookPolicy};
+use crate::state_file::StateFile;
 use crate::store::{Store, StoreError};
 use a2a_client::{Client, ClientError, ClientOptions, Delivery};
 use a2a_proto::types::AgentKind;
@@ -125,7 +126,7 @@ pub enum ServeError {
 pub struct Running {
     /// The address it listens on.
     pub addr: SocketAddr,
-    pub core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
     shutdown: Option<watch::Sender<bool>>,
     join: JoinHandle<()>,
     sweeper: JoinHandle<()>,
@@ -155,6 +156,46 @@ impl Running {
     /// Waits until the server ends (it ends on `stop`, or an error).
     pub async fn wait(self) {
         let _ = self.join.await;
+    }
+
+    /// The state file this gateway writes: `remote add`'s bridges started
+    /// beside it (`serve --remote`) record their remote task ids there too.
+    pub fn state_file(&self) -> StateFile {
+        StateFile(self.core.store().clone())
+    }
+
+    /// The broker contexts the gateway holds now (one per identity and A2A
+    /// context): what an operator's metrics, and the tests of the context
+    /// bounds, read.
+    pub fn contexts(&self) -> Contexts<'_> {
+        Contexts(&self.core)
+    }
+}
+
+/// A view of the broker contexts a running gateway holds.
+pub struct Contexts<'a>(&'a Core);
+
+impl Contexts<'_> {
+    /// Contexts registered now (all identities).
+    pub fn registered(&self) -> usize {
+        self.0.registered_contexts()
+    }
+
+    /// The A2A ids of the contexts registered ahead for `identity` now
+    /// (the anonymous caller is [`crate::ANONYMOUS`]).
+    pub fn ready(&self, identity: &str) -> Vec<String> {
+        self.0.ready_contexts(identity)
+    }
+
+    /// Is (identity, A2A context) registered now?
+    pub fn holds(&self, identity: &str, v1_context: &str) -> bool {
+        self.0.holds_context(identity, v1_context)
+    }
+
+    /// Scans made so far for an identity's least recently used context
+    /// (one serves many new contexts at the bound: the work is counted).
+    pub fn lru_scans(&self) -> u64 {
+        self.0.lru_scans()
     }
 }
 
@@ -268,7 +309,6 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
     let app = Arc::new(App {
         core: core.clone(),
         config: HttpConfig {
-            public_url,
             tokens: opts.tokens.clone(),
             limiter: RateLimiter::new(opts.rate, opts.burst),
             max_body_bytes: opts.max_body_bytes,

@@ -462,6 +462,7 @@ impl Store {
 
     /// New tasks' rows committed so far on their caller's thread (alone)
     /// and by the writer thread (queued, in groups).
+    #[cfg(test)]
     pub fn insert_counts(&self) -> (u64, u64) {
         use std::sync::atomic::Ordering::Relaxed;
         (
@@ -472,6 +473,7 @@ impl Store {
 
     /// State updates the writer kept in memory for a row its same batch
     /// wrote after them (no statement of their own).
+    #[cfg(test)]
     pub fn held_for_insert(&self) -> u64 {
         self.writes
             .0

@@ -78,19 +78,6 @@ impl TaskState {
             _ => None,
         }
     }
-
-    /// Terminal states never change again.
-    pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            TaskState::Completed | TaskState::Failed | TaskState::Canceled | TaskState::Rejected
-        )
-    }
-
-    /// Interrupted states wait for the client.
-    pub fn is_interrupted(self) -> bool {
-        matches!(self, TaskState::InputRequired | TaskState::AuthRequired)
-    }
 }
 
 /// `lf.a2a.v1.Role`.
@@ -249,12 +236,13 @@ pub struct TaskArtifactUpdateEvent {
 }
 
 /// `lf.a2a.v1.StreamResponse` (one event of a stream, and the body of a
-/// push notification): exactly one member.
+/// push notification): exactly one member. The v1.0 union also has a
+/// `message` member; the gateway's streams never carry one (an agent's
+/// message travels in a status update), so it is not here.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum StreamResponse {
     Task(Task),
-    Message(Message),
     StatusUpdate(TaskStatusUpdateEvent),
     ArtifactUpdate(TaskArtifactUpdateEvent),
 }

@@ -33,9 +33,6 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// What the HTTP layer needs besides the core.
 pub struct HttpConfig {
-    /// The origin clients reach the gateway at, e.g. `http://127.0.0.1:8080`
-    /// (interface URLs in the cards are made from it).
-    pub public_url: String,
     pub tokens: Tokens,
     pub limiter: RateLimiter,
     /// Largest request body accepted.

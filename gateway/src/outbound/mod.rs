@@ -16,21 +16,22 @@
 //!
 //! Modules:
 //! - `bridge`: the per-remote loop and the per-task actors.
-//! - [`card`]: reading, mirroring and caching the remote card.
-//! - [`rpc`]: the HTTP JSON-RPC client (unary calls, SSE streams, bounds).
-//! - [`sse`]: the event-stream decoder.
-//! - [`translate`]: broker <-> v1.0 shapes for this direction, pure.
+//! - `card`: reading, mirroring and caching the remote card.
+//! - `rpc`: the HTTP JSON-RPC client (unary calls, SSE streams, bounds).
+//! - `sse`: the event-stream decoder.
+//! - `translate`: broker <-> v1.0 shapes for this direction, pure.
 
 mod bridge;
-pub mod card;
-pub mod rpc;
-pub mod sse;
-pub mod translate;
+mod card;
+mod rpc;
+mod sse;
+mod translate;
 
+use crate::state_file::StateFile;
 use crate::store::Store;
 use bridge::Stop;
 pub use bridge::{SettleOptions, NOTICE_KEY, NOTICE_REACHABLE, NOTICE_UNREACHABLE};
-pub use rpc::{RemoteError, RpcOptions};
+pub use rpc::{origin_of, RemoteError, RpcOptions};
 
 use crate::conn::BrokerConn;
 use a2a_client::ClientError;
@@ -93,7 +94,7 @@ pub struct OutboundOptions {
     pub settle: SettleOptions,
     /// Where remote task ids and forwarded messages are recorded (`None`:
     /// in memory, so a restart cannot resume).
-    pub store: Option<Store>,
+    pub store: Option<StateFile>,
 }
 
 impl Default for OutboundOptions {
@@ -246,7 +247,7 @@ pub async fn add_remote(
         gone,
         key: format!("{}/{peer_id}", opts.context_id),
         store: match &opts.store {
-            Some(s) => s.clone(),
+            Some(s) => s.0.clone(),
             None => Store::in_memory().map_err(|e| OutboundError::Remote {
                 url: spec.url.clone(),
                 source: RemoteError::BadResponse(e.to_string()),

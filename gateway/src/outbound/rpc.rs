@@ -168,6 +168,7 @@ pub struct Origins {
 impl Origins {
     /// Only the origin of `url` (the remote's URL as added): `None` if
     /// it is not an http(s) URL.
+    #[cfg(test)]
     pub fn of(url: &str) -> Option<Origins> {
         Some(Origins {
             remote: origin_of(url)?,

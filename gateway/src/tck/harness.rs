@@ -1,32 +1,33 @@
-//! `serve-tck`: the A2A TCK's system under test, made of the real parts: a
-//! broker child process on a temporary database, a local agent that
-//! behaves as the TCK expects, and the gateway serving it.
+//! The TCK's parts that are not the gateway: a broker child process on a
+//! temporary database, and a local agent that behaves as the TCK expects.
+//! `serve-tck` (the binary's [`super`]) serves them; the gateway's tests and
+//! examples include this file (`#[path]`) to stand up the same system, so
+//! the harness is written once and exercised by what the TCK runs.
 //!
-//! The broker is the real `a2a-broker` binary (found beside this one, or
-//! on `PATH`, or given with `--broker`), spawned with a fresh secret in
-//! its environment and its stdin held open (the broker exits when that
+//! The broker is the real `a2a-broker` binary, spawned with a fresh secret
+//! in its environment and its stdin held open (the broker exits when that
 //! pipe closes, so it never outlives this process). A child process rather
 //! than the broker's library in-process: the TCK then checks exactly what
 //! a user runs (the gateway as a socket client of a separate broker), and
-//! this crate does not link the broker.
+//! the gateway does not link the broker.
 //!
 //! The agent ([`sut_handler`]) chooses what to do from the `messageId`
 //! prefix of each message it receives (the client's id, which the gateway
 //! keeps in the message metadata): complete, ask for input, answer with a
 //! message, produce text/file/data artifacts, stream. Longer prefixes are
 //! matched first (`tck-artifact-file-url` before `tck-artifact-file`).
+//!
+//! Only `a2a_gateway::` paths here, never `crate::`: the file is a module of
+//! the binary and of each crate that includes it.
 
-use crate::mapping::GATEWAY_KEY;
-use crate::security::WebhookPolicy;
-use crate::server::{self, Running, ServeOptions};
 use a2a_client::{agent_card, new_id, skill, Agent, Client, Delivery, EventHandler};
+use a2a_gateway::GATEWAY_KEY;
 use a2a_proto::types::{
     Artifact, FileContent, Message, Notification, Object, Part, Role, State, StreamEvent,
 };
 use serde_json::json;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -34,15 +35,11 @@ use std::time::Duration;
 /// The SUT agent's name (and URL path segment).
 pub const SUT_NAME: &str = "tck";
 
-/// Why `serve-tck` could not start.
+/// Why a broker child could not be started.
 #[derive(Debug, thiserror::Error)]
-pub enum TckError {
-    #[error("no a2a-broker binary beside a2a-gateway or on PATH (build it: cargo build -p a2a-broker, or pass --broker)")]
-    NoBroker,
+pub enum SpawnError {
     #[error("broker: {0}")]
     Broker(String),
-    #[error(transparent)]
-    Serve(#[from] server::ServeError),
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -264,25 +261,6 @@ pub fn register_sut(client: &Client) -> Result<Agent, a2a_client::ClientError> {
     Ok(agent)
 }
 
-/// Finds the broker binary: `explicit`, else beside this executable, else
-/// on `PATH`.
-pub fn find_broker(explicit: Option<&Path>) -> Option<PathBuf> {
-    if let Some(p) = explicit {
-        return p.exists().then(|| p.to_path_buf());
-    }
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(|d| d.join("a2a-broker")))
-        .filter(|p| p.exists());
-    beside.or_else(|| {
-        std::env::var_os("PATH").and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|d| d.join("a2a-broker"))
-                .find(|p| p.exists())
-        })
-    })
-}
-
 /// A broker child on a temporary database, killed on drop.
 pub struct BrokerChild {
     child: Child,
@@ -292,7 +270,9 @@ pub struct BrokerChild {
 }
 
 impl BrokerChild {
-    /// The broker process's id (the benchmarks read its CPU time).
+    /// The broker process's id (the benchmarks read its CPU time;
+    /// `serve-tck` does not).
+    #[allow(dead_code)]
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
@@ -317,7 +297,7 @@ pub struct BrokerHome {
 
 impl BrokerHome {
     /// A fresh home with a new random secret.
-    pub fn new() -> Result<BrokerHome, TckError> {
+    pub fn new() -> Result<BrokerHome, SpawnError> {
         let dir = tempfile::tempdir()?;
         // The broker wants its socket's directory private.
         std::fs::create_dir(dir.path().join("run"))?;
@@ -330,7 +310,7 @@ impl BrokerHome {
             )?;
         }
         let mut secret = [0u8; 16];
-        getrandom::fill(&mut secret).map_err(|e| TckError::Broker(e.to_string()))?;
+        getrandom::fill(&mut secret).map_err(|e| SpawnError::Broker(e.to_string()))?;
         Ok(BrokerHome {
             db: dir.path().join("tck.db"),
             socket: dir.path().join("run").join("broker.sock"),
@@ -341,7 +321,7 @@ impl BrokerHome {
 }
 
 /// Spawns `broker` on a fresh database and waits for its ready line.
-pub fn spawn_broker(broker: &Path) -> Result<BrokerChild, TckError> {
+pub fn spawn_broker(broker: &Path) -> Result<BrokerChild, SpawnError> {
     let BrokerHome {
         dir,
         db,
@@ -364,7 +344,7 @@ pub fn spawn_broker(broker: &Path) -> Result<BrokerChild, TckError> {
     let stderr = child
         .stderr
         .take()
-        .ok_or_else(|| TckError::Broker("no stderr".into()))?;
+        .ok_or_else(|| SpawnError::Broker("no stderr".into()))?;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut sent = false;
@@ -388,7 +368,7 @@ pub fn spawn_broker(broker: &Path) -> Result<BrokerChild, TckError> {
             Ok(Err(line)) => last = line,
             Err(_) => {
                 let _ = child.kill();
-                return Err(TckError::Broker(format!("not ready: {last}")));
+                return Err(SpawnError::Broker(format!("not ready: {last}")));
             }
         }
     }
@@ -398,133 +378,4 @@ pub fn spawn_broker(broker: &Path) -> Result<BrokerChild, TckError> {
         secret,
         _dir: dir,
     })
-}
-
-/// A running SUT: the broker, its agent, and the gateway.
-pub struct Sut {
-    pub gateway: Running,
-    pub agent: Agent,
-    pub broker: BrokerChild,
-}
-
-/// What the SUT declares (the TCK runs the tests of a capability, or the
-/// tests of its absence).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Profile {
-    pub streaming: bool,
-    pub push: bool,
-    pub extended_card: bool,
-    /// An extension URI declared as required (the TCK's CORE-CAP-004).
-    pub required_extension: Option<&'static str>,
-}
-
-impl Profile {
-    /// Everything declared.
-    pub const FULL: Profile = Profile {
-        streaming: true,
-        push: true,
-        extended_card: true,
-        required_extension: None,
-    };
-}
-
-/// Starts the SUT on `listen` (loopback), declaring `profile`, with
-/// loopback webhooks allowed (the TCK's webhook receiver is local),
-/// `example.com` webhooks allowed, and no rate limit.
-pub async fn start(
-    listen: SocketAddr,
-    broker: Option<&Path>,
-    profile: Profile,
-) -> Result<Sut, TckError> {
-    let bin = find_broker(broker).ok_or(TckError::NoBroker)?;
-    let b = tokio::task::spawn_blocking(move || spawn_broker(&bin))
-        .await
-        .map_err(|e| TckError::Broker(e.to_string()))??;
-    let (socket, secret) = (b.socket.clone(), b.secret.clone());
-    let agent = tokio::task::spawn_blocking(move || -> Result<Agent, TckError> {
-        let client =
-            Client::connect(&socket, &secret).map_err(|e| TckError::Broker(e.to_string()))?;
-        register_sut(&client).map_err(|e| TckError::Broker(e.to_string()))
-    })
-    .await
-    .map_err(|e| TckError::Broker(e.to_string()))??;
-    let mut opts = ServeOptions::new(
-        b.socket.clone(),
-        b.secret.clone(),
-        vec![agent.id().to_owned()],
-    );
-    opts.listen = listen;
-    opts.rate = 0.0;
-    // The TCK's webhook receiver is on loopback; its config-CRUD tests
-    // register `https://example.com/...` (on completed tasks: nothing is
-    // ever delivered there).
-    if profile.push {
-        opts.webhooks = WebhookPolicy {
-            allow_hosts: vec!["example.com".into()],
-            allow_loopback: true,
-        };
-    }
-    opts.streaming = profile.streaming;
-    opts.extended_card = profile.extended_card;
-    opts.required_extensions = profile
-        .required_extension
-        .map(|u| vec![u.to_owned()])
-        .unwrap_or_default();
-    let gateway = server::start(opts).await?;
-    Ok(Sut {
-        gateway,
-        agent,
-        broker: b,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn kinds(steps: &[Step]) -> Vec<String> {
-        steps
-            .iter()
-            .map(|s| match s {
-                Step::Status(st, _) => st.as_str().to_owned(),
-                Step::Artifact(_) => "artifact".into(),
-            })
-            .collect()
-    }
-
-    #[test]
-    fn prefixes_choose_the_behaviour_longest_first() {
-        assert_eq!(kinds(&plan("tck-complete-task-ab12", "t")), ["completed"]);
-        assert_eq!(
-            kinds(&plan("tck-input-required-x", "t")),
-            ["input-required"]
-        );
-        assert_eq!(
-            kinds(&plan("tck-stream-001-x", "t")),
-            ["working", "artifact", "completed"]
-        );
-        assert_eq!(kinds(&plan("something-else", "t")), ["completed"]);
-        let url = plan("tck-artifact-file-url-1", "t");
-        match &url[0] {
-            Step::Artifact(a) => match &a.parts[0] {
-                Part::File { file, .. } => assert!(file.uri.is_some() && file.bytes.is_none()),
-                p => panic!("{p:?}"),
-            },
-            s => panic!("{s:?}"),
-        }
-        let raw = plan("tck-artifact-file-1", "t");
-        match &raw[0] {
-            Step::Artifact(a) => match &a.parts[0] {
-                Part::File { file, .. } => assert!(file.bytes.is_some()),
-                p => panic!("{p:?}"),
-            },
-            s => panic!("{s:?}"),
-        }
-        match &plan("tck-message-response-1", "t")[0] {
-            Step::Status(State::Completed, Some(m)) => {
-                assert!(crate::mapping::is_message_response(m))
-            }
-            s => panic!("{s:?}"),
-        }
-    }
 }
