@@ -30,9 +30,12 @@
 //! ```
 
 mod bench;
+/// The binary's TCK harness (a broker child, the SUT agent), shared.
+#[allow(dead_code)]
+#[path = "../src/tck/harness.rs"]
+mod tck;
 
 use a2a_client::{message_to, Agent, Client, Delivery, State};
-use a2a_gateway::tck;
 use bench::{blocking, exe_dir, pct, post, print_rates, SENDS_PER_REQUESTER};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};

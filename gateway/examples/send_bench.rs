@@ -44,9 +44,12 @@
 //! ```
 
 mod bench;
+/// The binary's TCK harness (a broker child, the SUT agent), shared.
+#[allow(dead_code)]
+#[path = "../src/tck/harness.rs"]
+mod tck;
 
 use a2a_client::{message_to, Agent, Client, Delivery, State};
-use a2a_gateway::tck;
 use bench::{blocking, exe_dir, pct, post, print_rates, serve_front, SENDS_PER_REQUESTER};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
@@ -255,38 +258,8 @@ fn spawn_gateway(
     secret: &str,
     agent: &str,
 ) -> (Child, String) {
-    let mut child = Command::new(bin)
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--rate",
-            "0",
-            "--expose",
-            agent,
-            "--socket",
-        ])
-        .arg(socket)
-        .env(a2a_client::SECRET_ENV, secret)
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn a2a-gateway");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut lines = BufReader::new(stderr).lines();
-    let ready = loop {
-        let line = lines.next().expect("gateway ready line").expect("read");
-        if let Ok(v) = serde_json::from_str::<Value>(&line) {
-            if v["ready"] == true {
-                break v;
-            }
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    let addr = ready["listen"].as_str().expect("listen").to_owned();
-    (child, addr)
+    let args = ["--listen", "127.0.0.1:0", "--rate", "0", "--expose", agent];
+    bench::gateway_proc::spawn_serve(bin, socket, secret, args, &[], false)
 }
 
 /// Phase 1's table: each mode's percentiles, and its p50 against the socket's.
@@ -728,7 +701,7 @@ mod raw_proxy {
         Rotating,
     };
     use a2a_client::ClientOptions;
-    use a2a_gateway::conn::{BrokerAddr, BrokerConn, Peer};
+    use a2a_gateway::{BrokerAddr, BrokerConn, Peer};
     use axum::extract::State as Shared;
     use serde_json::Value;
     use std::process::{Child, Stdio};
@@ -810,8 +783,8 @@ mod inproc {
         bind_front, blocking, complete_task_message, front_answer, front_request, serve_front,
         Rotating,
     };
+    use crate::tck::BrokerHome;
     use a2a_broker::bench::InProcessConn;
-    use a2a_gateway::tck::BrokerHome;
     use a2a_proto::call::Call;
     use a2a_proto::params::{RegisterParams, SendParams};
     use axum::extract::State as Shared;

@@ -9,8 +9,12 @@
 //!
 //! Prints `READY` once both are registered.
 
+/// The binary's TCK harness (a broker child, the SUT agent), shared.
+#[allow(dead_code)]
+#[path = "../src/tck/harness.rs"]
+mod tck;
+
 use a2a_client::{agent_card, Delivery};
-use a2a_gateway::tck;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

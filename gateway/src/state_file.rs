@@ -10,8 +10,8 @@
 //!   gateway, or made by hand), with one line per file changed.
 
 // The broker's database keeps the same rule: one copy, in a2a-proto.
-pub use a2a_proto::private_file::{family, tighten};
 use crate::store::{Store, StoreError};
+pub use a2a_proto::private_file::{family, tighten};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 

@@ -40,7 +40,7 @@ async fn every_call_leaves_one_audit_line_without_its_body() {
     let file = audit_path.clone();
     let h = Harness::start(move |o| {
         o.audit = Some(file);
-        o.tokens = a2a_gateway::security::Tokens::parse(["carol=carol-secret-0123456789"]).unwrap();
+        o.tokens = a2a_gateway::Tokens::parse(["carol=carol-secret-0123456789"]).unwrap();
         o.rate = 0.001;
         o.burst = 3;
         o.max_body_bytes = 4096;

@@ -1,11 +1,11 @@
 //! Each identity's broker connection runs on the gateway's own runtime
-//! (`a2a_gateway::conn`): a new identity adds a connection, not OS
+//! (`gateway/src/conn.rs`): a new identity adds a connection, not OS
 //! threads (`a2a-client`'s connections had a reader and a writer thread
 //! each, and every answer crossed from one to a tokio worker).
 
 mod common;
 
-use a2a_gateway::security::Tokens;
+use a2a_gateway::Tokens;
 use common::{json_body, message, string, Harness};
 use serde_json::{json, Value};
 

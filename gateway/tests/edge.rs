@@ -94,14 +94,14 @@ fn rss_kib(pid: u32) -> (u64, u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sixty_slow_large_bodies_hold_bounded_memory() {
     let bin = a2a_testkit::bin::broker_bin().to_path_buf();
-    let broker = tokio::task::spawn_blocking(move || a2a_gateway::tck::spawn_broker(&bin))
+    let broker = tokio::task::spawn_blocking(move || common::tck::spawn_broker(&bin))
         .await
         .unwrap()
         .expect("broker");
     let (socket, secret) = (broker.socket.clone(), broker.secret.clone());
     let _sut = tokio::task::spawn_blocking(move || {
         let c = a2a_client::Client::connect(&socket, &secret).expect("connect");
-        a2a_gateway::tck::register_sut(&c).expect("sut")
+        common::tck::register_sut(&c).expect("sut")
     })
     .await
     .unwrap();

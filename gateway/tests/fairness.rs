@@ -8,7 +8,7 @@
 mod common;
 
 use a2a_client::{ListRole, State, TaskQuery};
-use a2a_gateway::security::Tokens;
+use a2a_gateway::Tokens;
 use common::{json_body, message, string, Harness};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 const ALICE: &str = "alice-secret-0123456789";
 const BOB: &str = "bob-secret-0123456789ab";
 
-fn two_identities(o: &mut a2a_gateway::server::ServeOptions) {
+fn two_identities(o: &mut a2a_gateway::ServeOptions) {
     o.tokens = Tokens::parse([
         format!("alice={ALICE}").as_str(),
         format!("bob={BOB}").as_str(),
@@ -197,16 +197,16 @@ async fn idle_contexts_are_freed_and_registered_again_on_use() {
     .await;
     let r = h.send("tck-complete-task-i", "x").await;
     let id = string(&r["task"]["id"]);
-    assert_eq!(h.gateway.core.registered_contexts(), 1);
+    assert_eq!(h.gateway.contexts().registered(), 1);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while h.gateway.core.registered_contexts() > 0 {
+    while h.gateway.contexts().registered() > 0 {
         assert!(Instant::now() < deadline, "the idle context was not freed");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // The task is still there; reading it registers the context again.
     let t = h.ok("GetTask", json!({"id": id})).await;
     assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED");
-    assert_eq!(h.gateway.core.registered_contexts(), 1);
+    assert_eq!(h.gateway.contexts().registered(), 1);
     // A context with an open task is never freed.
     let open = json_body(h.post_to("sink", "SendMessage", open_task("keep"))).await;
     let open_id = string(&open["result"]["task"]["id"]);
@@ -413,27 +413,18 @@ async fn at_the_bound_one_scan_serves_many_new_contexts_in_lru_order() {
     // c0 used again: c1 is now the least recently used.
     done(&call(&h, BOB, "tck", "SendMessage", send("c0".into())).await);
     tokio::time::sleep(Duration::from_millis(5)).await;
-    let core = &h.gateway.core;
+    let core = h.gateway.contexts();
     let scans = core.lru_scans();
     for i in 0..6 {
         done(&call(&h, BOB, "tck", "SendMessage", send(format!("n{i}"))).await);
         // The oldest unused one gave its place, in order: c1, c2, ...
         for j in 1..=i + 1 {
-            assert!(
-                !core.holds_context("bob", &format!("c{j}")),
-                "c{j} after n{i}"
-            );
+            assert!(!core.holds("bob", &format!("c{j}")), "c{j} after n{i}");
         }
         for j in i + 2..8 {
-            assert!(
-                core.holds_context("bob", &format!("c{j}")),
-                "c{j} after n{i}"
-            );
+            assert!(core.holds("bob", &format!("c{j}")), "c{j} after n{i}");
         }
-        assert!(
-            core.holds_context("bob", "c0"),
-            "c0 (used again) after n{i}"
-        );
+        assert!(core.holds("bob", "c0"), "c0 (used again) after n{i}");
     }
     // One scan of bob's contexts listed them all (before: a scan, a copy
     // of every key and a sort for each new context).
@@ -445,7 +436,7 @@ async fn at_the_bound_one_scan_serves_many_new_contexts_in_lru_order() {
 async fn ready(h: &Harness, identity: &str, n: usize) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let ids = h.gateway.core.ready_contexts(identity);
+        let ids = h.gateway.contexts().ready(identity);
         if ids.len() == n {
             return ids;
         }
@@ -461,18 +452,18 @@ async fn ready(h: &Harness, identity: &str, n: usize) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_conversation_takes_a_context_registered_ahead() {
     let h = Harness::start(|o| o.rate = 0.0).await;
-    let anon = a2a_gateway::security::ANONYMOUS;
+    let anon = a2a_gateway::ANONYMOUS;
     // A context the client names starts nothing ahead.
     let named = json!({"message": {"messageId": "named-1", "role": "ROLE_USER",
         "parts": [{"text": "x"}], "contextId": "mine"}});
     h.ok("SendMessage", named).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(h.gateway.core.ready_contexts(anon).is_empty());
+    assert!(h.gateway.contexts().ready(anon).is_empty());
     // The first new conversation registers its own, then two ahead.
     let first = h.send("tck-complete-task-r0", "x").await;
     let mut seen = vec![string(&first["task"]["contextId"])];
     let mut ahead = ready(&h, anon, 2).await;
-    assert_eq!(h.gateway.core.registered_contexts(), 4);
+    assert_eq!(h.gateway.contexts().registered(), 4);
     // Each next one is one of them, and another is registered after it.
     for i in 1..=5 {
         let r = h.send(&format!("tck-complete-task-r{i}"), "x").await;
@@ -503,15 +494,15 @@ async fn contexts_ready_ahead_stay_under_the_bound_and_give_way() {
         o.max_contexts_per_identity = 4;
     })
     .await;
-    let anon = a2a_gateway::security::ANONYMOUS;
+    let anon = a2a_gateway::ANONYMOUS;
     for i in 0..12 {
         let r = h.send(&format!("tck-complete-task-b{i}"), "x").await;
         assert_eq!(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
-        assert!(h.gateway.core.registered_contexts() <= 4);
+        assert!(h.gateway.contexts().registered() <= 4);
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(h.gateway.core.registered_contexts() <= 4);
-    assert!(h.gateway.core.ready_contexts(anon).len() <= 2);
+    assert!(h.gateway.contexts().registered() <= 4);
+    assert!(h.gateway.contexts().ready(anon).len() <= 2);
     h.gateway.stop().await;
 }
 
@@ -522,18 +513,18 @@ async fn contexts_ready_ahead_are_freed_when_idle() {
         o.context_idle = Duration::from_millis(300);
     })
     .await;
-    let anon = a2a_gateway::security::ANONYMOUS;
+    let anon = a2a_gateway::ANONYMOUS;
     h.send("tck-complete-task-idle", "x").await;
     ready(&h, anon, 2).await;
     let deadline = Instant::now() + Duration::from_secs(10);
-    while h.gateway.core.registered_contexts() > 0 {
+    while h.gateway.contexts().registered() > 0 {
         assert!(
             Instant::now() < deadline,
             "contexts ready ahead were never freed"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(h.gateway.core.ready_contexts(anon).is_empty());
+    assert!(h.gateway.contexts().ready(anon).is_empty());
     // The next new conversation registers its own again, and works.
     let r = h.send("tck-complete-task-idle2", "x").await;
     assert_eq!(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
@@ -546,7 +537,7 @@ async fn contexts_ready_ahead_are_freed_when_idle() {
 /// as an internal error; the other 64 are served in full.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_65th_concurrent_blocking_send_gets_a_limit_error_and_the_64_complete() {
-    use a2a_gateway::limits::MAX_BLOCKING_PER_IDENTITY;
+    use a2a_gateway::MAX_BLOCKING_PER_IDENTITY;
     let h = std::sync::Arc::new(Harness::start(two_identities).await);
     let n = MAX_BLOCKING_PER_IDENTITY + 1;
     let mut sends = Vec::new();

@@ -21,10 +21,10 @@ use a2a_client::{
     agent_card, message_to, task_message, text_message, A2aErrorCode, Agent, Artifact, Client,
     ClientError, Delivery, Event, ListRole, Message, SendConfiguration, State, Task, TaskQuery,
 };
-use a2a_gateway::outbound::NOTICE_KEY;
-use a2a_gateway::tck;
+use a2a_gateway::NOTICE_KEY;
 use a2a_testkit::process::free_port;
 use a2a_testkit::{BrokerProcess, Spawn};
+use common::tck;
 use common::GatewayProc;
 use futures_util::StreamExt;
 use parking_lot::Mutex;
@@ -598,9 +598,9 @@ async fn restart(a: &mut Host, b: &mut Host, signal: &str, tag: &str) {
             .await
             .expect("an answer sent while the gateway is down");
     }
-    let waited = until_notice(b, &t_into, a2a_gateway::outbound::NOTICE_UNREACHABLE, true).await;
+    let waited = until_notice(b, &t_into, a2a_gateway::NOTICE_UNREACHABLE, true).await;
     assert!(
-        waited <= a2a_gateway::limits::REMOTE_UNREACHABLE_AFTER + Duration::from_secs(3),
+        waited <= a2a_gateway::REMOTE_UNREACHABLE_AFTER + Duration::from_secs(3),
         "told after {waited:?}"
     );
     // Both coders finish while the gateway is down.
@@ -620,11 +620,11 @@ async fn restart(a: &mut Host, b: &mut Host, signal: &str, tag: &str) {
     // Resumed within about REMOTE_PROBE_EVERY of the return, not a poll
     // interval later (slack for a loaded machine).
     assert!(
-        back.elapsed() <= a2a_gateway::limits::REMOTE_PROBE_EVERY + Duration::from_secs(5),
+        back.elapsed() <= a2a_gateway::REMOTE_PROBE_EVERY + Duration::from_secs(5),
         "resumed {:?} after the gateway came back",
         back.elapsed()
     );
-    until_notice(b, &t_into, a2a_gateway::outbound::NOTICE_REACHABLE, false).await;
+    until_notice(b, &t_into, a2a_gateway::NOTICE_REACHABLE, false).await;
     same_on_both(b, &t_into, a, &into_a).await;
     same_on_both(a, &t_from, b, &from_a).await;
     for (req, q, work, text) in [

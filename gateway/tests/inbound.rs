@@ -538,14 +538,14 @@ async fn the_gateway_requesters_are_hidden_from_local_agents() {
         m["contextId"] = json!(c);
         h.ok("SendMessage", json!({"message": m})).await;
     }
-    assert!(h.gateway.core.registered_contexts() >= 2);
+    assert!(h.gateway.contexts().registered() >= 2);
     let sink = h.sink.clone();
     let listed = tokio::task::spawn_blocking(move || sink.list_agents(None))
         .await
         .unwrap()
         .expect("a2a.agents.list");
     let names: Vec<&str> = listed.iter().map(|c| c.name.as_str()).collect();
-    assert!(names.contains(&a2a_gateway::tck::SUT_NAME), "{names:?}");
+    assert!(names.contains(&common::tck::SUT_NAME), "{names:?}");
     assert!(
         !names.iter().any(|n| n.starts_with("a2a-gateway-")),
         "the gateway's requesters are listed: {names:?}"

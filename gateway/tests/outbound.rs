@@ -19,8 +19,7 @@ use a2a_client::proto::types::StreamEvent;
 use a2a_client::{
     agent_card, message_to, task_message, Agent, Client, Delivery, Event, Part, State, Task,
 };
-use a2a_gateway::conn::{BrokerAddr, BrokerConn};
-use a2a_gateway::outbound::{add_remote, OutboundOptions, Remote, RemoteSpec};
+use a2a_gateway::{add_remote, BrokerAddr, BrokerConn, OutboundOptions, Remote, RemoteSpec};
 use a2a_testkit::{BrokerProcess, Spawn};
 use axum::body::Body;
 use axum::extract::State as AxState;
@@ -415,8 +414,7 @@ impl Dead {
 
 /// Bridge options with a state file in `dir` (`remotes.db`).
 fn stateful_options(dir: &tempfile::TempDir) -> OutboundOptions {
-    let store =
-        a2a_gateway::store::Store::open(&dir.path().join("remotes.db")).expect("state file");
+    let store = a2a_gateway::StateFile::open(&dir.path().join("remotes.db")).expect("state file");
     OutboundOptions {
         store: Some(store),
         ..OutboundOptions::default()
@@ -962,95 +960,6 @@ async fn stopping_a_remote_cancels_its_remote_tasks_and_leaves_the_broker() {
 
 // ------------------------------------------------------------ the HTTP client alone
 
-/// A server for the client's own rules: a redirecting card, an oversized
-/// card, a card that records the Authorization header, and an SSE answer
-/// whose error event follows a result.
-async fn serve_odd() -> (String, Arc<Mutex<Vec<String>>>) {
-    let auth = Arc::new(Mutex::new(Vec::new()));
-    let seen = auth.clone();
-    let app = Router::new()
-        .route(
-            "/redirect/.well-known/agent-card.json",
-            get(|| async { (StatusCode::FOUND, [("location", "http://127.0.0.1:9/elsewhere")]).into_response() }),
-        )
-        .route(
-            "/big/.well-known/agent-card.json",
-            get(|| async { format!("{{\"name\":\"{}\"}}", "x".repeat(2 << 20)) }),
-        )
-        .route(
-            "/auth/.well-known/agent-card.json",
-            get(move |h: HeaderMap| async move {
-                let a = h.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
-                seen.lock().push(a);
-                // Its interface on its own origin (another is refused).
-                let host = h.get("host").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
-                Json(json!({"name": "auth", "url": format!("http://{host}/rpc")}))
-            }),
-        )
-        .route(
-            "/sse",
-            post(|| async {
-                let body = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"statusUpdate\":{\"taskId\":\"t\"}}}\n\n\
-                            data: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32603,\"message\":\"boom\"}}\n\n";
-                ([("content-type", "text/event-stream")], body).into_response()
-            }),
-        );
-    let port = common::serve_loopback(app).await;
-    (format!("http://127.0.0.1:{port}"), auth)
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_remote_client_follows_no_redirect_reads_bounded_and_sends_its_token() {
-    use a2a_gateway::outbound::card::MAX_CARD_BYTES;
-    use a2a_gateway::outbound::rpc::RemoteRpc;
-    use a2a_gateway::outbound::{RemoteError, RpcOptions};
-    let (base, auth) = serve_odd().await;
-    let origins = a2a_gateway::outbound::rpc::Origins::of(&base).expect("origin");
-    let rpc =
-        RemoteRpc::new(Some("s3cret".into()), origins, RpcOptions::default()).expect("client");
-    // A redirect could carry the token to another host: it is an error.
-    let e = rpc
-        .fetch_card(&format!("{base}/redirect"), None)
-        .await
-        .expect_err("redirect refused");
-    assert!(matches!(e, RemoteError::Status(302)), "{e}");
-    let e = rpc
-        .fetch_card(&format!("{base}/big"), None)
-        .await
-        .expect_err("big card refused");
-    assert!(
-        matches!(e, RemoteError::TooLarge(n) if n == MAX_CARD_BYTES),
-        "{e}"
-    );
-    rpc.fetch_card(&format!("{base}/auth"), None)
-        .await
-        .expect("card");
-    assert_eq!(auth.lock().as_slice(), ["Bearer s3cret"]);
-    // An error event after a result: the result first, then the error.
-    let mut s = rpc
-        .stream(&format!("{base}/sse"), "SendStreamingMessage", json!({}))
-        .await
-        .expect("stream");
-    let first = tokio::time::timeout(TIMEOUT, s.next())
-        .await
-        .expect("in time");
-    assert!(
-        matches!(first, Some(Ok(ref v)) if v["statusUpdate"]["taskId"] == "t"),
-        "{first:?}"
-    );
-    let second = tokio::time::timeout(TIMEOUT, s.next())
-        .await
-        .expect("in time");
-    assert!(
-        matches!(second, Some(Err(RemoteError::Rpc { code: -32603, .. }))),
-        "{second:?}"
-    );
-    assert!(tokio::time::timeout(TIMEOUT, s.next())
-        .await
-        .expect("in time")
-        .is_none());
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_card_is_refreshed_periodically_even_while_tasks_flow() {
     let (fake, url) = serve_fake(true).await;
@@ -1120,8 +1029,7 @@ async fn the_token_goes_only_to_the_origin_that_was_added() {
     let mut spec = RemoteSpec::new(&card_origin);
     spec.bearer = Some("tok-123".into());
     // Calls go to another origin only when the operator allows it.
-    spec.allow_origins =
-        vec![a2a_gateway::outbound::rpc::origin_of(&elsewhere_url).expect("origin")];
+    spec.allow_origins = vec![a2a_gateway::origin_of(&elsewhere_url).expect("origin")];
     let s = setup_spec(spec, OutboundOptions::default()).await;
     let task = send(&s.delegate, message_to(&s.peer, "hi")).await;
     statuses_until(&s.delegate, &task.id, &[State::Completed, State::Failed]).await;

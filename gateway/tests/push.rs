@@ -5,7 +5,7 @@
 
 mod common;
 
-use a2a_gateway::security::WebhookPolicy;
+use a2a_gateway::WebhookPolicy;
 use axum::http::HeaderMap;
 use common::{message, string, Harness, TIMEOUT};
 use serde_json::{json, Value};
@@ -39,7 +39,7 @@ async fn receiver() -> (
     (format!("http://127.0.0.1:{port}/webhook"), rx)
 }
 
-fn loopback(o: &mut a2a_gateway::server::ServeOptions) {
+fn loopback(o: &mut a2a_gateway::ServeOptions) {
     o.webhooks = WebhookPolicy {
         allow_hosts: vec![],
         allow_loopback: true,

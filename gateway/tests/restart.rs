@@ -10,8 +10,8 @@
 mod common;
 
 use a2a_client::{agent_card, Agent, Client, Delivery, State};
-use a2a_gateway::tck;
 use axum::http::HeaderMap;
+use common::tck;
 use common::{message, sse_events, string, GatewayProc};
 use serde_json::{json, Value};
 use std::path::PathBuf;

@@ -5,8 +5,7 @@
 
 mod common;
 
-use a2a_gateway::security::{StartError, Tokens, WebhookPolicy};
-use a2a_gateway::server::{self, ServeError, ServeOptions};
+use a2a_gateway::{ServeError, ServeOptions, StartError, Tokens, WebhookPolicy};
 use common::{json_body, message, string, Harness};
 use serde_json::{json, Value};
 
@@ -40,14 +39,14 @@ async fn only_loopback_is_served_without_a_token() {
     let mut opts = ServeOptions::new(dir.path().join("no.sock"), "s".into(), vec!["x".into()]);
     opts.listen = "0.0.0.0:0".parse().unwrap();
     // Refused before anything is contacted or bound.
-    match server::start(opts.clone()).await {
+    match a2a_gateway::serve(opts.clone()).await {
         Err(ServeError::Refused(StartError::OpenBind(a))) => assert_eq!(a, opts.listen),
         Err(e) => panic!("wrong refusal: {e}"),
         Ok(_) => panic!("an open bind without a token was accepted"),
     }
     opts.listen = "[::]:0".parse().unwrap();
     assert!(matches!(
-        server::start(opts).await,
+        a2a_gateway::serve(opts).await,
         Err(ServeError::Refused(StartError::OpenBind(_)))
     ));
     // Loopback needs none (the harness binds 127.0.0.1:0 without tokens).
@@ -298,7 +297,7 @@ fn mode_of(path: &std::path::Path) -> u32 {
 async fn the_state_file_and_its_wal_and_shm_are_owner_only() {
     use std::os::unix::fs::PermissionsExt;
     let bin = a2a_testkit::bin::broker_bin().to_path_buf();
-    let broker = tokio::task::spawn_blocking(move || a2a_gateway::tck::spawn_broker(&bin))
+    let broker = tokio::task::spawn_blocking(move || common::tck::spawn_broker(&bin))
         .await
         .unwrap()
         .expect("broker starts");
@@ -307,7 +306,7 @@ async fn the_state_file_and_its_wal_and_shm_are_owner_only() {
         let (socket, secret) = (socket.clone(), secret.clone());
         tokio::task::spawn_blocking(move || {
             let c = a2a_client::Client::connect(&socket, &secret).expect("connect");
-            a2a_gateway::tck::register_sut(&c).expect("sut")
+            common::tck::register_sut(&c).expect("sut")
         })
         .await
         .unwrap()
@@ -325,7 +324,7 @@ async fn the_state_file_and_its_wal_and_shm_are_owner_only() {
         let g_base = g.base.clone();
         async move {
             let r: Value = reqwest::Client::new()
-                .post(format!("{g_base}/agents/{}", a2a_gateway::tck::SUT_NAME))
+                .post(format!("{g_base}/agents/{}", common::tck::SUT_NAME))
                 .header("a2a-version", "1.0")
                 .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
                     "params": {"message": message("tck-complete-task-m", "x")}}))

@@ -62,7 +62,10 @@ mod tests {
         std::fs::set_permissions(&files[0], std::fs::Permissions::from_mode(0o744)).unwrap();
         let lines = tighten(&files).unwrap();
         assert_eq!(lines.len(), 1, "{lines:?}");
-        assert!(lines[0].ends_with("(mode 0744): changed to 0700"), "{lines:?}");
+        assert!(
+            lines[0].ends_with("(mode 0744): changed to 0700"),
+            "{lines:?}"
+        );
         let mode = std::fs::metadata(&files[0]).unwrap().permissions().mode() & 0o7777;
         assert_eq!(mode, 0o700);
         assert!(tighten(&files).unwrap().is_empty());

@@ -3,6 +3,11 @@
 //! A2A `SendMessage` over HTTP, an HTTP front's serving, and the figures
 //! they print.
 
+/// Starting `a2a-gateway serve`, as the tests do (one copy).
+#[allow(dead_code)]
+#[path = "../../tests/common/gateway_proc.rs"]
+pub mod gateway_proc;
+
 use a2a_client::SendConfiguration;
 use serde_json::Value;
 use std::path::PathBuf;

@@ -792,4 +792,108 @@ mod tests {
         }
         .nothing_was_done());
     }
+
+    /// The client's own rules against a real HTTP server (axum, as the
+    /// inbound side uses): redirects, bounds, the token, error events.
+    mod against_a_server {
+        use super::super::*;
+        use axum::http::{HeaderMap, StatusCode};
+        use axum::response::IntoResponse;
+        use axum::routing::{get, post};
+        use axum::{Json, Router};
+        use parking_lot::Mutex;
+        use std::sync::Arc;
+
+        const TIMEOUT: Duration = Duration::from_secs(20);
+
+        /// A server for the client's own rules: a redirecting card, an oversized
+        /// card, a card that records the Authorization header, and an SSE answer
+        /// whose error event follows a result.
+        async fn serve_odd() -> (String, Arc<Mutex<Vec<String>>>) {
+            let auth = Arc::new(Mutex::new(Vec::new()));
+            let seen = auth.clone();
+            let app = Router::new()
+                .route(
+                    "/redirect/.well-known/agent-card.json",
+                    get(|| async { (StatusCode::FOUND, [("location", "http://127.0.0.1:9/elsewhere")]).into_response() }),
+                )
+                .route(
+                    "/big/.well-known/agent-card.json",
+                    get(|| async { format!("{{\"name\":\"{}\"}}", "x".repeat(2 << 20)) }),
+                )
+                .route(
+                    "/auth/.well-known/agent-card.json",
+                    get(move |h: HeaderMap| async move {
+                        let a = h.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+                        seen.lock().push(a);
+                        // Its interface on its own origin (another is refused).
+                        let host = h.get("host").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+                        Json(json!({"name": "auth", "url": format!("http://{host}/rpc")}))
+                    }),
+                )
+                .route(
+                    "/sse",
+                    post(|| async {
+                        let body = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"statusUpdate\":{\"taskId\":\"t\"}}}\n\n\
+                                    data: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32603,\"message\":\"boom\"}}\n\n";
+                        ([("content-type", "text/event-stream")], body).into_response()
+                    }),
+                );
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = l.local_addr().unwrap().port();
+            tokio::spawn(async move {
+                let _ = axum::serve(l, app).await;
+            });
+            (format!("http://127.0.0.1:{port}"), auth)
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn the_remote_client_follows_no_redirect_reads_bounded_and_sends_its_token() {
+            let (base, auth) = serve_odd().await;
+            let origins = Origins::of(&base).expect("origin");
+            let rpc = RemoteRpc::new(Some("s3cret".into()), origins, RpcOptions::default())
+                .expect("client");
+            // A redirect could carry the token to another host: it is an error.
+            let e = rpc
+                .fetch_card(&format!("{base}/redirect"), None)
+                .await
+                .expect_err("redirect refused");
+            assert!(matches!(e, RemoteError::Status(302)), "{e}");
+            let e = rpc
+                .fetch_card(&format!("{base}/big"), None)
+                .await
+                .expect_err("big card refused");
+            assert!(
+                matches!(e, RemoteError::TooLarge(n) if n == MAX_CARD_BYTES),
+                "{e}"
+            );
+            rpc.fetch_card(&format!("{base}/auth"), None)
+                .await
+                .expect("card");
+            assert_eq!(auth.lock().as_slice(), ["Bearer s3cret"]);
+            // An error event after a result: the result first, then the error.
+            let mut s = rpc
+                .stream(&format!("{base}/sse"), "SendStreamingMessage", json!({}))
+                .await
+                .expect("stream");
+            let first = tokio::time::timeout(TIMEOUT, s.next())
+                .await
+                .expect("in time");
+            assert!(
+                matches!(first, Some(Ok(ref v)) if v["statusUpdate"]["taskId"] == "t"),
+                "{first:?}"
+            );
+            let second = tokio::time::timeout(TIMEOUT, s.next())
+                .await
+                .expect("in time");
+            assert!(
+                matches!(second, Some(Err(RemoteError::Rpc { code: -32603, .. }))),
+                "{second:?}"
+            );
+            assert!(tokio::time::timeout(TIMEOUT, s.next())
+                .await
+                .expect("in time")
+                .is_none());
+        }
+    }
 }

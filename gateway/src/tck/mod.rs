@@ -64,7 +64,6 @@ pub struct Profile {
     pub required_extension: Option<&'static str>,
 }
 
-
 /// Starts the SUT on `listen` (loopback), declaring `profile`, with
 /// loopback webhooks allowed (the TCK's webhook receiver is local),
 /// `example.com` webhooks allowed, and no rate limit.
@@ -160,8 +159,14 @@ mod tests {
         }
         match &plan("tck-message-response-1", "t")[0] {
             Step::Status(State::Completed, Some(m)) => {
-                let flag = m.metadata.as_ref().and_then(|md| md.get(a2a_gateway::GATEWAY_KEY));
-                assert_eq!(flag.and_then(|g| g.get("messageResponse")), Some(&true.into()));
+                let flag = m
+                    .metadata
+                    .as_ref()
+                    .and_then(|md| md.get(a2a_gateway::GATEWAY_KEY));
+                assert_eq!(
+                    flag.and_then(|g| g.get("messageResponse")),
+                    Some(&true.into())
+                );
             }
             s => panic!("{s:?}"),
         }

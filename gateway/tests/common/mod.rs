@@ -6,13 +6,19 @@
 
 #![allow(dead_code)]
 
+/// The binary's TCK harness (a broker child, the SUT agent), the same
+/// file `serve-tck` runs.
+#[path = "../../src/tck/harness.rs"]
+pub mod tck;
+
+pub mod gateway_proc;
+
 use a2a_client::{Agent, Client};
-use a2a_gateway::server::{self, Running, ServeOptions};
-use a2a_gateway::tck::{self, BrokerChild};
+use a2a_gateway::{Running, ServeOptions};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
+use tck::BrokerChild;
 
 /// Bound of every HTTP exchange in the tests.
 pub const TIMEOUT: Duration = Duration::from_secs(20);
@@ -57,7 +63,7 @@ impl Harness {
             vec![agent.id().to_owned(), sink.id().to_owned()],
         );
         configure(&mut opts);
-        let gateway = server::start(opts).await.expect("gateway starts");
+        let gateway = a2a_gateway::serve(opts).await.expect("gateway starts");
         let base = format!("http://{}", gateway.addr);
         Harness {
             gateway,
@@ -297,36 +303,19 @@ impl GatewayProc {
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> GatewayProc {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_a2a-gateway"))
-            .envs(env.iter().copied())
-            .args(["serve", "--listen", listen, "--rate", "0"])
-            .args(["--expose", tck::SUT_NAME])
-            .args(extra)
-            .arg("--socket")
-            .arg(socket)
-            .arg("--state")
-            .arg(state)
-            .env(a2a_client::SECRET_ENV, secret)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the gateway binary starts");
-        let stderr = child.stderr.take().expect("stderr");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                    if v["ready"] == true {
-                        let _ = tx.send(v["listen"].as_str().unwrap_or("").to_owned());
-                    }
-                }
-                eprintln!("gateway: {line}");
-            }
-        });
-        let addr = rx.recv_timeout(TIMEOUT).expect("the gateway's ready line");
+        let mut args = vec![
+            "--listen".as_ref(),
+            listen.as_ref(),
+            "--rate".as_ref(),
+            "0".as_ref(),
+            "--expose".as_ref(),
+            tck::SUT_NAME.as_ref(),
+            "--state".as_ref(),
+            state.as_os_str(),
+        ];
+        args.extend(extra.iter().map(|a| std::ffi::OsStr::new(a)));
+        let bin = std::path::Path::new(env!("CARGO_BIN_EXE_a2a-gateway"));
+        let (child, addr) = gateway_proc::spawn_serve(bin, socket, secret, args, env, true);
         GatewayProc {
             child,
             base: format!("http://{addr}"),
