@@ -253,7 +253,7 @@ impl HttpSide {
 }
 
 fn spawn_gateway(
-    bin: &PathBuf,
+    bin: &std::path::Path,
     socket: &std::path::Path,
     secret: &str,
     agent: &str,

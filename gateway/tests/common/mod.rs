@@ -313,7 +313,7 @@ impl GatewayProc {
             "--state".as_ref(),
             state.as_os_str(),
         ];
-        args.extend(extra.iter().map(|a| std::ffi::OsStr::new(a)));
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
         let bin = std::path::Path::new(env!("CARGO_BIN_EXE_a2a-gateway"));
         let (child, addr) = gateway_proc::spawn_serve(bin, socket, secret, args, env, true);
         GatewayProc {
