@@ -34,7 +34,7 @@
 //! - `push`: push notification configs and their delivery.
 //! - `store`: the gateway's durable state (SQLite): tasks, push
 //!   configs, remote task ids.
-//! - `state_file`: the state file's handle and permissions (owner-only).
+//! - `state_file`: the state file's permissions (owner-only).
 //! - `limits`: the gateway's own bounds.
 //! - `mapping`: v1.0 <-> `a2a.*` translation (states, roles, parts, ids,
 //!   contexts, paging, errors), pure functions with tests.
@@ -71,8 +71,7 @@ pub use outbound::{
 
 // Shared by both directions.
 pub use conn::{BrokerAddr, BrokerConn, Peer};
-pub use state_file::StateFile;
-pub use store::StoreError;
+pub use store::{StateFile, StoreError};
 
 /// Bounds a client of the gateway can observe (the rest are internal).
 pub use limits::{MAX_BLOCKING_PER_IDENTITY, REMOTE_PROBE_EVERY, REMOTE_UNREACHABLE_AFTER};

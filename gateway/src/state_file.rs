@@ -10,30 +10,9 @@
 //!   gateway, or made by hand), with one line per file changed.
 
 // The broker's database keeps the same rule: one copy, in a2a-proto.
-use crate::store::{Store, StoreError};
 pub use a2a_proto::private_file::{family, tighten};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-
-/// A gateway state file, open (cheap to clone): what `remote add`'s
-/// bridges record remote task ids in ([`crate::OutboundOptions::store`]),
-/// and what a served gateway writes ([`crate::Running::state_file`]).
-/// Opaque: its tables are the gateway's own.
-#[derive(Clone)]
-pub struct StateFile(pub(crate) Store);
-
-impl StateFile {
-    /// Opens (or creates, owner-only) the state file at `path`.
-    pub fn open(path: &Path) -> Result<StateFile, StoreError> {
-        Store::open(path).map(StateFile)
-    }
-}
-
-impl std::fmt::Debug for StateFile {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("StateFile")
-    }
-}
 
 /// Creates `path` owner-only if it does not exist (an existing file is
 /// left as it is: see [`tighten`]).

@@ -187,6 +187,26 @@ enum Write {
 /// Open tasks per identity (see the module doc).
 type OpenCounts = Mutex<HashMap<String, usize>>;
 
+/// A gateway state file, open (cheap to clone): what `remote add`'s
+/// bridges record remote task ids in ([`crate::OutboundOptions::store`]),
+/// and what a served gateway writes ([`crate::Running::state_file`]).
+/// Opaque: its tables are the gateway's own.
+#[derive(Clone)]
+pub struct StateFile(pub(crate) Store);
+
+impl StateFile {
+    /// Opens (or creates, owner-only) the state file at `path`.
+    pub fn open(path: &Path) -> Result<StateFile, StoreError> {
+        Store::open(path).map(StateFile)
+    }
+}
+
+impl std::fmt::Debug for StateFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StateFile")
+    }
+}
+
 /// The state file (cheap to clone).
 #[derive(Clone)]
 pub struct Store {

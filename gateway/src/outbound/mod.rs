@@ -27,8 +27,7 @@ mod rpc;
 mod sse;
 mod translate;
 
-use crate::state_file::StateFile;
-use crate::store::Store;
+use crate::store::{StateFile, Store};
 use bridge::Stop;
 pub use bridge::{SettleOptions, NOTICE_KEY, NOTICE_REACHABLE, NOTICE_UNREACHABLE};
 pub use rpc::{origin_of, RemoteError, RpcOptions};
