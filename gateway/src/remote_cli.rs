@@ -1,7 +1,7 @@
 //! `a2a-gateway remote add`: bridges remote A2A agents into a running
 //! broker from the command line, until stopped (SIGINT, SIGTERM, or the
 //! broker going away). A module of the binary, beside `main.rs`: the
-//! library (`a2a_gateway::outbound`) bridges, this reads flags and prints.
+//! library (`a2a_gateway::add_remote`) bridges, this reads flags and prints.
 
 use a2a_client::{read_secret, ClientOptions};
 use a2a_gateway::{
