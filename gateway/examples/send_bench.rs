@@ -17,7 +17,7 @@
 //!   (`--raw-proxy`), an axum server on a 2-thread runtime (the gateway's
 //!   on this machine) with `TCP_NODELAY`, that parses each request's
 //!   JSON, makes the blocking send on the gateway's own broker connection
-//!   (`a2a_gateway::conn`, driven on the runtime) and answers the task as
+//!   (`a2a_gateway::BrokerConn`, driven on the runtime) and answers the task as
 //!   JSON, and does nothing else (no identity, context, state file, v1.0
 //!   translation or audit).
 //! - `http-inproc` (with `--inproc`): the floor of an HTTP front inside
