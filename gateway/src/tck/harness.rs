@@ -1,6 +1,6 @@
 //! The TCK's parts that are not the gateway: a broker child process on a
 //! temporary database, and a local agent that behaves as the TCK expects.
-//! `serve-tck` (the binary's [`super`]) serves them; the gateway's tests and
+//! `serve-tck` (`gateway/src/tck/mod.rs`) serves them; the gateway's tests and
 //! examples include this file (`#[path]`) to stand up the same system, so
 //! the harness is written once and exercised by what the TCK runs.
 //!
