@@ -2,7 +2,9 @@
 //!
 //! This crate is I/O free: it knows the shapes of the contract in
 //! `docs/protocol.md` and how to read and write them, never a pipe or a socket.
-//! Both the broker and its clients build on it.
+//! Both the broker and its clients build on it. One exception, kept small:
+//! [`private_file`] sets the permission bits of owner-only files (never
+//! their contents), because the broker and the gateway share no other crate.
 //!
 //! - [`call`]: every method as one typed value ([`call::Call`]), and every result ([`call::Outcome`]).
 //! - [`binary`]: the binary frame codec (ext): magic, length prefix, bincode payloads.
