@@ -2,8 +2,9 @@
 # The gateway driven by the official A2A SDKs, as independent programs:
 #
 #  1. inbound: `a2a-gateway serve-tck` exposes a local agent; the Python SDK
-#     (`a2a-sdk`, python/test_clients.py) and the JS SDK (`@a2a-js/sdk`,
-#     js/test_clients.mjs) send, stream, subscribe, cancel and list.
+#     (`a2a-sdk`, python/test_clients.py, over JSON-RPC and then HTTP+JSON)
+#     and the JS SDK (`@a2a-js/sdk`, js/test_clients.mjs) send, stream,
+#     subscribe, cancel and list.
 #  2. outbound: a remote agent served by the Python SDK's server
 #     (python/remote_agent.py) is added with `a2a-gateway remote add`; a local
 #     delegate (the Rust example `remote_delegate`, plain a2a-client) calls it
@@ -85,9 +86,10 @@ PIDS+=($!)
 if wait_for "$WORK/tck.log" '"ready":true' "$!" "a2a-gateway serve-tck"; then
   URL="http://127.0.0.1:$PORT"
   step "python a2a-sdk clients against serve-tck" timeout 300 "$VENV/bin/python" "$HERE/python/test_clients.py" --url "$URL"
+  step "python a2a-sdk clients over HTTP+JSON against serve-tck" timeout 300 "$VENV/bin/python" "$HERE/python/test_clients.py" --url "$URL" --binding HTTP+JSON
   step "js @a2a-js/sdk clients against serve-tck" env A2A_GATEWAY_URL="$URL" timeout 300 node --test "$HERE/js/test_clients.mjs"
 else
-  FAILED=$((FAILED + 2))
+  FAILED=$((FAILED + 3))
 fi
 
 # ---------------------------------------------------------------- 2. outbound
