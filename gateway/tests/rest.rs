@@ -55,8 +55,14 @@ fn assert_error(status: u16, body: &Value, want: u16, reason: Option<&str>) {
     assert_eq!(status, want, "{body}");
     let e = &body["error"];
     assert_eq!(e["code"], want, "{body}");
-    assert!(e["status"].as_str().is_some_and(|s| !s.is_empty()), "{body}");
-    assert!(e["message"].as_str().is_some_and(|s| !s.is_empty()), "{body}");
+    assert!(
+        e["status"].as_str().is_some_and(|s| !s.is_empty()),
+        "{body}"
+    );
+    assert!(
+        e["message"].as_str().is_some_and(|s| !s.is_empty()),
+        "{body}"
+    );
     let info = e["details"]
         .as_array()
         .expect("details")
@@ -93,7 +99,10 @@ async fn send_get_list_and_cancel_answer_the_bare_results() {
     let h = Harness::start(|_| {}).await;
     let m = message("tck-complete-task-r1", "hi");
     let r = ok(post(&h, "/message:send", json!({"message": m}))).await;
-    assert!(r.get("jsonrpc").is_none() && r.get("result").is_none(), "{r}");
+    assert!(
+        r.get("jsonrpc").is_none() && r.get("result").is_none(),
+        "{r}"
+    );
     let task = &r["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
     assert_eq!(task["history"][0]["messageId"], "tck-complete-task-r1");
@@ -157,12 +166,10 @@ async fn send_get_list_and_cancel_answer_the_bare_results() {
     .await;
     let open = string(&r["task"]["id"]);
     assert_eq!(r["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
-    let canceled = ok(rest(
-        &h,
-        reqwest::Method::POST,
-        &format!("/tasks/{open}:cancel"),
+    let canceled = ok(
+        rest(&h, reqwest::Method::POST, &format!("/tasks/{open}:cancel"))
+            .header("content-type", "application/json"),
     )
-    .header("content-type", "application/json"))
     .await;
     assert_eq!(canceled["id"], json!(open));
     assert_eq!(canceled["status"]["state"], "TASK_STATE_CANCELED");
@@ -274,12 +281,7 @@ async fn push_configs_are_created_read_listed_and_deleted() {
             &json!("http://127.0.0.1:9/webhook")
         )
     );
-    let one = ok(rest(
-        &h,
-        reqwest::Method::GET,
-        &format!("{configs}/cfg-1"),
-    ))
-    .await;
+    let one = ok(rest(&h, reqwest::Method::GET, &format!("{configs}/cfg-1"))).await;
     assert_eq!(one, created);
     let list = ok(rest(&h, reqwest::Method::GET, &configs)).await;
     assert_eq!(list["configs"], json!([created]));
@@ -328,7 +330,10 @@ async fn errors_have_the_spec_status_and_an_aip193_body() {
     .await;
     assert_error(s, &b, 400, None);
     assert!(
-        b["error"]["message"].as_str().unwrap().contains("parse error"),
+        b["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("parse error"),
         "{b}"
     );
     // JSON that is not a request object, and a request without a message.
@@ -346,7 +351,10 @@ async fn errors_have_the_spec_status_and_an_aip193_body() {
     assert_eq!(resp.headers()["allow"], "POST");
     let (s, b) = (resp.status().as_u16(), resp.json::<Value>().await.unwrap());
     assert_error(s, &b, 405, None);
-    let resp = rest(&h, reqwest::Method::PUT, "/tasks/t1").send().await.unwrap();
+    let resp = rest(&h, reqwest::Method::PUT, "/tasks/t1")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 405);
     assert_eq!(resp.headers()["allow"], "GET");
     // No such path: 404 (JSON too).
@@ -411,7 +419,10 @@ async fn the_security_of_json_rpc_holds_over_rest() {
     })
     .await;
     // No token: 401 with WWW-Authenticate and an AIP-193 body.
-    let resp = rest(&h, reqwest::Method::GET, "/tasks").send().await.unwrap();
+    let resp = rest(&h, reqwest::Method::GET, "/tasks")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.headers()["www-authenticate"], "Bearer");
     let (s, b) = (resp.status().as_u16(), resp.json::<Value>().await.unwrap());
     assert_error(s, &b, 401, None);
@@ -425,7 +436,8 @@ async fn the_security_of_json_rpc_holds_over_rest() {
     .bearer_auth(ALICE))
     .await;
     let id = string(&r["task"]["id"]);
-    let (s, b) = answer(rest(&h, reqwest::Method::GET, &format!("/tasks/{id}")).bearer_auth(BOB)).await;
+    let (s, b) =
+        answer(rest(&h, reqwest::Method::GET, &format!("/tasks/{id}")).bearer_auth(BOB)).await;
     assert_error(s, &b, 404, Some("TASK_NOT_FOUND"));
     // A body over the bound: 413, before it is parsed.
     let big = "x".repeat(8192);

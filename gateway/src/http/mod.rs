@@ -113,7 +113,8 @@ async fn rpc(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let refuse = |status, e: &crate::mapping::GatewayError| rpc_error(status, Value::Null, e.to_json());
+    let refuse =
+        |status, e: &crate::mapping::GatewayError| rpc_error(status, Value::Null, e.to_json());
     match admit(&app, &agent, &headers, body, refuse).await {
         Ok(a) => jsonrpc::handle(Arc::clone(&app), a.identity, agent, &headers, &a.body).await,
         Err(r) => r,
@@ -160,13 +161,7 @@ pub async fn admit(
         return Err(r);
     };
     if let Err(wait) = app.config.limiter.check(&identity) {
-        audit_refusal(
-            &app.config.audit,
-            Some(&identity),
-            agent,
-            429,
-            "rate limit",
-        );
+        audit_refusal(&app.config.audit, Some(&identity), agent, 429, "rate limit");
         let mut r = refuse(StatusCode::TOO_MANY_REQUESTS, &E::RateLimited);
         let secs = wait.ceil().max(1.0) as u64;
         if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {

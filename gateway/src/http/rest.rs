@@ -62,8 +62,7 @@ pub async fn handle(
         Ok(r) => r,
         Err(refusal) => return refuse(&app, &who, refusal),
     };
-    let params = ops::check_headers(&headers)
-        .and_then(|()| params(&route, &uri, &admitted.body));
+    let params = ops::check_headers(&headers).and_then(|()| params(&route, &uri, &admitted.body));
     match params {
         Ok(p) => ops::call(&app, &who, &headers, route.op, &p, Framing::Rest, started).await,
         Err(e) => ops::fail(&who, route.op, None, started, e, &Framing::Rest),
@@ -341,11 +340,17 @@ mod tests {
     fn every_path_names_its_operation() {
         let op = |m, p| r(m, p).map(|x| x.op);
         assert_eq!(op(Method::POST, "message:send"), Ok("SendMessage"));
-        assert_eq!(op(Method::POST, "message:stream"), Ok("SendStreamingMessage"));
+        assert_eq!(
+            op(Method::POST, "message:stream"),
+            Ok("SendStreamingMessage")
+        );
         assert_eq!(op(Method::GET, "tasks"), Ok("ListTasks"));
         assert_eq!(op(Method::GET, "tasks/t1"), Ok("GetTask"));
         assert_eq!(op(Method::POST, "tasks/t1:cancel"), Ok("CancelTask"));
-        assert_eq!(op(Method::POST, "tasks/t1:subscribe"), Ok("SubscribeToTask"));
+        assert_eq!(
+            op(Method::POST, "tasks/t1:subscribe"),
+            Ok("SubscribeToTask")
+        );
         assert_eq!(op(Method::GET, "tasks/t1:subscribe"), Ok("SubscribeToTask"));
         assert_eq!(
             op(Method::POST, "tasks/t1/pushNotificationConfigs"),
@@ -363,7 +368,10 @@ mod tests {
             op(Method::DELETE, "tasks/t1/pushNotificationConfigs/c"),
             Ok("DeleteTaskPushNotificationConfig")
         );
-        assert_eq!(op(Method::GET, "extendedAgentCard"), Ok("GetExtendedAgentCard"));
+        assert_eq!(
+            op(Method::GET, "extendedAgentCard"),
+            Ok("GetExtendedAgentCard")
+        );
         let c = r(Method::DELETE, "tasks/t1/pushNotificationConfigs/c").unwrap();
         assert_eq!(c.task.as_deref(), Some("t1"));
         assert_eq!(c.config.as_deref(), Some("c"));
@@ -373,8 +381,14 @@ mod tests {
     fn unknown_paths_and_wrong_verbs_are_told_apart() {
         assert_eq!(r(Method::GET, "message:send"), Err(Refusal::Verb("POST")));
         assert_eq!(r(Method::DELETE, "tasks/t1"), Err(Refusal::Verb("GET")));
-        assert_eq!(r(Method::GET, "tasks/t1:cancel"), Err(Refusal::Verb("POST")));
-        assert_eq!(r(Method::PUT, "tasks/t1:subscribe"), Err(Refusal::Verb("GET, POST")));
+        assert_eq!(
+            r(Method::GET, "tasks/t1:cancel"),
+            Err(Refusal::Verb("POST"))
+        );
+        assert_eq!(
+            r(Method::PUT, "tasks/t1:subscribe"),
+            Err(Refusal::Verb("GET, POST"))
+        );
         for p in ["message", "tasks/t1:frobnicate", "tasks/a/b", "x/y/z/w/v"] {
             assert_eq!(r(Method::GET, p), Err(Refusal::NotFound), "{p}");
         }
@@ -396,13 +410,18 @@ mod tests {
         assert_eq!(params(&route, &uri, b"").unwrap_err().code(), -32602);
 
         let route = r(Method::POST, "tasks/t1/pushNotificationConfigs").unwrap();
-        let uri: Uri = "/agents/a/tasks/t1/pushNotificationConfigs".parse().unwrap();
+        let uri: Uri = "/agents/a/tasks/t1/pushNotificationConfigs"
+            .parse()
+            .unwrap();
         let p = params(&route, &uri, br#"{"url": "http://h/w"}"#).unwrap();
         assert_eq!(p, json!({"url": "http://h/w", "taskId": "t1"}));
         let e = params(&route, &uri, br#"{"taskId": "t2", "url": "http://h/w"}"#).unwrap_err();
         assert!(e.to_string().contains("t2"), "{e}");
         assert!(matches!(params(&route, &uri, b"{nope"), Err(E::Parse(_))));
-        assert!(matches!(params(&route, &uri, b"[1]"), Err(E::InvalidParams(_))));
+        assert!(matches!(
+            params(&route, &uri, b"[1]"),
+            Err(E::InvalidParams(_))
+        ));
 
         let route = r(Method::GET, "tasks/t1/pushNotificationConfigs/c1").unwrap();
         let p = params(&route, &uri, b"").unwrap();
@@ -414,15 +433,33 @@ mod tests {
 
     #[test]
     fn errors_have_the_a2a_status_and_an_error_info() {
-        assert_eq!(status_of(&E::TaskNotFound("t".into())), StatusCode::NOT_FOUND);
-        assert_eq!(status_of(&E::TaskNotCancelable("t".into())), StatusCode::CONFLICT);
+        assert_eq!(
+            status_of(&E::TaskNotFound("t".into())),
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            status_of(&E::TaskNotCancelable("t".into())),
+            StatusCode::CONFLICT
+        );
         assert_eq!(
             status_of(&E::ContentType("text/plain".into())),
             StatusCode::UNSUPPORTED_MEDIA_TYPE
         );
         assert_eq!(status_of(&E::Version("9".into())), StatusCode::BAD_REQUEST);
-        assert_eq!(status_of(&E::Internal("x".into())), StatusCode::INTERNAL_SERVER_ERROR);
-        assert_eq!(code_name(StatusCode::NOT_FOUND, &E::TaskNotFound("t".into())), "NOT_FOUND");
-        assert_eq!(code_name(StatusCode::PAYLOAD_TOO_LARGE, &E::InvalidRequest("b".into())), "INVALID_ARGUMENT");
+        assert_eq!(
+            status_of(&E::Internal("x".into())),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+        assert_eq!(
+            code_name(StatusCode::NOT_FOUND, &E::TaskNotFound("t".into())),
+            "NOT_FOUND"
+        );
+        assert_eq!(
+            code_name(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &E::InvalidRequest("b".into())
+            ),
+            "INVALID_ARGUMENT"
+        );
     }
 }
