@@ -5,13 +5,16 @@
 //! bodies (unknown task 404, not cancelable 409, bad JSON 400, wrong verb
 //! 405, unknown path 404, content type 415, version 400), and the same
 //! security as JSON-RPC (bearer identities, isolation, rate limit, body
-//! bound, audit lines).
+//! bound, audit lines). And outbound: `remote add` of an agent whose card
+//! offers only HTTP+JSON, driven through a whole delegation.
 
 mod common;
 
 use a2a_gateway::security::{Tokens, WebhookPolicy};
 use common::{message, string, Harness, Sse};
+use parking_lot::Mutex;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// A REST request to the exposed agent, as the official clients send it.
 fn rest(h: &Harness, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
@@ -490,4 +493,315 @@ async fn the_security_of_json_rpc_holds_over_rest() {
         .map(|r| &r["status"])
         .collect();
     assert_eq!(refused, [&json!(401), &json!(413), &json!(429)], "{text}");
+}
+
+// ------------------------------------------------------------ outbound
+
+/// A reverse proxy in front of a gateway that serves the card of its
+/// `sink` agent with only the HTTP+JSON interface (pointing back through
+/// the proxy), forwards everything else as it comes, and records each
+/// request's verb and path: what a remote that speaks only REST gets.
+struct RestOnly {
+    target: String,
+    card: Mutex<Value>,
+    http: reqwest::Client,
+    seen: Mutex<Vec<String>>,
+}
+
+async fn rest_only(
+    axum::extract::State(p): axum::extract::State<Arc<RestOnly>>,
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if uri.path() == "/.well-known/agent-card.json" {
+        return axum::Json(p.card.lock().clone()).into_response();
+    }
+    p.seen.lock().push(format!("{method} {}", uri.path()));
+    let path = uri.path_and_query().map_or("/", |x| x.as_str());
+    let mut req = p
+        .http
+        .request(method, format!("{}{path}", p.target))
+        .body(body);
+    for (k, v) in &headers {
+        if k != axum::http::header::HOST && k != axum::http::header::CONTENT_LENGTH {
+            req = req.header(k, v);
+        }
+    }
+    let resp = req.send().await.expect("the gateway behind answers");
+    let status = resp.status();
+    let ct = resp.headers().get("content-type").cloned();
+    let mut out = axum::response::Response::new(axum::body::Body::from_stream(resp.bytes_stream()));
+    *out.status_mut() = status;
+    if let Some(ct) = ct {
+        out.headers_mut().insert("content-type", ct);
+    }
+    out
+}
+
+/// `a2a-gateway remote add` (the real binary) of `url` on a broker, killed
+/// on drop: the peer name it registered.
+struct RemoteAdd(std::process::Child);
+
+impl Drop for RemoteAdd {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn remote_add(socket: &std::path::Path, secret: &str, url: &str) -> (RemoteAdd, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_a2a-gateway"))
+        .args(["remote", "add", "--socket"])
+        .arg(socket)
+        .arg(url)
+        .env(a2a_client::SECRET_ENV, secret)
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("remote add starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(peer) = line.split(" -> peer ").nth(1) {
+                let _ = tx.send(peer.trim().to_owned());
+            }
+        }
+    });
+    let peer = rx
+        .recv_timeout(common::TIMEOUT)
+        .expect("remote add's `remote URL -> peer NAME` line");
+    (RemoteAdd(child), peer)
+}
+
+/// The next status of the sink's task with a message of the requester
+/// (its first task, or a follow-up on `task`): the task id and the text.
+async fn sink_gets(
+    events: &mut (impl futures_util::Stream<Item = a2a_client::Event> + Unpin),
+    task: Option<&str>,
+) -> (String, String) {
+    use a2a_client::proto::types::{Role, StreamEvent};
+    use futures_util::StreamExt;
+    loop {
+        let ev = tokio::time::timeout(common::TIMEOUT, events.next())
+            .await
+            .expect("the sink hears of the task in time")
+            .expect("events open");
+        let a2a_client::Event::TaskEvent(p) = ev else {
+            continue;
+        };
+        let StreamEvent::Status(su) = p.event else {
+            continue;
+        };
+        let Some(m) = su.status.message.as_deref() else {
+            continue;
+        };
+        if m.role != Role::User || task.is_some_and(|t| t != su.task_id) {
+            continue;
+        }
+        let text = match m.parts.first() {
+            Some(a2a_client::Part::Text { text, .. }) => text.clone(),
+            other => panic!("not a text: {other:?}"),
+        };
+        return (su.task_id, text);
+    }
+}
+
+/// The requester's task until it is in one of `until` (within TIMEOUT).
+async fn until_state(
+    a: &a2a_client::Agent,
+    id: &str,
+    until: &[a2a_client::State],
+) -> a2a_client::Task {
+    let deadline = tokio::time::Instant::now() + common::TIMEOUT;
+    loop {
+        let t = a
+            .get_task_async(id, None)
+            .expect("submit")
+            .await
+            .expect("get");
+        if until.contains(&t.status.state) {
+            return t;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "task {id} stays {:?}, not {until:?}",
+            t.status.state
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// The first text of a status message.
+fn status_text(t: &a2a_client::Task) -> String {
+    match t.status.message.as_deref().and_then(|m| m.parts.first()) {
+        Some(a2a_client::Part::Text { text, .. }) => text.clone(),
+        other => panic!("no status text: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_add_delegates_to_an_agent_that_speaks_only_http_json() {
+    delegation_over_rest(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_add_delegates_to_an_agent_that_speaks_only_http_json_without_streaming() {
+    delegation_over_rest(false).await;
+}
+
+/// A whole delegation (artifact, input-required, follow-up, cancel) to a
+/// remote that offers only HTTP+JSON, streaming or not (then the bridge
+/// forwards with `SendMessage` and polls `GetTask`).
+async fn delegation_over_rest(streaming: bool) {
+    use a2a_client::{message_to, task_message, State};
+    // The remote side: a gateway whose `sink` agent the test drives by
+    // hand, behind a proxy whose card offers HTTP+JSON alone.
+    let remote = Harness::start(|_| {}).await;
+    let sink = remote.sink.id().to_owned();
+    let mut card: Value = remote
+        .http
+        .get(format!(
+            "{}/agents/{sink}/.well-known/agent-card.json",
+            remote.base
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let proxy = Arc::new(RestOnly {
+        target: remote.base.clone(),
+        card: Mutex::new(Value::Null),
+        http: reqwest::Client::builder().no_proxy().build().unwrap(),
+        seen: Mutex::default(),
+    });
+    let port = common::serve_loopback(
+        axum::Router::new()
+            .fallback(rest_only)
+            .with_state(proxy.clone()),
+    )
+    .await;
+    let proxy_url = format!("http://127.0.0.1:{port}");
+    card["supportedInterfaces"] = json!([{
+        "url": format!("{proxy_url}/agents/{sink}"),
+        "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"
+    }]);
+    card["capabilities"]["streaming"] = json!(streaming);
+    *proxy.card.lock() = card;
+
+    // The requester's side: another broker (with its gateway's harness),
+    // the remote added to it by the real `remote add`, and a delegate.
+    let local = Harness::start(|_| {}).await;
+    let (_added, peer) = remote_add(&local.broker.socket, &local.broker.secret, &proxy_url);
+    // (`sink-2`: the local broker has a `sink` of its own.)
+    assert!(peer.starts_with("sink"), "{peer}");
+    let delegate = &local.sink;
+    let mut sink_events = remote.sink.events();
+
+    // A delegation through input-required, with an artifact, to the end.
+    let task = delegate
+        .send_async(message_to(&peer, "paint the fence"), None)
+        .expect("submit")
+        .await
+        .expect("sent");
+    let (remote_task, text) = sink_gets(&mut sink_events, None).await;
+    assert_eq!(text, "paint the fence");
+    let s = &remote.sink;
+    s.set_status_async(&remote_task, State::Working, None)
+        .expect("submit")
+        .await
+        .expect("working");
+    let mut a = a2a_client::text_artifact("plan", "two coats");
+    a.name = Some("plan".into());
+    s.add_artifact_async(&remote_task, a, false, true)
+        .expect("submit")
+        .await
+        .expect("artifact");
+    s.set_status_async(
+        &remote_task,
+        State::InputRequired,
+        Some(agent_text("which colour?")),
+    )
+    .expect("submit")
+    .await
+    .expect("input required");
+    let t = until_state(delegate, &task.id, &[State::InputRequired]).await;
+    assert_eq!(status_text(&t), "which colour?");
+    assert_eq!(t.artifacts.len(), 1, "{t:?}");
+    assert!(
+        matches!(t.artifacts[0].parts.first(), Some(a2a_client::Part::Text { text, .. }) if text == "two coats"),
+        "{t:?}"
+    );
+    delegate
+        .send_async(task_message(&task.id, "green"), None)
+        .expect("submit")
+        .await
+        .expect("follow-up sent");
+    let (same, text) = sink_gets(&mut sink_events, Some(&remote_task)).await;
+    assert_eq!(
+        (same.as_str(), text.as_str()),
+        (remote_task.as_str(), "green")
+    );
+    s.set_status_async(
+        &remote_task,
+        State::Completed,
+        Some(agent_text("done in green")),
+    )
+    .expect("submit")
+    .await
+    .expect("completed");
+    let t = until_state(delegate, &task.id, &[State::Completed]).await;
+    assert_eq!(status_text(&t), "done in green");
+
+    // A cancel from the delegate reaches the remote task.
+    let task = delegate
+        .send_async(message_to(&peer, "mow the lawn"), None)
+        .expect("submit")
+        .await
+        .expect("sent");
+    let (remote_task, _) = sink_gets(&mut sink_events, None).await;
+    s.set_status_async(&remote_task, State::Working, None)
+        .expect("submit")
+        .await
+        .expect("working");
+    until_state(delegate, &task.id, &[State::Working]).await;
+    delegate
+        .cancel_async(&task.id, None)
+        .expect("submit")
+        .await
+        .expect("canceled");
+    until_state(s, &remote_task, &[State::Canceled]).await;
+
+    // Every call went over the REST paths, none to the JSON-RPC endpoint.
+    let seen = proxy.seen.lock().clone();
+    let base = format!("/agents/{sink}");
+    assert!(
+        seen.iter().all(|r| r.contains(&format!("{base}/"))),
+        "a call off the REST paths: {seen:?}"
+    );
+    let verb = if streaming { "stream" } else { "send" };
+    let send = format!("POST {base}/message:{verb}");
+    for want in [send.as_str(), ":cancel"] {
+        assert!(
+            seen.iter().any(|r| r.contains(want)),
+            "no {want} call: {seen:?}"
+        );
+    }
+    remote.gateway.stop().await;
+    local.gateway.stop().await;
+}
+
+/// An agent's text message.
+fn agent_text(text: &str) -> a2a_client::Message {
+    let mut m = a2a_client::text_message(text);
+    m.role = a2a_client::proto::types::Role::Agent;
+    m
 }

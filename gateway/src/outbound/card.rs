@@ -95,8 +95,8 @@ impl RemoteCard {
             .filter(|n| !n.is_empty())
             .ok_or(CardError::NoName)?
             .to_owned();
-        let interfaces = field(&raw, "supportedInterfaces", "supported_interfaces")
-            .and_then(Value::as_array);
+        let interfaces =
+            field(&raw, "supportedInterfaces", "supported_interfaces").and_then(Value::as_array);
         let of_binding = |b: Binding| {
             interfaces?
                 .iter()
@@ -282,8 +282,7 @@ mod tests {
     #[test]
     fn http_json_is_chosen_when_it_is_the_only_binding_spoken() {
         let mut card = v1_card();
-        card["supportedInterfaces"][1] =
-            json!({"url": "http://h/a2a/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"});
+        card["supportedInterfaces"][1] = json!({"url": "http://h/a2a/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"});
         let c = RemoteCard::parse(card.clone()).unwrap();
         assert_eq!(
             c.endpoint,

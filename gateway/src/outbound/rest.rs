@@ -23,7 +23,9 @@ pub struct Request {
 /// the params, the rest the body of a POST or the query of a GET.
 pub fn request(base: &str, method: &str, params: Value) -> Result<Request, RemoteError> {
     let Value::Object(mut p) = params else {
-        return Err(RemoteError::BadUrl(format!("{method}: params must be an object")));
+        return Err(RemoteError::BadUrl(format!(
+            "{method}: params must be an object"
+        )));
     };
     let mut url = Url::parse(base.trim()).map_err(|_| RemoteError::BadUrl(base.to_owned()))?;
     let mut take_id = |key: &str| match p.remove(key) {
@@ -117,7 +119,11 @@ fn code_of_reason(reason: &str) -> Option<i64> {
 /// the bridge may take as "the remote moved or is down".
 pub fn error(status: u16, body: &[u8]) -> RemoteError {
     let parsed: Option<Value> = serde_json::from_slice(body).ok();
-    let Some(err) = parsed.as_ref().and_then(|v| v.get("error")).filter(|e| e.is_object()) else {
+    let Some(err) = parsed
+        .as_ref()
+        .and_then(|v| v.get("error"))
+        .filter(|e| e.is_object())
+    else {
         return RemoteError::Status(status);
     };
     error_object(status, err)
@@ -142,7 +148,11 @@ pub fn error_object(status: u16, err: &Value) -> RemoteError {
                 .and_then(Value::as_str)
                 .is_some_and(|t| t.ends_with("google.rpc.ErrorInfo"))
         })
-        .find_map(|d| d.get("reason").and_then(Value::as_str).and_then(code_of_reason));
+        .find_map(|d| {
+            d.get("reason")
+                .and_then(Value::as_str)
+                .and_then(code_of_reason)
+        });
     let code = match (reason_code, status) {
         (Some(c), _) => c,
         (None, 400) => -32602,
@@ -178,7 +188,11 @@ mod tests {
         let r = request(base, "GetTask", json!({"id": "t/1", "historyLength": 0})).unwrap();
         assert_eq!(
             (r.verb, r.url.as_str(), r.body),
-            (Method::GET, "http://h:8/a2a/rest/tasks/t%2F1?historyLength=0", None)
+            (
+                Method::GET,
+                "http://h:8/a2a/rest/tasks/t%2F1?historyLength=0",
+                None
+            )
         );
         let r = request(
             base,

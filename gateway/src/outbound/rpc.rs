@@ -389,7 +389,10 @@ impl RemoteRpc {
         let (req, url) = match endpoint.binding {
             Binding::JsonRpc => {
                 let (_, body) = self.envelope(method, params);
-                (self.http.post(&endpoint.url).json(&body), endpoint.url.clone())
+                (
+                    self.http.post(&endpoint.url).json(&body),
+                    endpoint.url.clone(),
+                )
             }
             Binding::HttpJson => {
                 let r = rest::request(&endpoint.url, method, params)?;
@@ -795,7 +798,10 @@ mod tests {
             RpcOptions::default(),
         )
         .unwrap();
-        let e = rpc.call(&jsonrpc(&other), "GetTask", json!({})).await.unwrap_err();
+        let e = rpc
+            .call(&jsonrpc(&other), "GetTask", json!({}))
+            .await
+            .unwrap_err();
         assert!(matches!(e, RemoteError::ForeignOrigin { .. }), "{e}");
         let e = rpc
             .stream(&jsonrpc(&other), "SendStreamingMessage", json!({}))
