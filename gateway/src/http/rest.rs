@@ -1,5 +1,5 @@
-//! The HTTP+JSON (REST) binding of A2A v1.0 (`docs/protocol.md` lists the
-//! gateway's bindings), on the same base URL as the JSON-RPC one:
+//! The HTTP+JSON (REST) binding of A2A v1.0 (`docs/gateway.md` shows it
+//! in use), on the same base URL as the JSON-RPC one:
 //!
 //! | verb and path under `/agents/NAME`           | operation                          |
 //! |----------------------------------------------|------------------------------------|
@@ -15,13 +15,14 @@
 //! | `DELETE /tasks/{id}/pushNotificationConfigs/{c}` | `DeleteTaskPushNotificationConfig` |
 //! | `GET /extendedAgentCard`                     | `GetExtendedAgentCard`             |
 //!
-//! A request becomes the operation's name and its request object (path
-//! parameters, then the query's camelCase fields typed as the request
-//! type has them, then the body), which [`ops::call`] runs exactly as for
-//! JSON-RPC. A success is the result itself; an error is its HTTP status
-//! (the A2A v1.0 table: task not found 404, not cancelable 409, content
-//! type 415, the other A2A errors 400, a bad body 400, an internal error
-//! 500) with an AIP-193 body, `{"error": {code, status, message,
+//! A request becomes the operation's name and its request object (the
+//! body, then the query's camelCase fields typed as the request type has
+//! them, then the path's ids, which win), which [`ops::call`] runs exactly
+//! as for JSON-RPC. A success is the result itself; an error is its HTTP
+//! status (the table of the A2A v1.0.0 specification, which the TCK
+//! checks: task not found 404, not cancelable 409, content type 415, the
+//! other A2A errors 400, a bad body 400, an internal error 500) with an
+//! AIP-193 body, `{"error": {code, status, message,
 //! details: [google.rpc.ErrorInfo]}}`. An unknown path is 404 and a known
 //! path with the wrong verb 405 with `Allow`, both with such a body.
 //! Subscribing is offered on POST (the specification's text) and GET (its
