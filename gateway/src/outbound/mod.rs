@@ -23,6 +23,7 @@
 
 mod bridge;
 mod card;
+mod rest;
 mod rpc;
 mod sse;
 mod translate;
