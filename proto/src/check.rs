@@ -404,14 +404,9 @@ mod tests {
 
     fn msg(parts: Vec<Part>) -> Message {
         Message {
-            role: Default::default(),
             parts,
             message_id: "m".into(),
-            task_id: None,
-            context_id: None,
-            from: None,
-            to: None,
-            metadata: None,
+            ..Message::default()
         }
     }
 

@@ -368,7 +368,7 @@ pub fn file_size(metadata: &Option<Object>) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use a2a_client::proto::types::{StatusUpdate, TaskEventParams, TaskStatus};
+    use a2a_client::proto::types::{TaskEventParams, TaskStatus};
     use a2a_client::State;
 
     fn status(text: &str) -> Event {
@@ -378,16 +378,15 @@ mod tests {
             context_id: "c".into(),
             seq: 1,
             task_version: 1,
-            event: StreamEvent::Status(StatusUpdate {
-                task_id: "t".into(),
-                context_id: "c".into(),
-                status: TaskStatus {
+            event: StreamEvent::status(
+                "t".into(),
+                "c".into(),
+                TaskStatus {
                     state: State::Submitted,
                     message: Some(Arc::new(a2a_client::task_message("t", text))),
                     timestamp: String::new(),
                 },
-                is_final: false,
-            }),
+            ),
         })
     }
 

@@ -205,7 +205,7 @@ mod tests {
     /// its bytes are in a data part's tree, a file or text.
     #[test]
     fn a_large_event_weighs_about_its_json() {
-        use a2a_proto::types::{FileContent, Role, State, StatusUpdate, TaskEventParams};
+        use a2a_proto::types::{FileContent, Role, State, TaskEventParams};
         use std::sync::Arc;
         let mut data = serde_json::Map::new();
         data.insert("blob".into(), Value::String("x".repeat(1 << 20)));
@@ -241,25 +241,20 @@ mod tests {
             context_id: "c".into(),
             seq: 1,
             task_version: 1,
-            event: StreamEvent::Status(StatusUpdate {
-                task_id: "t".into(),
-                context_id: "c".into(),
-                status: TaskStatus {
+            event: StreamEvent::status(
+                "t".into(),
+                "c".into(),
+                TaskStatus {
                     state: State::Working,
                     message: Some(Arc::new(Message {
                         role: Role::Agent,
                         parts,
                         message_id: "m".into(),
-                        task_id: None,
-                        context_id: None,
-                        from: None,
-                        to: None,
-                        metadata: None,
+                        ..Message::default()
                     })),
                     timestamp: "2026-01-01T00:00:00.000Z".into(),
                 },
-                is_final: false,
-            }),
+            ),
         });
         let rendered = serde_json::to_vec(&n).unwrap().len();
         let estimated = event(&n);

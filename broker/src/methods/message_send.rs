@@ -9,6 +9,7 @@ use crate::agents::registry::Agent;
 use crate::core::idempotency::{self, Known};
 use crate::core::task::{Party, TaskRecord};
 use crate::core::CoreError;
+use a2a_proto::check::CheckError;
 use crate::engine::{
     check_log_room, current_status_event, history_room, party_role, stamp, status_event,
     BlockingSpec, Effects, Encoded, Move, Routed, Undo, WriteCtx, Written,
@@ -249,11 +250,11 @@ fn first_messages(
             &worker.peer_id,
         ))?;
         if first.body.len() > A2A_MAX_TASK_BYTES {
-            return Err(CoreError::PayloadTooLarge {
+            return Err(CoreError::Check(CheckError::PayloadTooLarge {
                 limit: "A2A_MAX_TASK_BYTES",
                 max: A2A_MAX_TASK_BYTES as u64,
                 actual: first.body.len() as u64,
-            });
+            }));
         }
         firsts.push((id, first));
     }

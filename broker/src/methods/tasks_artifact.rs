@@ -7,6 +7,7 @@ use super::WriteMethod;
 use crate::clock;
 use crate::core::artifact::{chunk_key, StoredArtifact};
 use crate::core::CoreError;
+use a2a_proto::check::CheckError;
 use crate::engine::{check_bytes_room, check_log_room, worker_only, Effects, WriteCtx, Written};
 use crate::reply::Reply;
 use crate::store::write;
@@ -48,11 +49,11 @@ impl WriteMethod for Handler {
             });
         }
         if artifact_content > A2A_MAX_ARTIFACT_BYTES as u64 {
-            return Err(CoreError::PayloadTooLarge {
+            return Err(CoreError::Check(CheckError::PayloadTooLarge {
                 limit: "A2A_MAX_ARTIFACT_BYTES",
                 max: A2A_MAX_ARTIFACT_BYTES as u64,
                 actual: artifact_content,
-            });
+            }));
         }
         let mut shrunk = (*rec).clone();
         shrunk.stored_bytes -= replaced_bytes;
