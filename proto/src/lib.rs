@@ -37,6 +37,8 @@ pub mod types;
 
 #[doc(hidden)]
 pub mod fuzz;
+#[doc(hidden)]
+pub mod sample;
 
 /// The protocol version this crate speaks (`app.handshake`).
 pub const PROTOCOL_VERSION: u32 = 10;
