@@ -208,3 +208,32 @@ impl Broker {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// With the `mod` lines made from the table, a file here that no row
+    /// names would not be compiled at all: every file is a row's handler.
+    #[test]
+    fn every_file_here_is_a_rows_handler() {
+        macro_rules! handlers {
+            ($( $variant:ident($params:ty) $konst:ident, $route:ident, $result:ident, $h:ident, $bindings:tt; )*) => {
+                vec![$( stringify!($h).to_owned() ),*]
+            };
+        }
+        let mut rows: Vec<String> = a2a_proto::method_table!(handlers);
+        rows.sort();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/methods");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .expect("src/methods")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+            .filter_map(|p| Some(p.file_stem()?.to_str()?.to_owned()))
+            .filter(|stem| stem != "mod")
+            .collect();
+        files.sort();
+        assert_eq!(
+            files, rows,
+            "broker/src/methods/ against the table's handlers"
+        );
+    }
+}
