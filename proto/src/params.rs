@@ -8,10 +8,10 @@
 //! as `None` so that the broker answers `A2A_UNKNOWN_TOKEN` (as the contract
 //! says) rather than a params error.
 
+use crate::check::{self, CheckError, Precheck};
 use crate::types::{AgentCard, Artifact, Delivery, Message, Notification, PushConfig, State, Task};
 // In `types` (a notification carries it too); named here with the
 // results that return it.
-use crate::check::{self, CheckError, Precheck};
 pub use crate::types::Lease;
 use bincode::{Decode, Encode};
 use serde::{Deserialize, Deserializer, Serialize};
