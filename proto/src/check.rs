@@ -24,8 +24,9 @@ use base64::engine::{general_purpose::GeneralPurpose, DecodePaddingMode, General
 use base64::Engine as _;
 
 /// Why a request is refused before it reaches the broker's state. The
-/// broker maps each variant to its wire error in one place (with its own
-/// failures, `-32602` and `A2A_PAYLOAD_TOO_LARGE` of §8).
+/// broker refuses the bounds it checks against its state (a task's bytes,
+/// the lease match budget) with the same variants, and maps each to its
+/// wire error in one place (`-32602` and `A2A_PAYLOAD_TOO_LARGE` of §8).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CheckError {
     /// The params are well-formed JSON of the wrong shape or meaning.
