@@ -9,7 +9,6 @@ use crate::agents::registry::Agent;
 use crate::core::idempotency::{self, Known};
 use crate::core::task::{Party, TaskRecord};
 use crate::core::CoreError;
-use a2a_proto::check::CheckError;
 use crate::engine::{
     check_log_room, current_status_event, history_room, party_role, stamp, status_event,
     BlockingSpec, Effects, Encoded, Move, Routed, Undo, WriteCtx, Written,
@@ -18,6 +17,7 @@ use crate::reply::{Reply, TaskView};
 use crate::store::write::LogPayload;
 use crate::store::{read, write};
 use crate::{clock, ids};
+use a2a_proto::check::CheckError;
 use a2a_proto::limits::{A2A_MAX_SENDS_PER_RUN, A2A_MAX_TASKS_PER_CONTEXT, A2A_MAX_TASK_BYTES};
 use a2a_proto::params::{SendConfiguration, SendParams};
 use a2a_proto::types::{Message, Role, State, TaskStatus};
