@@ -2,6 +2,7 @@
 //! session's refusals, become JSON-RPC errors (docs/protocol.md §8 Errors).
 
 use crate::core::CoreError;
+use a2a_proto::check::CheckError;
 use a2a_proto::error::{A2aErrorCode as C, RpcError};
 use a2a_proto::error::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST};
 use a2a_proto::limits::{A2A_MAX_OUT_FRAME_BYTES, A2A_MAX_PARKED_WAITS};
@@ -49,19 +50,41 @@ pub fn to_rpc(e: CoreError) -> RpcError {
             Some(json!({ "limit": limit, "max": max, "actual": actual })),
         ),
         CoreError::NoPeers => RpcError::a2a(C::NoPeers, msg, None),
-        CoreError::PayloadTooLarge { limit, max, actual } => RpcError::a2a(
+        CoreError::InvalidParams(reason) => RpcError::invalid_params(reason),
+        CoreError::Check(e) => refused(e),
+        CoreError::LeaseConflict {
+            lease_id,
+            holder,
+            paths,
+        } => RpcError::a2a(
+            C::LeaseConflict,
+            msg,
+            Some(json!({ "holder": holder, "leaseId": lease_id, "paths": paths })),
+        ),
+        CoreError::UnknownLease(id) => {
+            RpcError::a2a(C::UnknownLease, msg, Some(json!({ "leaseId": id })))
+        }
+        CoreError::Internal(reason) => RpcError::internal(reason),
+    }
+}
+
+/// A request its pre-check (or the core, for a bound of its state) refused.
+fn refused(e: CheckError) -> RpcError {
+    let msg = e.to_string();
+    match e {
+        CheckError::PayloadTooLarge { limit, max, actual } => RpcError::a2a(
             C::PayloadTooLarge,
             msg,
             Some(json!({ "limit": limit, "max": max, "actual": actual })),
         ),
-        CoreError::InvalidParams(reason) => RpcError::invalid_params(reason),
-        CoreError::IdTooLong { actual, .. } => RpcError::invalid_params_bound(
+        CheckError::InvalidParams(reason) => RpcError::invalid_params(reason),
+        CheckError::IdTooLong { actual, .. } => RpcError::invalid_params_bound(
             msg,
             "A2A_MAX_ID_BYTES",
             a2a_proto::limits::A2A_MAX_ID_BYTES as u64,
             actual,
         ),
-        CoreError::OutOfBounds {
+        CheckError::OutOfBounds {
             reason,
             limit,
             min,
@@ -79,19 +102,8 @@ pub fn to_rpc(e: CoreError) -> RpcError {
                 Some(data),
             )
         }
-        CoreError::LeaseConflict {
-            lease_id,
-            holder,
-            paths,
-        } => RpcError::a2a(
-            C::LeaseConflict,
-            msg,
-            Some(json!({ "holder": holder, "leaseId": lease_id, "paths": paths })),
-        ),
-        CoreError::UnknownLease(id) => {
-            RpcError::a2a(C::UnknownLease, msg, Some(json!({ "leaseId": id })))
-        }
-        CoreError::Internal(reason) => RpcError::internal(reason),
+        // A value that could not be sized is the broker's bug, not the caller's.
+        CheckError::Unsizable(_) => RpcError::internal(msg),
     }
 }
 

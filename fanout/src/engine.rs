@@ -200,14 +200,10 @@ pub struct Tally {
     pub lease_spans: Vec<LeaseSpan>,
     pub expected_events: u64,
     pub events: u64,
-    pub duplicates: u64,
-    pub out_of_order: u64,
-    pub gaps: u64,
-    pub lagged: u64,
-    /// Events the workload never causes (a push, a failed task).
-    pub unexpected: u64,
-    /// Tasks the broker still lists in a non-terminal state at the end.
-    pub open_tasks: u64,
+    /// What went wrong with the events and tasks (flattened: the JSON
+    /// between processes keeps its fields).
+    #[serde(flatten)]
+    pub faults: Faults,
     pub errors: u64,
     pub error_samples: Vec<String>,
     /// Send-to-event latencies, µs (every event).
@@ -218,6 +214,44 @@ pub struct Tally {
     /// The measured phase (claims, then jobs), ns since the Unix epoch.
     pub t0_ns: u64,
     pub t1_ns: u64,
+}
+
+/// What a run's event and task checks count as wrong: each must end at 0
+/// for the run to pass. A worker's tally carries it, the parent adds them
+/// up, and the report's checks show it as it is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Faults {
+    pub duplicates: u64,
+    pub out_of_order: u64,
+    pub gaps: u64,
+    pub lagged: u64,
+    /// Events the workload never causes (a push, a failed task).
+    pub unexpected: u64,
+    /// Tasks the broker still lists in a non-terminal state at the end.
+    pub open_tasks: u64,
+}
+
+impl Faults {
+    /// Adds another process's counts to these.
+    pub fn add(&mut self, o: Faults) {
+        self.duplicates += o.duplicates;
+        self.out_of_order += o.out_of_order;
+        self.gaps += o.gaps;
+        self.lagged += o.lagged;
+        self.unexpected += o.unexpected;
+        self.open_tasks += o.open_tasks;
+    }
+
+    /// Every expected event arrived at most once and none was dropped or
+    /// unasked for (the count of arrivals is the caller's to compare).
+    pub fn once(&self) -> bool {
+        self.duplicates == 0 && self.lagged == 0 && self.unexpected == 0
+    }
+
+    /// Per recipient, `seq` went 1, 2, 3, … with no step back or jump.
+    pub fn in_order(&self) -> bool {
+        self.out_of_order == 0 && self.gaps == 0
+    }
 }
 
 impl Tally {
@@ -239,12 +273,7 @@ impl Tally {
         }
         self.expected_events += o.expected_events;
         self.events += o.events;
-        self.duplicates += o.duplicates;
-        self.out_of_order += o.out_of_order;
-        self.gaps += o.gaps;
-        self.lagged += o.lagged;
-        self.unexpected += o.unexpected;
-        self.open_tasks += o.open_tasks;
+        self.faults.add(o.faults);
         self.errors += o.errors;
         for e in o.error_samples {
             if self.error_samples.len() < 10 {
@@ -1143,12 +1172,14 @@ impl Engine {
             claim_mode: self.claim_mode.get().copied().unwrap_or("none").to_owned(),
             expected_events: get(&c.expected),
             events: get(&c.events),
-            duplicates: get(&c.duplicates),
-            out_of_order: get(&c.out_of_order),
-            gaps: get(&c.gaps),
-            lagged: get(&c.lagged),
-            unexpected: get(&c.unexpected),
-            open_tasks: open.load(Ordering::Relaxed),
+            faults: Faults {
+                duplicates: get(&c.duplicates),
+                out_of_order: get(&c.out_of_order),
+                gaps: get(&c.gaps),
+                lagged: get(&c.lagged),
+                unexpected: get(&c.unexpected),
+                open_tasks: open.load(Ordering::Relaxed),
+            },
             errors: get(&c.errors),
             error_samples: self.samples.lock().clone(),
             latencies_us: std::mem::take(&mut *self.lat.lock()),
@@ -1234,7 +1265,12 @@ mod tests {
         }
         let t = e.finish(0, 1);
         assert_eq!(
-            (t.events, t.out_of_order, t.gaps, t.duplicates),
+            (
+                t.events,
+                t.faults.out_of_order,
+                t.faults.gaps,
+                t.faults.duplicates
+            ),
             (3, 0, 0, 0)
         );
         assert_eq!(t.latencies_us.len(), 3);
@@ -1249,9 +1285,9 @@ mod tests {
             e.on_event(0, artifact(seq, "t", v));
         }
         let t = e.finish(0, 1);
-        assert_eq!(t.out_of_order, 2, "{t:?}");
-        assert_eq!(t.gaps, 1, "{t:?}");
-        assert_eq!(t.duplicates, 1, "{t:?}");
+        assert_eq!(t.faults.out_of_order, 2, "{t:?}");
+        assert_eq!(t.faults.gaps, 1, "{t:?}");
+        assert_eq!(t.faults.duplicates, 1, "{t:?}");
     }
 
     #[test]
@@ -1270,7 +1306,7 @@ mod tests {
             },
         );
         let t = e.finish(0, 1);
-        assert_eq!((t.gaps, t.lagged), (1, 3));
+        assert_eq!((t.faults.gaps, t.faults.lagged), (1, 3));
     }
 
     fn span(holder: usize, index: usize, from_ns: u64, to_ns: u64) -> LeaseSpan {

@@ -1,7 +1,7 @@
 //! The summary of a run: throughput, latency percentiles, the checks and
 //! the CPU profile, as a table for people and JSON for machines.
 
-use crate::engine::{overlapping_grants, Tally};
+use crate::engine::{overlapping_grants, Faults, Tally};
 use crate::profile::ThreadCpu;
 use serde::{Deserialize, Serialize};
 
@@ -51,12 +51,10 @@ pub struct Checks {
     pub overlapping_grants: u64,
     pub expected_events: u64,
     pub received_events: u64,
-    pub duplicates: u64,
-    pub out_of_order: u64,
-    pub gaps: u64,
-    pub lagged: u64,
-    pub unexpected: u64,
-    pub open_tasks: u64,
+    /// The tally's counts, as they are (flattened: the report's JSON
+    /// keeps its fields).
+    #[serde(flatten)]
+    pub faults: Faults,
     pub tasks_unfinished: u64,
     pub errors: u64,
     pub error_samples: Vec<String>,
@@ -146,12 +144,9 @@ impl Report {
         };
         let unfinished = (t.jobs_created - t.jobs_completed.min(t.jobs_created))
             + (t.claims_created - t.claims_completed.min(t.claims_created));
-        let all_terminal = t.open_tasks == 0 && unfinished == 0;
-        let exactly_once = t.duplicates == 0
-            && t.lagged == 0
-            && t.unexpected == 0
-            && t.events == t.expected_events;
-        let in_order = t.out_of_order == 0 && t.gaps == 0;
+        let all_terminal = t.faults.open_tasks == 0 && unfinished == 0;
+        let exactly_once = t.faults.once() && t.events == t.expected_events;
+        let in_order = t.faults.in_order();
         let leasing = t.claim_mode == "leases";
         let overlapping = overlapping_grants(&t.lease_spans);
         let leases_exclusive =
@@ -170,12 +165,7 @@ impl Report {
             overlapping_grants: overlapping,
             expected_events: t.expected_events,
             received_events: t.events,
-            duplicates: t.duplicates,
-            out_of_order: t.out_of_order,
-            gaps: t.gaps,
-            lagged: t.lagged,
-            unexpected: t.unexpected,
-            open_tasks: t.open_tasks,
+            faults: t.faults,
             tasks_unfinished: unfinished,
             errors: t.errors,
             error_samples: t.error_samples,
@@ -341,8 +331,8 @@ pub fn table(reports: &[Report]) -> String {
         out.push_str(&format!(
             "\n{} / {} / N={}: {taking}, {} registrations; events {}/{} expected, {} duplicate, {} out of order, {} gaps, {} lagged, {} unexpected; open tasks {}, unfinished {}; errors {}",
             r.transport_label(), r.durability, r.delegates, r.registrations,
-            c.received_events, c.expected_events, c.duplicates, c.out_of_order, c.gaps, c.lagged,
-            c.unexpected, c.open_tasks, c.tasks_unfinished, c.errors
+            c.received_events, c.expected_events, c.faults.duplicates, c.faults.out_of_order, c.faults.gaps, c.faults.lagged,
+            c.faults.unexpected, c.faults.open_tasks, c.tasks_unfinished, c.errors
         ));
         if let Some(n) = &r.note {
             out.push_str(&format!("\n  note: {n}"));
@@ -409,16 +399,30 @@ mod tests {
         );
     }
 
+    /// The faults are one struct in the code, flattened in the JSON: a
+    /// worker's tally and the report keep the fields they had.
+    #[test]
+    fn faults_keep_their_json_fields() {
+        let mut t = clean();
+        t.faults.gaps = 2;
+        let v = serde_json::to_value(&t).unwrap();
+        assert_eq!(v["gaps"], 2, "{v}");
+        let back: Tally = serde_json::from_value(v).unwrap();
+        assert_eq!(back.faults, t.faults);
+        let r = Report::new(labels(), t, Vec::new());
+        assert_eq!(serde_json::to_value(&r.checks).unwrap()["gaps"], 2);
+    }
+
     #[test]
     fn each_fault_fails_its_check() {
         type Fault = (&'static str, fn(&mut Tally));
         let faults: [Fault; 8] = [
             ("missing event", |t| t.events -= 1),
-            ("duplicate", |t| t.duplicates = 1),
-            ("out of order", |t| t.out_of_order = 1),
-            ("gap", |t| t.gaps = 1),
-            ("lagged", |t| t.lagged = 1),
-            ("open task", |t| t.open_tasks = 1),
+            ("duplicate", |t| t.faults.duplicates = 1),
+            ("out of order", |t| t.faults.out_of_order = 1),
+            ("gap", |t| t.faults.gaps = 1),
+            ("lagged", |t| t.faults.lagged = 1),
+            ("open task", |t| t.faults.open_tasks = 1),
             ("unfinished job", |t| t.jobs_completed -= 1),
             ("error", |t| t.errors = 1),
         ];

@@ -1,8 +1,8 @@
 //! The request pre-checks: everything a call can be refused for without
 //! the broker's state. Checks of messages, artifacts, cards and ids beyond
-//! their shape (base64, ids, the size bounds of §9), one [`Precheck`] impl
-//! per method's params; `Call::precheck` (`call.rs`, above this module)
-//! applies them to a whole call.
+//! their shape (base64, ids, the size bounds of §9), which each method's
+//! [`Precheck`] impl (beside its params type in `params.rs`) applies;
+//! `Call::precheck` (`call.rs`) dispatches them over a whole call.
 //!
 //! The broker runs these on the connection's thread before a call reaches
 //! the writer, so decoding a 20 MiB file part never holds up the commits of
@@ -19,19 +19,14 @@ use crate::limits::{
     A2A_MAX_LEASE_PATHS, A2A_MAX_LEASE_PATH_BYTES, A2A_MAX_LEASE_REASON_BYTES,
     A2A_MAX_LEASE_TTL_SECONDS, A2A_MAX_LEASE_WAIT_SECONDS, A2A_MIN_LEASE_TTL_SECONDS,
 };
-use crate::params::{AcquireLeaseParams, ListLeasesParams, ReleaseLeaseParams, RenewLeaseParams};
-use crate::params::{
-    ArtifactParams, CancelParams, GetParams, HandshakeParams, ListAgentsParams, ListTasksParams,
-    PushGetParams, PushSetParams, RegisterParams, ResubscribeParams, SendParams, StatusParams,
-    TokenParams, WaitParams,
-};
 use crate::types::{AgentCard, Artifact, Message, Object, Part};
 use base64::engine::{general_purpose::GeneralPurpose, DecodePaddingMode, GeneralPurposeConfig};
 use base64::Engine as _;
 
 /// Why a request is refused before it reaches the broker's state. The
-/// broker maps each variant to its wire error in one place (with its own
-/// failures, `-32602` and `A2A_PAYLOAD_TOO_LARGE` of §8).
+/// broker refuses the bounds it checks against its state (a task's bytes,
+/// the lease match budget) with the same variants, and maps each to its
+/// wire error in one place (`-32602` and `A2A_PAYLOAD_TOO_LARGE` of §8).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CheckError {
     /// The params are well-formed JSON of the wrong shape or meaning.
@@ -68,7 +63,8 @@ pub enum CheckError {
 }
 
 /// A method's params' own pre-checks: one impl per params type of the
-/// method table (an empty one for params with nothing to check).
+/// method table, written beside the type (`params.rs`; an empty one for
+/// params with nothing to check).
 pub trait Precheck {
     /// `Ok`: the payload bytes the call carries (its parts' content, as
     /// [`PartSizes::content_bytes`] counts it), which the writer's groups
@@ -78,36 +74,11 @@ pub trait Precheck {
     }
 }
 
-impl Precheck for HandshakeParams {}
-impl Precheck for TokenParams {}
-impl Precheck for ListAgentsParams {}
-impl Precheck for ListTasksParams {}
-impl Precheck for WaitParams {}
-
-impl Precheck for RegisterParams {
-    fn precheck(&mut self) -> Result<usize, CheckError> {
-        check_id("contextId", &self.context_id)?;
-        check_card(&self.card).map(|()| 0)
-    }
-}
-
-impl Precheck for SendParams {
-    fn precheck(&mut self) -> Result<usize, CheckError> {
-        normalize_message(&mut self.message);
-        let bytes = check_message(&self.message)?;
-        if let Some(c) = self
-            .configuration
-            .as_ref()
-            .and_then(|c| c.push_notification_config.as_ref())
-        {
-            check_id("config.id", &c.id)?;
-        }
-        Ok(bytes)
-    }
-}
-
 /// A task id and an optional status message (`a2a.tasks.status`, `.cancel`).
-fn check_task_message(id: &str, message: Option<&mut Message>) -> Result<usize, CheckError> {
+pub(crate) fn check_task_message(
+    id: &str,
+    message: Option<&mut Message>,
+) -> Result<usize, CheckError> {
     check_id("id", id)?;
     message.map_or(Ok(0), |m| {
         normalize_message(m);
@@ -115,126 +86,66 @@ fn check_task_message(id: &str, message: Option<&mut Message>) -> Result<usize, 
     })
 }
 
-impl Precheck for StatusParams {
-    fn precheck(&mut self) -> Result<usize, CheckError> {
-        check_task_message(&self.id, self.message.as_mut())
+/// A lease's paths: 1 to `A2A_MAX_LEASE_PATHS`, each in its normal form,
+/// duplicates dropped; a `ttlSeconds` in bounds, and the optional
+/// `waitSeconds` and `reason` in theirs (`a2a.leases.acquire`).
+pub(crate) fn check_acquire(
+    paths: &mut Vec<String>,
+    ttl_seconds: i64,
+    wait_seconds: Option<i64>,
+    reason: Option<&str>,
+) -> Result<(), CheckError> {
+    if paths.is_empty() || paths.len() > A2A_MAX_LEASE_PATHS {
+        return Err(CheckError::OutOfBounds {
+            reason: format!(
+                "a lease names 1 to {A2A_MAX_LEASE_PATHS} paths (A2A_MAX_LEASE_PATHS); got {}",
+                paths.len()
+            ),
+            limit: "A2A_MAX_LEASE_PATHS",
+            min: Some(1),
+            max: A2A_MAX_LEASE_PATHS as u64,
+            actual: paths.len() as i64,
+        });
     }
-}
-
-impl Precheck for CancelParams {
-    fn precheck(&mut self) -> Result<usize, CheckError> {
-        check_task_message(&self.id, self.message.as_mut())
+    let mut normal: Vec<String> = Vec::with_capacity(paths.len());
+    for p in paths.iter() {
+        let n = check_lease_path(p)?;
+        if !normal.contains(&n) {
+            normal.push(n);
+        }
     }
-}
-
-impl Precheck for ArtifactParams {
-    fn precheck(&mut self) -> Result<usize, CheckError> {
-        check_id("id", &self.id)?;
-        check_artifact(&self.artifact).map(|bytes| bytes as usize)
-    }
-}
-
-impl Precheck for GetParams {
-    fn precheck(&mut self) -> Result<usize, CheckError> {
-        check_id("id", &self.id).map(|()| 0)
-    }
-}
-
-impl Precheck for ResubscribeParams {
-    fn precheck(&mut self) -> Result<usize, CheckError> {
-        check_id("id", &self.id).map(|()| 0)
-    }
-}
-
-impl Precheck for PushSetParams {
-    fn precheck(&mut self) -> Result<usize, CheckError> {
-        check_id("taskId", &self.task_id)?;
-        check_id("config.id", &self.config.id).map(|()| 0)
-    }
-}
-
-impl Precheck for PushGetParams {
-    fn precheck(&mut self) -> Result<usize, CheckError> {
-        check_id("taskId", &self.task_id).map(|()| 0)
-    }
-}
-
-impl Precheck for AcquireLeaseParams {
-    fn precheck(&mut self) -> Result<usize, CheckError> {
-        if self.paths.is_empty() || self.paths.len() > A2A_MAX_LEASE_PATHS {
+    *paths = normal;
+    check_ttl(ttl_seconds)?;
+    if let Some(w) = wait_seconds {
+        if !(0..=A2A_MAX_LEASE_WAIT_SECONDS as i64).contains(&w) {
             return Err(CheckError::OutOfBounds {
                 reason: format!(
-                    "a lease names 1 to {A2A_MAX_LEASE_PATHS} paths (A2A_MAX_LEASE_PATHS); got {}",
-                    self.paths.len()
+                    "waitSeconds is 0 to {A2A_MAX_LEASE_WAIT_SECONDS} (A2A_MAX_LEASE_WAIT_SECONDS); got {w}"
                 ),
-                limit: "A2A_MAX_LEASE_PATHS",
-                min: Some(1),
-                max: A2A_MAX_LEASE_PATHS as u64,
-                actual: self.paths.len() as i64,
+                limit: "A2A_MAX_LEASE_WAIT_SECONDS",
+                min: Some(0),
+                max: A2A_MAX_LEASE_WAIT_SECONDS,
+                actual: w,
             });
         }
-        let mut normal: Vec<String> = Vec::with_capacity(self.paths.len());
-        for p in &self.paths {
-            let n = check_lease_path(p)?;
-            if !normal.contains(&n) {
-                normal.push(n);
-            }
-        }
-        self.paths = normal;
-        check_ttl(self.ttl_seconds)?;
-        if let Some(w) = self.wait_seconds {
-            if !(0..=A2A_MAX_LEASE_WAIT_SECONDS as i64).contains(&w) {
-                return Err(CheckError::OutOfBounds {
-                    reason: format!(
-                        "waitSeconds is 0 to {A2A_MAX_LEASE_WAIT_SECONDS} (A2A_MAX_LEASE_WAIT_SECONDS); got {w}"
-                    ),
-                    limit: "A2A_MAX_LEASE_WAIT_SECONDS",
-                    min: Some(0),
-                    max: A2A_MAX_LEASE_WAIT_SECONDS,
-                    actual: w,
-                });
-            }
-        }
-        match &self.reason {
-            Some(r) if r.len() > A2A_MAX_LEASE_REASON_BYTES => Err(CheckError::OutOfBounds {
-                reason: format!(
-                    "reason is {} bytes long; at most {A2A_MAX_LEASE_REASON_BYTES} (A2A_MAX_LEASE_REASON_BYTES)",
-                    r.len()
-                ),
-                limit: "A2A_MAX_LEASE_REASON_BYTES",
-                min: None,
-                max: A2A_MAX_LEASE_REASON_BYTES as u64,
-                actual: r.len() as i64,
-            }),
-            _ => Ok(0),
-        }
     }
-}
-
-impl Precheck for RenewLeaseParams {
-    fn precheck(&mut self) -> Result<usize, CheckError> {
-        check_id("leaseId", &self.lease_id)?;
-        check_ttl(self.ttl_seconds).map(|()| 0)
-    }
-}
-
-impl Precheck for ReleaseLeaseParams {
-    fn precheck(&mut self) -> Result<usize, CheckError> {
-        check_id("leaseId", &self.lease_id).map(|()| 0)
-    }
-}
-
-impl Precheck for ListLeasesParams {
-    fn precheck(&mut self) -> Result<usize, CheckError> {
-        if let Some(p) = &self.path {
-            self.path = Some(check_lease_path(p)?);
-        }
-        Ok(0)
+    match reason {
+        Some(r) if r.len() > A2A_MAX_LEASE_REASON_BYTES => Err(CheckError::OutOfBounds {
+            reason: format!(
+                "reason is {} bytes long; at most {A2A_MAX_LEASE_REASON_BYTES} (A2A_MAX_LEASE_REASON_BYTES)",
+                r.len()
+            ),
+            limit: "A2A_MAX_LEASE_REASON_BYTES",
+            min: None,
+            max: A2A_MAX_LEASE_REASON_BYTES as u64,
+            actual: r.len() as i64,
+        }),
+        _ => Ok(()),
     }
 }
 
 /// A lease path in its normal form (`lease_path::normalize`), or its error.
-fn check_lease_path(p: &str) -> Result<String, CheckError> {
+pub(crate) fn check_lease_path(p: &str) -> Result<String, CheckError> {
     lease_path::normalize(p).map_err(|e| match e {
         PathError::TooLong { actual } => CheckError::OutOfBounds {
             reason: e.to_string(),
@@ -248,7 +159,7 @@ fn check_lease_path(p: &str) -> Result<String, CheckError> {
 }
 
 /// `ttlSeconds` within `A2A_MIN_LEASE_TTL_SECONDS..=A2A_MAX_LEASE_TTL_SECONDS`.
-fn check_ttl(ttl: i64) -> Result<(), CheckError> {
+pub(crate) fn check_ttl(ttl: i64) -> Result<(), CheckError> {
     let (min, max) = (A2A_MIN_LEASE_TTL_SECONDS, A2A_MAX_LEASE_TTL_SECONDS);
     if (min as i64..=max as i64).contains(&ttl) {
         return Ok(());
@@ -494,14 +405,9 @@ mod tests {
 
     fn msg(parts: Vec<Part>) -> Message {
         Message {
-            role: Default::default(),
             parts,
             message_id: "m".into(),
-            task_id: None,
-            context_id: None,
-            from: None,
-            to: None,
-            metadata: None,
+            ..Message::default()
         }
     }
 

@@ -42,8 +42,20 @@ pub mod types;
 
 #[doc(hidden)]
 pub mod fuzz;
+#[doc(hidden)]
+pub mod sample;
 
 /// The protocol version this crate speaks (`app.handshake`).
 pub const PROTOCOL_VERSION: u32 = 10;
 /// The database schema version the broker migrates to.
 pub const SCHEMA_VERSION: i64 = 12;
+/// The tables a schema-12 database must hold (docs/protocol.md §10): what
+/// the broker's start checks for, and what the migration tests look for.
+pub const SCHEMA_TABLES: [&str; 6] = [
+    "a2a_agents",
+    "a2a_tasks",
+    "a2a_messages",
+    "a2a_artifacts",
+    "a2a_push_configs",
+    "a2a_task_log",
+];

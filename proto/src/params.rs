@@ -1,9 +1,14 @@
-//! Params and results of every method (docs/protocol.md §2, §5).
+//! Params and results of every method (docs/protocol.md §2, §5), and
+//! beside each params type what the method table needs of it: its
+//! [`Precheck`] (what it can be refused for without the broker's state;
+//! empty when nothing) and, when it carries the caller's token, its
+//! [`Authed`]. A new method's params are one place in this file.
 //!
 //! `token` fields are read leniently: an absent or non-string token is kept
 //! as `None` so that the broker answers `A2A_UNKNOWN_TOKEN` (as the contract
 //! says) rather than a params error.
 
+use crate::check::{self, CheckError, Precheck};
 use crate::types::{AgentCard, Artifact, Delivery, Message, Notification, PushConfig, State, Task};
 // In `types` (a notification carries it too); named here with the
 // results that return it.
@@ -11,6 +16,23 @@ pub use crate::types::Lease;
 use bincode::{Decode, Encode};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+
+/// Params that carry the caller's capability token, which a client fills
+/// in for the agent it calls as.
+pub trait Authed {
+    fn set_token(&mut self, token: String);
+}
+
+/// `Authed` for a params type with a `token` field.
+macro_rules! authed {
+    ($t:ty) => {
+        impl Authed for $t {
+            fn set_token(&mut self, token: String) {
+                self.token = Some(token);
+            }
+        }
+    };
+}
 
 fn lenient_token<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     Ok(match Value::deserialize(d)? {
@@ -37,6 +59,8 @@ pub struct HandshakeParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_ring: Option<EventRingRequest>,
 }
+
+impl Precheck for HandshakeParams {}
 
 /// (ext) The size of the event ring a client asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
@@ -79,6 +103,13 @@ pub struct RegisterParams {
     pub hidden: bool,
 }
 
+impl Precheck for RegisterParams {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
+        check::check_id("contextId", &self.context_id)?;
+        check::check_card(&self.card).map(|()| 0)
+    }
+}
+
 /// `a2a.agents.register` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
@@ -95,6 +126,9 @@ pub struct TokenParams {
     pub token: Option<String>,
 }
 
+impl Precheck for TokenParams {}
+authed!(TokenParams);
+
 /// `{ok: true}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 pub struct OkResult {
@@ -109,6 +143,9 @@ pub struct ListAgentsParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skill: Option<String>,
 }
+
+impl Precheck for ListAgentsParams {}
+authed!(ListAgentsParams);
 
 /// `a2a.agents.list` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
@@ -138,6 +175,22 @@ pub struct SendParams {
     pub configuration: Option<SendConfiguration>,
 }
 
+impl Precheck for SendParams {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
+        check::normalize_message(&mut self.message);
+        let bytes = check::check_message(&self.message)?;
+        if let Some(c) = self
+            .configuration
+            .as_ref()
+            .and_then(|c| c.push_notification_config.as_ref())
+        {
+            check::check_id("config.id", &c.id)?;
+        }
+        Ok(bytes)
+    }
+}
+authed!(SendParams);
+
 /// `{task}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 pub struct TaskResult {
@@ -161,6 +214,13 @@ pub struct GetParams {
     pub history_length: Option<u64>,
 }
 
+impl Precheck for GetParams {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
+        check::check_id("id", &self.id).map(|()| 0)
+    }
+}
+authed!(GetParams);
+
 /// `a2a.tasks.status` params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 pub struct StatusParams {
@@ -172,6 +232,13 @@ pub struct StatusParams {
     pub message: Option<Message>,
 }
 
+impl Precheck for StatusParams {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
+        check::check_task_message(&self.id, self.message.as_mut())
+    }
+}
+authed!(StatusParams);
+
 /// `a2a.tasks.cancel` params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 pub struct CancelParams {
@@ -181,6 +248,13 @@ pub struct CancelParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<Message>,
 }
+
+impl Precheck for CancelParams {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
+        check::check_task_message(&self.id, self.message.as_mut())
+    }
+}
+authed!(CancelParams);
 
 /// `a2a.tasks.resubscribe` params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
@@ -193,6 +267,13 @@ pub struct ResubscribeParams {
     pub after_version: Option<u64>,
 }
 
+impl Precheck for ResubscribeParams {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
+        check::check_id("id", &self.id).map(|()| 0)
+    }
+}
+authed!(ResubscribeParams);
+
 /// `a2a.tasks.pushNotificationConfig.set` params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
@@ -203,6 +284,14 @@ pub struct PushSetParams {
     pub config: PushConfig,
 }
 
+impl Precheck for PushSetParams {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
+        check::check_id("taskId", &self.task_id)?;
+        check::check_id("config.id", &self.config.id).map(|()| 0)
+    }
+}
+authed!(PushSetParams);
+
 /// `a2a.tasks.pushNotificationConfig.get` params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
@@ -211,6 +300,13 @@ pub struct PushGetParams {
     pub token: Option<String>,
     pub task_id: String,
 }
+
+impl Precheck for PushGetParams {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
+        check::check_id("taskId", &self.task_id).map(|()| 0)
+    }
+}
+authed!(PushGetParams);
 
 /// `{config}`; `null` when none is set.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
@@ -243,6 +339,9 @@ pub struct ListTasksParams {
     pub cursor: Option<String>,
 }
 
+impl Precheck for ListTasksParams {}
+authed!(ListTasksParams);
+
 /// `a2a.tasks.list` (ext) result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
@@ -270,6 +369,14 @@ pub struct ArtifactParams {
     pub last_chunk: bool,
 }
 
+impl Precheck for ArtifactParams {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
+        check::check_id("id", &self.id)?;
+        check::check_artifact(&self.artifact).map(|bytes| bytes as usize)
+    }
+}
+authed!(ArtifactParams);
+
 /// `a2a.events.wait` (ext) params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
@@ -281,6 +388,9 @@ pub struct WaitParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_seq: Option<u64>,
 }
+
+impl Precheck for WaitParams {}
+authed!(WaitParams);
 
 /// `a2a.events.wait` (ext) result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
@@ -307,6 +417,15 @@ pub struct AcquireLeaseParams {
     pub wait_seconds: Option<i64>,
 }
 
+impl Precheck for AcquireLeaseParams {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
+        let reason = self.reason.as_deref();
+        check::check_acquire(&mut self.paths, self.ttl_seconds, self.wait_seconds, reason)
+            .map(|()| 0)
+    }
+}
+authed!(AcquireLeaseParams);
+
 /// `a2a.leases.renew` (ext) params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
@@ -317,6 +436,14 @@ pub struct RenewLeaseParams {
     pub ttl_seconds: i64,
 }
 
+impl Precheck for RenewLeaseParams {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
+        check::check_id("leaseId", &self.lease_id)?;
+        check::check_ttl(self.ttl_seconds).map(|()| 0)
+    }
+}
+authed!(RenewLeaseParams);
+
 /// `a2a.leases.release` (ext) params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
@@ -325,6 +452,13 @@ pub struct ReleaseLeaseParams {
     pub token: Option<String>,
     pub lease_id: String,
 }
+
+impl Precheck for ReleaseLeaseParams {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
+        check::check_id("leaseId", &self.lease_id).map(|()| 0)
+    }
+}
+authed!(ReleaseLeaseParams);
 
 /// `a2a.leases.list` (ext) params: the caller's context's live leases,
 /// only those that overlap `path` when it is given.
@@ -335,6 +469,16 @@ pub struct ListLeasesParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
 }
+
+impl Precheck for ListLeasesParams {
+    fn precheck(&mut self) -> Result<usize, CheckError> {
+        if let Some(p) = &self.path {
+            self.path = Some(check::check_lease_path(p)?);
+        }
+        Ok(0)
+    }
+}
+authed!(ListLeasesParams);
 
 /// `{lease}` (`a2a.leases.acquire`, `.renew`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]

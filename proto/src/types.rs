@@ -229,7 +229,7 @@ impl<'de> Deserialize<'de> for Part {
 }
 
 /// A message (§3). `from`, `role`, `taskId` and `contextId` are stamped by the broker.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Encode, Decode)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     #[serde(default)]
@@ -424,6 +424,19 @@ pub enum StreamEvent {
     Status(StatusUpdate),
     #[serde(rename = "artifact-update")]
     Artifact(ArtifactUpdate),
+}
+
+impl StreamEvent {
+    /// A `status-update` of a task carrying `status`: final when its state
+    /// is terminal (§6 Events).
+    pub fn status(task_id: String, context_id: String, status: TaskStatus) -> StreamEvent {
+        StreamEvent::Status(StatusUpdate {
+            task_id,
+            context_id,
+            is_final: status.state.is_terminal(),
+            status,
+        })
+    }
 }
 
 /// Params of `a2a.task.event`.

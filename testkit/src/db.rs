@@ -5,16 +5,6 @@
 
 use std::path::Path;
 
-/// The a2a tables that schema 12 adds.
-pub const A2A_TABLES: [&str; 6] = [
-    "a2a_agents",
-    "a2a_tasks",
-    "a2a_messages",
-    "a2a_artifacts",
-    "a2a_push_configs",
-    "a2a_task_log",
-];
-
 /// Opens a database file for inspection.
 pub fn open_db(path: &Path) -> rusqlite::Connection {
     rusqlite::Connection::open(path)

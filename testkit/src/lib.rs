@@ -53,7 +53,7 @@ pub use bin::broker_bin;
 pub use broker::{Broker, Transport};
 pub use conn::Conn;
 #[cfg(feature = "db")]
-pub use db::{open_db, table_names, user_version, A2A_TABLES};
+pub use db::{open_db, table_names, user_version};
 pub use process::{socket_path_for, BrokerProcess, Spawn, SpawnError, SECRET_ENV};
 pub use proto::{
     listed_task_ids, pair, parts_msg, seq, text_msg, text_msg_on, text_msg_to, tid, unique, Agent,

@@ -368,27 +368,11 @@ pub fn file_size(metadata: &Option<Object>) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use a2a_client::proto::types::{StatusUpdate, TaskEventParams, TaskStatus};
     use a2a_client::State;
 
     fn status(text: &str) -> Event {
-        Event::TaskEvent(TaskEventParams {
-            recipient: "worker".into(),
-            recipient_context_id: "c".into(),
-            context_id: "c".into(),
-            seq: 1,
-            task_version: 1,
-            event: StreamEvent::Status(StatusUpdate {
-                task_id: "t".into(),
-                context_id: "c".into(),
-                status: TaskStatus {
-                    state: State::Submitted,
-                    message: Some(Arc::new(a2a_client::task_message("t", text))),
-                    timestamp: String::new(),
-                },
-                is_final: false,
-            }),
-        })
+        let message = a2a_client::task_message("t", text);
+        a2a_client::proto::sample::status_event("worker", State::Submitted, message)
     }
 
     fn parts(ev: &Event) -> Vec<Part> {

@@ -41,31 +41,16 @@ pub enum CoreError {
     /// The caller has no peer to address.
     #[error("no peers to address")]
     NoPeers,
-    /// A size bound of §9 would be exceeded.
-    #[error("payload exceeds {limit}")]
-    PayloadTooLarge {
-        limit: &'static str,
-        max: u64,
-        actual: u64,
-    },
     /// The params are well-formed JSON of the wrong shape or meaning.
     #[error("{0}")]
     InvalidParams(String),
-    /// An id over `A2A_MAX_ID_BYTES` (`-32602` with the bound's data, §9/§8).
-    #[error(
-        "{field} is {actual} bytes long; ids are at most {max} bytes (A2A_MAX_ID_BYTES)",
-        max = a2a_proto::limits::A2A_MAX_ID_BYTES
-    )]
-    IdTooLong { field: &'static str, actual: u64 },
-    /// A number or count outside a lease bound (`-32602` with the bound's data).
-    #[error("{reason}")]
-    OutOfBounds {
-        reason: String,
-        limit: &'static str,
-        min: Option<u64>,
-        max: u64,
-        actual: i64,
-    },
+    /// A request refused as its pre-check refuses it: a bound of §9 (an
+    /// id's length, a size, a lease's numbers; the pre-checks' own, or
+    /// one the core checks against its state, such as a task's bytes) or
+    /// params the pre-check found wrong. One error type for both, so a
+    /// bound has one wire error whoever finds it.
+    #[error(transparent)]
+    Check(#[from] CheckError),
     /// (ext) A live lease of another holder overlaps the paths asked for.
     #[error("lease conflict: {holder} holds {} of these paths (lease {lease_id})", .paths.join(", "))]
     LeaseConflict {
@@ -79,36 +64,6 @@ pub enum CoreError {
     /// The database failed, or a bug.
     #[error("{0}")]
     Internal(String),
-}
-
-/// The request pre-checks of `a2a_proto::check` fail as the core's own
-/// checks do (their wire errors are made in `crate::rpc_errors`).
-impl From<CheckError> for CoreError {
-    fn from(e: CheckError) -> Self {
-        match e {
-            CheckError::InvalidParams(reason) => CoreError::InvalidParams(reason),
-            CheckError::IdTooLong { field, actual } => CoreError::IdTooLong { field, actual },
-            CheckError::PayloadTooLarge { limit, max, actual } => {
-                CoreError::PayloadTooLarge { limit, max, actual }
-            }
-            CheckError::OutOfBounds {
-                reason,
-                limit,
-                min,
-                max,
-                actual,
-            } => CoreError::OutOfBounds {
-                reason,
-                limit,
-                min,
-                max,
-                actual,
-            },
-            CheckError::Unsizable(reason) => {
-                CoreError::Internal(format!("sizing a value: {reason}"))
-            }
-        }
-    }
 }
 
 /// `data.reason` of the calls refused because the file is gone.

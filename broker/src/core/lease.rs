@@ -18,6 +18,7 @@
 use super::task::Party;
 use super::ConnId;
 use super::CoreError;
+use a2a_proto::check::CheckError;
 use a2a_proto::lease_path::{OverBudget, Pattern, Work};
 use a2a_proto::limits::{A2A_MAX_LEASES_PER_AGENT, A2A_MAX_LEASE_MATCH_STEPS};
 use std::collections::{BTreeSet, HashMap};
@@ -72,13 +73,13 @@ pub enum Refusal {
 /// (`-32602` naming `A2A_MAX_LEASE_MATCH_STEPS`), having changed nothing.
 impl From<OverBudget> for CoreError {
     fn from(e: OverBudget) -> CoreError {
-        CoreError::OutOfBounds {
+        CoreError::Check(CheckError::OutOfBounds {
             reason: e.to_string(),
             limit: "A2A_MAX_LEASE_MATCH_STEPS",
             min: None,
             max: e.limit,
             actual: i64::try_from(e.spent).unwrap_or(i64::MAX),
-        }
+        })
     }
 }
 
@@ -509,7 +510,7 @@ mod tests {
         let e = ls.overlapping("c", &runs[0], 1).unwrap_err();
         assert_eq!(e.limit, A2A_MAX_LEASE_MATCH_STEPS);
         match CoreError::from(e) {
-            CoreError::OutOfBounds { limit, max, .. } => {
+            CoreError::Check(CheckError::OutOfBounds { limit, max, .. }) => {
                 assert_eq!((limit, max), ("A2A_MAX_LEASE_MATCH_STEPS", e.limit))
             }
             other => panic!("{other:?}"),

@@ -205,8 +205,7 @@ mod tests {
     /// its bytes are in a data part's tree, a file or text.
     #[test]
     fn a_large_event_weighs_about_its_json() {
-        use a2a_proto::types::{FileContent, Role, State, StatusUpdate, TaskEventParams};
-        use std::sync::Arc;
+        use a2a_proto::types::{FileContent, Role, State};
         let mut data = serde_json::Map::new();
         data.insert("blob".into(), Value::String("x".repeat(1 << 20)));
         data.insert(
@@ -235,32 +234,13 @@ mod tests {
                 metadata: None,
             },
         ];
-        let n = Notification::TaskEvent(TaskEventParams {
-            recipient: "r".into(),
-            recipient_context_id: "c".into(),
-            context_id: "c".into(),
-            seq: 1,
-            task_version: 1,
-            event: StreamEvent::Status(StatusUpdate {
-                task_id: "t".into(),
-                context_id: "c".into(),
-                status: TaskStatus {
-                    state: State::Working,
-                    message: Some(Arc::new(Message {
-                        role: Role::Agent,
-                        parts,
-                        message_id: "m".into(),
-                        task_id: None,
-                        context_id: None,
-                        from: None,
-                        to: None,
-                        metadata: None,
-                    })),
-                    timestamp: "2026-01-01T00:00:00.000Z".into(),
-                },
-                is_final: false,
-            }),
-        });
+        let message = Message {
+            role: Role::Agent,
+            parts,
+            message_id: "m".into(),
+            ..Message::default()
+        };
+        let n = a2a_proto::sample::status_event("r", State::Working, message);
         let rendered = serde_json::to_vec(&n).unwrap().len();
         let estimated = event(&n);
         assert!(

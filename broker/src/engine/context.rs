@@ -21,8 +21,9 @@ use crate::core::CoreError;
 use crate::delivery::Outbox;
 use crate::store::read;
 use crate::store::write::{self, LogPayload};
+use a2a_proto::check::CheckError;
 use a2a_proto::limits::{A2A_MAX_TASK_BYTES, A2A_MAX_TASK_HISTORY, A2A_MAX_TASK_LOG};
-use a2a_proto::types::{Message, PushConfig, Role, State, StatusUpdate, StreamEvent, TaskStatus};
+use a2a_proto::types::{Message, PushConfig, Role, State, StreamEvent, TaskStatus};
 use rusqlite::Connection;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -161,11 +162,11 @@ pub(crate) fn check_log_room(rec: &TaskRecord) -> Result<(), CoreError> {
 pub(crate) fn check_bytes_room(rec: &TaskRecord, more: usize) -> Result<(), CoreError> {
     let after = rec.stored_bytes + more as u64;
     if after > A2A_MAX_TASK_BYTES as u64 {
-        return Err(CoreError::PayloadTooLarge {
+        return Err(CoreError::Check(CheckError::PayloadTooLarge {
             limit: "A2A_MAX_TASK_BYTES",
             max: A2A_MAX_TASK_BYTES as u64,
             actual: after,
-        });
+        }));
     }
     Ok(())
 }
@@ -255,12 +256,7 @@ pub(crate) fn check_status_message(
 
 /// A `status-update` event of a task carrying `status` (final when its state is terminal).
 pub(crate) fn status_event(rec: &TaskRecord, status: TaskStatus) -> StreamEvent {
-    StreamEvent::Status(StatusUpdate {
-        task_id: rec.id.clone(),
-        context_id: rec.context_id.clone(),
-        is_final: status.state.is_terminal(),
-        status,
-    })
+    StreamEvent::status(rec.id.clone(), rec.context_id.clone(), status)
 }
 
 impl WriteCtx<'_> {

@@ -17,6 +17,7 @@ use crate::reply::{Reply, TaskView};
 use crate::store::write::LogPayload;
 use crate::store::{read, write};
 use crate::{clock, ids};
+use a2a_proto::check::CheckError;
 use a2a_proto::limits::{A2A_MAX_SENDS_PER_RUN, A2A_MAX_TASKS_PER_CONTEXT, A2A_MAX_TASK_BYTES};
 use a2a_proto::params::{SendConfiguration, SendParams};
 use a2a_proto::types::{Message, Role, State, TaskStatus};
@@ -249,11 +250,11 @@ fn first_messages(
             &worker.peer_id,
         ))?;
         if first.body.len() > A2A_MAX_TASK_BYTES {
-            return Err(CoreError::PayloadTooLarge {
+            return Err(CoreError::Check(CheckError::PayloadTooLarge {
                 limit: "A2A_MAX_TASK_BYTES",
                 max: A2A_MAX_TASK_BYTES as u64,
                 actual: first.body.len() as u64,
-            });
+            }));
         }
         firsts.push((id, first));
     }

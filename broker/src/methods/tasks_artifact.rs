@@ -10,7 +10,7 @@ use crate::core::CoreError;
 use crate::engine::{check_bytes_room, check_log_room, worker_only, Effects, WriteCtx, Written};
 use crate::reply::Reply;
 use crate::store::write;
-use a2a_proto::check::check_artifact;
+use a2a_proto::check::{check_artifact, CheckError};
 use a2a_proto::limits::{A2A_MAX_ARTIFACTS, A2A_MAX_ARTIFACT_BYTES};
 use a2a_proto::params::ArtifactParams;
 use a2a_proto::types::{ArtifactUpdate, StreamEvent};
@@ -48,11 +48,11 @@ impl WriteMethod for Handler {
             });
         }
         if artifact_content > A2A_MAX_ARTIFACT_BYTES as u64 {
-            return Err(CoreError::PayloadTooLarge {
+            return Err(CoreError::Check(CheckError::PayloadTooLarge {
                 limit: "A2A_MAX_ARTIFACT_BYTES",
                 max: A2A_MAX_ARTIFACT_BYTES as u64,
                 actual: artifact_content,
-            });
+            }));
         }
         let mut shrunk = (*rec).clone();
         shrunk.stored_bytes -= replaced_bytes;

@@ -62,23 +62,13 @@ pub fn clean_exit_at(c: &Connection) -> Option<String> {
     .ok()
 }
 
-/// The tables a schema-12 database must hold (docs/protocol.md §10).
-const TABLES: [&str; 6] = [
-    "a2a_agents",
-    "a2a_tasks",
-    "a2a_messages",
-    "a2a_artifacts",
-    "a2a_push_configs",
-    "a2a_task_log",
-];
-
 /// The schema check every start makes: reading the schema parses every
 /// entry of `sqlite_master`, and each of the broker's tables is there.
 /// Returns what is missing or unreadable.
 pub fn schema_problem(c: &Connection) -> Result<Option<String>, rusqlite::Error> {
     let mut st = c.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
     let names: Vec<String> = st.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
-    let missing: Vec<&str> = TABLES
+    let missing: Vec<&str> = a2a_proto::SCHEMA_TABLES
         .iter()
         .copied()
         .filter(|t| !names.iter().any(|n| n == t))

@@ -353,12 +353,11 @@ fn logged_event(
     }
     let stored: StoredStatus = decode(payload)?;
     let status = stored.resolve(c, task_id, history, at)?;
-    Ok(StreamEvent::Status(a2a_proto::types::StatusUpdate {
-        task_id: task_id.to_owned(),
-        context_id: context_id.to_owned(),
-        is_final: status.state.is_terminal(),
+    Ok(StreamEvent::status(
+        task_id.to_owned(),
+        context_id.to_owned(),
         status,
-    }))
+    ))
 }
 
 /// The logged events of a task (`rec`) with a version above `after`, in

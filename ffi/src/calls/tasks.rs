@@ -9,7 +9,7 @@ use crate::parts::{a2a_parts, parts_arg};
 use crate::reply::{a2a_reply, ReplyData};
 use crate::status::{a2a_status, guard, FfiError};
 use crate::view::{a2a_state, a2a_task};
-use a2a_client::{Message, SendConfiguration};
+use a2a_client::{Agent, ClientError, Message, Pending, SendConfiguration, Task};
 use std::ffi::{c_char, c_void};
 
 /// Options of a send; a NULL pointer means the defaults.
@@ -53,7 +53,7 @@ unsafe fn send_args<'a>(
     to: *const c_char,
     parts: *const a2a_parts,
     opts: *const a2a_send_options,
-) -> Result<(&'a a2a_agent, Message, Option<SendConfiguration>), FfiError> {
+) -> SendArgs<'a> {
     // SAFETY: forwarded from the caller.
     unsafe {
         let a = agent_arg(agent)?;
@@ -73,7 +73,7 @@ unsafe fn followup_args<'a>(
     task_id: *const c_char,
     parts: *const a2a_parts,
     opts: *const a2a_send_options,
-) -> Result<(&'a a2a_agent, Message, Option<SendConfiguration>), FfiError> {
+) -> SendArgs<'a> {
     // SAFETY: forwarded from the caller.
     unsafe {
         let a = agent_arg(agent)?;
@@ -81,6 +81,30 @@ unsafe fn followup_args<'a>(
         let m = parts_arg(parts, "parts")?.message(None, Some(id));
         Ok((a, m, options(opts)))
     }
+}
+
+/// A send's C arguments, read: the agent, the message, its options.
+type SendArgs<'a> = Result<(&'a a2a_agent, Message, Option<SendConfiguration>), FfiError>;
+
+/// a2a_agent_send and a2a_agent_send_followup are one send once their C
+/// arguments are read (by `args`, inside the panic boundary): blocking...
+fn send_blocking<'a>(out: *mut *mut a2a_task, args: impl FnOnce() -> SendArgs<'a>) -> a2a_status {
+    guard(|| {
+        let (a, m, cfg) = args()?;
+        task_blocking(a.dispatcher(), out, || a.agent.send(m, cfg))
+    })
+}
+
+/// ...and submitted.
+fn send_async<'a>(
+    cb: a2a_task_cb,
+    userdata: *mut c_void,
+    args: impl FnOnce() -> SendArgs<'a>,
+) -> a2a_status {
+    guard(|| {
+        let (a, m, cfg) = args()?;
+        task_async(a.dispatcher(), cb, userdata, || a.agent.send_async(m, cfg))
+    })
 }
 
 /// Creates a task for the agent `to` (NULL: the caller's only peer) with
@@ -96,11 +120,8 @@ pub extern "C" fn a2a_agent_send(
     opts: *const a2a_send_options,
     out: *mut *mut a2a_task,
 ) -> a2a_status {
-    guard(|| {
-        // SAFETY: NULL or live handles, strings, structs (header rule).
-        let (a, m, cfg) = unsafe { send_args(agent, to, parts, opts) }?;
-        task_blocking(a.dispatcher(), out, || a.agent.send(m, cfg))
-    })
+    // SAFETY: NULL or live handles, strings, structs (header rule).
+    send_blocking(out, || unsafe { send_args(agent, to, parts, opts) })
 }
 
 /// a2a_agent_send, submitted: `cb` gets the task. If this returns an
@@ -116,10 +137,9 @@ pub extern "C" fn a2a_agent_send_async(
     cb: a2a_task_cb,
     userdata: *mut c_void,
 ) -> a2a_status {
-    guard(|| {
-        // SAFETY: NULL or live handles, strings, structs (header rule).
-        let (a, m, cfg) = unsafe { send_args(agent, to, parts, opts) }?;
-        task_async(a.dispatcher(), cb, userdata, || a.agent.send_async(m, cfg))
+    // SAFETY: NULL or live handles, strings, structs (header rule).
+    send_async(cb, userdata, || unsafe {
+        send_args(agent, to, parts, opts)
     })
 }
 
@@ -136,10 +156,9 @@ pub extern "C" fn a2a_agent_send_followup(
     opts: *const a2a_send_options,
     out: *mut *mut a2a_task,
 ) -> a2a_status {
-    guard(|| {
-        // SAFETY: NULL or live handles, strings, structs (header rule).
-        let (a, m, cfg) = unsafe { followup_args(agent, task_id, parts, opts) }?;
-        task_blocking(a.dispatcher(), out, || a.agent.send(m, cfg))
+    // SAFETY: NULL or live handles, strings, structs (header rule).
+    send_blocking(out, || unsafe {
+        followup_args(agent, task_id, parts, opts)
     })
 }
 
@@ -156,10 +175,9 @@ pub extern "C" fn a2a_agent_send_followup_async(
     cb: a2a_task_cb,
     userdata: *mut c_void,
 ) -> a2a_status {
-    guard(|| {
-        // SAFETY: NULL or live handles, strings, structs (header rule).
-        let (a, m, cfg) = unsafe { followup_args(agent, task_id, parts, opts) }?;
-        task_async(a.dispatcher(), cb, userdata, || a.agent.send_async(m, cfg))
+    // SAFETY: NULL or live handles, strings, structs (header rule).
+    send_async(cb, userdata, || unsafe {
+        followup_args(agent, task_id, parts, opts)
     })
 }
 
@@ -380,6 +398,42 @@ pub extern "C" fn a2a_agent_cancel_async(
     })
 }
 
+/// A call on the task `task_id` that takes nothing else from C (get,
+/// resubscribe): its C arguments read once, blocking...
+///
+/// # Safety
+/// `agent` NULL or a live handle; `task_id` NULL or a NUL-terminated string.
+unsafe fn on_task_blocking(
+    agent: *const a2a_agent,
+    task_id: *const c_char,
+    out: *mut *mut a2a_task,
+    call: impl FnOnce(&Agent, &str) -> Result<Task, ClientError>,
+) -> a2a_status {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        let (a, id) = unsafe { (agent_arg(agent)?, str_arg(task_id, "task_id")?) };
+        task_blocking(a.dispatcher(), out, || call(&a.agent, id))
+    })
+}
+
+/// ...and submitted.
+///
+/// # Safety
+/// As [`on_task_blocking`].
+unsafe fn on_task_async(
+    agent: *const a2a_agent,
+    task_id: *const c_char,
+    cb: a2a_task_cb,
+    userdata: *mut c_void,
+    submit: impl FnOnce(&Agent, &str) -> Result<Pending<Task>, ClientError>,
+) -> a2a_status {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        let (a, id) = unsafe { (agent_arg(agent)?, str_arg(task_id, "task_id")?) };
+        task_async(a.dispatcher(), cb, userdata, || submit(&a.agent, id))
+    })
+}
+
 /// Reads the task `task_id`, with only its last `history_length` messages
 /// (negative: all).
 ///
@@ -392,13 +446,12 @@ pub extern "C" fn a2a_agent_get_task(
     history_length: i64,
     out: *mut *mut a2a_task,
 ) -> a2a_status {
-    guard(|| {
-        // SAFETY: NULL or live handles and strings (header rule).
-        let (a, id) = unsafe { (agent_arg(agent)?, str_arg(task_id, "task_id")?) };
-        task_blocking(a.dispatcher(), out, || {
-            a.agent.get_task(id, opt_u64(history_length))
+    // SAFETY: NULL or live handles and strings (header rule).
+    unsafe {
+        on_task_blocking(agent, task_id, out, |a, id| {
+            a.get_task(id, opt_u64(history_length))
         })
-    })
+    }
 }
 
 /// a2a_agent_get_task, submitted. If this returns an error, `cb` never
@@ -413,13 +466,12 @@ pub extern "C" fn a2a_agent_get_task_async(
     cb: a2a_task_cb,
     userdata: *mut c_void,
 ) -> a2a_status {
-    guard(|| {
-        // SAFETY: NULL or live handles and strings (header rule).
-        let (a, id) = unsafe { (agent_arg(agent)?, str_arg(task_id, "task_id")?) };
-        task_async(a.dispatcher(), cb, userdata, || {
-            a.agent.get_task_async(id, opt_u64(history_length))
+    // SAFETY: NULL or live handles and strings (header rule).
+    unsafe {
+        on_task_async(agent, task_id, cb, userdata, |a, id| {
+            a.get_task_async(id, opt_u64(history_length))
         })
-    })
+    }
 }
 
 /// Re-emits the task's status to this agent as an event, after replaying
@@ -435,13 +487,12 @@ pub extern "C" fn a2a_agent_resubscribe(
     after_version: i64,
     out: *mut *mut a2a_task,
 ) -> a2a_status {
-    guard(|| {
-        // SAFETY: NULL or live handles and strings (header rule).
-        let (a, id) = unsafe { (agent_arg(agent)?, str_arg(task_id, "task_id")?) };
-        task_blocking(a.dispatcher(), out, || {
-            a.agent.resubscribe(id, opt_u64(after_version))
+    // SAFETY: NULL or live handles and strings (header rule).
+    unsafe {
+        on_task_blocking(agent, task_id, out, |a, id| {
+            a.resubscribe(id, opt_u64(after_version))
         })
-    })
+    }
 }
 
 /// a2a_agent_resubscribe, submitted. If this returns an error, `cb` never
@@ -456,11 +507,10 @@ pub extern "C" fn a2a_agent_resubscribe_async(
     cb: a2a_task_cb,
     userdata: *mut c_void,
 ) -> a2a_status {
-    guard(|| {
-        // SAFETY: NULL or live handles and strings (header rule).
-        let (a, id) = unsafe { (agent_arg(agent)?, str_arg(task_id, "task_id")?) };
-        task_async(a.dispatcher(), cb, userdata, || {
-            a.agent.resubscribe_async(id, opt_u64(after_version))
+    // SAFETY: NULL or live handles and strings (header rule).
+    unsafe {
+        on_task_async(agent, task_id, cb, userdata, |a, id| {
+            a.resubscribe_async(id, opt_u64(after_version))
         })
-    })
+    }
 }

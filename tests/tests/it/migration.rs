@@ -6,7 +6,7 @@ use a2a_testkit::*;
 
 fn assert_a2a_tables(path: &std::path::Path) {
     let tables = table_names(path);
-    for t in A2A_TABLES {
+    for t in a2a_proto::SCHEMA_TABLES {
         assert!(
             tables.iter().any(|n| n == t),
             "table {t} missing: {tables:?}"
