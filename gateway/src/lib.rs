@@ -21,12 +21,15 @@
 //! - [`limits`]: the gateway's own bounds.
 //! - [`mapping`]: v1.0 <-> `a2a.*` translation (states, roles, parts, ids,
 //!   contexts, paging, errors), pure functions with tests.
+//! - [`compat`]: A2A v0.3 requests and answers translated to and from
+//!   v1.0 (pure functions with tests).
 //! - [`v1`]: the A2A v1.0 JSON types (ProtoJSON: camelCase out, camelCase
 //!   or snake_case in).
 //! - [`server`]: start-up (broker connection, card discovery, bind).
 //! - [`tck`]: `serve-tck`, the TCK's system under test.
 //! - [`outbound`]: remote A2A agents as broker peers (`remote add`).
 
+pub mod compat;
 pub mod conn;
 pub mod core;
 pub mod http;
