@@ -1,9 +1,11 @@
 //! The JSON-RPC binding: header checks, the envelope, and dispatch of the
 //! v1.0 methods to the core. Unary methods answer one JSON body; the
 //! streaming ones an SSE stream (or a plain JSON error when they fail
-//! before it starts).
+//! before it starts). A v0.3 method name (`message/send`) is served by its
+//! v1.0 method, through the translation of `compat::v03` both ways.
 
 use super::{rpc_error, sse, App};
+use crate::compat::v03;
 use crate::core::{self, SendOutcome};
 use crate::mapping::{self, GatewayError as E, TaskView};
 use crate::security::{audit, AuditLog};
@@ -42,14 +44,35 @@ pub async fn handle(
     body: &[u8],
 ) -> Response {
     let started = Instant::now();
-    let who = Who {
+    let mut who = Who {
         log: &app.config.audit,
         identity: &identity,
         agent: &agent,
+        v03: None,
     };
-    let Envelope { id, method, params } = match envelope(headers, body) {
+    let Envelope {
+        id,
+        method,
+        params,
+        v03_header,
+    } = match envelope(headers, body) {
         Ok(env) => env,
         Err((e, id)) => return fail(&who, "-", None, started, e, id),
+    };
+    // A v0.3 name is v0.3 unless the header names another version (then
+    // it is told the v1.0 name); the v0.3 header on a v1.0 name is refused.
+    let v1_header = headers.contains_key("a2a-version") && !v03_header;
+    who.v03 = v03::Method::from_name(&method).filter(|_| !v1_header);
+    let (method, params) = match who.v03 {
+        Some(m) => match v03::params_in(m, &params) {
+            Ok(p) => (m.v1().to_owned(), p),
+            Err(e) => return fail(&who, m.v1(), None, started, e, id),
+        },
+        None if v03_header => {
+            let e = E::Version("0.3 (with an A2A v1.0 method name)".into());
+            return fail(&who, &method, None, started, e, id);
+        }
+        None => (method, params),
     };
     // Capabilities are checked before extensions (a streaming call to an
     // agent without streaming is -32004 whatever its headers).
@@ -101,7 +124,10 @@ pub async fn handle(
         }
         _ => {}
     }
-    match unary(&app, &who, &method, &params).await {
+    match unary(&app, &who, &method, &params)
+        .await
+        .and_then(|(v, task)| Ok((v03_result(who.v03, v)?, task)))
+    {
         Ok((v, task)) => {
             audit(
                 who.log,
@@ -126,6 +152,13 @@ pub async fn handle(
         }
         Err(e) => fail(&who, &method, None, started, e, id),
     }
+}
+
+/// A v1.0 result made the v0.3 method's (for a v0.3 request).
+fn v03_result(m: Option<v03::Method>, v: Box<RawValue>) -> Result<Box<RawValue>, E> {
+    let Some(m) = m else { return Ok(v) };
+    let tree: Value = serde_json::from_str(v.get()).map_err(|e| E::Internal(e.to_string()))?;
+    to_raw(&v03::result_out(m, &tree))
 }
 
 /// What a unary method answers: its result, serialised once, and the task
@@ -257,6 +290,7 @@ async fn send_streaming(app: &App, call: Streaming<'_>, params: &Value) -> Respo
                     true,
                     app.config.max_stream,
                     app.config.stopping.clone(),
+                    who.v03.is_some(),
                 ),
                 None => Streaming {
                     id: Value::Null,
@@ -287,6 +321,7 @@ async fn subscribe(app: &App, call: Streaming<'_>, params: &Value) -> Response {
                 false,
                 app.config.max_stream,
                 app.config.stopping.clone(),
+                who.v03.is_some(),
             )
         }
     }
@@ -371,6 +406,8 @@ struct Envelope {
     id: Value,
     method: String,
     params: Value,
+    /// The `A2A-Version` header names v0.3.
+    v03_header: bool,
 }
 
 /// Checks the headers and the JSON-RPC envelope of a POST: Content-Type
@@ -396,7 +433,8 @@ fn envelope(headers: &HeaderMap, body: &[u8]) -> Result<Envelope, (E, Value)> {
     let version = headers
         .get("a2a-version")
         .map(|v| v.to_str().unwrap_or("?"));
-    if !version_supported(version) {
+    let v03_header = v03::is_version(version);
+    if !version_supported(version) && !v03_header {
         return Err((E::Version(version.unwrap_or("").to_owned()), Value::Null));
     }
     let req: Value =
@@ -418,7 +456,12 @@ fn envelope(headers: &HeaderMap, body: &[u8]) -> Result<Envelope, (E, Value)> {
         return Err((E::InvalidRequest("method must be a string".into()), id));
     };
     let params = obj.remove("params").unwrap_or(Value::Null);
-    Ok(Envelope { id, method, params })
+    Ok(Envelope {
+        id,
+        method,
+        params,
+        v03_header,
+    })
 }
 
 /// Checks push is on and the task is the caller's.
@@ -473,17 +516,21 @@ fn v03_method(method: &str) -> Option<&'static str> {
     })
 }
 
-/// `SendMessage` params. v0.3's `configuration.blocking: false` would be
-/// ignored by the v1.0 reading (and the call would block): it is refused
-/// with the v1.0 field to use instead. (`blocking: true` is what v1.0
-/// does by default, so it is let through.)
+/// `SendMessage` params. v0.3's `configuration.blocking: false`, which
+/// the v1.0 reading would ignore (and block), is read as v1.0's
+/// `returnImmediately: true` unless that is given, as the official SDKs'
+/// compatibility layers read it.
 fn parse_send(params: &Value) -> Result<v1::SendMessageRequest, E> {
-    if params.pointer("/configuration/blocking") == Some(&Value::Bool(false)) {
-        return Err(E::InvalidParams(
-            "configuration.blocking is the A2A v0.3 field; in A2A v1.0 `\"blocking\": false` is `\"returnImmediately\": true`".into(),
-        ));
+    let mut req: v1::SendMessageRequest = parse(params)?;
+    let conf = params.get("configuration");
+    if conf.and_then(|c| c.get("blocking")) == Some(&Value::Bool(false))
+        && conf.and_then(|c| c.get("returnImmediately")).is_none()
+    {
+        if let Some(c) = req.configuration.as_mut() {
+            c.return_immediately = true;
+        }
     }
-    parse(params)
+    Ok(req)
 }
 
 fn parse<T: DeserializeOwned>(params: &Value) -> Result<T, E> {
@@ -504,6 +551,8 @@ struct Who<'a> {
     log: &'a AuditLog,
     identity: &'a str,
     agent: &'a str,
+    /// The v0.3 method the request called (its answer is translated).
+    v03: Option<v03::Method>,
 }
 
 /// An error answer (HTTP 200: the binding carries errors in the body; 429
@@ -526,7 +575,11 @@ fn fail(
         started.elapsed().as_micros(),
     );
     let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::OK);
-    rpc_error(status, id, e.to_json())
+    let error = match who.v03 {
+        Some(_) => v03::error_out(e.to_json()),
+        None => e.to_json(),
+    };
+    rpc_error(status, id, error)
 }
 
 #[cfg(test)]
@@ -559,18 +612,33 @@ mod tests {
     }
 
     #[test]
-    fn v03_names_and_blocking_false_get_the_v1_hint() {
+    fn v03_names_get_the_v1_hint_and_blocking_false_returns_immediately() {
         assert_eq!(v03_method("message/send"), Some("SendMessage"));
         assert_eq!(v03_method("tasks/resubscribe"), Some("SubscribeToTask"));
         assert_eq!(v03_method("SendMessage"), None);
         let p = json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
                        "configuration": {"blocking": false}});
-        let e = parse_send(&p).unwrap_err();
-        assert_eq!(e.code(), -32602);
-        assert!(e.to_string().contains("returnImmediately"), "{e}");
-        let mut ok = p.clone();
-        ok["configuration"] = json!({"blocking": true});
-        assert!(parse_send(&ok).is_ok());
+        let conf = parse_send(&p).unwrap().configuration.unwrap();
+        assert!(conf.return_immediately);
+        let mut blocks = p.clone();
+        blocks["configuration"] = json!({"blocking": true});
+        assert!(
+            !parse_send(&blocks)
+                .unwrap()
+                .configuration
+                .unwrap()
+                .return_immediately
+        );
+        // The v1.0 field, when given, is the one read.
+        let mut both = p.clone();
+        both["configuration"] = json!({"blocking": false, "returnImmediately": false});
+        assert!(
+            !parse_send(&both)
+                .unwrap()
+                .configuration
+                .unwrap()
+                .return_immediately
+        );
     }
 
     #[test]
