@@ -34,8 +34,7 @@ async fn the_card_is_v1_with_caching_headers_and_a_reachable_interface() {
         .collect();
     top.sort_unstable();
     // The v1.0 members, and the v0.3 ones a v0.3 client reads (additional
-    // interfaces, preferred transport, protocol version, the extended
-    // card's flag, url).
+    // interfaces, preferred transport, protocol version, url).
     assert_eq!(
         top,
         [
@@ -49,7 +48,6 @@ async fn the_card_is_v1_with_caching_headers_and_a_reachable_interface() {
             "protocolVersion",
             "skills",
             "supportedInterfaces",
-            "supportsAuthenticatedExtendedCard",
             "url",
             "version"
         ]

@@ -46,8 +46,9 @@ async fn ok(h: &Harness, method: &str, params: Value) -> Value {
     r["result"].clone()
 }
 
-/// A v0.3 streaming call's events, read until the gateway ends the stream.
-async fn stream(h: &Harness, agent: &str, method: &str, params: Value) -> Vec<Value> {
+/// A v0.3 streaming call's whole events (results or errors), read until the
+/// gateway ends the stream.
+async fn stream_raw(h: &Harness, agent: &str, method: &str, params: Value) -> Vec<Value> {
     let resp = post(h, agent, method, params, None)
         .header("accept", "text/event-stream")
         .send()
@@ -60,6 +61,12 @@ async fn stream(h: &Harness, agent: &str, method: &str, params: Value) -> Vec<Va
         .expect("the stream ends")
         .expect("body");
     sse_events(&body)
+}
+
+/// A v0.3 streaming call's results (panics on an error event).
+async fn stream(h: &Harness, agent: &str, method: &str, params: Value) -> Vec<Value> {
+    stream_raw(h, agent, method, params)
+        .await
         .into_iter()
         .map(|e| {
             assert!(e.get("error").is_none(), "{e}");
@@ -271,16 +278,14 @@ async fn v03_streams_carry_v03_events_and_final_on_the_last_one() {
     } else {
         assert_eq!(last["status"]["state"], "input-required", "{ir:?}");
     }
-    // Resubscribing to a task that is done: v0.3's UnsupportedOperation.
-    let r = common::json_body(post(
-        &h,
-        &agent,
-        "tasks/resubscribe",
-        json!({"id": tid}),
-        None,
-    ))
-    .await;
-    assert_eq!(r["error"]["code"], -32004, "{r}");
+    // Resubscribing to a task that is done, or to none: the error inside
+    // the stream, as v0.3 servers answer (UnsupportedOperation, TaskNotFound).
+    for (id, code) in [(tid.as_str(), -32004), ("no-such-task", -32001)] {
+        let r = stream_raw(&h, &agent, "tasks/resubscribe", json!({"id": id})).await;
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(r[0]["error"]["code"], code, "{r:?}");
+        assert_eq!(r[0]["id"], "r1");
+    }
     // Resubscribing to an open task: the task, then its updates until it
     // ends (here canceled, with final).
     let sink = h.sink.id().to_owned();
@@ -348,6 +353,15 @@ async fn v03_push_configs_are_set_read_listed_and_deleted_nested() {
     );
     let got = ok(&h, "tasks/pushNotificationConfig/get", json!({"id": tid})).await;
     assert_eq!(got, set);
+    // An id the task has no config of: the task's config, as the v0.3
+    // SDK's server answers (its TCK asks for `default`).
+    let got = ok(
+        &h,
+        "tasks/pushNotificationConfig/get",
+        json!({"id": tid, "pushNotificationConfigId": "default"}),
+    )
+    .await;
+    assert_eq!(got, set);
     let listed = ok(&h, "tasks/pushNotificationConfig/list", json!({"id": tid})).await;
     assert_eq!(listed, json!([set]));
     let del = rpc(
@@ -395,6 +409,22 @@ async fn the_version_header_and_bad_v03_input_get_clear_errors() {
     assert_eq!(r["error"]["code"], -32001, "{r}");
     let r = rpc(&h, "tasks/get", json!({"id": 5})).await;
     assert_eq!(r["error"]["code"], -32602, "{r}");
+    let r = rpc(&h, "tasks/get", json!({"id": "x", "historyLength": -1})).await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    // A part without its `kind` (v0.3 requires it) is refused.
+    let r = rpc(
+        &h,
+        "message/send",
+        json!({"message": {"kind": "message", "messageId": "k",
+        "role": "user", "parts": [{"type": "text", "text": "x"}]}}),
+    )
+    .await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let listed = h.ok("ListTasks", json!({})).await;
+    assert_eq!(
+        listed["totalSize"], 1,
+        "only the first send made a task: {listed}"
+    );
     h.gateway.stop().await;
 }
 
@@ -416,5 +446,47 @@ async fn an_error_code_v03_lacks_reaches_a_v03_client_as_internal_error() {
     ))
     .await;
     assert_eq!(v1["error"]["code"], -32008, "{v1}");
+    h.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_authenticated_extended_card_needs_authentication() {
+    // Without bearer tokens there is no authenticated caller: not declared,
+    // and asked for, v0.3's AuthenticatedExtendedCardNotConfigured.
+    let h = Harness::start(|_| {}).await;
+    assert!(h
+        .card()
+        .await
+        .get("supportsAuthenticatedExtendedCard")
+        .is_none());
+    let r = rpc(&h, "agent/getAuthenticatedExtendedCard", Value::Null).await;
+    assert_eq!(r["error"]["code"], -32007, "{r}");
+    h.gateway.stop().await;
+    // With them, declared and answered (with the v0.3 fields) to a caller
+    // with a token.
+    const TOKEN: &str = "alice-secret-0123456789";
+    let h = Harness::start(|o| {
+        o.tokens =
+            a2a_gateway::security::Tokens::parse([format!("alice={TOKEN}").as_str()]).unwrap()
+    })
+    .await;
+    let card = h.card().await;
+    assert_eq!(card["supportsAuthenticatedExtendedCard"], true, "{card}");
+    assert_eq!(card["security"], json!([{"bearer": []}]), "{card}");
+    assert_eq!(card["securitySchemes"]["bearer"]["type"], "http", "{card}");
+    let agent = h.agent.id().to_owned();
+    let r = common::json_body(
+        post(
+            &h,
+            &agent,
+            "agent/getAuthenticatedExtendedCard",
+            json!({}),
+            None,
+        )
+        .bearer_auth(TOKEN),
+    )
+    .await;
+    assert_eq!(r["result"]["protocolVersion"], "0.3.0", "{r}");
+    assert_eq!(r["result"]["url"], h.url(), "{r}");
     h.gateway.stop().await;
 }

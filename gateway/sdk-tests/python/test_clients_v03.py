@@ -8,7 +8,7 @@ serve-tck` exposes (the TCK's system under test: it behaves by the
 whole delegation: card discovery, send, input-required and its follow-up,
 artifacts of each part kind, a message answer, a non-blocking send polled to
 its end, streams and resubscription with `final`, cancel, push config CRUD,
-the authenticated extended card, and the v0.3 error codes.
+the card as the client reads it, and the v0.3 error codes.
 
 Usage: `python test_clients_v03.py --url http://127.0.0.1:PORT` (with the
 v0.3 SDK installed: run.sh makes a venv of its own for it). Prints one line
@@ -116,7 +116,8 @@ class Checks:
         assert card.preferred_transport == "JSONRPC", card.preferred_transport
         assert card.capabilities.streaming, card.capabilities
         assert card.skills and card.skills[0].id, card.skills
-        assert card.supports_authenticated_extended_card, card
+        # serve-tck asks for no authentication: no authenticated extended card.
+        assert not card.supports_authenticated_extended_card, card
 
     async def send_completes(self):
         task = await send_one(self.unary, msg("tck-complete-task"))
@@ -239,7 +240,7 @@ class Checks:
         assert got == stored, (got, stored)
         await asyncio.wait_for(self.unary.cancel_task(TaskIdParams(id=task.id)), TIMEOUT)
 
-    async def extended_card(self):
+    async def get_card(self):
         card = await asyncio.wait_for(self.unary.get_card(), TIMEOUT)
         assert card.protocol_version == "0.3.0" and card.name, card
 
@@ -272,7 +273,7 @@ async def main():
         "resubscribe_sees_the_follow_up",
         "cancel_an_interrupted_task",
         "push_config_set_and_get",
-        "extended_card",
+        "get_card",
         "errors_have_v03_codes",
     ]:
         try:

@@ -141,8 +141,8 @@ pub fn params_in(m: Method, params: &Value) -> Result<Value, E> {
         Method::Get => {
             let mut out = Map::new();
             out.insert("id".into(), task_id()?);
-            if let Some(h) = p.get("historyLength").filter(|h| !h.is_null()) {
-                out.insert("historyLength".into(), h.clone());
+            if let Some(h) = history_length(p)? {
+                out.insert("historyLength".into(), json!(h));
             }
             Value::Object(out)
         }
@@ -188,6 +188,19 @@ pub fn params_in(m: Method, params: &Value) -> Result<Value, E> {
     })
 }
 
+/// A `historyLength` member: absent, or a count (v0.3's schema says an
+/// integer; a negative one is refused, not read as "all").
+fn history_length(o: &Map<String, Value>) -> Result<Option<u64>, E> {
+    match o.get("historyLength") {
+        None | Some(Value::Null) => Ok(None),
+        Some(h) => h.as_u64().map(Some).ok_or_else(|| {
+            bad(format!(
+                "historyLength must be a count (0 or more), not {h}"
+            ))
+        }),
+    }
+}
+
 /// `MessageSendParams` -> v1.0 `SendMessageRequest`.
 fn send_in(p: &Map<String, Value>) -> Result<Value, E> {
     let msg = p.get("message").ok_or_else(|| bad("message is required"))?;
@@ -199,10 +212,8 @@ fn send_in(p: &Map<String, Value>) -> Result<Value, E> {
         copy(c, &mut conf, &["acceptedOutputModes"]);
         // v0.3 reads 0 as "no limit" where v1.0 reads it as "none": left
         // unset, as the official compatibility layers do.
-        if let Some(h) = c.get("historyLength").filter(|h| !h.is_null()) {
-            if h.as_i64() != Some(0) {
-                conf.insert("historyLength".into(), h.clone());
-            }
+        if let Some(h) = history_length(c)?.filter(|h| *h != 0) {
+            conf.insert("historyLength".into(), json!(h));
         }
         match c.get("blocking") {
             None | Some(Value::Null) => {}
@@ -287,14 +298,12 @@ const DATA_COMPAT: &str = "data_part_compat";
 /// v0.3 `Part` (`TextPart`, `FilePart`, `DataPart`) -> v1.0 `Part`.
 pub fn part_in(v: &Value) -> Result<Value, E> {
     let p = object(v, "a part")?;
-    // `kind` is the discriminator; a part without it is read by its
-    // member, as the v0.3 SDK's own parser does.
+    // `kind` is the discriminator, required by v0.3's schema: a part
+    // without it (or with another member naming its type) is refused
+    // rather than guessed at.
     let kind = match p.get("kind") {
         Some(Value::String(k)) => k.as_str(),
         Some(_) => return Err(bad("part kind must be a string")),
-        None if p.contains_key("text") => "text",
-        None if p.contains_key("file") => "file",
-        None if p.contains_key("data") => "data",
         None => return Err(bad("a part needs a kind (text, file or data)")),
     };
     let mut out = Map::new();
@@ -574,8 +583,8 @@ pub fn push_config_out(c: &Value) -> Value {
 }
 
 /// The v0.3 result of a method from its v1.0 result.
-pub fn result_out(m: Method, r: &Value) -> Value {
-    match m {
+pub fn result_out(m: Method, r: &Value) -> Result<Value, E> {
+    Ok(match m {
         Method::Send | Method::Stream => event_out(r, false),
         Method::Get | Method::Cancel | Method::Resubscribe => task_out(r),
         Method::PushSet | Method::PushGet => push_config_out(r),
@@ -587,9 +596,16 @@ pub fn result_out(m: Method, r: &Value) -> Value {
         ),
         // v0.3 answers a delete with a null result.
         Method::PushDelete => Value::Null,
-        // The gateway's card carries the v0.3 fields already ([`card`]).
-        Method::ExtendedCard => r.clone(),
-    }
+        // The gateway's card carries the v0.3 fields already ([`card`]);
+        // v0.3's extended card is the authenticated one, so a gateway
+        // without authentication has none to give ([`card`] says so).
+        Method::ExtendedCard => {
+            if r.get("supportsAuthenticatedExtendedCard") != Some(&Value::Bool(true)) {
+                return Err(E::ExtendedCardNotConfigured);
+            }
+            r.clone()
+        }
+    })
 }
 
 /// The error codes v0.3 defines: JSON-RPC's and A2A's -32001..=-32007.
@@ -616,7 +632,8 @@ pub fn error_out(mut e: Value) -> Value {
 /// `supportedInterfaces` at the JSON-RPC interface's URL (after the v1.0
 /// ones, which v1.0 clients prefer), and `protocolVersion`, `url`,
 /// `preferredTransport`, `additionalInterfaces`,
-/// `supportsAuthenticatedExtendedCard`, `security`, and the `type` member
+/// `supportsAuthenticatedExtendedCard` (with authentication), `security`,
+/// and the `type` member
 /// of each security scheme, which v1.0 readers ignore. The members both
 /// versions share (`name`, `capabilities`, `skills`, the modes) are one.
 pub fn card(c: &v1::AgentCard) -> Value {
@@ -646,7 +663,9 @@ pub fn card(c: &v1::AgentCard) -> Value {
         "additionalInterfaces",
         json!([{"url": url, "transport": "JSONRPC"}]),
     );
-    if c.capabilities.extended_agent_card {
+    // v0.3's extended card is for authenticated callers: declared only
+    // when the card asks for authentication.
+    if c.capabilities.extended_agent_card && c.security_schemes.is_some() {
         put(o, "supportsAuthenticatedExtendedCard", json!(true));
     }
     if let Some(Value::Object(schemes)) = o.get_mut("securitySchemes") {

@@ -158,7 +158,7 @@ pub async fn handle(
 fn v03_result(m: Option<v03::Method>, v: Box<RawValue>) -> Result<Box<RawValue>, E> {
     let Some(m) = m else { return Ok(v) };
     let tree: Value = serde_json::from_str(v.get()).map_err(|e| E::Internal(e.to_string()))?;
-    to_raw(&v03::result_out(m, &tree))
+    to_raw(&v03::result_out(m, &tree)?)
 }
 
 /// What a unary method answers: its result, serialised once, and the task
@@ -248,6 +248,22 @@ struct Streaming<'a> {
 impl Streaming<'_> {
     /// Its error answer, with its audit line.
     fn fail(self, task: Option<&str>, e: E) -> Response {
+        if self.who.v03.is_some() {
+            // v0.3 servers answer a failed stream inside the stream (one
+            // error event), where v0.3 clients read it.
+            let w = self.who;
+            let elapsed = self.started.elapsed().as_micros();
+            audit(
+                w.log,
+                w.identity,
+                w.agent,
+                self.method,
+                task,
+                Err(e.code()),
+                elapsed,
+            );
+            return sse::error_event(self.id, v03::error_out(e.to_json()));
+        }
         fail(self.who, self.method, task, self.started, e, self.id)
     }
 
@@ -360,7 +376,13 @@ async fn list_tasks(app: &App, who: &Who<'_>, params: &Value) -> Unary {
 fn push_get(app: &App, who: &Who<'_>, params: &Value) -> Unary {
     let req = parse::<v1::PushConfigIdRequest>(params)?;
     push_task(app, who.identity, who.agent, &req.task_id)?;
-    match app.core.pusher.get(&req.task_id, &req.id) {
+    let found = app.core.pusher.get(&req.task_id, &req.id).or_else(|| {
+        // A v0.3 server answers the task's config whatever id is asked
+        // (the v0.3 SDK's own does; its TCK asks for `default`).
+        who.v03
+            .and_then(|_| app.core.pusher.list(&req.task_id).into_iter().next())
+    });
+    match found {
         Some(c) => to_raw(&c).map(|v| (v, Some(req.task_id.clone()))),
         None => Err(E::InvalidParams(format!(
             "no push config `{}` on task {}",

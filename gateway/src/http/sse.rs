@@ -44,6 +44,14 @@ fn ends(state: State, end_on_interrupt: bool) -> bool {
     state.is_terminal() || (end_on_interrupt && state.is_interrupted())
 }
 
+/// A stream of one JSON-RPC error event (how a v0.3 server answers a
+/// streaming call that fails).
+pub fn error_event(id: Value, error: Value) -> Response {
+    let line = json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string();
+    let once = stream::once(async move { Ok::<Event, Infallible>(Event::default().data(line)) });
+    Sse::new(once).into_response()
+}
+
 /// The SSE response of a task stream starting at `snapshot` (`v03`: in
 /// A2A v0.3's shapes).
 #[allow(clippy::too_many_arguments)]

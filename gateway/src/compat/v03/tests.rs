@@ -151,10 +151,6 @@ fn each_part_kind_is_read_into_its_v1_part() {
             json!({"kind": "data", "data": {"value": [1, 2]}, "metadata": {"data_part_compat": true}}),
             json!({"data": [1, 2]}),
         ),
-        // Without `kind`: read by its member.
-        (json!({"text": "bare"}), json!({"text": "bare"})),
-        (json!({"file": {"uri": "u"}}), json!({"url": "u"})),
-        (json!({"data": {}}), json!({"data": {}})),
     ];
     for (v03, want) in cases {
         assert_eq!(part_in(&v03).unwrap(), want, "{v03}");
@@ -178,6 +174,12 @@ fn bad_parts_and_messages_are_invalid_params_with_a_reason() {
         (json!({"kind": "data", "data": [1]}), "must be an object"),
         (json!({"kind": 3}), "kind must be a string"),
         (json!({}), "needs a kind"),
+        // v0.3's schema requires `kind`: not guessed from other members.
+        (json!({"text": "bare"}), "needs a kind"),
+        (
+            json!({"type": "unsupported_type", "text": "x"}),
+            "needs a kind",
+        ),
         (json!("text"), "must be an object"),
     ];
     for (p, why) in bad_parts {
@@ -205,6 +207,19 @@ fn bad_parts_and_messages_are_invalid_params_with_a_reason() {
             "{p}"
         );
     }
+}
+
+#[test]
+fn a_history_length_must_be_a_count() {
+    for bad in [json!(-1), json!(1.5), json!("3"), json!(true)] {
+        let e = params_in(Method::Get, &json!({"id": "t", "historyLength": bad})).unwrap_err();
+        assert_eq!(e.code(), -32602, "{bad}");
+        assert!(e.to_string().contains("historyLength"), "{e}");
+        let p = json!({"message": user_msg(), "configuration": {"historyLength": bad}});
+        assert_eq!(params_in(Method::Send, &p).unwrap_err().code(), -32602);
+    }
+    let p = json!({"id": "t", "historyLength": null});
+    assert_eq!(params_in(Method::Get, &p).unwrap(), json!({"id": "t"}));
 }
 
 #[test]
@@ -373,7 +388,7 @@ fn a_task_gets_kinds_lowercase_states_and_v03_roles() {
                             "parts": [{"kind": "text", "text": "hi"}]}]})
     );
     for m in [Method::Get, Method::Cancel] {
-        assert_eq!(result_out(m, &v1_task()), t);
+        assert_eq!(result_out(m, &v1_task()).unwrap(), t);
     }
     // A task without artifacts or history has neither member.
     let bare = task_out(&json!({"id": "t", "contextId": "c",
@@ -387,13 +402,13 @@ fn a_task_gets_kinds_lowercase_states_and_v03_roles() {
 #[test]
 fn a_send_result_is_the_task_or_the_message_itself() {
     assert_eq!(
-        result_out(Method::Send, &json!({"task": v1_task()})),
+        result_out(Method::Send, &json!({"task": v1_task()})).unwrap(),
         task_out(&v1_task())
     );
     let m = json!({"messageId": "r", "role": "ROLE_AGENT", "contextId": "c",
                    "parts": [{"text": "done"}]});
     assert_eq!(
-        result_out(Method::Send, &json!({"message": m})),
+        result_out(Method::Send, &json!({"message": m})).unwrap(),
         json!({"kind": "message", "messageId": "r", "role": "agent", "contextId": "c",
                "parts": [{"kind": "text", "text": "done"}]})
     );
@@ -433,17 +448,20 @@ fn push_configs_are_nested_back_and_listed_as_an_array() {
                    "authentication": {"scheme": "Bearer", "credentials": "cr"}});
     let want = json!({"taskId": "t", "pushNotificationConfig": {"id": "p", "url": "https://h/w",
         "token": "tok", "authentication": {"schemes": ["Bearer"], "credentials": "cr"}}});
-    assert_eq!(result_out(Method::PushSet, &c), want);
-    assert_eq!(result_out(Method::PushGet, &c), want);
+    assert_eq!(result_out(Method::PushSet, &c).unwrap(), want);
+    assert_eq!(result_out(Method::PushGet, &c).unwrap(), want);
     assert_eq!(
-        result_out(Method::PushList, &json!({"configs": [c.clone(), c]})),
+        result_out(Method::PushList, &json!({"configs": [c.clone(), c]})).unwrap(),
         json!([want.clone(), want])
     );
     assert_eq!(
-        result_out(Method::PushList, &json!({"configs": []})),
+        result_out(Method::PushList, &json!({"configs": []})).unwrap(),
         json!([])
     );
-    assert_eq!(result_out(Method::PushDelete, &json!({})), Value::Null);
+    assert_eq!(
+        result_out(Method::PushDelete, &json!({})).unwrap(),
+        Value::Null
+    );
 }
 
 #[test]
@@ -551,7 +569,13 @@ fn the_card_security_and_extended_card_have_their_v03_forms_too() {
         json!([{"schemes": {"bearer": {"list": []}}}])
     );
     // The extended card's v0.3 result is that card as it is.
-    assert_eq!(result_out(Method::ExtendedCard, &c), c);
+    assert_eq!(result_out(Method::ExtendedCard, &c).unwrap(), c);
+    // Without authentication, v0.3 has no authenticated extended card:
+    // not declared, and asked for, v0.3's -32007.
+    let open = card(&v1_card(false, true));
+    assert!(open.get("supportsAuthenticatedExtendedCard").is_none());
+    let e = result_out(Method::ExtendedCard, &open).unwrap_err();
+    assert_eq!(e.code(), -32007);
 }
 
 #[test]
