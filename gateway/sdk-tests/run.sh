@@ -27,7 +27,7 @@
 #
 # Installs what it needs first: a venv at gateway/sdk-tests/.venv from PyPI
 # (python/requirements.txt, pinned by python/constraints.txt), one at
-# .venv-v03 for the v0.3 SDK (python/requirements-v03.txt, pinned by
+# .v03/.venv for the v0.3 SDK (python/requirements-v03.txt, pinned by
 # python/constraints-v03.txt) and the npm
 # packages of js/ (`npm ci`). Prints each command it runs; exits non-zero if
 # anything failed. Every wait has a deadline.
@@ -44,7 +44,7 @@ NAME=sdk-tests
 install_deps a2a-sdk @a2a-js/sdk
 # The v0.3 SDK is the same package as the 1.x one: a venv of its own, made
 # again only when its pins change.
-VENV03="$HERE/.venv-v03"
+VENV03="$HERE/.v03/.venv"
 if [ ! -x "$VENV03/bin/python" ] || ! cmp -s "$HERE/python/constraints-v03.txt" "$VENV03/.installed"; then
   run "$PY" -m venv "$VENV03" || die "cannot create $VENV03 (python3-venv missing?)"
   run "$VENV03/bin/pip" install -q --disable-pip-version-check \
