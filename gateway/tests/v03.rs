@@ -490,3 +490,33 @@ async fn the_authenticated_extended_card_needs_authentication() {
     assert_eq!(r["result"]["url"], h.url(), "{r}");
     h.gateway.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_v03_card_the_card_is_strictly_v1_and_v03_calls_still_work() {
+    // v1.0's card schema is closed: `--no-v03-card` serves the v1.0
+    // members only (the v1.0 TCK checks so).
+    let h = Harness::start(|o| o.v03_card = false).await;
+    let card = h.card().await;
+    for k in [
+        "url",
+        "protocolVersion",
+        "preferredTransport",
+        "additionalInterfaces",
+    ] {
+        assert!(card.get(k).is_none(), "{k}: {card}");
+    }
+    assert_eq!(
+        card["supportedInterfaces"].as_array().unwrap().len(),
+        1,
+        "{card}"
+    );
+    // A v0.3 client that knows the endpoint is served all the same.
+    let t = ok(
+        &h,
+        "message/send",
+        json!({"message": msg("tck-complete-nocard", "x")}),
+    )
+    .await;
+    assert_eq!(t["status"]["state"], "completed", "{t}");
+    h.gateway.stop().await;
+}

@@ -95,18 +95,24 @@ pub fn card_of(
 }
 
 impl Cards {
-    /// Renders the cards of `exposed`.
+    /// Renders the cards of `exposed` (`v03_fields`: with A2A v0.3's).
     pub fn new(
         exposed: &[Exposed],
         public_url: &str,
         caps: &v1::AgentCapabilities,
         bearer: bool,
+        v03_fields: bool,
     ) -> Cards {
         let mut by_agent = HashMap::new();
         for e in exposed {
+            let card = card_of(e, public_url, caps, bearer);
             // With the v0.3 fields beside the v1.0 ones (one card for both).
-            let card = v03::card(&card_of(e, public_url, caps, bearer));
-            let body = serde_json::to_string(&card).unwrap_or_else(|_| "{}".into());
+            let body = if v03_fields {
+                serde_json::to_string(&v03::card(&card))
+            } else {
+                serde_json::to_string(&card)
+            }
+            .unwrap_or_else(|_| "{}".into());
             let etag = format!("\"{:016x}\"", fnv(body.as_bytes()));
             by_agent.insert(e.name.clone(), Rendered { body, etag });
         }
