@@ -5,7 +5,9 @@
 #     (`a2a-sdk`, python/test_clients.py) and the JS SDK (`@a2a-js/sdk`,
 #     js/test_clients.mjs) send, stream, subscribe, cancel and list; the
 #     Python SDK of A2A v0.3 (`a2a-sdk==0.3.26`, python/test_clients_v03.py)
-#     runs a whole v0.3 delegation against the gateway's v0.3 compatibility.
+#     runs a whole v0.3 delegation against the gateway's v0.3 compatibility,
+#     and so does the JS SDK of A2A v0.3 (`@a2a-js/sdk` 0.3.x,
+#     js-v03/test_clients_v03.mjs).
 #  2. outbound: a remote agent served by the Python SDK's server
 #     (python/remote_agent.py) is added with `a2a-gateway remote add`; a local
 #     delegate (the Rust example `remote_delegate`, plain a2a-client) calls it
@@ -29,7 +31,7 @@
 # (python/requirements.txt, pinned by python/constraints.txt), one at
 # .v03/.venv for the v0.3 SDK (python/requirements-v03.txt, pinned by
 # python/constraints-v03.txt) and the npm
-# packages of js/ (`npm ci`). Prints each command it runs; exits non-zero if
+# packages of js/ and js-v03/ (`npm ci`). Prints each command it runs; exits non-zero if
 # anything failed. Every wait has a deadline.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -50,6 +52,12 @@ if [ ! -x "$VENV03/bin/python" ] || ! cmp -s "$HERE/python/constraints-v03.txt" 
   run "$VENV03/bin/pip" install -q --disable-pip-version-check \
     -r "$HERE/python/requirements-v03.txt" -c "$HERE/python/constraints-v03.txt" || die "pip install (v0.3 SDK) failed"
   cp "$HERE/python/constraints-v03.txt" "$VENV03/.installed"
+fi
+# And its JS SDK, beside the 1.x one the same way (npm ci on a change).
+if [ ! -d "$HERE/js-v03/node_modules/@a2a-js/sdk" ] ||
+  ! cmp -s "$HERE/js-v03/package-lock.json" "$HERE/js-v03/node_modules/.package-lock.json.stamp"; then
+  (cd "$HERE/js-v03" && run npm ci --no-audit --no-fund --loglevel=error) || die "npm ci (v0.3 SDK) failed"
+  cp "$HERE/js-v03/package-lock.json" "$HERE/js-v03/node_modules/.package-lock.json.stamp"
 fi
 
 # scripts/test-all.sh sets A2A_PREBUILT after `cargo test --workspace`, which
@@ -100,8 +108,9 @@ if wait_for "$WORK/tck.log" '"ready":true' "$!" "a2a-gateway serve-tck"; then
   step "python a2a-sdk clients against serve-tck" timeout 300 "$VENV/bin/python" "$HERE/python/test_clients.py" --url "$URL"
   step "js @a2a-js/sdk clients against serve-tck" env A2A_GATEWAY_URL="$URL" timeout 300 node --test "$HERE/js/test_clients.mjs"
   step "python a2a-sdk 0.3 clients (A2A v0.3) against serve-tck" timeout 300 "$VENV03/bin/python" "$HERE/python/test_clients_v03.py" --url "$URL"
+  step "js @a2a-js/sdk 0.3 clients (A2A v0.3) against serve-tck" env A2A_GATEWAY_URL="$URL" timeout 300 node --test "$HERE/js-v03/test_clients_v03.mjs"
 else
-  FAILED=$((FAILED + 3))
+  FAILED=$((FAILED + 4))
 fi
 
 # ---------------------------------------------------------------- 2. outbound
