@@ -2,16 +2,17 @@
 # The gateway driven by the official A2A SDKs, as independent programs:
 #
 #  1. inbound: `a2a-gateway serve-tck` exposes a local agent; the Python SDK
-#     (`a2a-sdk`, python/test_clients.py) and the JS SDK (`@a2a-js/sdk`,
-#     js/test_clients.mjs) send, stream, subscribe, cancel and list; the
-#     Python SDK of A2A v0.3 (`a2a-sdk==0.3.26`, python/test_clients_v03.py)
-#     runs a whole v0.3 delegation against the gateway's v0.3 compatibility,
-#     and so does the JS SDK of A2A v0.3 (`@a2a-js/sdk` 0.3.x,
-#     js-v03/test_clients_v03.mjs).
+#     (`a2a-sdk`, python/test_clients.py, over JSON-RPC and then HTTP+JSON)
+#     and the JS SDK (`@a2a-js/sdk`, js/test_clients.mjs) send, stream,
+#     subscribe, cancel and list; the Python SDK of A2A v0.3
+#     (`a2a-sdk==0.3.26`, python/test_clients_v03.py) runs a whole v0.3
+#     delegation against the gateway's v0.3 compatibility, and so does the
+#     JS SDK of A2A v0.3 (`@a2a-js/sdk` 0.3.x, js-v03/test_clients_v03.mjs).
 #  2. outbound: a remote agent served by the Python SDK's server
 #     (python/remote_agent.py) is added with `a2a-gateway remote add`; a local
 #     delegate (the Rust example `remote_delegate`, plain a2a-client) calls it
-#     through the broker and checks the events and the completed task.
+#     through the broker and checks the events and the completed task; then
+#     the same against the SDK's server offering only HTTP+JSON (2b).
 #  3. restarts: `a2a-gateway serve` in front of the TCK agent and a sink
 #     (the Rust example `tck_agent`, a process of its own) is stopped with
 #     SIGTERM, then with SIGKILL, and started again on its state file; the
@@ -106,11 +107,12 @@ PIDS+=($!)
 if wait_for "$WORK/tck.log" '"ready":true' "$!" "a2a-gateway serve-tck"; then
   URL="http://127.0.0.1:$PORT"
   step "python a2a-sdk clients against serve-tck" timeout 300 "$VENV/bin/python" "$HERE/python/test_clients.py" --url "$URL"
+  step "python a2a-sdk clients over HTTP+JSON against serve-tck" timeout 300 "$VENV/bin/python" "$HERE/python/test_clients.py" --url "$URL" --binding HTTP+JSON
   step "js @a2a-js/sdk clients against serve-tck" env A2A_GATEWAY_URL="$URL" timeout 300 node --test "$HERE/js/test_clients.mjs"
   step "python a2a-sdk 0.3 clients (A2A v0.3) against serve-tck" timeout 300 "$VENV03/bin/python" "$HERE/python/test_clients_v03.py" --url "$URL"
   step "js @a2a-js/sdk 0.3 clients (A2A v0.3) against serve-tck" env A2A_GATEWAY_URL="$URL" timeout 300 node --test "$HERE/js-v03/test_clients_v03.mjs"
 else
-  FAILED=$((FAILED + 4))
+  FAILED=$((FAILED + 5))
 fi
 
 # ---------------------------------------------------------------- 2. outbound
@@ -149,6 +151,42 @@ if wait_for "$WORK/broker.log" '"ready":true' "$BPID" "a2a-broker" &&
 else
   FAILED=$((FAILED + 2))
 fi
+
+# ---------------------------------------------------------------- 2b. outbound over HTTP+JSON
+# The Python SDK's server offering only its REST routes (streaming, then
+# not), added to the broker of section 2 and driven by the same delegate.
+for MODE in streaming unary; do
+  FLAG=""
+  [ "$MODE" = unary ] && FLAG="--no-streaming"
+  P2="$(free_port)"
+  LOG2="$WORK/remote-rest-$MODE.log"
+  echo "+ $VENV/bin/python $HERE/python/remote_agent.py --port $P2 --name py-rest-$MODE --binding HTTP+JSON $FLAG" >&2
+  # shellcheck disable=SC2086
+  "$VENV/bin/python" "$HERE/python/remote_agent.py" --port "$P2" --name "py-rest-$MODE" --binding HTTP+JSON $FLAG >"$LOG2" 2>&1 &
+  P2PID=$!
+  PIDS+=($P2PID)
+  if kill -0 "$BPID" 2>/dev/null && wait_for "$LOG2" '^READY' "$P2PID" "python REST remote agent ($MODE)"; then
+    echo "+ $GATEWAY remote add --socket $SOCK http://127.0.0.1:$P2" >&2
+    "$GATEWAY" remote add --socket "$SOCK" "http://127.0.0.1:$P2" >"$WORK/remote-add-rest-$MODE.out" 2>"$WORK/remote-add-rest-$MODE.log" &
+    PIDS+=($!)
+    if wait_for "$WORK/remote-add-rest-$MODE.out" '^remote .* -> peer ' "$!" "a2a-gateway remote add (REST, $MODE)"; then
+      PEER="$(sed -n 's/^remote .* -> peer //p' "$WORK/remote-add-rest-$MODE.out" | head -1)"
+      step "a local delegate calls the Python SDK's $MODE REST-only server through the broker" \
+        timeout 300 "$DELEGATE" --socket "$SOCK" --peer "$PEER"
+      for _ in $(seq 100); do grep -q '^CANCELED ' "$LOG2" && break; sleep 0.1; done
+      if grep -q '^CANCELED ' "$LOG2"; then
+        PASSED=$((PASSED + 1)); echo "== ok: the $MODE REST remote saw the delegate's cancel"
+      else
+        FAILED=$((FAILED + 1)); echo "== FAILED: the $MODE REST remote never saw the delegate's cancel"
+        cat "$LOG2" "$WORK/remote-add-rest-$MODE.log" >&2
+      fi
+    else
+      FAILED=$((FAILED + 2))
+    fi
+  else
+    FAILED=$((FAILED + 2))
+  fi
+done
 
 # ---------------------------------------------------------------- 3. restarts
 R="$WORK/restart"

@@ -1001,7 +1001,7 @@ async fn serve_odd() -> (String, Arc<Mutex<Vec<String>>>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_remote_client_follows_no_redirect_reads_bounded_and_sends_its_token() {
-    use a2a_gateway::outbound::card::MAX_CARD_BYTES;
+    use a2a_gateway::outbound::card::{Binding, Endpoint, MAX_CARD_BYTES};
     use a2a_gateway::outbound::rpc::RemoteRpc;
     use a2a_gateway::outbound::{RemoteError, RpcOptions};
     let (base, auth) = serve_odd().await;
@@ -1028,7 +1028,14 @@ async fn the_remote_client_follows_no_redirect_reads_bounded_and_sends_its_token
     assert_eq!(auth.lock().as_slice(), ["Bearer s3cret"]);
     // An error event after a result: the result first, then the error.
     let mut s = rpc
-        .stream(&format!("{base}/sse"), "SendStreamingMessage", json!({}))
+        .stream(
+            &Endpoint {
+                url: format!("{base}/sse"),
+                binding: Binding::JsonRpc,
+            },
+            "SendStreamingMessage",
+            json!({}),
+        )
         .await
         .expect("stream");
     let first = tokio::time::timeout(TIMEOUT, s.next())

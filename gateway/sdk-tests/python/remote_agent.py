@@ -14,12 +14,14 @@ text, so that a test can ask for each path the gateway must translate:
 - `fail ...`: a task that goes FAILED with a message.
 
 Usage: `python remote_agent.py --port PORT [--name NAME] [--watch-stdin]
-[--no-streaming]`. It prints one line `READY <url>` on stdout once it listens,
+[--no-streaming] [--binding JSONRPC|HTTP+JSON]`. It prints one line `READY <url>` on stdout once it listens,
 and exits on SIGTERM, or with `--watch-stdin` when its stdin closes (so that a
 parent that dies never leaves it behind). Each message it is sent prints
 `EXEC <text>` (so a test counts how often a message ran), each task canceled
 `CANCELED <task id>`. `--no-streaming` says so in the card, so that the
-gateway forwards with unary `SendMessage` calls.
+gateway forwards with unary `SendMessage` calls. `--binding HTTP+JSON`
+serves the SDK's REST routes (under `/a2a/rest`) instead of JSON-RPC, and
+the card offers that interface alone.
 """
 
 import argparse
@@ -33,7 +35,7 @@ from a2a.helpers.proto_helpers import get_message_text, new_task, new_text_messa
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events.event_queue_v2 import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types.a2a_pb2 import (
     AgentCapabilities,
@@ -100,13 +102,17 @@ class ScriptedExecutor(AgentExecutor):
         print(f"CANCELED {task.id}", flush=True)
 
 
-def build_app(name: str, url: str, streaming: bool = True) -> Starlette:
+# Where each binding is served.
+PATHS = {"JSONRPC": "/a2a/jsonrpc", "HTTP+JSON": "/a2a/rest"}
+
+
+def build_app(name: str, url: str, streaming: bool = True, binding: str = "JSONRPC") -> Starlette:
     card = AgentCard(
         name=name,
         description="A scripted remote agent served by the a2a-sdk (Python)",
         version="1.0.0",
         supported_interfaces=[
-            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")
+            AgentInterface(url=url, protocol_binding=binding, protocol_version="1.0")
         ],
         capabilities=AgentCapabilities(streaming=streaming, push_notifications=False),
         default_input_modes=["text/plain"],
@@ -126,7 +132,10 @@ def build_app(name: str, url: str, streaming: bool = True) -> Starlette:
         agent_card=card,
     )
     routes = create_agent_card_routes(card, cache_control="public, max-age=60")
-    routes += create_jsonrpc_routes(handler, rpc_url="/a2a/jsonrpc")
+    if binding == "HTTP+JSON":
+        routes += create_rest_routes(handler, path_prefix=PATHS[binding])
+    else:
+        routes += create_jsonrpc_routes(handler, rpc_url=PATHS[binding])
     return Starlette(routes=routes)
 
 
@@ -136,11 +145,11 @@ async def main() -> None:
     parser.add_argument("--name", default="py-remote")
     parser.add_argument("--watch-stdin", action="store_true")
     parser.add_argument("--no-streaming", action="store_true")
+    parser.add_argument("--binding", default="JSONRPC", choices=sorted(PATHS))
     args = parser.parse_args()
-    url = f"http://127.0.0.1:{args.port}/a2a/jsonrpc"
-    config = uvicorn.Config(
-        build_app(args.name, url, streaming=not args.no_streaming), host="127.0.0.1", port=args.port, log_level="warning"
-    )
+    url = f"http://127.0.0.1:{args.port}{PATHS[args.binding]}"
+    app = build_app(args.name, url, streaming=not args.no_streaming, binding=args.binding)
+    config = uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="warning")
     server = uvicorn.Server(config)
     serving = asyncio.create_task(server.serve())
     while not server.started:

@@ -5,8 +5,11 @@ under test: it behaves by the `messageId` prefix of the first message) with
 the SDK's own client: card discovery, send, stream, get, subscribe, cancel,
 list (with paging), and the errors a client must be able to read.
 
-Usage: `python test_clients.py --url http://127.0.0.1:PORT`. Prints one line
-per check and a closing `python-sdk: N passed, M failed`; exits non-zero if
+Usage: `python test_clients.py --url http://127.0.0.1:PORT [--binding B]`,
+B the protocol binding the SDK is told to use (`JSONRPC`, the default, or
+`HTTP+JSON`: the same checks over the REST binding, and every request the
+SDK makes is checked to be on that binding's paths). Prints one line per
+check and a closing `python-sdk (B): N passed, M failed`; exits non-zero if
 any check failed.
 """
 
@@ -70,30 +73,60 @@ async def send_one(client, m):
     return events[0]
 
 
+# The path of each operation in the REST binding (under the interface URL).
+REST_PATHS = ("/message:send", "/message:stream", "/tasks")
+
+
 class Checks:
-    def __init__(self, url):
+    def __init__(self, url, binding):
         self.url = url
+        self.binding = binding
         self.unary = None
         self.streaming = None
         self.context = None
+        self.http = None
+        # The path of every request the SDK's clients made.
+        self.paths = []
 
     async def setup(self):
-        self.unary = await create_client(self.url, ClientConfig(streaming=False))
-        self.streaming = await create_client(self.url, ClientConfig(streaming=True))
+        async def seen(request):
+            self.paths.append(request.url.path)
+
+        self.http = httpx.AsyncClient(timeout=TIMEOUT, event_hooks={"request": [seen]})
+        bindings = [self.binding]
+        self.unary = await create_client(
+            self.url, ClientConfig(streaming=False, httpx_client=self.http, supported_protocol_bindings=bindings)
+        )
+        self.streaming = await create_client(
+            self.url, ClientConfig(streaming=True, httpx_client=self.http, supported_protocol_bindings=bindings)
+        )
 
     async def close(self):
         for c in (self.unary, self.streaming):
             if c is not None:
                 await c.close()
+        if self.http is not None:
+            await self.http.aclose()
+
+    async def requests_use_the_binding(self):
+        # Run last: every call above went over the binding asked for.
+        calls = [p for p in self.paths if not p.endswith("/.well-known/agent-card.json")]
+        assert calls, "no calls were seen"
+        rest = [p for p in calls if any(seg in p for seg in REST_PATHS)]
+        if self.binding == "HTTP+JSON":
+            assert rest == calls, f"a call off the REST paths: {sorted(set(calls) - set(rest))}"
+        else:
+            assert not rest, f"a REST call in a JSON-RPC run: {rest}"
 
     async def card_is_v1(self):
         async with httpx.AsyncClient(timeout=TIMEOUT) as http:
             card = await A2ACardResolver(http, self.url).get_agent_card()
         assert card.name, "the card has a name"
         assert card.capabilities.streaming, "the card declares streaming"
-        iface = card.supported_interfaces[0]
-        assert iface.protocol_binding == "JSONRPC", iface
-        assert iface.protocol_version.startswith("1."), iface
+        bindings = [i.protocol_binding for i in card.supported_interfaces]
+        assert bindings == ["JSONRPC", "HTTP+JSON"], bindings
+        for iface in card.supported_interfaces:
+            assert iface.protocol_version.startswith("1."), iface
 
     async def send_completes(self):
         ev = await send_one(self.unary, msg("tck-complete-task"))
@@ -205,14 +238,16 @@ class Checks:
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
+    parser.add_argument("--binding", default="JSONRPC", choices=["JSONRPC", "HTTP+JSON"])
     args = parser.parse_args()
-    checks = Checks(args.url)
+    checks = Checks(args.url, args.binding)
+    who = f"python-sdk ({args.binding})"
     passed = failed = 0
     try:
         await asyncio.wait_for(checks.setup(), TIMEOUT)
     except Exception:
         traceback.print_exc()
-        print("python-sdk: 0 passed, 1 failed")
+        print(f"{who}: 0 passed, 1 failed")
         return 1
     for name in [
         "card_is_v1",
@@ -224,17 +259,18 @@ async def main():
         "cancel_an_interrupted_task",
         "list_pages_a_context",
         "errors_are_typed",
+        "requests_use_the_binding",
     ]:
         try:
             await getattr(checks, name)()
             passed += 1
-            print(f"ok   python-sdk {name}")
+            print(f"ok   {who} {name}")
         except Exception as e:
             failed += 1
-            print(f"FAIL python-sdk {name}: {e!r}")
+            print(f"FAIL {who} {name}: {e!r}")
             traceback.print_exc()
     await checks.close()
-    print(f"python-sdk: {passed} passed, {failed} failed")
+    print(f"{who}: {passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 
 

@@ -33,7 +33,8 @@ pub struct Cards {
     last_modified: String,
 }
 
-/// The URL of an exposed agent's JSON-RPC interface.
+/// The URL of an exposed agent's interfaces: JSON-RPC posts to it, the
+/// HTTP+JSON paths are under it.
 pub fn interface_url(public_url: &str, agent: &str) -> String {
     format!("{}/agents/{agent}", public_url.trim_end_matches('/'))
 }
@@ -76,11 +77,16 @@ pub fn card_of(
         } else {
             c.version.clone()
         },
-        supported_interfaces: vec![v1::AgentInterface {
-            url: interface_url(public_url, &e.name),
-            protocol_binding: "JSONRPC".into(),
-            protocol_version: "1.0".into(),
-        }],
+        // JSON-RPC first: a client that takes the first interface keeps
+        // the binding it always had.
+        supported_interfaces: ["JSONRPC", "HTTP+JSON"]
+            .into_iter()
+            .map(|binding| v1::AgentInterface {
+                url: interface_url(public_url, &e.name),
+                protocol_binding: binding.into(),
+                protocol_version: "1.0".into(),
+            })
+            .collect(),
         // The gateway streams and pushes for every agent (from the
         // broker's events), whatever the local card says; the extended
         // card is the same card, answered to callers that passed the

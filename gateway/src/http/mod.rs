@@ -4,17 +4,23 @@
 //!   (and `GET /.well-known/agent-card.json` for the first exposed agent),
 //!   with `Cache-Control`, `ETag` and `Last-Modified`;
 //! - `POST /agents/NAME` and `POST /agents/NAME/`: the JSON-RPC binding
-//!   ([`jsonrpc`]), SSE for the streaming methods ([`sse`]).
+//!   ([`jsonrpc`]), SSE for the streaming methods ([`sse`]);
+//! - `/agents/NAME/message:send`, `/agents/NAME/tasks/...` and the other
+//!   paths of the HTTP+JSON binding ([`rest`]), on the same base URL.
 //!
-//! Every answer is JSON (or SSE): a client that calls `response.json()`
-//! unguarded never meets an HTML error page. The checks before a call is
-//! dispatched, in order: bearer identity (401), rate limit (429), body
-//! size (413), `Content-Type` (-32005), `A2A-Version` (-32009), then the
-//! JSON-RPC envelope.
+//! Both bindings run the same operations ([`ops`]). Every answer is JSON
+//! (or SSE): a client that calls `response.json()` unguarded never meets
+//! an HTML error page. The checks before a call is dispatched, in order
+//! ([`admit`], the same for both bindings): bearer identity (401), rate
+//! limit (429), body size (413), the agent (404); then `Content-Type`
+//! (-32005, HTTP+JSON 415), `A2A-Version` (-32009, HTTP+JSON 400), then the
+//! JSON-RPC envelope or the HTTP+JSON route.
 
 pub mod card;
 pub mod edge;
 pub mod jsonrpc;
+pub mod ops;
+pub mod rest;
 pub mod sse;
 
 use crate::core::Core;
@@ -23,7 +29,7 @@ use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum::Router;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
@@ -77,6 +83,7 @@ pub fn router(app: Arc<App>) -> Router {
         )
         .route("/agents/{agent}", post(rpc))
         .route("/agents/{agent}/", post(rpc))
+        .route("/agents/{agent}/{*path}", any(rest::handle))
         .fallback(not_found)
         // Bodies are read with our own bound (a JSON answer when over it).
         .layer(DefaultBodyLimit::disable())
@@ -106,6 +113,37 @@ async fn rpc(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let refuse =
+        |status, e: &crate::mapping::GatewayError| rpc_error(status, Value::Null, e.to_json());
+    match admit(&app, &agent, &headers, body, refuse).await {
+        Ok(a) => jsonrpc::handle(Arc::clone(&app), a.identity, agent, &headers, &a.body).await,
+        Err(r) => r,
+    }
+}
+
+/// A request that passed the checks every call of both bindings meets
+/// before its binding reads it.
+pub struct Admitted {
+    /// The caller's identity (its bearer token's name).
+    pub identity: String,
+    /// The whole request body.
+    pub body: Vec<u8>,
+    /// The body's share of the body budget, held while the call runs.
+    pub _held: Option<OwnedSemaphorePermit>,
+}
+
+/// The checks before a call, in order: bearer identity (401), rate limit
+/// (429, with `Retry-After`), the body within its bound and timeout (413,
+/// 408), the agent (404); each refusal has its audit line and is written
+/// by the binding's `refuse` (JSON-RPC and HTTP+JSON frame errors
+/// differently).
+pub async fn admit(
+    app: &App,
+    agent: &str,
+    headers: &HeaderMap,
+    body: Body,
+    refuse: impl Fn(StatusCode, &crate::mapping::GatewayError) -> Response,
+) -> Result<Admitted, Response> {
     use crate::mapping::GatewayError as E;
     let auth = headers
         .get(header::AUTHORIZATION)
@@ -116,103 +154,87 @@ async fn rpc(
         } else {
             "no credentials"
         };
-        audit_refusal(&app.config.audit, None, &agent, 401, why);
-        let mut r = rpc_error(
-            StatusCode::UNAUTHORIZED,
-            Value::Null,
-            E::Unauthenticated.to_json(),
-        );
+        audit_refusal(&app.config.audit, None, agent, 401, why);
+        let mut r = refuse(StatusCode::UNAUTHORIZED, &E::Unauthenticated);
         r.headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        return r;
+        return Err(r);
     };
     if let Err(wait) = app.config.limiter.check(&identity) {
-        audit_refusal(
-            &app.config.audit,
-            Some(&identity),
-            &agent,
-            429,
-            "rate limit",
-        );
-        let mut r = rpc_error(
-            StatusCode::TOO_MANY_REQUESTS,
-            Value::Null,
-            E::RateLimited.to_json(),
-        );
+        audit_refusal(&app.config.audit, Some(&identity), agent, 429, "rate limit");
+        let mut r = refuse(StatusCode::TOO_MANY_REQUESTS, &E::RateLimited);
         let secs = wait.ceil().max(1.0) as u64;
         if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
             r.headers_mut().insert(header::RETRY_AFTER, v);
         }
-        return r;
+        return Err(r);
     }
-    let (bytes, _held) = match read_body(&app.config, &headers, body).await {
+    let (bytes, held) = match read_body(&app.config, headers, body).await {
         Ok(b) => b,
         Err(BodyError::TooLarge) => {
             audit_refusal(
                 &app.config.audit,
                 Some(&identity),
-                &agent,
+                agent,
                 413,
                 "body too large",
             );
-            return rpc_error(
+            return Err(refuse(
                 StatusCode::PAYLOAD_TOO_LARGE,
-                Value::Null,
-                E::InvalidRequest(format!(
+                &E::InvalidRequest(format!(
                     "request body over {} bytes",
                     app.config.max_body_bytes
-                ))
-                .to_json(),
-            );
+                )),
+            ));
         }
         Err(BodyError::Timeout) => {
             audit_refusal(
                 &app.config.audit,
                 Some(&identity),
-                &agent,
+                agent,
                 408,
                 "body too slow",
             );
-            return rpc_error(
+            return Err(refuse(
                 StatusCode::REQUEST_TIMEOUT,
-                Value::Null,
-                E::InvalidRequest(format!(
+                &E::InvalidRequest(format!(
                     "request body not received within {} s",
                     app.config.body_timeout.as_secs()
-                ))
-                .to_json(),
-            );
+                )),
+            ));
         }
         Err(BodyError::Broken) => {
             audit_refusal(
                 &app.config.audit,
                 Some(&identity),
-                &agent,
+                agent,
                 400,
                 "body broken off",
             );
-            return rpc_error(
+            return Err(refuse(
                 StatusCode::BAD_REQUEST,
-                Value::Null,
-                E::InvalidRequest("request body broken off".into()).to_json(),
-            );
+                &E::InvalidRequest("request body broken off".into()),
+            ));
         }
     };
-    if app.core.agent(&agent).is_none() {
+    if app.core.agent(agent).is_none() {
         audit_refusal(
             &app.config.audit,
             Some(&identity),
-            &agent,
+            agent,
             404,
             "no such agent",
         );
-        return rpc_error(
+        return Err(refuse(
             StatusCode::NOT_FOUND,
-            Value::Null,
-            E::InvalidRequest(format!("no agent `{agent}` here")).to_json(),
-        );
+            &E::InvalidRequest(format!("no agent `{agent}` here")),
+        ));
     }
-    jsonrpc::handle(app, identity, agent, &headers, &bytes).await
+    Ok(Admitted {
+        identity,
+        body: bytes,
+        _held: held,
+    })
 }
 
 /// Why a request body was not read.

@@ -1,5 +1,6 @@
-//! SSE streams of one task: each event a whole JSON-RPC response on one
-//! `data:` line (`{"jsonrpc","id","result": StreamResponse}`), the task
+//! SSE streams of one task: each event on one `data:` line, a whole
+//! JSON-RPC response (`{"jsonrpc","id","result": StreamResponse}`) for the
+//! JSON-RPC binding, the bare `StreamResponse` for HTTP+JSON; the task
 //! first, then its status and artifact updates newer than that task, and
 //! the end of the stream after a terminal state (and, for
 //! `SendStreamingMessage`, after an interrupted one: the client answers
@@ -24,7 +25,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 struct St {
-    id: Value,
+    /// The JSON-RPC id events are wrapped with (none: bare events).
+    envelope: Option<Value>,
     task_id: String,
     last_version: u64,
     queue: VecDeque<Value>,
@@ -56,7 +58,7 @@ pub fn error_event(id: Value, error: Value) -> Response {
 /// A2A v0.3's shapes).
 #[allow(clippy::too_many_arguments)]
 pub fn stream_task(
-    id: Value,
+    envelope: Option<Value>,
     snapshot: Task,
     rx: broadcast::Receiver<HubEvent>,
     view: TaskView,
@@ -73,7 +75,7 @@ pub fn stream_task(
     let mut queue = VecDeque::new();
     queue.push_back(first);
     let st = St {
-        id,
+        envelope,
         task_id: snapshot.id.clone(),
         last_version: snapshot.version,
         queue,
@@ -87,7 +89,10 @@ pub fn stream_task(
     let events = stream::unfold(st, |mut st| async move {
         loop {
             if let Some(result) = st.queue.pop_front() {
-                let line = json!({"jsonrpc": "2.0", "id": st.id, "result": result}).to_string();
+                let line = match &st.envelope {
+                    Some(id) => json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string(),
+                    None => result.to_string(),
+                };
                 return Some((Ok::<Event, Infallible>(Event::default().data(line)), st));
             }
             if st.done {

@@ -41,7 +41,7 @@
 //! task follow the remote's order. The bridge loop never awaits a remote:
 //! a slow remote holds its own tasks' actors, never the others'.
 
-use super::card::CachedCard;
+use super::card::{CachedCard, Endpoint};
 use super::rpc::{CardFetch, RemoteError, RemoteRpc};
 use super::translate::{
     artifact_from_v1, message_from_v1, reflect, send_params, status_steps, Reflect,
@@ -145,7 +145,7 @@ impl Drop for Sending<'_> {
 }
 
 impl Shared {
-    fn endpoint(&self) -> (String, bool) {
+    fn endpoint(&self) -> (Endpoint, bool) {
         let c = self.card.read();
         (c.card.endpoint.clone(), c.card.streaming)
     }
@@ -979,7 +979,7 @@ impl TaskActor {
     /// answered something (so a retry would send the message twice).
     async fn forward_streaming(
         &mut self,
-        endpoint: &str,
+        endpoint: &Endpoint,
         params: Value,
     ) -> Result<(), (RemoteError, bool)> {
         let shared = Arc::clone(&self.shared);
@@ -1010,7 +1010,7 @@ impl TaskActor {
 
     async fn forward_unary(
         &mut self,
-        endpoint: &str,
+        endpoint: &Endpoint,
         params: Value,
     ) -> Result<(), (RemoteError, bool)> {
         let shared = Arc::clone(&self.shared);

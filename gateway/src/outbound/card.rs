@@ -1,6 +1,6 @@
 //! A remote agent's card: fetched from `<base>/.well-known/agent-card.json`,
-//! read for what the gateway needs (its name, its JSON-RPC endpoint, whether
-//! it streams), mirrored as the card the gateway registers in the broker,
+//! read for what the gateway needs (its name, its endpoint and that
+//! endpoint's binding, whether it streams), mirrored as the card the gateway registers in the broker,
 //! and cached with its validators (`ETag`, `Last-Modified`) and freshness
 //! (`Cache-Control: max-age`) so that a refresh is a conditional GET.
 
@@ -27,10 +27,42 @@ pub enum CardError {
     /// No `name`, or an empty one.
     #[error("agent card has no name")]
     NoName,
-    /// No interface of the JSON-RPC binding (the only one the gateway
-    /// speaks), and no v0.3 `url` to fall back on.
-    #[error("agent card declares no JSONRPC interface")]
+    /// No interface of a binding the gateway speaks (JSON-RPC, HTTP+JSON),
+    /// and no v0.3 `url` to fall back on.
+    #[error("agent card declares no JSONRPC or HTTP+JSON interface")]
     NoJsonRpc,
+}
+
+/// An A2A binding the gateway speaks to remotes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binding {
+    /// JSON-RPC 2.0: every call a POST to the interface URL.
+    JsonRpc,
+    /// HTTP+JSON: each operation its verb and path under the interface URL.
+    HttpJson,
+}
+
+impl Binding {
+    /// Its `protocolBinding` name in a card.
+    pub fn name(self) -> &'static str {
+        match self {
+            Binding::JsonRpc => "JSONRPC",
+            Binding::HttpJson => "HTTP+JSON",
+        }
+    }
+}
+
+/// The interface of a remote the gateway calls: its URL and binding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub url: String,
+    pub binding: Binding,
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.url, self.binding.name())
+    }
 }
 
 /// What the gateway keeps of a remote card.
@@ -40,15 +72,16 @@ pub struct RemoteCard {
     pub raw: Value,
     /// Its `name`: the peer id asked for in the broker.
     pub name: String,
-    /// The URL JSON-RPC calls are POSTed to.
-    pub endpoint: String,
+    /// Where calls go, and in which binding.
+    pub endpoint: Endpoint,
     /// `capabilities.streaming`: forward with `SendStreamingMessage`.
     pub streaming: bool,
 }
 
 impl RemoteCard {
     /// Reads a served card. The first `supportedInterfaces` entry whose
-    /// binding is `JSONRPC` wins (as the official clients choose); a v0.3
+    /// binding is `JSONRPC` wins (as the official clients choose), else the
+    /// first `HTTP+JSON` one (an agent that serves only REST); a v0.3
     /// card's top-level `url` is the fallback (its default binding is
     /// JSON-RPC).
     pub fn parse(raw: Value) -> Result<RemoteCard, CardError> {
@@ -62,19 +95,34 @@ impl RemoteCard {
             .filter(|n| !n.is_empty())
             .ok_or(CardError::NoName)?
             .to_owned();
-        let endpoint = field(&raw, "supportedInterfaces", "supported_interfaces")
-            .and_then(Value::as_array)
-            .and_then(|ifs| {
-                ifs.iter().find(|i| {
+        let interfaces =
+            field(&raw, "supportedInterfaces", "supported_interfaces").and_then(Value::as_array);
+        let of_binding = |b: Binding| {
+            interfaces?
+                .iter()
+                .filter(|i| {
                     str_field(i, "protocolBinding", "protocol_binding")
-                        .is_some_and(|b| b.eq_ignore_ascii_case("JSONRPC"))
+                        .is_some_and(|x| x.eq_ignore_ascii_case(b.name()))
                 })
+                .find_map(|i| i.get("url").and_then(Value::as_str))
+                .filter(|u| !u.is_empty())
+                .map(|u| Endpoint {
+                    url: u.to_owned(),
+                    binding: b,
+                })
+        };
+        let endpoint = of_binding(Binding::JsonRpc)
+            .or_else(|| of_binding(Binding::HttpJson))
+            .or_else(|| {
+                raw.get("url")
+                    .and_then(Value::as_str)
+                    .filter(|u| !u.is_empty())
+                    .map(|u| Endpoint {
+                        url: u.to_owned(),
+                        binding: Binding::JsonRpc,
+                    })
             })
-            .and_then(|i| i.get("url").and_then(Value::as_str))
-            .or_else(|| raw.get("url").and_then(Value::as_str))
-            .filter(|u| !u.is_empty())
-            .ok_or(CardError::NoJsonRpc)?
-            .to_owned();
+            .ok_or(CardError::NoJsonRpc)?;
         let streaming = raw
             .get("capabilities")
             .and_then(|c| c.get("streaming"))
@@ -226,14 +274,40 @@ mod tests {
     fn the_jsonrpc_interface_is_chosen() {
         let c = RemoteCard::parse(v1_card()).unwrap();
         assert_eq!(c.name, "py-remote");
-        assert_eq!(c.endpoint, "http://h/a2a/jsonrpc");
+        assert_eq!(c.endpoint.url, "http://h/a2a/jsonrpc");
+        assert_eq!(c.endpoint.binding, Binding::JsonRpc);
         assert!(c.streaming);
+    }
+
+    #[test]
+    fn http_json_is_chosen_when_it_is_the_only_binding_spoken() {
+        let mut card = v1_card();
+        card["supportedInterfaces"][1] = json!({"url": "http://h/a2a/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"});
+        let c = RemoteCard::parse(card.clone()).unwrap();
+        assert_eq!(
+            c.endpoint,
+            Endpoint {
+                url: "http://h/a2a/rest".into(),
+                binding: Binding::HttpJson
+            }
+        );
+        // JSON-RPC still wins where both are offered, whatever the order.
+        card["supportedInterfaces"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"url": "http://h/rpc", "protocolBinding": "JSONRPC"}));
+        let c = RemoteCard::parse(card).unwrap();
+        assert_eq!(c.endpoint.binding, Binding::JsonRpc);
+        assert_eq!(c.endpoint.url, "http://h/rpc");
     }
 
     #[test]
     fn a_v03_card_falls_back_to_its_url_and_bad_cards_are_refused() {
         let c = RemoteCard::parse(json!({"name": "old", "url": "http://h/rpc"})).unwrap();
-        assert_eq!((c.endpoint.as_str(), c.streaming), ("http://h/rpc", false));
+        assert_eq!(
+            (c.endpoint.url.as_str(), c.endpoint.binding, c.streaming),
+            ("http://h/rpc", Binding::JsonRpc, false)
+        );
         assert_eq!(RemoteCard::parse(json!([])), Err(CardError::NotAnObject));
         assert_eq!(
             RemoteCard::parse(json!({"name": " "})),

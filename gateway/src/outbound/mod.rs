@@ -23,6 +23,7 @@
 
 mod bridge;
 pub mod card;
+mod rest;
 pub mod rpc;
 pub mod sse;
 pub mod translate;

@@ -1,12 +1,17 @@
 //! The gateway as an A2A v1.0 client of one remote agent: its card (a
-//! conditional GET), unary JSON-RPC calls over HTTP POST, and the SSE
-//! streams of `SendStreamingMessage` / `SubscribeToTask`.
+//! conditional GET), unary calls, and the SSE streams of
+//! `SendStreamingMessage` / `SubscribeToTask`, in the binding its card
+//! offers: JSON-RPC (a POST to the interface), or HTTP+JSON (each
+//! operation's verb and path under it, [`super::rest`]).
 //!
 //! Every read is bounded (a card, a response body, one stream event), and
 //! every call has a timeout, so a remote that misbehaves costs the gateway
 //! a failed task, never its memory or a stuck forwarder.
 
-use super::card::{card_url, refresh_after, CachedCard, CardError, RemoteCard, MAX_CARD_BYTES};
+use super::card::{
+    card_url, refresh_after, Binding, CachedCard, CardError, Endpoint, RemoteCard, MAX_CARD_BYTES,
+};
+use super::rest;
 use super::sse::{SseDecoder, SseError};
 use crate::limits::{REMOTE_STREAM_DRAIN, REMOTE_STREAM_DRAIN_BYTES};
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
@@ -322,7 +327,7 @@ impl RemoteRpc {
         let raw: Value = serde_json::from_slice(&body)
             .map_err(|e| RemoteError::BadResponse(format!("agent card: {e}")))?;
         let card = RemoteCard::parse(raw)?;
-        self.check_target(&card.endpoint)?;
+        self.check_target(&card.endpoint.url)?;
         Ok(CardFetch::Fresh(CachedCard {
             card,
             etag,
@@ -342,7 +347,7 @@ impl RemoteRpc {
     /// A unary call: the `result` of the response, or its error.
     pub async fn call(
         &self,
-        endpoint: &str,
+        endpoint: &Endpoint,
         method: &str,
         params: Value,
     ) -> Result<Value, RemoteError> {
@@ -353,28 +358,70 @@ impl RemoteRpc {
     /// A unary call bounded by `timeout` (a probe: `GetTask`, `CancelTask`).
     pub async fn call_within(
         &self,
-        endpoint: &str,
+        endpoint: &Endpoint,
         method: &str,
         params: Value,
         timeout: Duration,
     ) -> Result<Value, RemoteError> {
-        self.check_target(endpoint)?;
-        let (_, body) = self.envelope(method, params);
         let resp = self
-            .http
-            .post(endpoint)
-            .headers(self.headers(endpoint, "application/json"))
-            .json(&body)
-            .timeout(timeout)
-            .send()
+            .send(endpoint, method, params, "application/json", Some(timeout))
             .await?;
-        if !resp.status().is_success() {
-            return Err(RemoteError::Status(resp.status().as_u16()));
-        }
         let bytes = read_bounded(resp, MAX_BODY_BYTES).await?;
         let v: Value = serde_json::from_slice(&bytes)
             .map_err(|e| RemoteError::BadResponse(format!("not JSON: {e}")))?;
-        unwrap_response(v)
+        match endpoint.binding {
+            Binding::JsonRpc => unwrap_response(v),
+            // The answer is the result itself.
+            Binding::HttpJson => Ok(v),
+        }
+    }
+
+    /// Sends one call in the endpoint's binding: the response, if its
+    /// status is a success (else the error it carries).
+    async fn send(
+        &self,
+        endpoint: &Endpoint,
+        method: &str,
+        params: Value,
+        accept: &'static str,
+        timeout: Option<Duration>,
+    ) -> Result<reqwest::Response, RemoteError> {
+        let (req, url) = match endpoint.binding {
+            Binding::JsonRpc => {
+                let (_, body) = self.envelope(method, params);
+                (
+                    self.http.post(&endpoint.url).json(&body),
+                    endpoint.url.clone(),
+                )
+            }
+            Binding::HttpJson => {
+                let r = rest::request(&endpoint.url, method, params)?;
+                let mut req = self.http.request(r.verb, &r.url);
+                if let Some(body) = &r.body {
+                    req = req.json(body);
+                }
+                (req, r.url)
+            }
+        };
+        self.check_target(&url)?;
+        // (`json` set the Content-Type of a body; a GET has none.)
+        let mut req = req.headers(self.headers(&url, accept));
+        if let Some(t) = timeout {
+            req = req.timeout(t);
+        }
+        let resp = req.send().await?;
+        if resp.status().is_success() {
+            return Ok(resp);
+        }
+        let status = resp.status().as_u16();
+        Err(match endpoint.binding {
+            Binding::JsonRpc => RemoteError::Status(status),
+            // The binding's errors are statuses with a body naming them.
+            Binding::HttpJson => match read_bounded(resp, MAX_ERROR_BYTES).await {
+                Ok(body) => rest::error(status, &body),
+                Err(_) => RemoteError::Status(status),
+            },
+        })
     }
 
     /// A streaming call: the SSE stream of its responses. A remote that
@@ -383,23 +430,14 @@ impl RemoteRpc {
     /// stream.
     pub async fn stream(
         &self,
-        endpoint: &str,
+        endpoint: &Endpoint,
         method: &str,
         params: Value,
     ) -> Result<EventStream, RemoteError> {
-        self.check_target(endpoint)?;
-        let (_, body) = self.envelope(method, params);
         let resp = self
-            .http
-            .post(endpoint)
-            .headers(self.headers(endpoint, "text/event-stream"))
-            .header(CONTENT_TYPE, "application/json")
-            .json(&body)
-            .send()
+            .send(endpoint, method, params, "text/event-stream", None)
             .await?;
-        if !resp.status().is_success() {
-            return Err(RemoteError::Status(resp.status().as_u16()));
-        }
+        let bare = endpoint.binding == Binding::HttpJson;
         let is_sse = resp
             .headers()
             .get(CONTENT_TYPE)
@@ -409,13 +447,14 @@ impl RemoteRpc {
             let bytes = read_bounded(resp, MAX_BODY_BYTES).await?;
             let v: Value = serde_json::from_slice(&bytes)
                 .map_err(|e| RemoteError::BadResponse(format!("not JSON: {e}")))?;
-            let one = unwrap_response(v)?;
+            let one = if bare { v } else { unwrap_response(v)? };
             return Ok(EventStream {
                 resp: None,
                 decoder: SseDecoder::new(MAX_BODY_BYTES),
                 ready: VecDeque::from([one]),
                 failed: None,
                 idle: self.opts.stream_idle,
+                bare,
             });
         }
         Ok(EventStream {
@@ -424,9 +463,14 @@ impl RemoteRpc {
             ready: VecDeque::new(),
             failed: None,
             idle: self.opts.stream_idle,
+            bare,
         })
     }
 }
+
+/// The largest error body read from an HTTP+JSON remote (an AIP-193
+/// error is a few hundred bytes; a bigger one is taken as its status).
+const MAX_ERROR_BYTES: usize = 64 << 10;
 
 /// The origin of an http(s) URL (`scheme://host[:port]`, the port only
 /// when not the scheme's default), as the call and token rules compare
@@ -487,6 +531,9 @@ pub struct EventStream {
     /// once they are taken.
     failed: Option<RemoteError>,
     idle: Duration,
+    /// HTTP+JSON: each event is the `StreamResponse` itself (or an
+    /// `{"error": ...}` object), not a JSON-RPC response.
+    bare: bool,
 }
 
 impl EventStream {
@@ -562,7 +609,12 @@ impl EventStream {
                         ))));
                     }
                 };
-                match unwrap_response(v) {
+                let event = match (self.bare, v.get("error")) {
+                    (false, _) => unwrap_response(v),
+                    (true, Some(err)) => Err(rest::error_object(500, err)),
+                    (true, None) => Ok(v),
+                };
+                match event {
                     Ok(r) => self.ready.push_back(r),
                     Err(e) => {
                         // An error event ends the stream, after the results
@@ -580,6 +632,13 @@ impl EventStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn jsonrpc(url: &str) -> Endpoint {
+        Endpoint {
+            url: url.to_owned(),
+            binding: Binding::JsonRpc,
+        }
+    }
 
     #[test]
     fn responses_unwrap_to_their_result_or_error() {
@@ -674,7 +733,7 @@ mod tests {
         let rpc = RemoteRpc::new(None, Origins::of(&url).unwrap(), RpcOptions::default()).unwrap();
         for _ in 0..3 {
             let mut stream = rpc
-                .stream(&url, "SendStreamingMessage", json!({}))
+                .stream(&jsonrpc(&url), "SendStreamingMessage", json!({}))
                 .await
                 .expect("stream");
             // The caller stops at the event it wanted, before the end.
@@ -695,7 +754,7 @@ mod tests {
         let rpc = RemoteRpc::new(None, Origins::of(&url).unwrap(), RpcOptions::default()).unwrap();
         for _ in 0..2 {
             let mut stream = rpc
-                .stream(&url, "SendStreamingMessage", json!({}))
+                .stream(&jsonrpc(&url), "SendStreamingMessage", json!({}))
                 .await
                 .expect("stream");
             assert!(stream.next().await.expect("event").is_ok());
@@ -739,10 +798,13 @@ mod tests {
             RpcOptions::default(),
         )
         .unwrap();
-        let e = rpc.call(&other, "GetTask", json!({})).await.unwrap_err();
+        let e = rpc
+            .call(&jsonrpc(&other), "GetTask", json!({}))
+            .await
+            .unwrap_err();
         assert!(matches!(e, RemoteError::ForeignOrigin { .. }), "{e}");
         let e = rpc
-            .stream(&other, "SendStreamingMessage", json!({}))
+            .stream(&jsonrpc(&other), "SendStreamingMessage", json!({}))
             .await
             .unwrap_err();
         assert!(matches!(e, RemoteError::ForeignOrigin { .. }), "{e}");

@@ -221,6 +221,21 @@ impl Sse {
         }
     }
 
+    /// Reads an SSE response already received (the HTTP+JSON binding's
+    /// streams; panics unless it is SSE).
+    pub fn from_response(resp: reqwest::Response) -> Sse {
+        let ct = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        assert!(ct.contains("text/event-stream"), "not a stream: {ct}");
+        Sse {
+            resp,
+            buf: String::new(),
+        }
+    }
+
     /// The next event, or `None` when the server closed the stream
     /// (within TIMEOUT, else a panic).
     pub async fn next(&mut self) -> Option<Value> {
