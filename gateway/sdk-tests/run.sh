@@ -4,7 +4,10 @@
 #  1. inbound: `a2a-gateway serve-tck` exposes a local agent; the Python SDK
 #     (`a2a-sdk`, python/test_clients.py, over JSON-RPC and then HTTP+JSON)
 #     and the JS SDK (`@a2a-js/sdk`, js/test_clients.mjs) send, stream,
-#     subscribe, cancel and list.
+#     subscribe, cancel and list; the Python SDK of A2A v0.3
+#     (`a2a-sdk==0.3.26`, python/test_clients_v03.py) runs a whole v0.3
+#     delegation against the gateway's v0.3 compatibility, and so does the
+#     JS SDK of A2A v0.3 (`@a2a-js/sdk` 0.3.x, js-v03/test_clients_v03.mjs).
 #  2. outbound: a remote agent served by the Python SDK's server
 #     (python/remote_agent.py) is added with `a2a-gateway remote add`; a local
 #     delegate (the Rust example `remote_delegate`, plain a2a-client) calls it
@@ -26,8 +29,10 @@
 #     remote, and the remote ran each message exactly once.
 #
 # Installs what it needs first: a venv at gateway/sdk-tests/.venv from PyPI
-# (python/requirements.txt, pinned by python/constraints.txt) and the npm
-# packages of js/ (`npm ci`). Prints each command it runs; exits non-zero if
+# (python/requirements.txt, pinned by python/constraints.txt), one at
+# .v03/.venv for the v0.3 SDK (python/requirements-v03.txt, pinned by
+# python/constraints-v03.txt) and the npm
+# packages of js/ and js-v03/ (`npm ci`). Prints each command it runs; exits non-zero if
 # anything failed. Every wait has a deadline.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -40,6 +45,21 @@ NAME=sdk-tests
 
 # ---------------------------------------------------------------- install
 install_deps a2a-sdk @a2a-js/sdk
+# The v0.3 SDK is the same package as the 1.x one: a venv of its own, made
+# again only when its pins change.
+VENV03="$HERE/.v03/.venv"
+if [ ! -x "$VENV03/bin/python" ] || ! cmp -s "$HERE/python/constraints-v03.txt" "$VENV03/.installed"; then
+  run "$PY" -m venv "$VENV03" || die "cannot create $VENV03 (python3-venv missing?)"
+  run "$VENV03/bin/pip" install -q --disable-pip-version-check \
+    -r "$HERE/python/requirements-v03.txt" -c "$HERE/python/constraints-v03.txt" || die "pip install (v0.3 SDK) failed"
+  cp "$HERE/python/constraints-v03.txt" "$VENV03/.installed"
+fi
+# And its JS SDK, beside the 1.x one the same way (npm ci on a change).
+if [ ! -d "$HERE/js-v03/node_modules/@a2a-js/sdk" ] ||
+  ! cmp -s "$HERE/js-v03/package-lock.json" "$HERE/js-v03/node_modules/.package-lock.json.stamp"; then
+  (cd "$HERE/js-v03" && run npm ci --no-audit --no-fund --loglevel=error) || die "npm ci (v0.3 SDK) failed"
+  cp "$HERE/js-v03/package-lock.json" "$HERE/js-v03/node_modules/.package-lock.json.stamp"
+fi
 
 # scripts/test-all.sh sets A2A_PREBUILT after `cargo test --workspace`, which
 # built these with the workspace's features: a build of single packages
@@ -89,8 +109,10 @@ if wait_for "$WORK/tck.log" '"ready":true' "$!" "a2a-gateway serve-tck"; then
   step "python a2a-sdk clients against serve-tck" timeout 300 "$VENV/bin/python" "$HERE/python/test_clients.py" --url "$URL"
   step "python a2a-sdk clients over HTTP+JSON against serve-tck" timeout 300 "$VENV/bin/python" "$HERE/python/test_clients.py" --url "$URL" --binding HTTP+JSON
   step "js @a2a-js/sdk clients against serve-tck" env A2A_GATEWAY_URL="$URL" timeout 300 node --test "$HERE/js/test_clients.mjs"
+  step "python a2a-sdk 0.3 clients (A2A v0.3) against serve-tck" timeout 300 "$VENV03/bin/python" "$HERE/python/test_clients_v03.py" --url "$URL"
+  step "js @a2a-js/sdk 0.3 clients (A2A v0.3) against serve-tck" env A2A_GATEWAY_URL="$URL" timeout 300 node --test "$HERE/js-v03/test_clients_v03.mjs"
 else
-  FAILED=$((FAILED + 3))
+  FAILED=$((FAILED + 5))
 fi
 
 # ---------------------------------------------------------------- 2. outbound

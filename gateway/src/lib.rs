@@ -36,6 +36,8 @@
 //!   configs, remote task ids.
 //! - `state_file`: the state file's permissions (owner-only).
 //! - `limits`: the gateway's own bounds.
+//! - `compat`: A2A v0.3 requests and answers translated to and from
+//!   v1.0 (pure functions with tests).
 //! - `mapping`: v1.0 <-> `a2a.*` translation (states, roles, parts, ids,
 //!   contexts, paging, errors), pure functions with tests.
 //! - `v1`: the A2A v1.0 JSON types (ProtoJSON: camelCase out, camelCase
@@ -45,6 +47,7 @@
 //!   the bridge, the remote's card, the HTTP JSON-RPC client, SSE decoding,
 //!   translation), reached only through the outbound items below.
 
+mod compat;
 mod conn;
 mod core;
 mod http;

@@ -105,6 +105,10 @@ enum Cmd {
         /// to FILE (no message bodies, no secrets).
         #[arg(long, value_name = "FILE")]
         audit: Option<PathBuf>,
+        /// Cards strictly v1.0, without A2A v0.3's fields (`url`,
+        /// `protocolVersion`, ...) that v0.3 clients read.
+        #[arg(long)]
+        no_v03_card: bool,
     },
     /// Start a broker on a temporary database with the TCK's SUT agent and
     /// serve it (streaming and push notifications declared; loopback
@@ -125,6 +129,10 @@ enum Cmd {
         /// Do not declare (nor offer) the extended agent card.
         #[arg(long)]
         no_extended_card: bool,
+        /// A strictly v1.0 card, without A2A v0.3's fields (`url`,
+        /// `protocolVersion`, ...), as the v1.0 TCK's schema check wants.
+        #[arg(long)]
+        no_v03_card: bool,
         /// Declare the TCK's required extension (urn:a2a:tck:required-extension):
         /// message requests without it in A2A-Extensions get -32008. Every
         /// other TCK test sends none, so run this profile filtered (-k CAP).
@@ -194,6 +202,7 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
             remote_bearer_env,
             remote_allow_origins,
             audit,
+            no_v03_card,
         } => {
             let tokens = tokens_of(tokens, token_file)?;
             let remote_allow_origins =
@@ -213,6 +222,7 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
             opts.state = Some(state);
             opts.reply_timeout = (reply_timeout > 0).then(|| Duration::from_secs(reply_timeout));
             opts.audit = audit;
+            opts.v03_card = !no_v03_card;
             opts.listen = listen;
             opts.public_url = public_url;
             opts.tokens = tokens;
@@ -260,6 +270,7 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
             no_streaming,
             no_push,
             no_extended_card,
+            no_v03_card,
             require_tck_extension,
         } => {
             if !listen.ip().is_loopback() {
@@ -269,6 +280,7 @@ async fn run(cmd: Cmd) -> Result<(), Box<dyn std::error::Error>> {
                 streaming: !no_streaming,
                 push: !no_push,
                 extended_card: !no_extended_card,
+                v03_card: !no_v03_card,
                 required_extension: require_tck_extension
                     .then_some("urn:a2a:tck:required-extension"),
             };

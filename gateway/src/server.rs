@@ -63,6 +63,10 @@ pub struct ServeOptions {
     pub streaming: bool,
     /// Offer `GetExtendedAgentCard` (declared in the cards).
     pub extended_card: bool,
+    /// The cards carry A2A v0.3's fields beside v1.0's (`compat::v03`): a
+    /// v0.3 client needs them, v1.0's closed card schema has no room for
+    /// them (`--no-v03-card` for a strictly v1.0 card).
+    pub v03_card: bool,
     /// Extension URIs declared as required: message requests must list
     /// them in `A2A-Extensions`.
     pub required_extensions: Vec<String>,
@@ -98,6 +102,7 @@ impl ServeOptions {
             max_connections: limits::MAX_CONNECTIONS,
             streaming: true,
             extended_card: true,
+            v03_card: true,
             required_extensions: Vec::new(),
             audit: None,
         }
@@ -273,7 +278,8 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         .unwrap_or_else(|| format!("http://{addr}"));
     let pusher = Pusher::new(opts.webhooks.clone(), store.clone());
     let caps = capabilities(&opts, pusher.enabled());
-    let cards = Cards::new(&exposed, &public_url, &caps, !opts.tokens.is_empty());
+    let bearer = !opts.tokens.is_empty();
+    let cards = Cards::new(&exposed, &public_url, &caps, bearer, opts.v03_card);
     let core = Arc::new(Core::new(
         broker,
         exposed,

@@ -33,16 +33,22 @@ async fn the_card_is_v1_with_caching_headers_and_a_reachable_interface() {
         .map(String::as_str)
         .collect();
     top.sort_unstable();
+    // The v1.0 members, and the v0.3 ones a v0.3 client reads (additional
+    // interfaces, preferred transport, protocol version, url).
     assert_eq!(
         top,
         [
+            "additionalInterfaces",
             "capabilities",
             "defaultInputModes",
             "defaultOutputModes",
             "description",
             "name",
+            "preferredTransport",
+            "protocolVersion",
             "skills",
             "supportedInterfaces",
+            "url",
             "version"
         ]
     );
@@ -476,7 +482,7 @@ async fn a_required_extension_must_be_listed_by_message_requests() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn v03_method_names_and_blocking_false_are_answered_with_the_v1_names() {
+async fn v03_names_under_the_v1_header_get_the_v1_names_and_blocking_false_returns_at_once() {
     let h = Harness::start(|_| {}).await;
     let r = h
         .rpc(
@@ -499,22 +505,19 @@ async fn v03_method_names_and_blocking_false_are_answered_with_the_v1_names() {
     let r = h.rpc("NoSuchMethod", json!({})).await;
     assert_eq!(r["error"]["code"], -32601);
     assert!(!string(&r["error"]["message"]).contains("v0.3"), "{r}");
-    // v0.3's `blocking: false` would be ignored by v1.0 (and block): refused
-    // with the v1.0 field, and nothing was sent.
-    let r = h
-        .rpc(
-            "SendMessage",
-            json!({"message": message("tck-complete-task-v03b", "hi"),
-                   "configuration": {"blocking": false}}),
-        )
-        .await;
-    assert_eq!(r["error"]["code"], -32602, "{r}");
-    assert!(
-        string(&r["error"]["message"]).contains("returnImmediately"),
+    // v0.3's `blocking: false` is read as v1.0's `returnImmediately`: an
+    // agent that never answers (the sink) does not hold the call.
+    let sink = h.sink.id().to_owned();
+    let r = json_body(h.post_to(
+        &sink,
+        "SendMessage",
+        json!({"message": message("open-v03b", "hi"), "configuration": {"blocking": false}}),
+    ))
+    .await;
+    assert_eq!(
+        r["result"]["task"]["status"]["state"], "TASK_STATE_SUBMITTED",
         "{r}"
     );
-    let listed = h.ok("ListTasks", json!({})).await;
-    assert_eq!(listed["totalSize"], 0, "{listed}");
     // `blocking: true` is v1.0's default: let through.
     let ok = h
         .ok(

@@ -1,9 +1,11 @@
-//! The v1.0 agent cards of the exposed agents, rendered once at start
+//! The v1.0 agent cards of the exposed agents (with the v0.3 fields a
+//! v0.3 client reads, `compat::v03::card`), rendered once at start
 //! (the card of a local agent is read from the broker's registry) and
 //! served with caching headers: `Cache-Control: max-age`, a strong `ETag`
 //! (answered with 304 on `If-None-Match`), and `Last-Modified`.
 
 use super::App;
+use crate::compat::v03;
 use crate::core::Exposed;
 use crate::v1;
 use axum::extract::{Path, State};
@@ -99,17 +101,24 @@ pub fn card_of(
 }
 
 impl Cards {
-    /// Renders the cards of `exposed`.
+    /// Renders the cards of `exposed` (`v03_fields`: with A2A v0.3's).
     pub fn new(
         exposed: &[Exposed],
         public_url: &str,
         caps: &v1::AgentCapabilities,
         bearer: bool,
+        v03_fields: bool,
     ) -> Cards {
         let mut by_agent = HashMap::new();
         for e in exposed {
-            let body = serde_json::to_string(&card_of(e, public_url, caps, bearer))
-                .unwrap_or_else(|_| "{}".into());
+            let card = card_of(e, public_url, caps, bearer);
+            // With the v0.3 fields beside the v1.0 ones (one card for both).
+            let body = if v03_fields {
+                serde_json::to_string(&v03::card(&card))
+            } else {
+                serde_json::to_string(&card)
+            }
+            .unwrap_or_else(|_| "{}".into());
             let etag = format!("\"{:016x}\"", fnv(body.as_bytes()));
             by_agent.insert(e.name.clone(), Rendered { body, etag });
         }

@@ -6,6 +6,7 @@
 //! its mapping and its audit line are the same whichever binding asked.
 
 use super::{rest, rpc_error, sse, App};
+use crate::compat::v03;
 use crate::core::{self, SendOutcome};
 use crate::mapping::{self, GatewayError as E, TaskView};
 use crate::security::{audit, AuditLog};
@@ -97,6 +98,18 @@ pub fn version_supported(v: Option<&str>) -> bool {
 /// `Content-Type`, when there is one, is JSON, and the `A2A-Version` is one
 /// the gateway speaks ([`version_supported`]).
 pub fn check_headers(headers: &HeaderMap) -> Result<(), E> {
+    check_content_type(headers)?;
+    let version = headers
+        .get("a2a-version")
+        .map(|v| v.to_str().unwrap_or("?"));
+    if !version_supported(version) {
+        return Err(E::Version(version.unwrap_or("").to_owned()));
+    }
+    Ok(())
+}
+
+/// A `Content-Type`, when there is one, is JSON.
+pub fn check_content_type(headers: &HeaderMap) -> Result<(), E> {
     let ct = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -112,12 +125,6 @@ pub fn check_headers(headers: &HeaderMap) -> Result<(), E> {
             return Err(E::ContentType(ct));
         }
     }
-    let version = headers
-        .get("a2a-version")
-        .map(|v| v.to_str().unwrap_or("?"));
-    if !version_supported(version) {
-        return Err(E::Version(version.unwrap_or("").to_owned()));
-    }
     Ok(())
 }
 
@@ -126,6 +133,9 @@ pub struct Who<'a> {
     pub log: &'a AuditLog,
     pub identity: &'a str,
     pub agent: &'a str,
+    /// The A2A v0.3 method a JSON-RPC request called: its answers are
+    /// translated back (`compat::v03`).
+    pub v03: Option<v03::Method>,
 }
 
 /// Runs one operation, `method` (its v1.0 name) with `params` (its request
@@ -191,7 +201,10 @@ pub async fn call(
         }
         _ => {}
     }
-    match unary(app, who, method, params).await {
+    match unary(app, who, method, params)
+        .await
+        .and_then(|(v, task)| Ok((v03_result(who.v03, v)?, task)))
+    {
         Ok((v, task)) => {
             audit(
                 who.log,
@@ -206,6 +219,13 @@ pub async fn call(
         }
         Err(e) => fail(who, method, None, started, e, &framing),
     }
+}
+
+/// A v1.0 result made the v0.3 method's (for a v0.3 request).
+fn v03_result(m: Option<v03::Method>, v: Box<RawValue>) -> Result<Box<RawValue>, E> {
+    let Some(m) = m else { return Ok(v) };
+    let tree: Value = serde_json::from_str(v.get()).map_err(|e| E::Internal(e.to_string()))?;
+    to_raw(&v03::result_out(m, &tree)?)
 }
 
 /// What a unary method answers: its result, serialised once, and the task
@@ -295,6 +315,22 @@ struct Streaming<'a> {
 impl Streaming<'_> {
     /// Its error answer, with its audit line.
     fn fail(self, task: Option<&str>, e: E) -> Response {
+        if let (Some(_), Some(id)) = (self.who.v03, self.framing.stream_envelope()) {
+            // v0.3 servers answer a failed stream inside the stream (one
+            // error event), where v0.3 clients read it.
+            let w = self.who;
+            let elapsed = self.started.elapsed().as_micros();
+            audit(
+                w.log,
+                w.identity,
+                w.agent,
+                self.method,
+                task,
+                Err(e.code()),
+                elapsed,
+            );
+            return sse::error_event(id, v03::error_out(e.to_json()));
+        }
         fail(self.who, self.method, task, self.started, e, &self.framing)
     }
 
@@ -337,6 +373,7 @@ async fn send_streaming(app: &App, call: Streaming<'_>, params: &Value) -> Respo
                     true,
                     app.config.max_stream,
                     app.config.stopping.clone(),
+                    who.v03.is_some(),
                 ),
                 None => call.fail(None, E::Internal("no subscription".into())),
             }
@@ -363,6 +400,7 @@ async fn subscribe(app: &App, call: Streaming<'_>, params: &Value) -> Response {
                 false,
                 app.config.max_stream,
                 app.config.stopping.clone(),
+                who.v03.is_some(),
             )
         }
     }
@@ -401,7 +439,13 @@ async fn list_tasks(app: &App, who: &Who<'_>, params: &Value) -> Unary {
 fn push_get(app: &App, who: &Who<'_>, params: &Value) -> Unary {
     let req = parse::<v1::PushConfigIdRequest>(params)?;
     push_task(app, who.identity, who.agent, &req.task_id)?;
-    match app.core.pusher.get(&req.task_id, &req.id) {
+    let found = app.core.pusher.get(&req.task_id, &req.id).or_else(|| {
+        // A v0.3 server answers the task's config whatever id is asked
+        // (the v0.3 SDK's own does; its TCK asks for `default`).
+        who.v03
+            .and_then(|_| app.core.pusher.list(&req.task_id).into_iter().next())
+    });
+    match found {
         Some(c) => to_raw(&c).map(|v| (v, Some(req.task_id.clone()))),
         None => Err(E::InvalidParams(format!(
             "no push config `{}` on task {}",
@@ -494,17 +538,21 @@ fn v03_method(method: &str) -> Option<&'static str> {
     })
 }
 
-/// `SendMessage` params. v0.3's `configuration.blocking: false` would be
-/// ignored by the v1.0 reading (and the call would block): it is refused
-/// with the v1.0 field to use instead. (`blocking: true` is what v1.0
-/// does by default, so it is let through.)
+/// `SendMessage` params. v0.3's `configuration.blocking: false`, which
+/// the v1.0 reading would ignore (and block), is read as v1.0's
+/// `returnImmediately: true` unless that is given, as the official SDKs'
+/// compatibility layers read it.
 fn parse_send(params: &Value) -> Result<v1::SendMessageRequest, E> {
-    if params.pointer("/configuration/blocking") == Some(&Value::Bool(false)) {
-        return Err(E::InvalidParams(
-            "configuration.blocking is the A2A v0.3 field; in A2A v1.0 `\"blocking\": false` is `\"returnImmediately\": true`".into(),
-        ));
+    let mut req: v1::SendMessageRequest = parse(params)?;
+    let conf = params.get("configuration");
+    if conf.and_then(|c| c.get("blocking")) == Some(&Value::Bool(false))
+        && conf.and_then(|c| c.get("returnImmediately")).is_none()
+    {
+        if let Some(c) = req.configuration.as_mut() {
+            c.return_immediately = true;
+        }
     }
-    parse(params)
+    Ok(req)
 }
 
 fn parse<T: DeserializeOwned>(params: &Value) -> Result<T, E> {
@@ -538,7 +586,13 @@ pub fn fail(
         Err(e.code()),
         started.elapsed().as_micros(),
     );
-    framing.error(&e)
+    match (who.v03, framing) {
+        (Some(_), Framing::JsonRpc(id)) => {
+            let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::OK);
+            rpc_error(status, id.clone(), v03::error_out(e.to_json()))
+        }
+        _ => framing.error(&e),
+    }
 }
 
 #[cfg(test)]
@@ -571,18 +625,33 @@ mod tests {
     }
 
     #[test]
-    fn v03_names_and_blocking_false_get_the_v1_hint() {
+    fn v03_names_get_the_v1_hint_and_blocking_false_returns_immediately() {
         assert_eq!(v03_method("message/send"), Some("SendMessage"));
         assert_eq!(v03_method("tasks/resubscribe"), Some("SubscribeToTask"));
         assert_eq!(v03_method("SendMessage"), None);
         let p = json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
                        "configuration": {"blocking": false}});
-        let e = parse_send(&p).unwrap_err();
-        assert_eq!(e.code(), -32602);
-        assert!(e.to_string().contains("returnImmediately"), "{e}");
-        let mut ok = p.clone();
-        ok["configuration"] = json!({"blocking": true});
-        assert!(parse_send(&ok).is_ok());
+        let conf = parse_send(&p).unwrap().configuration.unwrap();
+        assert!(conf.return_immediately);
+        let mut blocks = p.clone();
+        blocks["configuration"] = json!({"blocking": true});
+        assert!(
+            !parse_send(&blocks)
+                .unwrap()
+                .configuration
+                .unwrap()
+                .return_immediately
+        );
+        // The v1.0 field, when given, is the one read.
+        let mut both = p.clone();
+        both["configuration"] = json!({"blocking": false, "returnImmediately": false});
+        assert!(
+            !parse_send(&both)
+                .unwrap()
+                .configuration
+                .unwrap()
+                .return_immediately
+        );
     }
 
     #[test]

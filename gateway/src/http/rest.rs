@@ -58,6 +58,8 @@ pub async fn handle(
         log: &app.config.audit,
         identity: &admitted.identity,
         agent: &agent,
+        // v0.3's REST paths are not served: v1.0's only.
+        v03: None,
     };
     let route = match route(&method, &path) {
         Ok(r) => r,

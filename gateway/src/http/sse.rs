@@ -8,6 +8,7 @@
 //! stream that outlives the gateway's bound, is ended, and so is every
 //! stream when the gateway stops; the client can subscribe again.
 
+use crate::compat::v03;
 use crate::core::HubEvent;
 use crate::mapping::{self, TaskView};
 use crate::v1;
@@ -36,6 +37,8 @@ struct St {
     deadline: Instant,
     /// True once the gateway stops (`HttpConfig::stopping`).
     stopping: watch::Receiver<bool>,
+    /// Events in A2A v0.3's shapes (`compat::v03`), for a v0.3 request.
+    v03: bool,
 }
 
 /// Does this state end the stream?
@@ -43,7 +46,17 @@ fn ends(state: State, end_on_interrupt: bool) -> bool {
     state.is_terminal() || (end_on_interrupt && state.is_interrupted())
 }
 
-/// The SSE response of a task stream starting at `snapshot`.
+/// A stream of one JSON-RPC error event (how a v0.3 server answers a
+/// streaming call that fails).
+pub fn error_event(id: Value, error: Value) -> Response {
+    let line = json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string();
+    let once = stream::once(async move { Ok::<Event, Infallible>(Event::default().data(line)) });
+    Sse::new(once).into_response()
+}
+
+/// The SSE response of a task stream starting at `snapshot` (`v03`: in
+/// A2A v0.3's shapes).
+#[allow(clippy::too_many_arguments)]
 pub fn stream_task(
     envelope: Option<Value>,
     snapshot: Task,
@@ -52,10 +65,15 @@ pub fn stream_task(
     end_on_interrupt: bool,
     max_life: Duration,
     stopping: watch::Receiver<bool>,
+    v03: bool,
 ) -> Response {
     let first = v1::StreamResponse::Task(mapping::task_out(&snapshot, view));
+    let mut first = serde_json::to_value(first).unwrap_or(Value::Null);
+    if v03 {
+        first = v03::event_out(&first, false);
+    }
     let mut queue = VecDeque::new();
-    queue.push_back(serde_json::to_value(first).unwrap_or(Value::Null));
+    queue.push_back(first);
     let st = St {
         envelope,
         task_id: snapshot.id.clone(),
@@ -66,6 +84,7 @@ pub fn stream_task(
         end_on_interrupt,
         deadline: Instant::now() + max_life,
         stopping,
+        v03,
     };
     let events = stream::unfold(st, |mut st| async move {
         loop {
@@ -94,8 +113,12 @@ pub fn stream_task(
                         st.done = ends(s.status.state, st.end_on_interrupt);
                     }
                     let out = mapping::event_out(&ev.event);
-                    st.queue
-                        .push_back(serde_json::to_value(out).unwrap_or(Value::Null));
+                    let mut out = serde_json::to_value(out).unwrap_or(Value::Null);
+                    if st.v03 {
+                        // v0.3's `final`: this event ends the stream.
+                        out = v03::event_out(&out, st.done);
+                    }
+                    st.queue.push_back(out);
                 }
             }
         }

@@ -60,6 +60,9 @@ pub struct Profile {
     pub streaming: bool,
     pub push: bool,
     pub extended_card: bool,
+    /// The card carries A2A v0.3's fields (the v0.3 TCK and clients need
+    /// them; the v1.0 TCK's closed card schema refuses them).
+    pub v03_card: bool,
     /// An extension URI declared as required (the TCK's CORE-CAP-004).
     pub required_extension: Option<&'static str>,
 }
@@ -102,6 +105,7 @@ pub async fn start(
     }
     opts.streaming = profile.streaming;
     opts.extended_card = profile.extended_card;
+    opts.v03_card = profile.v03_card;
     opts.required_extensions = profile
         .required_extension
         .map(|u| vec![u.to_owned()])
