@@ -11,7 +11,7 @@
 //!   A-Z'`: run directly, 16 at once).
 //!
 //! ```text
-//! cargo build --release -p a2a-broker -p a2a-benches --examples
+//! cargo build --release -p a2a-cli -p a2a-benches --bins --examples
 //! target/release/examples/reply_rate [SENDS_PER_REQUESTER]
 //! ```
 

@@ -21,7 +21,7 @@
 //!   list`, the read-only audit view (the binary prints them).
 //!
 //! The command line (clap, the demo, `call`, every printed line) is the
-//! binary's own (`src/main.rs` + `src/cli/`), not the library's.
+//! `a2a-cli` package's (`cli/`, binary `a2a-broker`), not the library's.
 pub mod inspect;
 pub mod memory;
 pub mod server;

@@ -54,7 +54,6 @@ fn hostile_clients_do_not_stall_a_well_behaved_one() {
     use base64::Engine;
     let dir = tempfile::tempdir().unwrap();
     let p = Spawn::new(dir.path().join("abuse.db"))
-        .bin(env!("CARGO_BIN_EXE_a2a-broker"))
         .socket(dir.path().join("run").join("b.sock"))
         .args(["--durability", "normal"])
         .start(TIMEOUT)

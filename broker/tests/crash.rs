@@ -86,7 +86,6 @@ struct Broker {
 
 fn start(db: &std::path::Path, durability: &str) -> Broker {
     let mut process = Spawn::new(db)
-        .bin(env!("CARGO_BIN_EXE_a2a-broker"))
         .args(["--durability", durability])
         .start(TIMEOUT)
         .unwrap_or_else(|e| panic!("broker did not start: {e}"));

@@ -19,7 +19,7 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 const REMOVED: &str = "database file removed";
 
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_a2a-broker"))
+    Command::new(a2a_testkit::broker_bin())
 }
 
 /// A running `a2a-broker serve`, driven over stdio NDJSON.

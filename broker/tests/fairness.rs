@@ -165,7 +165,6 @@ fn over_the_socket_a_pipelining_client_does_not_go_ahead_of_another() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("s.db");
     let p = a2a_testkit::Spawn::new(&db)
-        .bin(env!("CARGO_BIN_EXE_a2a-broker"))
         .socket(dir.path().join("run").join("b.sock"))
         .args(["--durability", "normal"])
         .start(a2a_testkit::TIMEOUT)

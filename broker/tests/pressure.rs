@@ -43,7 +43,6 @@ impl Broker {
 
     fn start_on(dir: tempfile::TempDir, db: &str, socket: bool, extra: &[&str]) -> Broker {
         let mut spawn = Spawn::new(dir.path().join(db))
-            .bin(env!("CARGO_BIN_EXE_a2a-broker"))
             .args(["--durability", "normal"])
             .args(extra);
         if socket {

@@ -183,7 +183,7 @@ fn replay(db_dir: &tempfile::TempDir, ctx: &str, name: &str, id: &str) -> Vec<St
 }
 
 fn show(db: &Path, id: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_a2a-broker"))
+    let out = Command::new(a2a_testkit::broker_bin())
         .args(["tasks", "show", id, "--db"])
         .arg(db)
         .output()

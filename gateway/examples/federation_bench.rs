@@ -25,7 +25,7 @@
 //! reads) is A's half.
 //!
 //! ```text
-//! cargo build --release -p a2a-broker -p a2a-gateway --examples --bins
+//! cargo build --release -p a2a-cli -p a2a-gateway --examples --bins
 //! target/release/examples/federation_bench --rounds 200 --concurrency 16 [--stub]
 //! ```
 

@@ -39,7 +39,7 @@
 //! `/proc/PID/stat` (utime + stime) around that mode's slices.
 //!
 //! ```text
-//! cargo build --release -p a2a-broker -p a2a-gateway --examples
+//! cargo build --release -p a2a-cli -p a2a-gateway --examples
 //! target/release/examples/send_bench --rounds 2000 --concurrency 16
 //! ```
 

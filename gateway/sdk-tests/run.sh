@@ -64,7 +64,7 @@ fi
 # scripts/test-all.sh sets A2A_PREBUILT after `cargo test --workspace`, which
 # built these with the workspace's features: a build of single packages
 # would resolve other features and compile dependencies again.
-[ -n "${A2A_PREBUILT:-}" ] || run cargo build -q -p a2a-broker -p a2a-gateway --example remote_delegate --example tck_agent || die "cargo build failed"
+[ -n "${A2A_PREBUILT:-}" ] || run cargo build -q -p a2a-cli -p a2a-gateway --example remote_delegate --example tck_agent || die "cargo build failed"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}/debug"
 BROKER="$TARGET/a2a-broker"
 GATEWAY="$TARGET/a2a-gateway"

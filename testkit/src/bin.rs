@@ -5,7 +5,7 @@
 //! `a2a-fanout` uses the broker installed with it); else the
 //! binary of the profile the caller was built in, in the workspace's target
 //! directory (`target/<profile>/a2a-broker`), built with
-//! `cargo build -p a2a-broker --bin a2a-broker` when it is missing
+//! `cargo build -p a2a-cli --bin a2a-broker` when it is missing
 //! ([`Build::IfMissing`], what tests want: `cargo test --workspace` builds it
 //! already, and a rebuild from a test would fight the outer build's feature
 //! set) or every time ([`Build::Always`], what benchmarks want: `cargo bench`
@@ -69,10 +69,12 @@ pub enum BinError {
     #[error("cannot run cargo to build a2a-broker: {0}")]
     Cargo(#[from] std::io::Error),
     /// `cargo build` ran and failed.
-    #[error("`cargo build -p a2a-broker` failed ({0})")]
+    #[error("`cargo build -p a2a-cli --bin a2a-broker` failed ({0})")]
     BuildFailed(std::process::ExitStatus),
     /// Nothing at the path after the build (or at `A2A_BROKER_BIN`).
-    #[error("no broker binary at {0} (build it with `cargo build -p a2a-broker`, or set A2A_BROKER_BIN)")]
+    #[error(
+        "no broker binary at {0} (build it with `cargo build -p a2a-cli`, or set A2A_BROKER_BIN)"
+    )]
     Missing(PathBuf),
 }
 
@@ -128,7 +130,7 @@ pub fn locate(profile: Profile, build: Build) -> Result<PathBuf, BinError> {
     if build == Build::Always || !bin.exists() {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-p", "a2a-broker", "--bin", "a2a-broker"]);
+        cmd.args(["build", "-p", "a2a-cli", "--bin", "a2a-broker"]);
         if profile == Profile::Release {
             cmd.arg("--release");
         }

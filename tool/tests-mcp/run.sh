@@ -40,7 +40,7 @@ install_deps mcp @modelcontextprotocol/inspector
 # scripts/test-all.sh sets A2A_PREBUILT after `cargo test --workspace`, which
 # built these with the workspace's features: a build of single packages
 # would resolve other features and compile dependencies again.
-[ -n "${A2A_PREBUILT:-}" ] || run cargo build -q -p a2a-broker || die "cargo build failed"
+[ -n "${A2A_PREBUILT:-}" ] || run cargo build -q -p a2a-cli || die "cargo build failed"
 BROKER="${CARGO_TARGET_DIR:-$ROOT/target}/debug/a2a-broker"
 # The Node addon (built by the node stage before this one; else here).
 if [ ! -f "$ROOT/node-binding/a2a.node" ]; then

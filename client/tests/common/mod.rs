@@ -4,7 +4,7 @@
 //! and kills it on drop. Also: event collection with deadlines.
 //!
 //! The binary is `A2A_BROKER_BIN`, else `<dir of the test exe>/../a2a-broker`
-//! (built by `cargo build -p a2a-broker`; `cargo test --workspace` builds it).
+//! (built by `cargo build -p a2a-cli`; `cargo test --workspace` builds it).
 
 // Each test file uses a different subset of these helpers.
 #![allow(dead_code)]
@@ -36,7 +36,7 @@ pub fn broker_bin() -> PathBuf {
         .join("a2a-broker");
     assert!(
         bin.exists(),
-        "broker binary not found at {} (run `cargo build -p a2a-broker`, or set A2A_BROKER_BIN)",
+        "broker binary not found at {} (run `cargo build -p a2a-cli`, or set A2A_BROKER_BIN)",
         bin.display()
     );
     bin

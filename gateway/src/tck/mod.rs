@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 /// Why `serve-tck` could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum TckError {
-    #[error("no a2a-broker binary beside a2a-gateway or on PATH (build it: cargo build -p a2a-broker, or pass --broker)")]
+    #[error("no a2a-broker binary beside a2a-gateway or on PATH (build it: cargo build -p a2a-cli, or pass --broker)")]
     NoBroker,
     #[error("broker: {0}")]
     Broker(String),

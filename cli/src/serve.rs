@@ -1,7 +1,7 @@
 //! `a2a-broker serve` on the command line: its event log on stderr, and
 //! the socket-only start when stdin is `/dev/null`.
 
-use super::args::ServeArgs;
+use crate::args::ServeArgs;
 use a2a_broker::server;
 
 /// The event log of `serve`, on stderr: `warn` by default (so a quiet

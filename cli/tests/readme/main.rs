@@ -14,7 +14,7 @@
 //! be left out silently.
 //!
 //! What the test changes in a block, and why: `cargo run [--release] -p
-//! PKG --` becomes the built `PKG` (no build here), and each example
+//! PKG --` or `--bin BIN --` becomes the built binary (no build here), and each example
 //! address (`127.0.0.1:8080`, `:8081`, `:8082`) a free port of its own
 //! (other tests share the machine). Each block runs in its own
 //! `bash -euo pipefail`; what one starts in the background (a broker, the
@@ -153,7 +153,7 @@ impl Sandbox {
         for tool in ["a2a-broker", "a2a-gateway"] {
             assert!(
                 bin_dir.join(tool).exists(),
-                "{} is not built: run `cargo build -p {tool}` (or the README's test command)",
+                "{} is not built: run `cargo build --bin {tool}` (or the README's test command)",
                 bin_dir.join(tool).display()
             );
         }
@@ -177,12 +177,20 @@ impl Sandbox {
         for (addr, port) in EXAMPLE_ADDRS.iter().zip(self.ports) {
             s = s.replace(addr, &format!("127.0.0.1:{port}"));
         }
-        for pkg in ["a2a-broker", "a2a-fanout", "a2a-gateway"] {
+        // Each binary is named as its package (a2a-fanout, a2a-gateway) or
+        // by itself (a2a-broker, whose package is a2a-cli).
+        for (pkg, bin) in [
+            ("a2a-cli", "a2a-broker"),
+            ("a2a-fanout", "a2a-fanout"),
+            ("a2a-gateway", "a2a-gateway"),
+        ] {
             for profile in ["--release ", ""] {
-                s = s.replace(
-                    &format!("cargo run {profile}-p {pkg} -- "),
-                    &format!("{pkg} "),
-                );
+                for select in [format!("-p {pkg}"), format!("--bin {bin}")] {
+                    s = s.replace(
+                        &format!("cargo run {profile}{select} -- "),
+                        &format!("{bin} "),
+                    );
+                }
             }
         }
         s

@@ -83,7 +83,7 @@ pub enum Cmd {
         wait: u64,
         /// How many tasks are answered at once (each runs its own command);
         /// 1 answers them one at a time, in the order they came.
-        #[arg(long, value_name = "N", default_value_t = crate::cli::answer::DEFAULT_CONCURRENCY,
+        #[arg(long, value_name = "N", default_value_t = crate::answer::DEFAULT_CONCURRENCY,
               value_parser = clap::value_parser!(u16).range(1..=1024))]
         concurrency: u16,
     },

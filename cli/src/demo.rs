@@ -7,7 +7,7 @@
 //! commands that show it again (the database is kept with `--keep` or
 //! `--db PATH`).
 
-use super::audit;
+use crate::audit;
 use a2a_client::proto::types::StreamEvent;
 use a2a_client::{
     agent_card, message_to, read_secret, skill, task_message, text_artifact, Agent, Client,
