@@ -94,6 +94,7 @@ pub mod locate;
 pub mod pending;
 mod ring;
 mod shared;
+pub mod wire;
 
 pub use a2a_proto as proto;
 pub use a2a_proto::error::RpcError;
