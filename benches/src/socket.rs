@@ -5,10 +5,12 @@
 //!   `<tmp>/run/sock` (the broker creates `run/` 0700 and mints the secret
 //!   file beside the socket).
 //! - [`Codec`]: NDJSON lines or binary frames (docs/protocol.md §1, binary frames): encoding
-//!   requests, telling responses from notifications by their first bytes,
-//!   decoding frames to JSON for the untimed setup.
+//!   requests (the client's wire core, `a2a_client::wire`), telling
+//!   responses from notifications by their first bytes, decoding frames to
+//!   JSON for the untimed setup (the core's reading of a frame).
 //! - [`FrameReader`]: whole frames out of a socket, in place, for every
-//!   reader here (clients and the raw server alike).
+//!   reader here (clients and the raw server alike), where each ends told
+//!   by the wire core.
 //! - [`Conn`]: one connection: synchronous calls (setup), one-outstanding
 //!   round trips, and pipelined streams ([`stream`]).
 //! - [`spawn_raw`]: the baseline: a thread answering each request frame
@@ -23,7 +25,9 @@ use a2a_broker::bench::EventInjector;
 use a2a_broker::server::{start, ServeConfig};
 use a2a_broker::transport::socket::{listen, SocketServer};
 use a2a_broker::{Broker, Durability};
-use a2a_proto::binary::{decode_payload, encode_frame, preamble, ClientFrame, ServerFrame};
+use a2a_client::wire::{Binary, Codec as WireCodec, Inbound, Ndjson};
+use a2a_proto::limits::A2A_MAX_OUT_FRAME_BYTES;
+use a2a_proto::binary::{decode_payload, encode_frame, ClientFrame};
 use a2a_proto::call::Call;
 use a2a_proto::types::Notification;
 use serde_json::{json, Value};
@@ -171,30 +175,39 @@ impl Codec {
         }
     }
 
-    /// A request (`id` given) or a notification, in this codec.
-    pub fn encode(self, id: Option<u64>, method: &str, params: &Value) -> Vec<u8> {
+    /// The bytes a client writes first on a new connection.
+    pub fn preamble(self) -> &'static [u8] {
         match self {
-            Codec::Ndjson => {
-                let mut v = json!({"jsonrpc": "2.0", "method": method, "params": params});
-                if let Some(id) = id {
-                    v["id"] = id.into();
-                }
-                let mut line = serde_json::to_vec(&v).expect("encode request");
-                line.push(b'\n');
-                line
+            Codec::Ndjson => Ndjson::PREAMBLE,
+            Codec::Binary => Binary::PREAMBLE,
+        }
+    }
+
+    /// A request (`id` given: encoded by the wire core) or a notification,
+    /// in this codec.
+    pub fn encode(self, id: Option<u64>, method: &str, params: &Value) -> Vec<u8> {
+        let call = Call::from_json(method, &params.to_string())
+            .unwrap_or_else(|e| panic!("{method} params: {e:?}"));
+        let mut out = Vec::new();
+        match (self, id) {
+            (Codec::Ndjson, Some(id)) => {
+                Ndjson::encode_request(id, &call, &mut out).expect("encode request")
             }
-            Codec::Binary => {
-                let call = Call::from_json(method, &params.to_string())
-                    .unwrap_or_else(|e| panic!("{method} params: {e:?}"));
-                let frame = match id {
-                    Some(id) => ClientFrame::Request { id, call },
-                    None => ClientFrame::Notify { call },
-                };
-                let mut out = Vec::new();
-                encode_frame(&frame, &mut out).expect("encode frame");
-                out
+            (Codec::Binary, Some(id)) => {
+                Binary::encode_request(id, &call, &mut out).expect("encode request")
+            }
+            // The core encodes calls, which wait for answers; a
+            // notification (docs/protocol.md §1) is the same without id.
+            (Codec::Ndjson, None) => {
+                let v = json!({"jsonrpc": "2.0", "method": method, "params": call.params_json()});
+                out = serde_json::to_vec(&v).expect("encode notification");
+                out.push(b'\n');
+            }
+            (Codec::Binary, None) => {
+                encode_frame(&ClientFrame::Notify { call }, &mut out).expect("encode frame")
             }
         }
+        out
     }
 
     /// Tells a frame's kind from its first bytes (binary: the `ServerFrame`
@@ -226,31 +239,36 @@ impl Codec {
     }
 
     /// A frame as JSON (setup and checks only): `{"id", "result"|"error"}`
-    /// for a response, `{"method", "params"}` for a notification.
+    /// for a response, `{"method", "params"}` for a notification, read by
+    /// the wire core.
     pub fn to_json(self, frame: &[u8]) -> Value {
         match self {
             Codec::Ndjson => serde_json::from_slice(frame).expect("a JSON line"),
-            Codec::Binary => match decode_payload::<ServerFrame>(frame).expect("a server frame") {
-                ServerFrame::Response { id, result } => match result {
+            Codec::Binary => match Binary::decode(frame) {
+                Ok(Inbound::Answer { id, result }) => match result {
                     Ok(o) => json!({"id": id, "result": o.to_json()}),
                     Err(e) => json!({"id": id, "error": e}),
                 },
-                ServerFrame::Notification(n) => serde_json::to_value(n).expect("notification"),
-                ServerFrame::Fatal(e) => json!({"fatal": e}),
+                Ok(Inbound::Event(n)) => serde_json::to_value(n).expect("notification"),
+                Err(e) => json!({"fatal": e.to_string()}),
             },
         }
     }
 }
 
 /// Whole frames out of a byte stream: an NDJSON line without its `\n`, or
-/// a binary frame's payload without its length prefix. Frames are found in
-/// place in one buffer (no copy unless a frame spans reads).
+/// a binary frame's payload without its length prefix, found in place in
+/// one buffer (no copy unless a frame spans reads). Where a frame ends is
+/// the client's wire core's call ([`WireCodec::split`], with its bound),
+/// the same both ways, so the raw server reads requests with it too.
 pub struct FrameReader<R> {
     inner: R,
     codec: Codec,
     buf: Vec<u8>,
     start: usize,
     end: usize,
+    /// How much of `buf[start..end]` the core already searched.
+    scanned: usize,
 }
 
 impl<R: Read> FrameReader<R> {
@@ -261,6 +279,7 @@ impl<R: Read> FrameReader<R> {
             buf: vec![0; 256 * 1024],
             start: 0,
             end: 0,
+            scanned: 0,
         }
     }
 
@@ -270,15 +289,26 @@ impl<R: Read> FrameReader<R> {
     }
 
     /// (content start, content end, bytes used) of the next whole frame.
-    fn find(&self) -> Option<(usize, usize, usize)> {
-        let avail = &self.buf[self.start..self.end];
-        match self.codec {
-            Codec::Ndjson => {
-                memchr::memchr(b'\n', avail).map(|i| (self.start, self.start + i, i + 1))
-            }
-            Codec::Binary => {
-                let n = u32::from_le_bytes(avail.get(..4)?.try_into().expect("4 bytes")) as usize;
-                (avail.len() >= 4 + n).then(|| (self.start + 4, self.start + 4 + n, 4 + n))
+    fn find(&mut self) -> io::Result<Option<(usize, usize, usize)>> {
+        loop {
+            let avail = &self.buf[self.start..self.end];
+            let max = A2A_MAX_OUT_FRAME_BYTES;
+            let (found, filler) = match self.codec {
+                Codec::Ndjson => {
+                    let f = Ndjson::split(avail, &mut self.scanned, max);
+                    let filler = matches!(&f, Ok(Some((r, _))) if Ndjson::is_filler(&avail[r.clone()]));
+                    (f, filler)
+                }
+                Codec::Binary => (Binary::split(avail, &mut self.scanned, max), false),
+            };
+            let found = found.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            match found {
+                // A blank line carries nothing (§1).
+                Some((_, used)) if filler => self.start += used,
+                Some((r, used)) => {
+                    return Ok(Some((self.start + r.start, self.start + r.end, used)));
+                }
+                None => return Ok(None),
             }
         }
     }
@@ -286,7 +316,7 @@ impl<R: Read> FrameReader<R> {
     /// The next frame; `Ok(None)` at a clean end of input.
     pub fn next_frame(&mut self) -> io::Result<Option<&[u8]>> {
         loop {
-            if let Some((s, e, used)) = self.find() {
+            if let Some((s, e, used)) = self.find()? {
                 self.start += used;
                 return Ok(Some(&self.buf[s..e]));
             }
@@ -341,7 +371,7 @@ impl Conn {
         w.set_read_timeout(Some(READ_TIMEOUT))
             .expect("read timeout");
         if codec == Codec::Binary {
-            (&w).write_all(&preamble()).expect("write the preamble");
+            (&w).write_all(codec.preamble()).expect("write the preamble");
         }
         let r = FrameReader::new(w.try_clone().expect("clone the socket"), codec);
         Conn {

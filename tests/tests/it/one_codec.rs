@@ -124,12 +124,21 @@ fn sources() -> Vec<String> {
     out
 }
 
-/// `(file, line number, mark)` of every mark in `text`.
+/// `(file, line number, mark)` of every mark in `text`, up to its test
+/// module (`#[cfg(test)]` then `mod`, the last item by the tree's habit:
+/// unit tests check bytes on purpose, as files under `tests/` do).
 fn marks_in(file: &str, text: &str) -> Vec<(String, usize, &'static str)> {
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         let code = line.trim_start();
+        if code == "#[cfg(test)]"
+            && lines
+                .get(i + 1)
+                .is_some_and(|l| l.trim_start().starts_with("mod "))
+        {
+            break;
+        }
         if code.starts_with("//") {
             continue;
         }
@@ -207,7 +216,13 @@ fn the_marks_catch_the_splitters_they_name() {
     assert!(caught(
         "match decode_server_payload::<ServerFrame>(&bytes[range]) {"
     ));
-    // Text in memory, and comments, are not splitters.
+    // Text in memory, comments and unit tests are not splitters.
     assert!(!caught("for line in text.lines() {\n    check(line);"));
     assert!(!caught("// memchr(b'\\n', buf) finds the end"));
+    assert!(!caught(
+        "fn f() {}\n#[cfg(test)]\nmod tests {\n    let _ = split_frames_within(b, 9);\n}"
+    ));
+    assert!(caught(
+        "#[cfg(test)]\nfn helper() {}\nfn g() { let _ = split_frames_within(b, 9); }"
+    ));
 }
