@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 secs="${1:-60}"
 export RUSTC_BOOTSTRAP=1
-for target in ndjson binary parts frame; do
+for target in ndjson binary parts frame wire; do
     mkdir -p "corpus/$target" "artifacts/$target"
     echo "== fuzzing $target for ${secs}s"
     cargo fuzz run "$target" "corpus/$target" -- \

@@ -33,10 +33,9 @@
 use crate::demux::Demux;
 use crate::error::{ClientError, CloseReason};
 use crate::pending::{mark_reader_thread, on_reader_thread, Answer, Convert, Pending};
-use crate::shared::{send_all, Hook, Outgoing, Shared, Stats, Table, Waiter};
-use a2a_proto::binary::{decode_server_payload, preamble, split_frames_within, ServerFrame};
+use crate::shared::{send_all, Hook, Outgoing, Shared, Stats, Waiter};
+use crate::wire::{Binary, Calls, Codec, Framer, Inbound};
 use a2a_proto::call::{Call, Outcome};
-use a2a_proto::limits::A2A_MAX_OUT_FRAME_BYTES;
 use interprocess::local_socket::{prelude::*, ConnectOptions, GenericFilePath, Stream};
 use interprocess::ConnectWaitMode;
 use parking_lot::{Condvar, Mutex};
@@ -47,14 +46,15 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Stack of the reader thread: it splits and decodes frames and runs the
+/// Stack of the reader thread: it decodes frames and runs the
 /// callers' handlers, and a process may hold hundreds of connections.
 const READER_STACK: usize = 512 * 1024;
 
 /// Stack of the writer thread, which only copies bytes to the socket.
 const WRITER_STACK: usize = 64 * 1024;
 
-/// Bytes asked of each `read`; frames larger than this are reassembled.
+/// Bytes asked of each `read`; frames larger than this are reassembled
+/// (by the wire core's framer, which the reads fill directly).
 const READ_CHUNK: usize = 64 * 1024;
 
 /// A writer's buffer that grew past this is given back after its write.
@@ -87,7 +87,7 @@ impl Conn {
         let shared = Arc::new(Shared {
             id: NEXT_CONN.fetch_add(1, Ordering::Relaxed),
             stream,
-            table: Mutex::new(Table::default()),
+            table: Mutex::new(Calls::new()),
             out: Mutex::new(Outgoing::default()),
             out_cv: Condvar::new(),
             next_id: AtomicU64::new(1),
@@ -228,7 +228,7 @@ fn connect(path: &Path, io_timeout: Duration, retry: Duration) -> Result<Stream,
             .connect_sync()
             .and_then(|stream| {
                 stream.set_send_timeout(Some(io_timeout))?;
-                send_all(&stream, &preamble())?;
+                send_all(&stream, Binary::PREAMBLE)?;
                 Ok(stream)
             });
         match attempt {
@@ -283,14 +283,14 @@ fn write_loop(shared: &Shared) {
 
 /// Reads frames until the socket ends; returns why it ended.
 fn read_loop(shared: &Shared) -> CloseReason {
-    // `chunk` takes each read; `partial` holds the bytes of a frame that
-    // spans reads. In the common case (whole frames per read) nothing is
-    // copied out of `chunk` before decoding.
-    let mut chunk = vec![0u8; READ_CHUNK];
-    let mut partial: Vec<u8> = Vec::new();
+    // Each read lands in the framer's buffer, where whole frames are
+    // decoded in place; only a frame that spans reads waits there for the
+    // rest (the framer bounds it: docs/protocol.md §1 Framing, §9 Bounds,
+    // the broker's frames may reach A2A_MAX_OUT_FRAME_BYTES).
+    let mut framer: Framer<Binary> = Framer::new();
     let mut batch = Batch::default();
     loop {
-        let n = match (&shared.stream).read(&mut chunk) {
+        let n = match (&shared.stream).read(framer.read_buf(READ_CHUNK)) {
             Ok(0) => return CloseReason::ByBroker,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -301,26 +301,9 @@ fn read_loop(shared: &Shared) -> CloseReason {
             }
             Err(e) => return CloseReason::Io(e.to_string()),
         };
-        let result = if partial.is_empty() {
-            let r = dispatch_frames(&chunk[..n], shared, &mut batch);
-            if let Ok(used) = r {
-                partial.extend_from_slice(&chunk[used..n]);
-            }
-            r
-        } else {
-            partial.extend_from_slice(&chunk[..n]);
-            let r = dispatch_frames(&partial, shared, &mut batch);
-            if let Ok(used) = r {
-                partial.drain(..used);
-            }
-            r
-        };
-        if let Err(reason) = result {
+        framer.filled(n);
+        if let Err(reason) = dispatch_frames(&mut framer, shared, &mut batch) {
             return reason;
-        }
-        // One huge frame should not pin its buffer for the connection's life.
-        if partial.capacity() > 4 * READ_CHUNK && partial.len() < READ_CHUNK {
-            partial.shrink_to(READ_CHUNK);
         }
     }
 }
@@ -333,31 +316,32 @@ struct Batch {
     ready: Vec<(Waiter, Answer)>,
 }
 
-/// Hands every complete frame at the front of `bytes` to its taker, in the
-/// order received; returns how many bytes they used.
-fn dispatch_frames(bytes: &[u8], shared: &Shared, batch: &mut Batch) -> Result<usize, CloseReason> {
-    // The broker's frames may reach A2A_MAX_OUT_FRAME_BYTES (docs/protocol.md
-    // §1 Framing, §9 Bounds), twice what a client may send it: a task at its size bound
-    // with its status message repeated from its history.
-    let (frames, used) = split_frames_within(bytes, A2A_MAX_OUT_FRAME_BYTES)
-        .map_err(|e| CloseReason::BadFrame(e.to_string()))?;
-    let mut end = Ok(used);
-    for range in frames {
-        match decode_server_payload::<ServerFrame>(&bytes[range]) {
-            Ok(ServerFrame::Response { id, result }) => {
+/// Hands every complete frame in the framer to its taker, in the order
+/// received: answers to their calls (those of one read under one lock of
+/// the table), events to the demux.
+fn dispatch_frames(
+    framer: &mut Framer<Binary>,
+    shared: &Shared,
+    batch: &mut Batch,
+) -> Result<(), CloseReason> {
+    let mut end = Ok(());
+    loop {
+        let inbound = match framer.next_frame() {
+            Ok(Some(frame)) => Binary::decode(frame),
+            Ok(None) => break,
+            Err(e) => Err(e),
+        };
+        match inbound {
+            Ok(Inbound::Answer { id, result }) => {
                 batch.answers.push((id, result.map_err(ClientError::Rpc)))
             }
-            Ok(ServerFrame::Notification(n)) => {
+            Ok(Inbound::Event(n)) => {
                 // Answers before an event are delivered before it.
                 shared.answer_all(&mut batch.answers, &mut batch.ready);
                 shared.demux.deliver(n);
             }
-            Ok(ServerFrame::Fatal(e)) => {
-                end = Err(CloseReason::Fatal(e));
-                break;
-            }
             Err(e) => {
-                end = Err(CloseReason::BadFrame(e.to_string()));
+                end = Err(e.into());
                 break;
             }
         }

@@ -57,8 +57,12 @@
 //! - [`pending`]: [`Pending`], the handle of a submitted call.
 //! - [`events`]: [`EventHandler`] and the [`Events`] stream; the per-agent
 //!   queue and its handler protocol.
-//! - `conn`: the socket, the coalescing writer thread, the reader thread,
-//!   answers matched to calls by id.
+//! - [`wire`]: the wire core, sans I/O: both framings' codec, the bounded
+//!   framer, the table of calls waiting by id; every driver in the tree
+//!   (this crate's threads, the gateway's tokio tasks, the Node addon,
+//!   the test kits) feeds it bytes.
+//! - `conn`: the threads driver of the wire core: the socket, the
+//!   coalescing writer thread, the reader thread.
 //! - `demux`: notifications routed to per-agent queues by recipient.
 //! - `ring`: the shared-memory event ring's reader thread, when the broker
 //!   grants one (`ClientOptions::event_ring_bytes`).

@@ -31,7 +31,7 @@
 
 use crate::error::{ClientError, CloseReason};
 use crate::shared::Shared;
-use a2a_proto::binary::{decode_server_payload, ServerFrame};
+use crate::wire::{Binary, Codec, Inbound, WireError};
 use a2a_ring::{Record, Segment};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -70,9 +70,9 @@ pub(crate) fn start(
                 }
                 let mut bad_record = None;
                 let drained = consumer.drain(DRAIN_BATCH, |rec| match rec {
-                    Record::Event(payload) => match decode_server_payload::<ServerFrame>(payload) {
-                        Ok(ServerFrame::Notification(n)) => shared.demux.deliver(n),
-                        Ok(_) => {
+                    Record::Event(payload) => match Binary::decode(payload) {
+                        Ok(Inbound::Event(n)) => shared.demux.deliver(n),
+                        Ok(Inbound::Answer { .. }) | Err(WireError::Fatal(_)) => {
                             bad_record.get_or_insert_with(|| {
                                 "a ring record that is not a notification".to_owned()
                             });

@@ -6,12 +6,10 @@
 use crate::demux::Demux;
 use crate::error::{ClientError, CloseReason};
 use crate::pending::{Answer, Slot};
-use a2a_proto::binary::{encode_frame, ClientFrame};
+use crate::wire::{Binary, Calls, Codec};
 use a2a_proto::call::Call;
-use a2a_proto::limits::MAX_FRAME_BYTES;
 use interprocess::local_socket::Stream;
 use parking_lot::{Condvar, Mutex};
-use std::collections::HashMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -34,14 +32,6 @@ impl Waiter {
         }
         self.slot.complete(answer);
     }
-}
-
-/// The calls waiting for an answer, and whether any more may wait.
-#[derive(Default)]
-pub(crate) struct Table {
-    pub(crate) calls: HashMap<u64, Waiter>,
-    /// Set once, by whoever sees the end first; the first reason wins.
-    pub(crate) closed: Option<CloseReason>,
 }
 
 /// The encoded frames the writer thread has not taken yet.
@@ -122,7 +112,10 @@ pub(crate) struct Shared {
     /// Read by the reader, written by the writer (full-duplex on a Unix
     /// socket), shut down by whoever closes.
     pub(crate) stream: Stream,
-    pub(crate) table: Mutex<Table>,
+    /// The calls waiting for an answer (the wire core's table), and
+    /// whether any more may wait: closed once, by whoever sees the end
+    /// first; the first reason wins.
+    pub(crate) table: Mutex<Calls<Waiter>>,
     pub(crate) out: Mutex<Outgoing>,
     /// Wakes the writer when `out` stops being empty or closes.
     pub(crate) out_cv: Condvar,
@@ -136,19 +129,14 @@ pub(crate) struct Shared {
 impl Shared {
     /// Why the connection ended, if it has.
     pub(crate) fn closed(&self) -> Option<CloseReason> {
-        self.table.lock().closed.clone()
+        self.table.lock().closed().cloned()
     }
 
     /// Starts closing: records the reason (the first wins), stops the
     /// writer and shuts the socket down, which wakes the reader; the reader
     /// fails the waiting calls. Safe from any thread, idempotent.
     pub(crate) fn close(&self, reason: CloseReason) {
-        {
-            let mut t = self.table.lock();
-            if t.closed.is_none() {
-                t.closed = Some(reason);
-            }
-        }
+        self.table.lock().mark_closed(reason);
         {
             let mut out = self.out.lock();
             out.closed = true;
@@ -164,8 +152,9 @@ impl Shared {
         self.close(reason);
         let (calls, reason) = {
             let mut t = self.table.lock();
-            let reason = t.closed.clone().unwrap_or(CloseReason::ByBroker);
-            (std::mem::take(&mut t.calls), reason)
+            let calls = t.close(CloseReason::ByBroker);
+            let reason = t.closed().cloned().unwrap_or(CloseReason::ByBroker);
+            (calls, reason)
         };
         for (_, w) in calls {
             w.complete(Err(ClientError::Closed(reason.clone())));
@@ -177,7 +166,6 @@ impl Shared {
     /// writer; never blocks on the socket.
     pub(crate) fn submit(&self, call: Call, hook: Option<Hook>) -> Result<Arc<Slot>, ClientError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let frame = ClientFrame::Request { id, call };
         let slot = Slot::new();
         let mut out = self.out.lock();
         if out.closed {
@@ -185,34 +173,18 @@ impl Shared {
             return Err(self.closed_error());
         }
         let start = out.buf.len();
-        if let Err(e) = encode_frame(&frame, &mut out.buf) {
-            out.buf.truncate(start);
-            return Err(ClientError::Protocol(format!(
-                "cannot encode the request: {e}"
-            )));
-        }
-        let bytes = out.buf.len() - start - 4;
-        if bytes > MAX_FRAME_BYTES {
-            out.buf.truncate(start);
-            return Err(ClientError::FrameTooLarge {
-                bytes,
-                max: MAX_FRAME_BYTES,
-            });
-        }
+        Binary::encode_request(id, &call, &mut out.buf)?;
         let lone = {
             let mut t = self.table.lock();
-            if let Some(reason) = &t.closed {
+            let waiter = Waiter {
+                slot: slot.clone(),
+                hook,
+            };
+            if let Err((reason, _)) = t.insert(id, waiter) {
                 out.buf.truncate(start);
-                return Err(ClientError::Closed(reason.clone()));
+                return Err(ClientError::Closed(reason));
             }
-            t.calls.insert(
-                id,
-                Waiter {
-                    slot: slot.clone(),
-                    hook,
-                },
-            );
-            t.calls.len() == 1
+            t.len() == 1
         };
         out.frames += 1;
         if lone && start == 0 && !out.writing {
@@ -287,7 +259,7 @@ impl Shared {
                 // A missing id cannot happen for calls of this client (every
                 // call stays registered until answered); a broker answering
                 // an id twice loses the second answer here.
-                if let Some(w) = t.calls.remove(&id) {
+                if let Some(w) = t.take(id) {
                     ready.push((w, answer));
                 }
             }

@@ -163,9 +163,8 @@ fn a_ring_nobody_reads_lags_exactly_and_stalls_nothing() {
         consumer
             .drain(usize::MAX, |rec| match rec {
                 Record::Event(payload) => {
-                    let frame: a2a_client::proto::binary::ServerFrame =
-                        a2a_client::proto::binary::decode_server_payload(payload).unwrap();
-                    let a2a_client::proto::binary::ServerFrame::Notification(n) = frame else {
+                    use a2a_client::wire::{Binary, Codec, Inbound};
+                    let Inbound::Event(n) = Binary::decode(payload).unwrap() else {
                         panic!("a ring record that is not a notification");
                     };
                     let seq = n.seq().expect("a task event");

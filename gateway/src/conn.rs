@@ -31,16 +31,16 @@
 //!   does not decode, ends the connection with a reason (never a panic);
 //!   a request past `MAX_FRAME_BYTES` is refused before it is sent.
 //!
-//! The codec, the frames and the calls' types are `a2a-proto`'s; errors
-//! are `a2a-client`'s [`ClientError`], so the gateway maps them as before.
+//! The codec, the framer and the table of waiting calls are `a2a-client`'s
+//! wire core ([`a2a_client::wire`], sans I/O): this file is only its tokio
+//! driver (the socket, the writing turn, the reader task, the routes of
+//! events). The calls' types are `a2a-proto`'s; errors are `a2a-client`'s
+//! [`ClientError`], so the gateway maps them as before.
 
+use a2a_client::wire::{Binary, Calls, Codec, Framer, Inbound};
 use a2a_client::TaskQuery;
 use a2a_client::{ClientError, ClientOptions, CloseReason};
-use a2a_proto::binary::{
-    decode_server_payload, encode_frame, preamble, split_frames_within, ClientFrame, ServerFrame,
-};
 use a2a_proto::call::{Call, Outcome};
-use a2a_proto::limits::{A2A_MAX_OUT_FRAME_BYTES, MAX_FRAME_BYTES};
 use a2a_proto::params::{
     ArtifactParams, CancelParams, GetParams, ListTasksParams, RegisterParams, SendConfiguration,
     SendParams, StatusParams, TaskListResult, TokenParams,
@@ -113,11 +113,11 @@ struct Route {
 
 #[derive(Default)]
 struct Table {
-    calls: HashMap<u64, Waiter>,
+    /// The calls waiting (the wire core's table), closed once: the first
+    /// reason wins.
+    calls: Calls<Waiter>,
     /// By peer id, unique among the broker's live agents.
     routes: HashMap<String, Route>,
-    /// Set once; the first reason wins.
-    closed: Option<CloseReason>,
 }
 
 /// Frames not yet written, and whether some task holds the writing turn.
@@ -142,19 +142,14 @@ static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
 
 impl Shared {
     fn closed_error(&self) -> ClientError {
-        let reason = self.table.lock().closed.clone();
+        let reason = self.table.lock().calls.closed().cloned();
         ClientError::Closed(reason.unwrap_or(CloseReason::ByBroker))
     }
 
     /// Records why the connection ends (the first reason wins) and wakes
     /// the reader, which fails the waiting calls.
     fn close(&self, reason: CloseReason) {
-        {
-            let mut t = self.table.lock();
-            if t.closed.is_none() {
-                t.closed = Some(reason);
-            }
-        }
+        self.table.lock().calls.mark_closed(reason);
         self.out.lock().buf = Vec::new();
         self.closing.notify_one();
     }
@@ -165,8 +160,9 @@ impl Shared {
         let (calls, reason) = {
             let mut t = self.table.lock();
             t.routes.clear();
-            let reason = t.closed.clone().unwrap_or(CloseReason::ByBroker);
-            (std::mem::take(&mut t.calls), reason)
+            let calls = t.calls.close(CloseReason::ByBroker);
+            let reason = t.calls.closed().cloned().unwrap_or(CloseReason::ByBroker);
+            (calls, reason)
         };
         for (_, w) in calls {
             w.complete(Err(ClientError::Closed(reason.clone())));
@@ -186,30 +182,15 @@ impl Shared {
             // Registered before a byte is written: the answer cannot come
             // first.
             let mut t = self.table.lock();
-            if let Some(reason) = &t.closed {
-                return Err(ClientError::Closed(reason.clone()));
+            if let Err((reason, _)) = t.calls.insert(id, Waiter { tx, hook }) {
+                return Err(ClientError::Closed(reason));
             }
-            t.calls.insert(id, Waiter { tx, hook });
         }
-        let frame = ClientFrame::Request { id, call };
         let mut out = self.out.lock();
-        let start = out.buf.len();
-        let encoded = match encode_frame(&frame, &mut out.buf) {
-            Err(e) => Err(ClientError::Protocol(format!(
-                "cannot encode the request: {e}"
-            ))),
-            Ok(()) if out.buf.len() - start - 4 > MAX_FRAME_BYTES => {
-                Err(ClientError::FrameTooLarge {
-                    bytes: out.buf.len() - start - 4,
-                    max: MAX_FRAME_BYTES,
-                })
-            }
-            Ok(()) => Ok(()),
-        };
-        if let Err(e) = encoded {
-            out.buf.truncate(start);
+        // A refused request leaves the buffer as it was.
+        if let Err(e) = Binary::encode_request(id, &call, &mut out.buf) {
             drop(out);
-            self.table.lock().calls.remove(&id);
+            self.table.lock().calls.take(id);
             return Err(e);
         }
         if out.writing {
@@ -281,7 +262,7 @@ impl Shared {
                 }
             }
             let mut out = self.out.lock();
-            if out.buf.is_empty() || self.table.lock().closed.is_some() {
+            if out.buf.is_empty() || self.table.lock().calls.closed().is_some() {
                 out.writing = false;
                 return;
             }
@@ -294,24 +275,19 @@ impl Shared {
         self.close(CloseReason::of_write(e));
     }
 
-    /// Hands every complete frame at the front of `bytes` to its taker, in
-    /// order; returns how many bytes they used.
-    fn dispatch(&self, bytes: &[u8]) -> Result<usize, CloseReason> {
-        // docs/protocol.md §1 Framing, §9 Bounds: the broker's frames may
-        // reach A2A_MAX_OUT_FRAME_BYTES.
-        let (frames, used) = split_frames_within(bytes, A2A_MAX_OUT_FRAME_BYTES)
-            .map_err(|e| CloseReason::BadFrame(e.to_string()))?;
-        for range in frames {
-            match decode_server_payload::<ServerFrame>(&bytes[range]) {
-                Ok(ServerFrame::Response { id, result }) => {
+    /// Hands every complete frame in the framer to its taker, in order.
+    fn dispatch(&self, framer: &mut Framer<Binary>) -> Result<(), CloseReason> {
+        while let Some(frame) = framer.next_frame()? {
+            match Binary::decode(frame)? {
+                Inbound::Answer { id, result } => {
                     // An id answered twice (not a broker of ours) loses
                     // the second answer here.
-                    let waiter = self.table.lock().calls.remove(&id);
+                    let waiter = self.table.lock().calls.take(id);
                     if let Some(w) = waiter {
                         w.complete(result.map_err(ClientError::Rpc));
                     }
                 }
-                Ok(ServerFrame::Notification(n)) => {
+                Inbound::Event(n) => {
                     let handler = {
                         let t = self.table.lock();
                         let (peer, ctx) = n.recipient();
@@ -326,21 +302,22 @@ impl Shared {
                         h(n);
                     }
                 }
-                Ok(ServerFrame::Fatal(e)) => return Err(CloseReason::Fatal(e)),
-                Err(e) => return Err(CloseReason::BadFrame(e.to_string())),
             }
         }
-        Ok(used)
+        Ok(())
     }
 
-    /// Reads frames until the socket ends or this side closes.
+    /// Reads frames until the socket ends or this side closes. Reads land
+    /// in the framer's buffer (docs/protocol.md §1 Framing, §9 Bounds: the
+    /// broker's frames may reach A2A_MAX_OUT_FRAME_BYTES, the framer's
+    /// bound), where whole frames are decoded in place.
     async fn read_frames(&self) -> CloseReason {
-        let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+        let mut framer: Framer<Binary> = Framer::new();
         loop {
             tokio::select! {
                 biased;
                 () = self.closing.notified() => {
-                    return self.table.lock().closed.clone().unwrap_or(CloseReason::Shutdown);
+                    return self.table.lock().calls.closed().cloned().unwrap_or(CloseReason::Shutdown);
                 }
                 r = self.stream.readable() => {
                     if let Err(e) = r {
@@ -348,12 +325,9 @@ impl Shared {
                     }
                 }
             }
-            if buf.capacity() - buf.len() < READ_CHUNK / 4 {
-                buf.reserve(READ_CHUNK);
-            }
-            match self.stream.try_read_buf(&mut buf) {
+            match self.stream.try_read(framer.read_buf(READ_CHUNK)) {
                 Ok(0) => return CloseReason::ByBroker,
-                Ok(_) => {}
+                Ok(n) => framer.filled(n),
                 Err(e)
                     if matches!(
                         e.kind(),
@@ -369,15 +343,8 @@ impl Shared {
                 }
                 Err(e) => return CloseReason::Io(e.to_string()),
             }
-            match self.dispatch(&buf) {
-                Ok(used) => {
-                    buf.drain(..used);
-                }
-                Err(reason) => return reason,
-            }
-            // One huge frame should not pin its buffer for the connection's life.
-            if buf.capacity() > KEEP_BUF && buf.len() < READ_CHUNK {
-                buf.shrink_to(READ_CHUNK);
+            if let Err(reason) = self.dispatch(&mut framer) {
+                return reason;
             }
         }
     }
@@ -433,7 +400,7 @@ impl BrokerConn {
         let mut stream = tokio::time::timeout(io_timeout, UnixStream::connect(&addr.socket))
             .await
             .map_err(|_| timed_out())??;
-        tokio::time::timeout(io_timeout, stream.write_all(&preamble()))
+        tokio::time::timeout(io_timeout, stream.write_all(Binary::PREAMBLE))
             .await
             .map_err(|_| timed_out())??;
         let shared = Arc::new(Shared {
@@ -484,7 +451,7 @@ impl BrokerConn {
 
     /// Why the connection ended, or `None` while it is open.
     pub fn close_reason(&self) -> Option<CloseReason> {
-        self.shared().table.lock().closed.clone()
+        self.shared().table.lock().calls.closed().cloned()
     }
 
     /// Closes the connection now: waiting calls fail with
@@ -749,7 +716,10 @@ mod tests {
     //! the frames each test needs.
     use super::*;
     use a2a_client::{agent_card, message_to, text_message};
-    use a2a_proto::binary::decode_payload;
+    // The fake broker's side of the codec: what the broker's transport
+    // reads and writes, not a client's.
+    use a2a_proto::binary::{decode_payload, encode_frame, preamble, ClientFrame, ServerFrame};
+    use a2a_proto::limits::MAX_FRAME_BYTES;
     use a2a_proto::params::{HandshakeResult, RegisterResult, TaskResult};
     use a2a_proto::types::{State, StatusUpdate, StreamEvent, TaskEventParams, TaskStatus};
     use tokio::io::AsyncReadExt;

@@ -255,6 +255,48 @@ impl Codec for Ndjson {
     }
 }
 
+impl Ndjson {
+    /// Appends a request line for any method: `params` is its JSON value
+    /// as bytes (an object, or `None` for none), `id` `None` for a
+    /// notification (no answer). The same bound as
+    /// [`Codec::encode_request`]; `params` is written as given (the caller
+    /// made it JSON).
+    pub fn encode_raw(
+        id: Option<u64>,
+        method: &str,
+        params: Option<&[u8]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ClientError> {
+        let start = out.len();
+        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\"");
+        if let Some(id) = id {
+            out.extend_from_slice(b",\"id\":");
+            push_u64(out, id);
+        }
+        out.extend_from_slice(b",\"method\":");
+        if let Err(e) = serde_json::to_writer(&mut *out, method) {
+            out.truncate(start);
+            return Err(ClientError::Protocol(format!(
+                "cannot encode the request: {e}"
+            )));
+        }
+        if let Some(p) = params {
+            out.extend_from_slice(b",\"params\":");
+            out.extend_from_slice(p);
+        }
+        out.extend_from_slice(b"}\n");
+        let bytes = out.len() - start - 1;
+        if bytes > MAX_FRAME_BYTES {
+            out.truncate(start);
+            return Err(ClientError::FrameTooLarge {
+                bytes,
+                max: MAX_FRAME_BYTES,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Appends `n` in decimal (without `fmt`'s machinery: once per call).
 fn push_u64(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];

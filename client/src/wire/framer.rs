@@ -79,9 +79,15 @@ impl<C: Codec> Framer<C> {
             self.start = 0;
             self.end = 0;
             self.scanned = 0;
-            if self.buf.len() > KEEP_BYTES && at_least <= KEEP_BYTES {
-                self.buf = Vec::new();
-            }
+        }
+        let left = self.end - self.start;
+        if self.buf.len() > KEEP_BYTES && left + at_least <= KEEP_BYTES / 2 {
+            // The large frame is gone: what is left moves to a small buffer.
+            let mut small = Vec::with_capacity(left + at_least);
+            small.extend_from_slice(&self.buf[self.start..self.end]);
+            self.buf = small;
+            self.start = 0;
+            self.end = left;
         }
         if self.buf.len() - self.end < at_least {
             // Move what is left to the front before growing.

@@ -66,6 +66,23 @@ impl<C: Codec, W> Session<C, W> {
         Ok(id)
     }
 
+    /// Registers `waiter` under a fresh id for a request the driver
+    /// encodes itself (e.g. [`super::Ndjson::encode_raw`] into
+    /// [`Session::out_mut`]: a method this crate's `Call` does not have, a
+    /// hand-made line); returns the id.
+    pub fn reserve(&mut self, waiter: W) -> Result<u64, ClientError> {
+        let id = self.calls.next_id();
+        self.calls
+            .insert(id, waiter)
+            .map_err(|(reason, _)| ClientError::Closed(reason))?;
+        Ok(id)
+    }
+
+    /// The bytes waiting to be written, to append to.
+    pub fn out_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.out
+    }
+
     /// Bytes waiting to be written.
     pub fn out(&self) -> &[u8] {
         &self.out

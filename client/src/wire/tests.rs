@@ -101,6 +101,35 @@ fn the_ndjson_request_is_one_json_rpc_line() {
 }
 
 #[test]
+fn a_raw_ndjson_request_is_one_line_and_its_answer_finds_its_waiter() {
+    let mut s: Session<Ndjson, &'static str> = Session::new();
+    let id = s.reserve("raw").unwrap();
+    Ndjson::encode_raw(Some(id), "x.\"odd\"", Some(b"{\"a\":[1]}"), s.out_mut()).unwrap();
+    Ndjson::encode_raw(None, "n", None, s.out_mut()).unwrap();
+    let text = std::str::from_utf8(s.out()).unwrap().to_owned();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "x.\"odd\"", "params": {"a": [1]}}),
+            serde_json::json!({"jsonrpc": "2.0", "method": "n"}),
+        ]
+    );
+    s.sent(text.len());
+    assert!(s.out().is_empty());
+    s.feed(format!("{{\"id\":{id},\"result\":null}}\n").as_bytes());
+    let p = s.poll().unwrap().unwrap();
+    assert_eq!(p.waiter, Some("raw"));
+    let big = vec![b' '; MAX_FRAME_BYTES];
+    let mut out = Vec::new();
+    assert!(Ndjson::encode_raw(Some(1), "m", Some(&big), &mut out).is_err());
+    assert!(out.is_empty());
+}
+
+#[test]
 fn a_request_over_the_bound_is_refused_and_leaves_the_buffer_alone() {
     let call = Call::Deregister(TokenParams {
         token: Some("x".repeat(MAX_FRAME_BYTES + 1)),

@@ -9,7 +9,9 @@
 // Each test file uses a different subset of these helpers.
 #![allow(dead_code)]
 
+use a2a_client::proto::binary::ServerFrame;
 use a2a_client::proto::types::StreamEvent;
+use a2a_client::wire::{Binary, Codec, Framer, Inbound, Ndjson, WireError};
 use a2a_client::{Agent, Client, Event, Notification, State};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -256,7 +258,9 @@ pub fn recipient(ev: &Event) -> &str {
 /// bytes: binary frames or NDJSON lines, every read bounded by `TIMEOUT`.
 pub struct Raw {
     pub stream: std::os::unix::net::UnixStream,
-    buf: Vec<u8>,
+    /// The wire core's framers: a connection uses one of them.
+    frames: Framer<Binary>,
+    lines: Framer<Ndjson>,
 }
 
 impl Raw {
@@ -266,7 +270,8 @@ impl Raw {
         stream.set_write_timeout(Some(TIMEOUT)).unwrap();
         Raw {
             stream,
-            buf: Vec::new(),
+            frames: Framer::new(),
+            lines: Framer::new(),
         }
     }
 
@@ -292,34 +297,37 @@ impl Raw {
         self.stream.write_all(format!("{v}\n").as_bytes()).unwrap();
     }
 
-    /// Reads more bytes; `false` at end of stream. Panics on timeout.
-    fn fill(&mut self) -> bool {
+    /// Reads more bytes into `room`; how many (0 at end of stream).
+    /// Panics on timeout.
+    fn fill(stream: &mut std::os::unix::net::UnixStream, room: &mut [u8]) -> usize {
         use std::io::Read;
-        let mut chunk = [0u8; 64 * 1024];
-        match self.stream.read(&mut chunk) {
-            Ok(0) => false,
-            Ok(n) => {
-                self.buf.extend_from_slice(&chunk[..n]);
-                true
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => false,
+        match stream.read(room) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => 0,
             Err(e) => panic!("raw read: {e}"),
         }
     }
 
     /// The next binary frame, or `None` at end of stream.
-    pub fn recv(&mut self) -> Option<a2a_client::proto::binary::ServerFrame> {
-        use a2a_client::proto::binary::{decode_payload, split_frames};
+    pub fn recv(&mut self) -> Option<ServerFrame> {
         loop {
-            let (frames, _) = split_frames(&self.buf).expect("frame");
-            if let Some(r) = frames.first().cloned() {
-                let frame = decode_payload(&self.buf[r.clone()]).expect("decode frame");
-                self.buf.drain(..r.end);
-                return Some(frame);
-            }
-            if !self.fill() {
-                assert!(self.buf.is_empty(), "torn frame at end of stream");
-                return None;
+            match self.frames.next_frame().expect("frame") {
+                Some(frame) => {
+                    return Some(match Binary::decode(frame) {
+                        Ok(Inbound::Answer { id, result }) => ServerFrame::Response { id, result },
+                        Ok(Inbound::Event(n)) => ServerFrame::Notification(n),
+                        Err(WireError::Fatal(e)) => ServerFrame::Fatal(e),
+                        Err(e) => panic!("decode frame: {e}"),
+                    })
+                }
+                None => {
+                    let n = Self::fill(&mut self.stream, self.frames.read_buf(64 * 1024));
+                    if n == 0 {
+                        assert_eq!(self.frames.buffered(), 0, "torn frame at end of stream");
+                        return None;
+                    }
+                    self.frames.filled(n);
+                }
             }
         }
     }
@@ -327,14 +335,15 @@ impl Raw {
     /// The next NDJSON line, or `None` at end of stream.
     pub fn recv_line(&mut self) -> Option<serde_json::Value> {
         loop {
-            if let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = self.buf.drain(..=i).collect();
-                return Some(serde_json::from_slice(&line).expect("json line"));
+            if let Some(line) = self.lines.next_frame().expect("line") {
+                return Some(serde_json::from_slice(line).expect("json line"));
             }
-            if !self.fill() {
-                assert!(self.buf.is_empty(), "torn line at end of stream");
+            let n = Self::fill(&mut self.stream, self.lines.read_buf(64 * 1024));
+            if n == 0 {
+                assert_eq!(self.lines.buffered(), 0, "torn line at end of stream");
                 return None;
             }
+            self.lines.filled(n);
         }
     }
 }
