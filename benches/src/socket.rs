@@ -196,12 +196,10 @@ impl Codec {
             (Codec::Binary, Some(id)) => {
                 Binary::encode_request(id, &call, &mut out).expect("encode request")
             }
-            // The core encodes calls, which wait for answers; a
-            // notification (docs/protocol.md §1) is the same without id.
+            // A notification (docs/protocol.md §1): no id, no answer.
             (Codec::Ndjson, None) => {
-                let v = json!({"jsonrpc": "2.0", "method": method, "params": call.params_json()});
-                out = serde_json::to_vec(&v).expect("encode notification");
-                out.push(b'\n');
+                let params = serde_json::to_vec(&call.params_json()).expect("params");
+                Ndjson::encode_raw(None, method, Some(&params), &mut out).expect("encode")
             }
             (Codec::Binary, None) => {
                 encode_frame(&ClientFrame::Notify { call }, &mut out).expect("encode frame")

@@ -8,7 +8,6 @@
 //! each line's envelope and keeps the calls waiting by id.
 
 use crate::driver::{Done, Driver, Ev, EvKind, LeaseAnswer, LeaseAsk, Sink, StatusTo, SENT_KEY};
-use a2a_client::proto::call::Call;
 use a2a_client::wire::{Calls, Codec, Line, Ndjson};
 use a2a_client::CloseReason;
 use parking_lot::{Mutex, RwLock};
@@ -110,15 +109,15 @@ impl NdConn {
     }
 
     fn call(&self, method: &str, params: Value, reply: Reply) {
-        let call = match Call::from_json(method, &params.to_string()) {
-            Ok(c) => c,
-            Err(e) => return reply(Err(serde_json::to_string(&e).unwrap_or_default())),
+        let params = match serde_json::to_vec(&params) {
+            Ok(p) => p,
+            Err(e) => return reply(Err(e.to_string())),
         };
         let mut line = Vec::new();
         let id = {
             let mut calls = self.calls.lock();
             let id = calls.next_id();
-            if let Err(e) = Ndjson::encode_request(id, &call, &mut line) {
+            if let Err(e) = Ndjson::encode_raw(Some(id), method, Some(&params), &mut line) {
                 drop(calls);
                 return reply(Err(e.to_string()));
             }
