@@ -26,9 +26,9 @@ use a2a_broker::server::{start, ServeConfig};
 use a2a_broker::transport::socket::{listen, SocketServer};
 use a2a_broker::{Broker, Durability};
 use a2a_client::wire::{Binary, Codec as WireCodec, Inbound, Ndjson};
-use a2a_proto::limits::A2A_MAX_OUT_FRAME_BYTES;
 use a2a_proto::binary::{decode_payload, encode_frame, ClientFrame};
 use a2a_proto::call::Call;
+use a2a_proto::limits::A2A_MAX_OUT_FRAME_BYTES;
 use a2a_proto::types::Notification;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -294,7 +294,8 @@ impl<R: Read> FrameReader<R> {
             let (found, filler) = match self.codec {
                 Codec::Ndjson => {
                     let f = Ndjson::split(avail, &mut self.scanned, max);
-                    let filler = matches!(&f, Ok(Some((r, _))) if Ndjson::is_filler(&avail[r.clone()]));
+                    let filler =
+                        matches!(&f, Ok(Some((r, _))) if Ndjson::is_filler(&avail[r.clone()]));
                     (f, filler)
                 }
                 Codec::Binary => (Binary::split(avail, &mut self.scanned, max), false),
@@ -369,7 +370,8 @@ impl Conn {
         w.set_read_timeout(Some(READ_TIMEOUT))
             .expect("read timeout");
         if codec == Codec::Binary {
-            (&w).write_all(codec.preamble()).expect("write the preamble");
+            (&w).write_all(codec.preamble())
+                .expect("write the preamble");
         }
         let r = FrameReader::new(w.try_clone().expect("clone the socket"), codec);
         Conn {

@@ -84,7 +84,10 @@ impl NdConn {
                             let to = params["recipient"].as_str().unwrap_or_default();
                             let slot = routes.read().get(to).copied();
                             if let Some(slot) = slot {
-                                sink(slot, normalise(&json!({"method": method, "params": params})));
+                                sink(
+                                    slot,
+                                    normalise(&json!({"method": method, "params": params})),
+                                );
                             }
                         }
                         _ => {}

@@ -74,7 +74,8 @@ fn marks(line: &str, next: &str) -> Option<&'static str> {
     if compact.contains("split_frames_within(") || compact.contains("split_frames(") {
         return Some("splits binary frames");
     }
-    if compact.contains("decode_server_payload") || compact.contains("decode_payload::<ServerFrame>")
+    if compact.contains("decode_server_payload")
+        || compact.contains("decode_payload::<ServerFrame>")
     {
         return Some("decodes server frames");
     }
@@ -88,7 +89,9 @@ fn marks(line: &str, next: &str) -> Option<&'static str> {
         // `str::lines` of a text in memory is fine; `BufRead::lines` of a
         // reader yields `io::Result`s, which the code then unwraps.
         let window = format!("{compact}{}", next.replace(' ', ""));
-        if window.contains("BufReader") || window.contains("Result::ok") || window.contains("letOk(")
+        if window.contains("BufReader")
+            || window.contains("Result::ok")
+            || window.contains("letOk(")
         {
             return Some("reads lines from an I/O reader");
         }
@@ -103,13 +106,24 @@ fn root() -> PathBuf {
 /// Every `.rs` file of the tree outside `tests/` directories and build
 /// outputs, repo-relative.
 fn sources() -> Vec<String> {
-    const SKIP: [&str; 6] = ["target", "node_modules", ".git", "tests", "corpus", "artifacts"];
+    const SKIP: [&str; 6] = [
+        "target",
+        "node_modules",
+        ".git",
+        "tests",
+        "corpus",
+        "artifacts",
+    ];
     let mut out = Vec::new();
     let mut stack = vec![root()];
     while let Some(dir) = stack.pop() {
         for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display())) {
             let p = e.expect("read dir").path();
-            let name = p.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            let name = p
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
             if p.is_dir() {
                 if !SKIP.contains(&name.as_str()) {
                     stack.push(p);
