@@ -9,7 +9,7 @@
 //! this same client, so its cost is in both. Its lines are cut where the
 //! client's wire core says ([`FrameReader`]).
 
-use crate::socket::{Codec, FrameReader};
+use crate::frames::{Codec, FrameReader};
 use crate::workload::{Client, RESPONSE_PREFIX};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
