@@ -7,6 +7,8 @@
 //! Modules:
 //! - [`binaries`]: the release `a2a-broker` binary (built on demand).
 //! - [`disk`]: the latency of one `fsync` / `fdatasync`, printed beside the figures.
+//! - [`frames`]: the local socket's two codecs and the frame reader every
+//!   client and raw server here uses, on the client's wire core.
 //! - [`stdio`]: a child process on pipes and the pipelining client that
 //!   keeps at most `depth` requests unanswered.
 //! - [`inproc`]: the broker in this process (the library's memory connection), fed NDJSON
@@ -31,6 +33,7 @@
 pub mod binaries;
 pub mod disk;
 pub mod flood;
+pub mod frames;
 pub mod inproc;
 pub use a2a_testkit::pin;
 pub mod raw_sqlite;

@@ -4,11 +4,9 @@
 //! - [`SocketBroker`]: `server::start` + `transport::socket::listen` on
 //!   `<tmp>/run/sock` (the broker creates `run/` 0700 and mints the secret
 //!   file beside the socket).
-//! - [`Codec`]: NDJSON lines or binary frames (docs/protocol.md §1, binary frames): encoding
-//!   requests, telling responses from notifications by their first bytes,
-//!   decoding frames to JSON for the untimed setup.
-//! - [`FrameReader`]: whole frames out of a socket, in place, for every
-//!   reader here (clients and the raw server alike).
+//! - [`Codec`], [`FrameReader`] (from [`crate::frames`]): the two codecs
+//!   and whole frames out of a socket, for every reader here (clients and
+//!   the raw server alike).
 //! - [`Conn`]: one connection: synchronous calls (setup), one-outstanding
 //!   round trips, and pipelined streams ([`stream`]).
 //! - [`spawn_raw`]: the baseline: a thread answering each request frame
@@ -17,18 +15,18 @@
 //! - [`thread_cpu`]: CPU time per thread name of this process, so a run
 //!   says which thread (socket tasks, the writer, the client) was busy.
 
+pub use crate::frames::{Codec, FrameReader, Kind};
 use crate::stdio::Credit;
 use crate::workload::RESPONSE_PREFIX;
 use a2a_broker::bench::EventInjector;
 use a2a_broker::server::{start, ServeConfig};
 use a2a_broker::transport::socket::{listen, SocketServer};
 use a2a_broker::{Broker, Durability};
-use a2a_proto::binary::{decode_payload, encode_frame, preamble, ClientFrame, ServerFrame};
-use a2a_proto::call::Call;
+use a2a_proto::binary::{decode_payload, ClientFrame};
 use a2a_proto::types::Notification;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{BufWriter, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -137,194 +135,6 @@ impl SocketBroker {
     }
 }
 
-/// The two codecs of the local socket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Codec {
-    Ndjson,
-    Binary,
-}
-
-/// What a frame from the server is, from its first bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Response,
-    Notification,
-    Fatal,
-}
-
-/// How an NDJSON notification starts.
-const NOTIFICATION_PREFIX: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":";
-
-impl Codec {
-    pub fn label(self) -> &'static str {
-        match self {
-            Codec::Ndjson => "ndjson",
-            Codec::Binary => "binary",
-        }
-    }
-
-    /// Bytes of framing around a frame's content (`\n`, or the length prefix).
-    pub fn overhead(self) -> usize {
-        match self {
-            Codec::Ndjson => 1,
-            Codec::Binary => 4,
-        }
-    }
-
-    /// A request (`id` given) or a notification, in this codec.
-    pub fn encode(self, id: Option<u64>, method: &str, params: &Value) -> Vec<u8> {
-        match self {
-            Codec::Ndjson => {
-                let mut v = json!({"jsonrpc": "2.0", "method": method, "params": params});
-                if let Some(id) = id {
-                    v["id"] = id.into();
-                }
-                let mut line = serde_json::to_vec(&v).expect("encode request");
-                line.push(b'\n');
-                line
-            }
-            Codec::Binary => {
-                let call = Call::from_json(method, &params.to_string())
-                    .unwrap_or_else(|e| panic!("{method} params: {e:?}"));
-                let frame = match id {
-                    Some(id) => ClientFrame::Request { id, call },
-                    None => ClientFrame::Notify { call },
-                };
-                let mut out = Vec::new();
-                encode_frame(&frame, &mut out).expect("encode frame");
-                out
-            }
-        }
-    }
-
-    /// Tells a frame's kind from its first bytes (binary: the `ServerFrame`
-    /// variant index, one varint byte).
-    pub fn kind(self, frame: &[u8]) -> Kind {
-        match self {
-            Codec::Ndjson if frame.starts_with(NOTIFICATION_PREFIX) => Kind::Notification,
-            Codec::Ndjson if frame.starts_with(RESPONSE_PREFIX) => Kind::Response,
-            Codec::Ndjson => Kind::Fatal,
-            Codec::Binary => match frame.first() {
-                Some(0) => Kind::Response,
-                Some(1) => Kind::Notification,
-                _ => Kind::Fatal,
-            },
-        }
-    }
-
-    /// Is this response a success? (binary: `Response { id < 251, Ok }`,
-    /// so the id is one varint byte and the result tag the next).
-    pub fn is_ok_response(self, frame: &[u8]) -> bool {
-        match self {
-            Codec::Ndjson => {
-                let mut line = frame.to_vec();
-                line.push(b'\n');
-                crate::workload::is_ok_response(&line)
-            }
-            Codec::Binary => frame.len() > 2 && frame[0] == 0 && frame[1] < 251 && frame[2] == 0,
-        }
-    }
-
-    /// A frame as JSON (setup and checks only): `{"id", "result"|"error"}`
-    /// for a response, `{"method", "params"}` for a notification.
-    pub fn to_json(self, frame: &[u8]) -> Value {
-        match self {
-            Codec::Ndjson => serde_json::from_slice(frame).expect("a JSON line"),
-            Codec::Binary => match decode_payload::<ServerFrame>(frame).expect("a server frame") {
-                ServerFrame::Response { id, result } => match result {
-                    Ok(o) => json!({"id": id, "result": o.to_json()}),
-                    Err(e) => json!({"id": id, "error": e}),
-                },
-                ServerFrame::Notification(n) => serde_json::to_value(n).expect("notification"),
-                ServerFrame::Fatal(e) => json!({"fatal": e}),
-            },
-        }
-    }
-}
-
-/// Whole frames out of a byte stream: an NDJSON line without its `\n`, or
-/// a binary frame's payload without its length prefix. Frames are found in
-/// place in one buffer (no copy unless a frame spans reads).
-pub struct FrameReader<R> {
-    inner: R,
-    codec: Codec,
-    buf: Vec<u8>,
-    start: usize,
-    end: usize,
-}
-
-impl<R: Read> FrameReader<R> {
-    pub fn new(inner: R, codec: Codec) -> Self {
-        FrameReader {
-            inner,
-            codec,
-            buf: vec![0; 256 * 1024],
-            start: 0,
-            end: 0,
-        }
-    }
-
-    /// Bytes read but not yet returned as frames.
-    pub fn buffered(&self) -> usize {
-        self.end - self.start
-    }
-
-    /// (content start, content end, bytes used) of the next whole frame.
-    fn find(&self) -> Option<(usize, usize, usize)> {
-        let avail = &self.buf[self.start..self.end];
-        match self.codec {
-            Codec::Ndjson => {
-                memchr::memchr(b'\n', avail).map(|i| (self.start, self.start + i, i + 1))
-            }
-            Codec::Binary => {
-                let n = u32::from_le_bytes(avail.get(..4)?.try_into().expect("4 bytes")) as usize;
-                (avail.len() >= 4 + n).then(|| (self.start + 4, self.start + 4 + n, 4 + n))
-            }
-        }
-    }
-
-    /// The next frame; `Ok(None)` at a clean end of input.
-    pub fn next_frame(&mut self) -> io::Result<Option<&[u8]>> {
-        loop {
-            if let Some((s, e, used)) = self.find() {
-                self.start += used;
-                return Ok(Some(&self.buf[s..e]));
-            }
-            if self.start > 0 {
-                self.buf.copy_within(self.start..self.end, 0);
-                self.end -= self.start;
-                self.start = 0;
-            }
-            if self.end == self.buf.len() {
-                let len = self.buf.len() * 2;
-                self.buf.resize(len, 0);
-            }
-            let n = match self.inner.read(&mut self.buf[self.end..]) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if n == 0 {
-                return if self.end == 0 {
-                    Ok(None)
-                } else {
-                    Err(io::ErrorKind::UnexpectedEof.into())
-                };
-            }
-            self.end += n;
-        }
-    }
-
-    /// The next frame, which must come.
-    pub fn expect_frame(&mut self) -> &[u8] {
-        match self.next_frame() {
-            Ok(Some(f)) => f,
-            Ok(None) => panic!("the server closed the connection"),
-            Err(e) => panic!("reading a frame: {e}"),
-        }
-    }
-}
-
 /// One client connection with a blocking socket.
 pub struct Conn {
     pub codec: Codec,
@@ -341,7 +151,8 @@ impl Conn {
         w.set_read_timeout(Some(READ_TIMEOUT))
             .expect("read timeout");
         if codec == Codec::Binary {
-            (&w).write_all(&preamble()).expect("write the preamble");
+            (&w).write_all(codec.preamble())
+                .expect("write the preamble");
         }
         let r = FrameReader::new(w.try_clone().expect("clone the socket"), codec);
         Conn {
@@ -533,7 +344,7 @@ pub fn stream(
                 source.flush();
             })
             .expect("spawn the sender");
-        let codec = r.codec;
+        let codec = r.codec();
         let (mut got, mut published) = (0, 0);
         while got < total {
             let frame = match r.next_frame() {
@@ -1078,7 +889,7 @@ mod tests {
         /// Hands out its bytes three at a time.
         struct Trickle<'a>(&'a [u8]);
         impl Read for Trickle<'_> {
-            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
                 let n = self.0.len().min(buf.len()).min(3);
                 buf[..n].copy_from_slice(&self.0[..n]);
                 self.0 = &self.0[n..];

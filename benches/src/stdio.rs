@@ -6,8 +6,10 @@
 //! credit or of lines), and a reader that counts response lines (lines
 //! without an `id`, the notifications, are skipped) and hands credit back
 //! in chunks, whenever its buffer drains. Both sides of a comparison use
-//! this same client, so its cost is in both.
+//! this same client, so its cost is in both. Its lines are cut where the
+//! client's wire core says ([`FrameReader`]).
 
+use crate::frames::{Codec, FrameReader};
 use crate::workload::{Client, RESPONSE_PREFIX};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
@@ -19,7 +21,7 @@ use std::time::{Duration, Instant};
 pub struct Proc {
     child: Child,
     stdin: Option<BufWriter<ChildStdin>>,
-    stdout: BufReader<ChildStdout>,
+    stdout: FrameReader<ChildStdout>,
     next_id: u64,
 }
 
@@ -34,8 +36,7 @@ impl Proc {
             .spawn()
             .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
         let stdin = BufWriter::with_capacity(64 * 1024, child.stdin.take().expect("piped stdin"));
-        let stdout =
-            BufReader::with_capacity(256 * 1024, child.stdout.take().expect("piped stdout"));
+        let stdout = FrameReader::new(child.stdout.take().expect("piped stdout"), Codec::Ndjson);
         let stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
         let proc = Proc {
             child,
@@ -99,7 +100,7 @@ impl Proc {
             .unwrap_or(0)
     }
 
-    fn io(&mut self) -> (&mut BufWriter<ChildStdin>, &mut BufReader<ChildStdout>) {
+    fn io(&mut self) -> (&mut BufWriter<ChildStdin>, &mut FrameReader<ChildStdout>) {
         (self.stdin.as_mut().expect("stdin open"), &mut self.stdout)
     }
 
@@ -113,21 +114,23 @@ impl Proc {
         serde_json::to_writer(&mut *w, &line).expect("encode request");
         w.write_all(b"\n").expect("write request");
         w.flush().expect("flush request");
-        let mut buf = Vec::new();
         loop {
-            buf.clear();
-            let n = r.read_until(b'\n', &mut buf).expect("read response");
-            assert!(n > 0, "child closed its stdout while answering {method}");
-            let v: Value = serde_json::from_slice(&buf).expect("child writes JSON lines");
+            let line = match r.next_frame() {
+                Ok(Some(line)) => line,
+                Ok(None) => panic!("child closed its stdout while answering {method}"),
+                Err(e) => panic!("reading the answer to {method}: {e}"),
+            };
+            let v: Value = serde_json::from_slice(line).expect("child writes JSON lines");
             if v.get("id") == Some(&Value::from(id)) {
-                let text = String::from_utf8(buf).expect("utf-8");
+                let text = std::str::from_utf8(line).expect("utf-8");
                 return text.trim_end().to_owned();
             }
         }
     }
 
     /// Runs `lines` through the pipelining client with at most `depth`
-    /// unanswered; `on_response` sees each response line (with its `\n`).
+    /// unanswered; `on_response` sees each response line (without its
+    /// `\n`).
     pub fn pipeline(
         &mut self,
         lines: &[Vec<u8>],
@@ -241,7 +244,7 @@ impl Credit {
 /// The pipelining client on any writer/reader pair.
 pub fn pipeline<W: Write + Send, R: Read + Send>(
     w: &mut W,
-    r: &mut BufReader<R>,
+    r: &mut FrameReader<R>,
     lines: &[Vec<u8>],
     depth: usize,
     mut on_response: impl FnMut(&[u8]) + Send,
@@ -273,20 +276,18 @@ pub fn pipeline<W: Write + Send, R: Read + Send>(
         });
         let mut got = 0;
         let mut unpublished = 0;
-        let mut buf = Vec::with_capacity(8192);
         while got < n {
-            buf.clear();
-            let read = r.read_until(b'\n', &mut buf).expect("read response");
-            assert!(
-                read > 0,
-                "child closed its stdout after {got} of {n} responses"
-            );
-            if buf.starts_with(RESPONSE_PREFIX) {
-                on_response(&buf);
+            let line = match r.next_frame() {
+                Ok(Some(line)) => line,
+                Ok(None) => panic!("child closed its stdout after {got} of {n} responses"),
+                Err(e) => panic!("after {got} of {n} responses: {e}"),
+            };
+            if line.starts_with(RESPONSE_PREFIX) {
+                on_response(line);
                 got += 1;
                 unpublished += 1;
             }
-            if unpublished > 0 && (unpublished >= 64 || r.buffer().is_empty()) {
+            if unpublished > 0 && (unpublished >= 64 || r.buffered() == 0) {
                 credit.publish(got);
                 unpublished = 0;
             }

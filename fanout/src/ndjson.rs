@@ -3,14 +3,17 @@
 //! mode. Per connection, a writer thread (requests queue to it, so a reader
 //! thread answering an event never blocks on the socket) and a reader
 //! thread that completes calls by `id` and hands notifications to the sink,
-//! routed by `recipient`.
+//! routed by `recipient`. The wire is the client's core's
+//! (`a2a_client::wire`): it encodes each request, cuts the lines, reads
+//! each line's envelope and keeps the calls waiting by id.
 
 use crate::driver::{Done, Driver, Ev, EvKind, LeaseAnswer, LeaseAsk, Sink, StatusTo, SENT_KEY};
+use a2a_client::wire::{Calls, Codec, Line, Ndjson};
+use a2a_client::CloseReason;
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::io::{Read, Write};
 use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,8 +24,7 @@ type Reply = Box<dyn FnOnce(Result<Value, String>) + Send>;
 /// One NDJSON connection.
 struct NdConn {
     out: Mutex<Sender<Vec<u8>>>,
-    calls: Arc<Mutex<HashMap<u64, Reply>>>,
-    next_id: AtomicU64,
+    calls: Arc<Mutex<Calls<Reply>>>,
 }
 
 impl NdConn {
@@ -53,35 +55,52 @@ impl NdConn {
                 }
             })
             .expect("spawn the NDJSON writer thread");
-        let calls: Arc<Mutex<HashMap<u64, Reply>>> = Arc::default();
+        let calls: Arc<Mutex<Calls<Reply>>> = Arc::default();
         let pending = calls.clone();
         std::thread::Builder::new()
             .name("fanout-ndjson-r".into())
             .spawn(move || {
-                let r = BufReader::with_capacity(1 << 16, r);
-                for line in r.lines().map_while(Result::ok) {
-                    let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                        continue;
-                    };
-                    if let Some(id) = v.get("id").and_then(Value::as_u64) {
-                        let reply = pending.lock().remove(&id);
-                        if let Some(reply) = reply {
-                            reply(match v.get("error") {
-                                Some(e) => Err(e.to_string()),
-                                None => Ok(v.get("result").cloned().unwrap_or(Value::Null)),
-                            });
+                let end = a2a_testkit::lines::for_each_line(r, |line| {
+                    // A line the core cannot read is skipped: the
+                    // generator counts what it can match.
+                    match Ndjson::decode(line) {
+                        Ok(Line::Answer {
+                            id: Some(id),
+                            result,
+                            ..
+                        }) => {
+                            let reply = pending.lock().take(id);
+                            if let Some(reply) = reply {
+                                reply(match result {
+                                    Ok(v) => serde_json::from_slice(v).map_err(|e| e.to_string()),
+                                    Err(e) => Err(String::from_utf8_lossy(e).into_owned()),
+                                });
+                            }
                         }
-                    } else if v.get("method").is_some() {
-                        let to = v["params"]["recipient"].as_str().unwrap_or_default();
-                        let slot = routes.read().get(to).copied();
-                        if let Some(slot) = slot {
-                            sink(slot, normalise(&v));
+                        Ok(Line::Event { method, params }) => {
+                            let Ok(params) = serde_json::from_slice::<Value>(params) else {
+                                return true;
+                            };
+                            let to = params["recipient"].as_str().unwrap_or_default();
+                            let slot = routes.read().get(to).copied();
+                            if let Some(slot) = slot {
+                                sink(
+                                    slot,
+                                    normalise(&json!({"method": method, "params": params})),
+                                );
+                            }
                         }
+                        _ => {}
                     }
-                }
+                    true
+                });
+                let reason = match end {
+                    Ok(()) => CloseReason::ByBroker,
+                    Err(e) => CloseReason::BadFrame(e.to_string()),
+                };
                 // The connection ended: every call still waiting fails.
-                let left: Vec<Reply> = pending.lock().drain().map(|(_, r)| r).collect();
-                for r in left {
+                let left = pending.lock().close(reason);
+                for (_, r) in left {
                     r(Err("connection closed".into()));
                 }
             })
@@ -89,20 +108,30 @@ impl NdConn {
         NdConn {
             out: Mutex::new(tx),
             calls,
-            next_id: AtomicU64::new(1),
         }
     }
 
     fn call(&self, method: &str, params: Value, reply: Reply) {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut line = serde_json::to_vec(
-            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
-        )
-        .unwrap_or_default();
-        line.push(b'\n');
-        self.calls.lock().insert(id, reply);
+        let params = match serde_json::to_vec(&params) {
+            Ok(p) => p,
+            Err(e) => return reply(Err(e.to_string())),
+        };
+        let mut line = Vec::new();
+        let id = {
+            let mut calls = self.calls.lock();
+            let id = calls.next_id();
+            if let Err(e) = Ndjson::encode_raw(Some(id), method, Some(&params), &mut line) {
+                drop(calls);
+                return reply(Err(e.to_string()));
+            }
+            if let Err((_, reply)) = calls.insert(id, reply) {
+                drop(calls);
+                return reply(Err("connection closed".into()));
+            }
+            id
+        };
         if self.out.lock().send(line).is_err() {
-            if let Some(r) = self.calls.lock().remove(&id) {
+            if let Some(r) = self.calls.lock().take(id) {
                 r(Err("connection closed".into()));
             }
         }

@@ -8,7 +8,7 @@
 //!
 //! It speaks NDJSON (docs/protocol.md §1 Framing), not binary frames,
 //! because the answer's JSON text is what the promise needs: V8 parses
-//! the result's bytes as they came (`envelope` finds them in the line),
+//! the result's bytes as they came (the wire core's `json` finds them in the line),
 //! where binary frames cost the JS thread a decode into Rust values and a
 //! rendering back to JSON before the same parse (measured: the JS thread
 //! spent about a quarter of its time per call on those two).
@@ -51,19 +51,18 @@
 //! handle is closed. Nothing here borrows the state across a JS call (the
 //! callback scope runs JS that may call back in).
 
-use crate::envelope;
 use crate::settle::{self, Shape};
 use crate::uv::{self, Handle, Uv, UV_CHECK, UV_POLL, UV_PREPARE, UV_READABLE, UV_WRITABLE};
-use crate::wire::{offset, request, rpc_error, settle_answers, Answer};
+use crate::wire::{offset, rpc_error, settle_answers, Answer};
 use a2a_client::proto::call::Call;
-use a2a_client::proto::limits::{A2A_MAX_OUT_FRAME_BYTES, MAX_FRAME_BYTES};
+use a2a_client::proto::limits::A2A_MAX_OUT_FRAME_BYTES;
+use a2a_client::wire::{json, Calls, Codec, Framer, Line, Ndjson};
 use a2a_client::{ClientError, ClientOptions, CloseReason};
 use napi::bindgen_prelude::{PromiseRaw, Unknown};
 use napi::{sys, Env};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
-use std::hash::BuildHasherDefault;
 use std::io::{Read, Write};
 
 use std::os::unix::io::AsRawFd;
@@ -117,28 +116,27 @@ pub(crate) fn open(
     }
     .handshake(secret);
     let mut out = Vec::new();
-    request(&mut out, 0, &hello)?;
+    Ndjson::encode_request(0, &hello, &mut out)?;
     s.write_all(&out)?;
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let line = loop {
-        if let Some(n) = memchr::memchr(b'\n', &buf) {
-            break &buf[..n];
+    let mut framer = Framer::<Ndjson>::new();
+    loop {
+        match framer.next_frame() {
+            Ok(Some(line)) => {
+                return match Ndjson::decode(line) {
+                    Ok(Line::Answer { result: Err(e), .. }) => Err(rpc_error(e)),
+                    Ok(Line::Answer { result: Ok(_), .. }) => Ok(s),
+                    Ok(_) => Err(ClientError::Protocol("unexpected handshake answer".into())),
+                    Err(e) => Err(ClientError::Protocol(e.to_string())),
+                };
+            }
+            Ok(None) => {}
+            Err(e) => return Err(ClientError::Protocol(format!("handshake answer: {e}"))),
         }
-        if buf.len() > MAX_FRAME_BYTES {
-            return Err(ClientError::Protocol("handshake answer too long".into()));
-        }
-        let n = s.read(&mut chunk)?;
+        let n = s.read(framer.read_buf(4096))?;
         if n == 0 {
             return Err(ClientError::Closed(CloseReason::ByBroker));
         }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let a = envelope::answer(line).map_err(|e| ClientError::Protocol(e.into()))?;
-    match (a.result, a.error) {
-        (_, Some(e)) => Err(rpc_error(e)),
-        (Some(_), None) => Ok(s),
-        (None, None) => Err(ClientError::Protocol("unexpected handshake answer".into())),
+        framer.filled(n);
     }
 }
 
@@ -212,7 +210,7 @@ impl Link {
 
     /// Why it ended, if it has.
     pub(crate) fn closed(&self) -> Option<CloseReason> {
-        self.conn.st.borrow().closed.clone()
+        self.conn.st.borrow().calls.closed().cloned()
     }
 }
 
@@ -228,10 +226,11 @@ struct State {
     out: Vec<u8>,
     /// Bytes read that do not make a whole line yet.
     rbuf: Vec<u8>,
-    calls: HashMap<u64, Waiting, BuildHasherDefault<IdHasher>>,
-    next_id: u64,
-    /// Set once, when the connection ends; the first reason wins.
-    closed: Option<CloseReason>,
+    /// How much of `rbuf` the wire core already searched for a line end.
+    scanned: usize,
+    /// The calls waiting, by id (the wire core's table), and why the
+    /// connection ended once it has (set once; the first reason wins).
+    calls: Calls<Waiting>,
     /// The events the poll handle watches.
     polling: c_int,
     /// The prepare and check handles are started.
@@ -318,9 +317,8 @@ pub(crate) fn attach(env: sys::napi_env, stream: UnixStream) -> Option<Rc<Link>>
         st: RefCell::new(State {
             out: Vec::new(),
             rbuf: Vec::new(),
-            calls: HashMap::default(),
-            next_id: 1,
-            closed: None,
+            scanned: 0,
+            calls: Calls::new(),
             polling: UV_READABLE,
             flush_armed: false,
             referenced: false,
@@ -389,7 +387,7 @@ unsafe extern "C" fn on_poll(h: Handle, status: c_int, events: c_int) {
             // reads again until the socket tells its end.
             for _ in 0..ERROR_READS {
                 conn.read_ready();
-                if conn.st.borrow().closed.is_some() {
+                if conn.st.borrow().calls.closed().is_some() {
                     return;
                 }
             }
@@ -454,13 +452,14 @@ impl Conn {
         shape: Shape,
     ) -> Result<(), ClientError> {
         let mut st = self.st.borrow_mut();
-        if let Some(r) = &st.closed {
+        if let Some(r) = st.calls.closed() {
             return Err(ClientError::Closed(r.clone()));
         }
-        let id = st.next_id;
-        st.next_id += 1;
-        request(&mut st.out, id, call)?;
-        st.calls.insert(id, Waiting { deferred, shape });
+        let id = st.calls.next_id();
+        Ndjson::encode_request(id, call, &mut st.out)?;
+        if let Err((r, _)) = st.calls.insert(id, Waiting { deferred, shape }) {
+            return Err(ClientError::Closed(r));
+        }
         if !st.referenced {
             st.referenced = true;
             // SAFETY: the poll handle is open while `closed` is None.
@@ -491,7 +490,7 @@ impl Conn {
     /// is left. Ends the connection on a write error.
     fn flush(&self) {
         let mut st = self.st.borrow_mut();
-        if st.closed.is_some() {
+        if st.calls.closed().is_some() {
             return;
         }
         let mut sent = 0;
@@ -565,20 +564,16 @@ impl Conn {
         // parsed by V8: nothing is borrowed across a call into JS.
         let mut rbuf = {
             let mut st = self.st.borrow_mut();
-            if st.closed.is_some() {
+            if st.calls.closed().is_some() {
                 return;
             }
             std::mem::take(&mut st.rbuf)
         };
         let read_end = self.read_available(&mut rbuf);
-        // A bad line ends the connection, whatever the read saw.
+        // A bad line (or one past the bound) ends the connection, whatever
+        // the read saw.
         let (done, at, bad) = self.match_answers(&rbuf);
-        let mut end = bad.or(read_end);
-        if end.is_none() && rbuf.len() - at > A2A_MAX_OUT_FRAME_BYTES {
-            end = Some(CloseReason::BadFrame(
-                "an answer line exceeds the bound".into(),
-            ));
-        }
+        let end = bad.or(read_end);
         if !done.is_empty() {
             let mut batch = std::mem::take(&mut *self.batch.borrow_mut());
             self.in_callback_scope(|env| settle_answers(env, &rbuf, done, &mut batch));
@@ -597,7 +592,7 @@ impl Conn {
         }
         {
             let mut st = self.st.borrow_mut();
-            if st.closed.is_none() {
+            if st.calls.closed().is_none() {
                 st.rbuf = rbuf;
             }
         }
@@ -682,9 +677,10 @@ impl Conn {
         end
     }
 
-    /// Each whole line of `rbuf`: its call, and what settles it; then how
-    /// far the lines went, and the end a bad line makes. Answers read
-    /// before an end are still delivered.
+    /// Each whole line of `rbuf` (where each ends, and the bound, are the
+    /// wire core's): its call, and what settles it; then how far the lines
+    /// went, and the end a bad line makes. Answers read before an end are
+    /// still delivered.
     fn match_answers(
         &self,
         rbuf: &[u8],
@@ -698,17 +694,26 @@ impl Conn {
         let mut at = 0;
         {
             let mut st = self.st.borrow_mut();
-            while let Some(n) = memchr::memchr(b'\n', &rbuf[at..]) {
-                let line_at = at..at + n;
+            let mut scanned = st.scanned;
+            loop {
+                let (line_at, used) =
+                    match Ndjson::split(&rbuf[at..], &mut scanned, A2A_MAX_OUT_FRAME_BYTES) {
+                        Ok(Some((r, used))) => (at + r.start..at + r.end, used),
+                        Ok(None) => break,
+                        Err(e) => {
+                            end = Some(e.close_reason());
+                            break;
+                        }
+                    };
                 let line = &rbuf[line_at.clone()];
-                at += n + 1;
-                if line.iter().all(u8::is_ascii_whitespace) {
+                at += used;
+                if Ndjson::is_filler(line) {
                     continue;
                 }
-                if let Some((id, result)) = envelope::answer_quick(line) {
+                if let Some((id, result)) = json::answer_quick(line) {
                     // An id not waiting cannot happen (each call stays
                     // until answered); a second answer is dropped.
-                    let Some(w) = st.calls.remove(&id) else {
+                    let Some(w) = st.calls.take(id) else {
                         continue;
                     };
                     let a = if w.shape.undefined {
@@ -716,7 +721,7 @@ impl Conn {
                     } else {
                         let guess = match w.shape.member {
                             None => Some(result),
-                            Some(k) => envelope::member_quick(result, k),
+                            Some(k) => json::member_quick(result, k),
                         };
                         Answer::Value {
                             guess: guess.map(|g| offset(rbuf, g)),
@@ -727,15 +732,23 @@ impl Conn {
                     done.push((w.deferred, a));
                     continue;
                 }
-                let a = match envelope::answer(line) {
-                    Ok(a) => a,
+                let (id, result) = match Ndjson::decode(line) {
+                    Ok(Line::Answer { id, result, .. }) => (id, result),
+                    // A notification: no agent is registered here.
+                    Ok(Line::Event { .. }) => continue,
+                    Ok(Line::Batch(_)) => {
+                        end = Some(CloseReason::BadFrame(
+                            "a batch answer to no batch of ours".into(),
+                        ));
+                        break;
+                    }
                     Err(e) => {
-                        end = Some(CloseReason::BadFrame(e.into()));
+                        end = Some(e.close_reason());
                         break;
                     }
                 };
-                let Some(id) = a.id else {
-                    if let Some(e) = a.error {
+                let Some(id) = id else {
+                    if let Err(e) = result {
                         // An error about no call of ours: nothing can be
                         // matched any more, so it ends the connection.
                         end = Some(match rpc_error(e) {
@@ -744,26 +757,24 @@ impl Conn {
                         });
                         break;
                     }
-                    // A notification: no agent is registered here.
                     continue;
                 };
-                let Some(w) = st.calls.remove(&id) else {
+                let Some(w) = st.calls.take(id) else {
                     continue;
                 };
-                let answer = match (a.result, a.error) {
-                    (_, Some(e)) => Answer::Fail(rpc_error(e).into()),
-                    (Some(_), None) if w.shape.undefined => Answer::Undefined,
-                    (Some(_), None) => Answer::Value {
+                let answer = match result {
+                    Err(e) => Answer::Fail(rpc_error(e).into()),
+                    Ok(_) if w.shape.undefined => Answer::Undefined,
+                    Ok(_) => Answer::Value {
                         guess: None,
                         line: line_at,
                         member: w.shape.member,
                     },
-                    (None, None) => Answer::Fail(
-                        ClientError::Protocol("an answer without result".into()).into(),
-                    ),
                 };
                 done.push((w.deferred, answer));
             }
+            // A line still arriving: the part searched is not searched again.
+            st.scanned = if end.is_none() { scanned } else { 0 };
         }
         (done, at, end)
     }
@@ -773,7 +784,7 @@ impl Conn {
     /// queued.
     fn after_answers(&self) {
         let mut st = self.st.borrow_mut();
-        if st.closed.is_some() {
+        if st.calls.closed().is_some() {
             return;
         }
         if st.calls.is_empty() {
@@ -863,14 +874,13 @@ impl Conn {
     #[allow(unsafe_code)]
     fn shut(&self, reason: CloseReason) -> Vec<(u64, Waiting)> {
         let mut st = self.st.borrow_mut();
-        if st.closed.is_some() {
+        if st.calls.closed().is_some() {
             return Vec::new();
         }
-        st.closed = Some(reason);
         st.out = Vec::new();
         st.rbuf = Vec::new();
         // In the order they were made, to be rejected in it.
-        let mut calls: Vec<(u64, Waiting)> = st.calls.drain().collect();
+        let mut calls: Vec<(u64, Waiting)> = st.calls.close(reason);
         calls.sort_unstable_by_key(|(id, _)| *id);
         drop(st);
         // SAFETY: the handles are open (closed only here, once); their
@@ -895,25 +905,6 @@ impl Conn {
             }
         }
         calls
-    }
-}
-
-/// Hashes a call id: ids are this connection's own sequence numbers, so
-/// spreading their bits is all a hash needs (no adversary chooses them).
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 }
 

@@ -18,8 +18,10 @@
 //! - `calls` -- the calls connection on the JS thread's own libuv loop:
 //!   calls written, read and settled on the JS thread, no thread hop
 //!   (`uv`: the libuv functions it needs, found in the Node process;
-//!   `wire`: its request and answer lines; `envelope`: where an NDJSON
-//!   answer's result lies in its line).
+//!   `wire`: how its answer lines settle promises). The lines are the
+//!   client's wire core's (`a2a_client::wire`): it encodes the requests,
+//!   says where each line ends, keeps the calls waiting by id, and finds
+//!   an answer's result in its line.
 //! - [`rawcall`] -- raw napi entry points of the task calls on the loop's
 //!   calls connection (no napi-rs method wrapper per call).
 //! - `settle` -- the completion queue that settles promises on the JS
@@ -29,7 +31,7 @@
 //! - `js` -- JS-thread helpers (`JSON.parse`), the lowest layer.
 //!
 //! Layers (no import cycle between modules; `tests/layering.rs` checks it):
-//! the leaves `js`, `uv`, `envelope`, `compact` <- `error` <- `settle` <-
+//! the leaves `js`, `uv`, `compact` <- `error` <- `settle` <-
 //! `wire` <- `calls` <- `agent` <- `events`, `tool`, `broker`, `rawcall`. A lower layer never
 //! names a higher one: a value only a higher one can make (a
 //! `NativeAgent`) crosses down as a closure (`settle::Payload::Native`).
@@ -57,8 +59,6 @@ mod calls;
 #[path = "calls_none.rs"]
 mod calls;
 mod compact;
-#[cfg(unix)]
-mod envelope;
 mod error;
 pub mod events;
 mod js;

@@ -1,14 +1,14 @@
-//! The calls connection's NDJSON lines (docs/protocol.md §1 Framing): the
-//! request line a call writes, and how the answer lines of one read
-//! settle their promises on the JS thread (`calls` reads them; `envelope`
-//! finds the values in them).
+//! How the answer lines of one read of the calls connection
+//! (docs/protocol.md §1 Framing) settle their promises on the JS thread.
+//! The lines themselves are the client's wire core's (`a2a_client::wire`):
+//! it encodes each request, tells where a line ends, and its envelope
+//! reader (`wire::json`) finds the values in an answer without parsing
+//! them, for V8 to parse once.
 
-use crate::envelope;
 use crate::error::Failure;
 use crate::js;
 use crate::settle;
-use a2a_client::proto::call::Call;
-use a2a_client::proto::limits::MAX_FRAME_BYTES;
+use a2a_client::wire::json;
 use a2a_client::{ClientError, RpcError};
 use napi::sys;
 
@@ -17,48 +17,6 @@ use napi::sys;
 /// (page faults on the JS thread: measured), so a read's answers are
 /// parsed in strings below that.
 pub(crate) const BATCH_BYTES: usize = 48 * 1024;
-
-/// Appends the NDJSON request line of `call` under `id` to `out`.
-pub(crate) fn request(out: &mut Vec<u8>, id: u64, call: &Call) -> Result<(), ClientError> {
-    let start = out.len();
-    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    push_u64(out, id);
-    out.extend_from_slice(b",\"method\":\"");
-    out.extend_from_slice(call.method().as_bytes());
-    out.extend_from_slice(b"\",\"params\":");
-    let written = call.write_params_json(&mut *out);
-    if let Err(e) = written {
-        out.truncate(start);
-        return Err(ClientError::Protocol(format!(
-            "cannot encode the request: {e}"
-        )));
-    }
-    out.extend_from_slice(b"}\n");
-    let bytes = out.len() - start;
-    if bytes > MAX_FRAME_BYTES {
-        out.truncate(start);
-        return Err(ClientError::FrameTooLarge {
-            bytes,
-            max: MAX_FRAME_BYTES,
-        });
-    }
-    Ok(())
-}
-
-/// Appends `n` in decimal (without `fmt`'s machinery: once per call).
-fn push_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
 
 /// The broker's error object, as the client reports it.
 pub(crate) fn rpc_error(e: &[u8]) -> ClientError {
@@ -168,11 +126,11 @@ fn exact(
 ) -> Result<sys::napi_value, Failure> {
     let bad =
         |what: &str| Failure::from(ClientError::Protocol(format!("unreadable answer: {what}")));
-    let a = envelope::answer(line).map_err(bad)?;
+    let a = json::envelope(line).map_err(bad)?;
     let result = a.result.ok_or_else(|| bad("no result"))?;
     let v = match member {
         None => result,
-        Some(k) => envelope::member(result, k).ok_or_else(|| bad(k))?,
+        Some(k) => json::member(result, k).ok_or_else(|| bad(k))?,
     };
     Ok(js::parse_json_bytes(env, v)?)
 }

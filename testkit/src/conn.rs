@@ -9,10 +9,12 @@
 //! something else are stashed, never lost. Every line received is checked
 //! to be JSON-RPC 2.0 with exactly one of `result`/`error`.
 
+use crate::lines::for_each_line;
 use crate::TIMEOUT;
+use a2a_client::wire::{Codec, Line, Ndjson};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -43,27 +45,44 @@ fn spawn_writer<W: Write + Send + 'static>(
     tx
 }
 
-/// Starts a thread that parses each line of `r` into a [`Value`] (an
-/// unparseable line becomes `{"__unparseable": .., "__error": ..}`); the
-/// channel closes at end of file.
-fn spawn_reader<R: Read + Send + 'static>(r: R) -> Receiver<Value> {
-    let (tx, rx) = mpsc::channel::<Value>();
+/// What the wire core read a line as (docs/protocol.md §1: a response,
+/// a notification, or neither: a batch's array, an unreadable line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Answer,
+    Event,
+    Other,
+}
+
+/// Starts a thread that cuts `r` into lines with the client's wire core
+/// (see [`crate::lines`]), tells each line's kind with the core's reading
+/// of it, and parses it into a [`Value`] (an unparseable line becomes
+/// `{"__unparseable": .., "__error": ..}`, and so does what ends the
+/// stream early); the channel closes at end of file.
+fn spawn_reader<R: Read + Send + 'static>(r: R) -> Receiver<(Kind, Value)> {
+    let (tx, rx) = mpsc::channel::<(Kind, Value)>();
     std::thread::spawn(move || {
-        let mut reader = BufReader::with_capacity(1 << 20, r);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            let text = line.strip_suffix(b"\n").unwrap_or(&line);
+        let end = for_each_line(r, |text| {
+            let kind = match Ndjson::decode(text) {
+                Ok(Line::Answer { id_raw, .. }) if id_raw != b"null" => Kind::Answer,
+                Ok(Line::Event { .. }) => Kind::Event,
+                _ => Kind::Other,
+            };
             let value = serde_json::from_slice::<Value>(text).unwrap_or_else(|e| {
                 json!({"__unparseable": String::from_utf8_lossy(text), "__error": e.to_string()})
             });
-            if tx.send(value).is_err() {
-                break;
-            }
+            let kind = if value.get("__unparseable").is_some() {
+                Kind::Other
+            } else {
+                kind
+            };
+            tx.send((kind, value)).is_ok()
+        });
+        if let Err(e) = end {
+            let _ = tx.send((
+                Kind::Other,
+                json!({"__unparseable": "", "__error": e.to_string()}),
+            ));
         }
     });
     rx
@@ -78,7 +97,7 @@ pub struct Conn {
     /// Chunks of bytes to send; `None` once closed.
     tx: Option<Sender<Vec<u8>>>,
     /// Parsed incoming lines.
-    rx: Receiver<Value>,
+    rx: Receiver<(Kind, Value)>,
     /// Socket: a handle kept to shut the connection down on drop.
     stream: Option<UnixStream>,
     /// The secret [`Conn::handshake`] carries (socket connections).
@@ -146,7 +165,7 @@ impl Conn {
 
     fn from_parts(
         tx: Option<Sender<Vec<u8>>>,
-        rx: Receiver<Value>,
+        rx: Receiver<(Kind, Value)>,
         stream: Option<UnixStream>,
     ) -> Conn {
         Conn {
@@ -230,8 +249,7 @@ impl Conn {
 
     // ---------------------------------------------------------------- reading
 
-    fn classify(&mut self, v: Value) {
-        let is_notification = v.is_object() && v.get("method").is_some() && v.get("id").is_none();
+    fn classify(&mut self, (kind, v): (Kind, Value)) {
         // Every line the broker writes is JSON-RPC 2.0; a response holds
         // exactly one of `result` / `error`.
         let items: Vec<&Value> = match &v {
@@ -253,20 +271,17 @@ impl Conn {
                 );
             }
         }
-        if is_notification {
-            self.notifications.push_back(v);
-            return;
-        }
-        match v.get("id") {
-            Some(id) if !id.is_null() && v.is_object() => {
-                let key = id_key(id);
+        match kind {
+            Kind::Event => self.notifications.push_back(v),
+            Kind::Answer => {
+                let key = id_key(&v["id"]);
                 assert!(
                     !self.responses.contains_key(&key),
                     "two responses with id {key}: {v}"
                 );
                 self.responses.insert(key, v);
             }
-            _ => self.others.push_back(v),
+            Kind::Other => self.others.push_back(v),
         }
     }
 

@@ -1,7 +1,8 @@
 //! The test kit of the a2a broker: what every test that drives a real
 //! broker needs, in one place, split by concern. The integration suite, the
 //! client's tests, the C ABI's and the Node addon's test drivers and the
-//! load generator use it; it has no tokio and does not link the broker.
+//! load generator use it; it has no tokio and does not link the broker
+//! (of ours it links the client, for its sans-I/O wire core).
 //!
 //! - [`bin`]: where the `a2a-broker` binary is (`A2A_BROKER_BIN`, else the
 //!   caller's profile in the target directory), built on demand.
@@ -10,6 +11,9 @@
 //!   SIGKILL/SIGTERM, kill on drop.
 //! - [`conn`]: an NDJSON [`Conn`] over stdio, a socket or any byte stream,
 //!   matching responses by id and stashing notifications.
+//! - [`lines`]: a broker's output cut into lines by the client's wire core
+//!   (`a2a_client::wire`), for every connection here: no splitter of the
+//!   kit's own.
 //! - [`broker`]: [`Broker`], a child plus the test's connection over a
 //!   [`Transport`], and [`on_both_transports!`] to run a test on each.
 //! - [`proto`]: handshake (with the secret), agents, tasks, messages.
@@ -37,6 +41,7 @@ pub mod conn;
 #[cfg(feature = "db")]
 pub mod db;
 pub mod layering;
+pub mod lines;
 pub mod measure;
 pub mod pin;
 pub mod process;

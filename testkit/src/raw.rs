@@ -5,11 +5,17 @@
 //! is the richer connection (notifications stashed per recipient); this one
 //! drops notifications.
 //!
-//! A reader thread owns the read side, so reads take deadlines.
+//! A reader thread owns the read side, so reads take deadlines; it cuts
+//! lines with the client's wire core ([`crate::lines`]), and responses are
+//! told from notifications, and matched by id, with the core's reading of
+//! a line's envelope (`a2a_client::wire::json`), which never walks a
+//! result.
 
+use crate::lines::for_each_line;
 use crate::TIMEOUT;
+use a2a_client::wire::json::{answer_quick, envelope};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver};
@@ -33,12 +39,13 @@ impl RawConn {
     pub fn over(w: impl Write + Send + 'static, r: impl Read + Send + 'static) -> RawConn {
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
-            let r = BufReader::with_capacity(1 << 20, r);
-            for line in r.lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
+            // Lines are the broker's JSON, UTF-8; a line that is not ends
+            // the stream as a cut one would (the test then times out
+            // naming the wait).
+            let _ = for_each_line(r, |line| match std::str::from_utf8(line) {
+                Ok(text) => tx.send(text.to_owned()).is_ok(),
+                Err(_) => false,
+            });
         });
         RawConn {
             w: Box::new(w),
@@ -138,13 +145,13 @@ impl RawConn {
         }
     }
 
-    /// The response to request `id` as its raw line, found by its prefix
-    /// without parsing anything (every other line read meanwhile is dropped).
+    /// The response to request `id` as its raw line, found by its envelope
+    /// without parsing its result (every other line read meanwhile is
+    /// dropped).
     pub fn raw_response(&mut self, id: u64) -> String {
-        let head = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},");
         loop {
             let line = self.next_line();
-            if line.starts_with(&head) {
+            if answer_id(&line) == Some(id) {
                 return line;
             }
         }
@@ -167,7 +174,7 @@ impl RawConn {
     pub fn succeeds(&mut self, method: &str, params: Value) -> bool {
         let id = self.request(method, params);
         let line = self.raw_response(id);
-        line[format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},").len()..].starts_with("\"result\"")
+        answer_quick(line.as_bytes()).is_some()
     }
 
     /// Registers an agent; its `(agentId, token)`.
@@ -191,7 +198,22 @@ impl RawConn {
     }
 }
 
-/// The broker writes notifications as `{"jsonrpc":"2.0","method":...`.
+/// The id of the response `line` is: read quickly where the line has the
+/// broker's shape of a success (its result not walked), else from its
+/// envelope (an error, a notification: no id).
+fn answer_id(line: &str) -> Option<u64> {
+    match answer_quick(line.as_bytes()) {
+        Some((id, _)) => Some(id),
+        None => envelope(line.as_bytes()).ok()?.id,
+    }
+}
+
+/// A notification: a method and no id (docs/protocol.md §1), found by the
+/// core's envelope reading. A success answer is told first, without
+/// walking its result.
 fn is_notification(line: &str) -> bool {
-    line.starts_with("{\"jsonrpc\":\"2.0\",\"method\"")
+    if answer_quick(line.as_bytes()).is_some() {
+        return false;
+    }
+    envelope(line.as_bytes()).is_ok_and(|e| e.method.is_some() && e.id_raw.is_none())
 }

@@ -35,7 +35,7 @@ use crate::process::{BrokerProcess, Spawn, SpawnError};
 use crate::TIMEOUT;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::Duration;
@@ -415,17 +415,15 @@ pub fn files(dir: &Path) -> Vec<std::path::PathBuf> {
 pub struct LineQueue(Receiver<String>);
 
 impl LineQueue {
-    /// Reads `output`'s lines until it ends (or fails, or the queue is
-    /// dropped).
+    /// Reads `output`'s lines (cut by the client's wire core, see
+    /// [`crate::lines`]) until it ends (or fails, or the queue is dropped).
     pub fn spawn(output: impl std::io::Read + Send + 'static) -> LineQueue {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(output).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
+            let _ = crate::lines::for_each_line(output, |line| match std::str::from_utf8(line) {
+                Ok(text) => tx.send(text.to_owned()).is_ok(),
+                Err(_) => false,
+            });
         });
         LineQueue(rx)
     }

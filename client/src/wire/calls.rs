@@ -2,6 +2,7 @@
 
 use crate::error::CloseReason;
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
 /// The calls of one connection waiting for their answers, each with what
 /// the driver keeps for it (`W`: a slot, a oneshot sender, a promise),
@@ -12,7 +13,7 @@ use std::collections::HashMap;
 /// call is answered (or failed) exactly once.
 #[derive(Debug)]
 pub struct Calls<W> {
-    waiting: HashMap<u64, W>,
+    waiting: HashMap<u64, W, BuildHasherDefault<IdHasher>>,
     next_id: u64,
     closed: Option<CloseReason>,
 }
@@ -26,7 +27,7 @@ impl<W> Default for Calls<W> {
 impl<W> Calls<W> {
     pub fn new() -> Self {
         Calls {
-            waiting: HashMap::new(),
+            waiting: HashMap::default(),
             next_id: 1,
             closed: None,
         }
@@ -89,5 +90,29 @@ impl<W> Calls<W> {
             self.closed = Some(reason);
         }
         self.waiting.drain().collect()
+    }
+}
+
+/// Hashes a call id. Ids are the connection's own numbers (the driver
+/// chooses them, never the broker), so spreading their bits is all a hash
+/// needs, and SipHash's guard against chosen keys only costs: the Node
+/// addon's calls connection, which inserts and takes one per call on the
+/// JS thread, measured its main-thread CPU per call 8 % higher with the
+/// default hasher than with its own table (median of 5 paired runs), and
+/// level with it with this one.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 }

@@ -22,6 +22,7 @@ mod kit;
 mod leases;
 mod lifecycle;
 mod migration;
+mod one_codec;
 mod send;
 mod tasks;
 mod transcripts;
