@@ -21,15 +21,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Transports are the embedder's: the gateway serves the generated
         // service through its own hyper server, and a client brings a channel.
         .build_transport(false)
-        // The well-known types with ProtoJSON serde (Struct as a JSON object,
-        // Timestamp as RFC 3339) instead of prost-types' plain structs.
+        // The well-known types with ProtoJSON serde (Struct as a JSON object)
+        // instead of prost-types' plain structs; Timestamp is ours
+        // (src/timestamp.rs says why).
         .compile_well_known_types(true)
         .extern_path(".google.protobuf", "::pbjson_types")
+        .extern_path(".google.protobuf.Timestamp", "crate::timestamp::Timestamp")
         .compile_fds(fds)?;
 
     pbjson_build::Builder::new()
         .register_descriptors(&bytes)?
         .extern_path(".google.protobuf", "::pbjson_types")
+        .extern_path(".google.protobuf.Timestamp", "crate::timestamp::Timestamp")
         // A peer newer than this file may send fields it does not know;
         // ProtoJSON parsers skip them as the binary decoder does.
         .ignore_unknown_fields()

@@ -207,6 +207,8 @@ impl Diffs {
 mod tests {
     use super::*;
 
+    type Change = Box<dyn Fn(&mut FileDescriptorProto)>;
+
     fn message<'a>(file: &'a mut FileDescriptorProto, name: &str) -> &'a mut DescriptorProto {
         file.message_type
             .iter_mut()
@@ -237,7 +239,7 @@ mod tests {
     #[test]
     fn every_kind_of_change_is_a_difference() {
         let base = ours();
-        let mut changes: Vec<(&str, Box<dyn Fn(&mut FileDescriptorProto)>)> = vec![
+        let mut changes: Vec<(&str, Change)> = vec![
             ("package", Box::new(|f| f.package = Some("a2a.v1".into()))),
             (
                 "rpc",

@@ -5,6 +5,8 @@
 //! same JSON that the JSON-RPC binding carries (one mapping, three framings).
 
 pub mod conformance;
+pub mod json;
+pub mod timestamp;
 
 /// The generated messages, enums, client and server of `lf.a2a.v1`.
 #[allow(clippy::all, missing_docs)]
