@@ -7,6 +7,8 @@
 //! `a2a-client`'s types), so nothing listens on the network unless it is
 //! started. Modules, from the wire inwards:
 //! - [`http`]: axum routes: agent cards, the JSON-RPC endpoint, SSE.
+//! - [`grpc`]: the gRPC binding on the same port, through the JSON-RPC
+//!   handler.
 //! - [`security`]: bind rule, bearer identities, rate limits, webhook
 //!   SSRF guard, audit lines.
 //! - [`conn`]: the broker connections (one per identity; one for
@@ -29,6 +31,7 @@
 
 pub mod conn;
 pub mod core;
+pub mod grpc;
 pub mod http;
 pub mod limits;
 pub mod mapping;

@@ -6,6 +6,7 @@
 
 pub mod conformance;
 pub mod json;
+pub mod status;
 pub mod timestamp;
 
 /// The generated messages, enums, client and server of `lf.a2a.v1`.

@@ -74,11 +74,15 @@ pub fn card_of(
         } else {
             c.version.clone()
         },
-        supported_interfaces: vec![v1::AgentInterface {
-            url: interface_url(public_url, &e.name),
-            protocol_binding: "JSONRPC".into(),
-            protocol_version: "1.0".into(),
-        }],
+        supported_interfaces: vec![
+            v1::AgentInterface {
+                url: interface_url(public_url, &e.name),
+                protocol_binding: "JSONRPC".into(),
+                protocol_version: "1.0".into(),
+                tenant: None,
+            },
+            crate::grpc::interface(public_url, &e.name),
+        ],
         // The gateway streams and pushes for every agent (from the
         // broker's events), whatever the local card says; the extended
         // card is the same card, answered to callers that passed the
