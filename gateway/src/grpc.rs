@@ -40,8 +40,16 @@ pub fn router(app: Arc<App>) -> axum::Router {
     let svc = a2a_service_server::A2aServiceServer::new(Grpc { app })
         .max_decoding_message_size(max)
         .max_encoding_message_size(usize::MAX);
-    tonic::service::Routes::new(svc).into_axum_router()
+    // Under the service's own path only: tonic's router would bring a
+    // fallback of its own, and the HTTP router has one.
+    let path = format!(
+        "/{}/{{*rpc}}",
+        <Server as tonic::server::NamedService>::NAME
+    );
+    axum::Router::new().route_service(&path, svc)
 }
+
+type Server = a2a_service_server::A2aServiceServer<Grpc>;
 
 /// The gRPC interface of `agent` for its card: the host and port of the
 /// public URL (gRPC targets have no scheme or path), `tenant` the agent.
