@@ -13,14 +13,13 @@
 //! gRPC status of A2A's error mapping, with its `ErrorInfo` in the details.
 //!
 //! The agent is the request's `tenant`: the card of agent X declares its
-//! gRPC interface with `tenant` X, which the specification makes clients
+//! gRPC interface with `tenant` X (`http::card::grpc_interface`), which the specification makes clients
 //! send in every request. With one agent exposed, an empty tenant is that
 //! agent. The bearer token is the `authorization` metadata, as the
 //! JSON-RPC binding's header; the rate limit is the same one.
 
 use crate::http::{jsonrpc, App};
 use crate::security::audit_refusal;
-use crate::v1 as v1_json;
 use a2a_grpc::status;
 use a2a_grpc::v1::{self, a2a_service_server};
 use axum::body::Body;
@@ -50,21 +49,6 @@ pub fn router(app: Arc<App>) -> axum::Router {
 }
 
 type Server = a2a_service_server::A2aServiceServer<Grpc>;
-
-/// The gRPC interface of `agent` for its card: the host and port of the
-/// public URL (gRPC targets have no scheme or path), `tenant` the agent.
-pub fn interface(public_url: &str, agent: &str) -> v1_json::AgentInterface {
-    let rest = public_url
-        .split_once("://")
-        .map_or(public_url, |(_, rest)| rest);
-    let authority = rest.split('/').next().unwrap_or(rest);
-    v1_json::AgentInterface {
-        url: authority.to_owned(),
-        protocol_binding: "GRPC".into(),
-        protocol_version: "1.0".into(),
-        tenant: Some(agent.to_owned()),
-    }
-}
 
 /// The stream of a streaming rpc.
 pub type Events = Pin<Box<dyn Stream<Item = Result<v1::StreamResponse, Status>> + Send>>;
@@ -375,15 +359,6 @@ impl a2a_service_server::A2aService for Grpc {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_interface_is_host_and_port_with_the_agent_as_tenant() {
-        let i = interface("https://a2a.example.com:8443/base/", "coder");
-        assert_eq!(i.url, "a2a.example.com:8443");
-        assert_eq!(i.protocol_binding, "GRPC");
-        assert_eq!(i.tenant.as_deref(), Some("coder"));
-        assert_eq!(interface("http://127.0.0.1:80", "x").url, "127.0.0.1:80");
-    }
 
     #[test]
     fn sse_events_end_at_a_blank_line_of_either_kind() {
