@@ -27,6 +27,10 @@
 #     three times (SIGTERM, SIGKILL, SIGTERM) and starts again on its state
 #     file: both open tasks resume, a follow-up and a cancel reach the
 #     remote, and the remote ran each message exactly once.
+#  5. gRPC: our grpc/proto/a2a.proto against the descriptor of the
+#     normative a2a.proto that the Python SDK ships (a2a_pb2), field for
+#     field (python/check_grpc_descriptor.py and the Rust example
+#     descriptor_check), and the check itself fails on one changed number.
 #
 # Installs what it needs first: a venv at gateway/sdk-tests/.venv from PyPI
 # (python/requirements.txt, pinned by python/constraints.txt), one at
@@ -64,12 +68,13 @@ fi
 # scripts/test-all.sh sets A2A_PREBUILT after `cargo test --workspace`, which
 # built these with the workspace's features: a build of single packages
 # would resolve other features and compile dependencies again.
-[ -n "${A2A_PREBUILT:-}" ] || run cargo build -q -p a2a-cli -p a2a-gateway --example remote_delegate --example tck_agent || die "cargo build failed"
+[ -n "${A2A_PREBUILT:-}" ] || run cargo build -q -p a2a-cli -p a2a-gateway -p a2a-grpc --example remote_delegate --example tck_agent --example descriptor_check || die "cargo build failed"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}/debug"
 BROKER="$TARGET/a2a-broker"
 GATEWAY="$TARGET/a2a-gateway"
 DELEGATE="$TARGET/examples/remote_delegate"
 TCK_AGENT="$TARGET/examples/tck_agent"
+DESCRIPTOR_CHECK="$TARGET/examples/descriptor_check"
 
 # ---------------------------------------------------------------- helpers
 WORK="$(mktemp -d)"
@@ -259,6 +264,10 @@ for MODE in streaming unary; do
     FAILED=$((FAILED + 1))
   fi
 done
+
+# ---------------------------------------------------------------- 5. gRPC descriptor
+step "grpc/proto/a2a.proto matches the a2a-sdk's a2a.proto field for field" \
+  timeout 120 "$VENV/bin/python" "$HERE/python/check_grpc_descriptor.py" --checker "$DESCRIPTOR_CHECK"
 
 echo "sdk-tests: $PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

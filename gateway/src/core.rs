@@ -414,6 +414,11 @@ impl Core {
         }
     }
 
+    /// The exposed agents.
+    pub fn exposed(&self) -> &[Exposed] {
+        &self.exposed
+    }
+
     /// The exposed agent named `name`.
     pub fn agent(&self, name: &str) -> Option<&Exposed> {
         self.exposed.iter().find(|e| e.name == name)

@@ -23,7 +23,10 @@
 //!   [`Peer`]) and the state file ([`StateFile`]).
 //!
 //! Modules, from the wire inwards:
-//! - `http`: axum routes: agent cards, the JSON-RPC endpoint, SSE.
+//! - `http`: axum routes: agent cards, the JSON-RPC and HTTP+JSON
+//!   endpoints, SSE.
+//! - `grpc`: the gRPC binding on the same port, through the JSON-RPC
+//!   handler.
 //! - `security`: bind rule, bearer identities, rate limits, webhook
 //!   SSRF guard, audit lines.
 //! - `conn`: the broker connections (one per identity; one for
@@ -50,6 +53,7 @@
 mod compat;
 mod conn;
 mod core;
+mod grpc;
 mod http;
 mod limits;
 mod mapping;

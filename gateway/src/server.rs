@@ -328,7 +328,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         },
         cards,
     });
-    let router = http::router(app);
+    let router = http::router(Arc::clone(&app)).merge(crate::grpc::router(app));
     let edge = EdgeConfig {
         header_timeout: opts.header_timeout,
         max_connections: opts.max_connections.max(1),

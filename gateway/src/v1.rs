@@ -414,6 +414,10 @@ pub struct AgentInterface {
     pub url: String,
     pub protocol_binding: String,
     pub protocol_version: String,
+    /// The agent this interface serves, where the URL alone does not say
+    /// (the gRPC interface: one service for every agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
 }
 
 /// `lf.a2a.v1.AgentCapabilities`.

@@ -86,9 +86,11 @@ async fn the_card_offers_http_json_on_the_agent_url() {
     let h = Harness::start(|_| {}).await;
     let card = h.card().await;
     let ifaces = card["supportedInterfaces"].as_array().unwrap();
-    // JSON-RPC and HTTP+JSON in v1.0, then JSON-RPC in v0.3 (compat::v03).
-    assert_eq!(ifaces.len(), 3, "{card}");
-    assert_eq!(ifaces[2]["protocolVersion"], "0.3", "{card}");
+    // JSON-RPC, HTTP+JSON and gRPC in v1.0, then JSON-RPC in v0.3
+    // (compat::v03).
+    assert_eq!(ifaces.len(), 4, "{card}");
+    assert_eq!(ifaces[2]["protocolBinding"], "GRPC", "{card}");
+    assert_eq!(ifaces[3]["protocolVersion"], "0.3", "{card}");
     assert_eq!(ifaces[0]["protocolBinding"], "JSONRPC");
     assert_eq!(ifaces[1]["protocolBinding"], "HTTP+JSON");
     assert_eq!(ifaces[1]["protocolVersion"], "1.0");

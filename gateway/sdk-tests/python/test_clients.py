@@ -126,7 +126,7 @@ class Checks:
         # The v1.0 interfaces (a JSON-RPC one in v0.3 follows them).
         v1 = [i for i in card.supported_interfaces if i.protocol_version.startswith("1.")]
         bindings = [i.protocol_binding for i in v1]
-        assert bindings == ["JSONRPC", "HTTP+JSON"], bindings
+        assert bindings == ["JSONRPC", "HTTP+JSON", "GRPC"], bindings
         others = [i.protocol_version for i in card.supported_interfaces if i not in v1]
         assert others == ["0.3"], others
 

@@ -39,6 +39,21 @@ pub fn interface_url(public_url: &str, agent: &str) -> String {
     format!("{}/agents/{agent}", public_url.trim_end_matches('/'))
 }
 
+/// The gRPC interface of `agent` for its card: the host and port of the
+/// public URL (gRPC targets have no scheme or path), `tenant` the agent.
+pub fn grpc_interface(public_url: &str, agent: &str) -> v1::AgentInterface {
+    let rest = public_url
+        .split_once("://")
+        .map_or(public_url, |(_, rest)| rest);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    v1::AgentInterface {
+        url: authority.to_owned(),
+        protocol_binding: "GRPC".into(),
+        protocol_version: "1.0".into(),
+        tenant: Some(agent.to_owned()),
+    }
+}
+
 /// The v1.0 card of an exposed agent.
 pub fn card_of(
     e: &Exposed,
@@ -85,7 +100,9 @@ pub fn card_of(
                 url: interface_url(public_url, &e.name),
                 protocol_binding: binding.into(),
                 protocol_version: "1.0".into(),
+                tenant: None,
             })
+            .chain([grpc_interface(public_url, &e.name)])
             .collect(),
         // The gateway streams and pushes for every agent (from the
         // broker's events), whatever the local card says; the extended
@@ -187,4 +204,21 @@ pub async fn agent_card(
     headers: HeaderMap,
 ) -> Response {
     serve(&app.cards, Some(&agent), &headers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interface_is_host_and_port_with_the_agent_as_tenant() {
+        let i = grpc_interface("https://a2a.example.com:8443/base/", "coder");
+        assert_eq!(i.url, "a2a.example.com:8443");
+        assert_eq!(i.protocol_binding, "GRPC");
+        assert_eq!(i.tenant.as_deref(), Some("coder"));
+        assert_eq!(
+            grpc_interface("http://127.0.0.1:80", "x").url,
+            "127.0.0.1:80"
+        );
+    }
 }

@@ -498,6 +498,7 @@ fn v1_card(bearer: bool, extended: bool) -> v1::AgentCard {
             url: "http://127.0.0.1:9/agents/echo".into(),
             protocol_binding: "JSONRPC".into(),
             protocol_version: "1.0".into(),
+            tenant: None,
         }],
         capabilities: v1::AgentCapabilities {
             streaming: true,
