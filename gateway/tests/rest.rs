@@ -34,12 +34,7 @@ fn post(h: &Harness, path: &str, body: Value) -> reqwest::RequestBuilder {
 async fn answer(r: reqwest::RequestBuilder) -> (u16, Value) {
     let resp = r.send().await.expect("send");
     let status = resp.status().as_u16();
-    let ct = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
+    let ct = common::content_type(&resp);
     assert!(ct.contains("application/json"), "{status}: {ct}");
     let body = resp.json().await.expect("a JSON body");
     (status, body)

@@ -142,12 +142,7 @@ impl Harness {
             .send()
             .await
             .expect("send");
-        let ct = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned();
+        let ct = content_type(&resp);
         (resp, ct)
     }
 
@@ -177,6 +172,15 @@ pub async fn json_body(r: reqwest::RequestBuilder) -> Value {
 }
 
 /// A JSON string value, owned (an id read from an answer).
+/// An answer's `content-type` ("" when it has none).
+pub fn content_type(resp: &reqwest::Response) -> String {
+    resp.headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned()
+}
+
 pub fn string(v: &Value) -> String {
     v.as_str()
         .unwrap_or_else(|| panic!("not a string: {v}"))
@@ -230,11 +234,7 @@ impl Sse {
     /// Reads an SSE response already received (the HTTP+JSON binding's
     /// streams; panics unless it is SSE).
     pub fn from_response(resp: reqwest::Response) -> Sse {
-        let ct = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
+        let ct = content_type(&resp);
         assert!(ct.contains("text/event-stream"), "not a stream: {ct}");
         Sse {
             resp,

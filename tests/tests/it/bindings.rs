@@ -7,7 +7,6 @@
 //! added to the table without its bindings, or a binding renamed without
 //! its row, fails here with the row and the file named.
 
-use std::path::{Path, PathBuf};
 
 /// One row's bindings, as the table writes them (`_`: none).
 #[derive(Debug)]
@@ -45,12 +44,7 @@ fn rows() -> Vec<Row> {
     a2a_proto::method_table!(rows)
 }
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace root")
-        .to_path_buf()
-}
+use crate::tree::root;
 
 fn read(rel: &str) -> String {
     std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))

@@ -33,9 +33,7 @@ const SCHEMA_RS: &str = include_str!("../../../tool/src/schema.rs");
 /// throwaway method of ARCHITECTURE.md's "Adding a method").
 const HYPOTHETICAL_METHODS: &[&str] = &["a2a.tasks.touch"];
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use crate::tree::root;
 
 /// The docs whose paths and links are checked, as repo-relative paths.
 fn doc_files() -> Vec<String> {
@@ -81,32 +79,12 @@ fn tree_files() -> Vec<String> {
         "corpus",
         "artifacts",
     ];
-    let mut out = Vec::new();
-    let mut stack = vec![root()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display())) {
-            let p = e.expect("read dir").path();
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            if p.is_dir() {
-                if !SKIP.contains(&name.as_str()) {
-                    stack.push(p);
-                }
-            } else if p
+    crate::tree::files(&SKIP, |name| {
+        name != "package-lock.json"
+            && Path::new(name)
                 .extension()
                 .is_some_and(|x| EXTS.contains(&x.to_string_lossy().as_ref()))
-                && name != "package-lock.json"
-            {
-                let rel = p
-                    .strip_prefix(root())
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned();
-                out.push(rel);
-            }
-        }
-    }
-    out.sort();
-    out
+    })
 }
 
 /// A piece of a Markdown text and the line (1-based) it starts on.

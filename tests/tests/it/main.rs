@@ -26,3 +26,4 @@ mod one_codec;
 mod send;
 mod tasks;
 mod transcripts;
+mod tree;

@@ -17,7 +17,6 @@
 //! in [`ALLOWED`] with that reason, and each listed file must still hold
 //! a mark (a stale entry fails too, so the list stays true).
 
-use std::path::{Path, PathBuf};
 
 /// Where splitting and decoding our protocol's frames belongs.
 const HOMES: &[&str] = &["client/src/wire/", "broker/src/transport/", "proto/src/"];
@@ -94,9 +93,7 @@ fn marks(line: &str, next: &str) -> Option<&'static str> {
     None
 }
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use crate::tree::root;
 
 /// Every `.rs` file of the tree outside `tests/` directories and build
 /// outputs, repo-relative.
@@ -109,28 +106,7 @@ fn sources() -> Vec<String> {
         "corpus",
         "artifacts",
     ];
-    let mut out = Vec::new();
-    let mut stack = vec![root()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display())) {
-            let p = e.expect("read dir").path();
-            let name = p
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned();
-            if p.is_dir() {
-                if !SKIP.contains(&name.as_str()) {
-                    stack.push(p);
-                }
-            } else if name.ends_with(".rs") {
-                let rel = p.strip_prefix(root()).expect("under the root");
-                out.push(rel.to_string_lossy().replace('\\', "/"));
-            }
-        }
-    }
-    out.sort();
-    out
+    crate::tree::files(&SKIP, |name| name.ends_with(".rs"))
 }
 
 /// `(file, line number, mark)` of every mark in `text`, up to its test
