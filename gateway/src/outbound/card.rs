@@ -202,8 +202,11 @@ fn v03_url(raw: &Value) -> Option<Endpoint> {
         field(raw, "additionalInterfaces", "additional_interfaces")
             .and_then(Value::as_array)?
             .iter()
-            .filter(|i| i.get("transport").and_then(Value::as_str).is_some())
-            .filter(|i| jsonrpc(i.get("transport").and_then(Value::as_str)))
+            .filter(|i| {
+                i.get("transport")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| t.eq_ignore_ascii_case("JSONRPC"))
+            })
             .find_map(|i| i.get("url").and_then(Value::as_str))
     };
     url.filter(|u| !u.is_empty()).map(|u| Endpoint {
