@@ -12,7 +12,9 @@
 #     (python/remote_agent.py) is added with `a2a-gateway remote add`; a local
 #     delegate (the Rust example `remote_delegate`, plain a2a-client) calls it
 #     through the broker and checks the events and the completed task; then
-#     the same against the SDK's server offering only HTTP+JSON (2b).
+#     the same against the SDK's server offering only HTTP+JSON (2b), and
+#     against a v0.3 agent served by a2a-sdk 0.3.26 (python/remote_agent_v03.py,
+#     2c), which the gateway speaks A2A v0.3 to, as its card says.
 #  3. restarts: `a2a-gateway serve` in front of the TCK agent and a sink
 #     (the Rust example `tck_agent`, a process of its own) is stopped with
 #     SIGTERM, then with SIGKILL, and started again on its state file; the
@@ -184,6 +186,44 @@ for MODE in streaming unary; do
       else
         FAILED=$((FAILED + 1)); echo "== FAILED: the $MODE REST remote never saw the delegate's cancel"
         cat "$LOG2" "$WORK/remote-add-rest-$MODE.log" >&2
+      fi
+    else
+      FAILED=$((FAILED + 2))
+    fi
+  else
+    FAILED=$((FAILED + 2))
+  fi
+done
+
+# ---------------------------------------------------------------- 2c. outbound to an A2A v0.3 agent
+# The v0.3 SDK's server (its card: protocolVersion 0.3.0, `url`), streaming
+# and then not (`message/stream`, then `message/send`), added to the broker
+# of section 2 and driven by the same delegate: input-required, artifacts,
+# a direct message, a failure and a cancel, all through v0.3.
+for MODE in streaming unary; do
+  FLAG=""
+  [ "$MODE" = unary ] && FLAG="--no-streaming"
+  P3="$(free_port)"
+  LOG3="$WORK/remote-v03-$MODE.log"
+  echo "+ $VENV03/bin/python $HERE/python/remote_agent_v03.py --port $P3 --name py-v03-$MODE $FLAG" >&2
+  # shellcheck disable=SC2086
+  "$VENV03/bin/python" "$HERE/python/remote_agent_v03.py" --port "$P3" --name "py-v03-$MODE" $FLAG >"$LOG3" 2>&1 &
+  P3PID=$!
+  PIDS+=($P3PID)
+  if kill -0 "$BPID" 2>/dev/null && wait_for "$LOG3" '^READY' "$P3PID" "python v0.3 remote agent ($MODE)"; then
+    echo "+ $GATEWAY remote add --socket $SOCK http://127.0.0.1:$P3" >&2
+    "$GATEWAY" remote add --socket "$SOCK" "http://127.0.0.1:$P3" >"$WORK/remote-add-v03-$MODE.out" 2>"$WORK/remote-add-v03-$MODE.log" &
+    PIDS+=($!)
+    if wait_for "$WORK/remote-add-v03-$MODE.out" '^remote .* -> peer ' "$!" "a2a-gateway remote add (v0.3, $MODE)"; then
+      PEER="$(sed -n 's/^remote .* -> peer //p' "$WORK/remote-add-v03-$MODE.out" | head -1)"
+      step "a local delegate calls a2a-sdk 0.3's $MODE server (A2A v0.3) through the broker" \
+        timeout 300 "$DELEGATE" --socket "$SOCK" --peer "$PEER"
+      for _ in $(seq 100); do grep -q '^CANCELED ' "$LOG3" && break; sleep 0.1; done
+      if grep -q '^CANCELED ' "$LOG3" && grep -q 'A2A v0.3' "$WORK/remote-add-v03-$MODE.log"; then
+        PASSED=$((PASSED + 1)); echo "== ok: the $MODE v0.3 remote, spoken to in v0.3, saw the delegate's cancel"
+      else
+        FAILED=$((FAILED + 1)); echo "== FAILED: the $MODE v0.3 remote never saw the delegate's cancel (or was not spoken to in v0.3)"
+        cat "$LOG3" "$WORK/remote-add-v03-$MODE.log" >&2
       fi
     else
       FAILED=$((FAILED + 2))

@@ -11,7 +11,9 @@
 //! the task and says nothing until canceled), `break` (takes the task and
 //! breaks the connection before its first event), `message` (a direct
 //! Message answer), `error` (a JSON-RPC error). While `down`, its JSON-RPC
-//! endpoint answers 503 (its card is still served).
+//! endpoint answers 503 (its card is still served). As a v0.3 remote
+//! ([`serve_fake_v03`]) it serves a v0.3 card and answers v0.3's method
+//! names only, in v0.3's shapes.
 
 mod common;
 
@@ -65,6 +67,8 @@ struct Fake {
     /// Wakes the stream of a `slow` task when it is canceled.
     cancels: Mutex<HashMap<String, Arc<Notify>>>,
     next: AtomicUsize,
+    /// Speak A2A v0.3: its card, its method names, its shapes.
+    v03: AtomicBool,
 }
 
 impl Fake {
@@ -112,6 +116,16 @@ async fn card(AxState(f): AxState<Arc<Fake>>) -> Response {
         .lock()
         .clone()
         .unwrap_or_else(|| format!("http://127.0.0.1:{port}/{path}"));
+    if f.v03.load(Ordering::Relaxed) {
+        // As a2a-sdk 0.3 writes it: no supportedInterfaces.
+        let card = json!({
+            "name": "fake-v03", "description": "scripted", "version": "1",
+            "protocolVersion": "0.3.0", "url": url, "preferredTransport": "JSONRPC",
+            "capabilities": {"streaming": f.streaming.load(Ordering::Relaxed)},
+            "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"], "skills": []
+        });
+        return Json(card).into_response();
+    }
     let card = json!({
         "name": "fake-remote", "description": "scripted", "version": "1",
         "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
@@ -198,6 +212,66 @@ fn script(f: &Fake, params: &Value) -> Result<(Vec<Value>, Option<Arc<Notify>>),
     Ok((evs, hold))
 }
 
+/// The v0.3 shape of one of the fake's v1.0 answers (written here
+/// independently of the gateway's translation, so that the test checks
+/// it against another reading of the v0.3 schema): `kind` on every object,
+/// lowercase kebab-case states, roles `user`/`agent`, text parts
+/// `{kind: text}`, and `final` on status updates.
+fn v03_of(v: &Value) -> Value {
+    let parts = |ps: &Value| -> Value {
+        ps.as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| json!({"kind": "text", "text": p["text"]}))
+            .collect()
+    };
+    let msg = |m: &Value| -> Value {
+        let mut out = json!({"kind": "message", "messageId": m["messageId"],
+            "role": if m["role"] == "ROLE_USER" { "user" } else { "agent" },
+            "parts": parts(&m["parts"])});
+        for k in ["taskId", "contextId"] {
+            if let Some(x) = m.get(k) {
+                out[k] = x.clone();
+            }
+        }
+        out
+    };
+    let status = |s: &Value| -> Value {
+        let state = s["state"].as_str().unwrap_or("");
+        let mut out = json!({"state": state.trim_start_matches("TASK_STATE_").to_lowercase().replace('_', "-")});
+        if let Some(m) = s.get("message") {
+            out["message"] = msg(m);
+        }
+        out
+    };
+    let artifact = |a: &Value| json!({"artifactId": a["artifactId"], "name": a["name"], "parts": parts(&a["parts"])});
+    if let Some(t) = v.get("task") {
+        return v03_of(t);
+    }
+    if let Some(m) = v.get("message") {
+        return msg(m);
+    }
+    if let Some(u) = v.get("statusUpdate") {
+        let st = status(&u["status"]);
+        let last = !matches!(st["state"].as_str(), Some("submitted" | "working"));
+        return json!({"kind": "status-update", "taskId": u["taskId"], "contextId": u["contextId"],
+            "status": st, "final": last});
+    }
+    if let Some(u) = v.get("artifactUpdate") {
+        return json!({"kind": "artifact-update", "taskId": u["taskId"], "contextId": u["contextId"],
+            "artifact": artifact(&u["artifact"])});
+    }
+    // A task itself.
+    let mut out = json!({"kind": "task", "id": v["id"], "contextId": v["contextId"], "status": status(&v["status"])});
+    if let Some(a) = v["artifacts"].as_array() {
+        out["artifacts"] = a.iter().map(artifact).collect();
+    }
+    if let Some(h) = v["history"].as_array() {
+        out["history"] = h.iter().map(msg).collect();
+    }
+    out
+}
+
 /// A task snapshot after the events of a unary send (SendMessage returns
 /// the task as it ends).
 fn fold(evs: &[Value]) -> Value {
@@ -232,7 +306,7 @@ async fn rpc(
     }
     let Json(req) = body;
     let id = req["id"].clone();
-    let method = req["method"].as_str().unwrap_or("").to_owned();
+    let mut method = req["method"].as_str().unwrap_or("").to_owned();
     let params = req["params"].clone();
     let version = headers
         .get("a2a-version")
@@ -241,7 +315,22 @@ async fn rpc(
     f.calls
         .lock()
         .push((method.clone(), params.clone(), version));
+    let v03 = f.v03.load(Ordering::Relaxed);
+    if v03 {
+        // v0.3's names only (a v1.0 name is not found there).
+        method = match method.as_str() {
+            "message/send" => "SendMessage",
+            "message/stream" => "SendStreamingMessage",
+            "tasks/get" => "GetTask",
+            "tasks/cancel" => "CancelTask",
+            _ => "",
+        }
+        .to_owned();
+    }
     let reply = |r: Result<Value, Value>| match r {
+        Ok(result) if v03 => {
+            Json(json!({"jsonrpc": "2.0", "id": id, "result": v03_of(&result)})).into_response()
+        }
         Ok(result) => Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response(),
         Err(error) => Json(json!({"jsonrpc": "2.0", "id": id, "error": error})).into_response(),
     };
@@ -251,11 +340,23 @@ async fn rpc(
             Ok((evs, hold)) => {
                 // Without returnImmediately a blocking server answers when
                 // the task settles: a `slow` one, once canceled.
-                let immediate = params["configuration"]["returnImmediately"] == true;
+                let immediate = params["configuration"]["returnImmediately"] == true
+                    || (v03 && params["configuration"]["blocking"] == false);
                 if let (Some(n), false) = (hold, immediate) {
                     n.notified().await;
                 }
-                reply(Ok(fold(&evs)))
+                let mut answer = fold(&evs);
+                // A follow-up's fold has no task id; v0.3 answers the whole
+                // task (its schema requires the id).
+                if let (true, Some(tid)) = (
+                    v03 && answer["task"]["id"].is_null(),
+                    params["message"]["taskId"].as_str(),
+                ) {
+                    if let Some(t) = f.tasks.lock().get(tid) {
+                        answer = json!({ "task": t });
+                    }
+                }
+                reply(Ok(answer))
             }
         },
         "SendStreamingMessage" => match script(&f, &params) {
@@ -278,6 +379,7 @@ async fn rpc(
             Ok((evs, hold)) => {
                 let (tx, rx) = mpsc::unbounded_channel::<String>();
                 let frame = move |r: Value| {
+                    let r = if v03 { v03_of(&r) } else { r };
                     format!(
                         "data: {}\n\n",
                         json!({"jsonrpc": "2.0", "id": id, "result": r})
@@ -354,6 +456,13 @@ async fn serve_fake(streaming: bool) -> (Arc<Fake>, String) {
     let port = common::serve_loopback(app).await;
     f.port.store(port as usize, Ordering::Relaxed);
     (f, format!("http://127.0.0.1:{port}"))
+}
+
+/// The fake as an A2A v0.3 agent (see [`v03_of`]).
+async fn serve_fake_v03(streaming: bool) -> (Arc<Fake>, String) {
+    let (f, url) = serve_fake(streaming).await;
+    f.v03.store(true, Ordering::Relaxed);
+    (f, url)
 }
 
 // ------------------------------------------------------------ the broker side
@@ -843,6 +952,106 @@ async fn a_cancel_made_while_the_gateway_was_down_reaches_the_remote() {
     assert!(fake.calls_of("CancelTask").is_empty());
     let _again = dead.add_again(&url, &opts).await;
     until_the_remote_task_is_canceled(&fake).await;
+}
+
+/// A whole delegation through a v0.3 remote: an artifact and a
+/// completion, input-required and its follow-up, a cancel; every call in
+/// v0.3's names and shapes.
+async fn a_v03_remote_runs_a_whole_delegation(streaming: bool) {
+    let (fake, url) = serve_fake_v03(streaming).await;
+    let s = setup(&url).await;
+    assert_eq!(s.peer, "fake-v03");
+    let task = send(&s.delegate, message_to(&s.peer, "complete hello")).await;
+    let seen = statuses_until(&s.delegate, &task.id, &[State::Completed, State::Failed]).await;
+    assert_eq!(
+        seen.last(),
+        Some(&(State::Completed, Some("done: complete hello".into()))),
+        "{seen:?}"
+    );
+    let t = get_task(&s.delegate, &task.id).await;
+    assert_eq!(t.artifacts.len(), 1, "{t:?}");
+    assert_eq!(first_text(&t.artifacts[0].parts), "echo: complete hello");
+
+    let task = send(&s.delegate, message_to(&s.peer, "input please")).await;
+    let seen = statuses_until(
+        &s.delegate,
+        &task.id,
+        &[State::InputRequired, State::Failed],
+    )
+    .await;
+    assert_eq!(
+        seen.last(),
+        Some(&(State::InputRequired, Some("which one?".into()))),
+        "{seen:?}"
+    );
+    send(&s.delegate, task_message(&task.id, "the blue one")).await;
+    let seen = statuses_until(&s.delegate, &task.id, &[State::Completed, State::Failed]).await;
+    assert_eq!(
+        seen.last(),
+        Some(&(State::Completed, Some("got: the blue one".into()))),
+        "{seen:?}"
+    );
+
+    let task = send(&s.delegate, message_to(&s.peer, "slow work")).await;
+    statuses_until(&s.delegate, &task.id, &[State::Working]).await;
+    cancel(&s.delegate, &task.id).await;
+    until_called(&fake, "tasks/cancel").await;
+    let canceled = fake.calls_of("tasks/cancel")[0]["id"].clone();
+    assert_eq!(
+        fake.tasks.lock()[canceled.as_str().expect("an id")]["history"][0]["parts"][0]["text"],
+        "slow work"
+    );
+    assert_eq!(
+        get_task(&s.delegate, &task.id).await.status.state,
+        State::Canceled
+    );
+
+    // What went over the wire: v0.3's method and shapes, never a v1.0 name.
+    let sent = fake.calls_of(if streaming {
+        "message/stream"
+    } else {
+        "message/send"
+    });
+    assert_eq!(sent.len(), 4, "{sent:?}");
+    assert_eq!(
+        (
+            &sent[0]["message"]["kind"],
+            &sent[0]["message"]["role"],
+            &sent[0]["message"]["parts"]
+        ),
+        (
+            &json!("message"),
+            &json!("user"),
+            &json!([{"kind": "text", "text": "complete hello"}])
+        )
+    );
+    let input_task = fake.order.lock()[1].clone();
+    assert_eq!(sent[2]["message"]["taskId"], json!(input_task));
+    if !streaming {
+        // The bridge's returnImmediately, as v0.3's inverse flag.
+        assert!(
+            sent[0]["configuration"]["blocking"].is_boolean(),
+            "{sent:?}"
+        );
+        assert!(sent[0]["configuration"].get("returnImmediately").is_none());
+    }
+    let calls = fake.calls.lock();
+    assert!(
+        calls
+            .iter()
+            .all(|(m, _, v)| m.contains('/') && v.as_deref() == Some("0.3")),
+        "{calls:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streaming_v03_remote_is_spoken_to_in_v03_through_a_whole_delegation() {
+    a_v03_remote_runs_a_whole_delegation(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unary_v03_remote_is_spoken_to_in_v03_through_a_whole_delegation() {
+    a_v03_remote_runs_a_whole_delegation(false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,11 +13,16 @@
 //! official Python SDK 0.3 (`a2a/types.py`), which follows the v0.3
 //! specification's JSON schema.
 //!
+//! The other directions, for the gateway as a client of a v0.3 remote
+//! agent, are in [`remote`].
+//!
 //! Everything works on JSON trees; nothing here does I/O.
 
 use crate::mapping::GatewayError as E;
 use crate::v1;
 use serde_json::{json, Map, Value};
+
+pub mod remote;
 
 /// The `protocolVersion` of the v0.3 card fields.
 pub const PROTOCOL_VERSION: &str = "0.3.0";

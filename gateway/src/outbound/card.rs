@@ -40,16 +40,25 @@ pub enum Binding {
     JsonRpc,
     /// HTTP+JSON: each operation its verb and path under the interface URL.
     HttpJson,
+    /// JSON-RPC 2.0 of A2A v0.3 (a remote whose card speaks v0.3): v0.3's
+    /// method names and shapes, translated by `crate::compat::v03::remote`.
+    JsonRpcV03,
 }
 
 impl Binding {
     /// Its `protocolBinding` name in a card.
     pub fn name(self) -> &'static str {
         match self {
-            Binding::JsonRpc => "JSONRPC",
+            Binding::JsonRpc | Binding::JsonRpcV03 => "JSONRPC",
             Binding::HttpJson => "HTTP+JSON",
         }
     }
+}
+
+/// Does a `protocolVersion` name a version before 1.0 (`0.3`, `0.3.0`,
+/// `0.2.5`)? Their JSON-RPC methods are v0.3's (`message/send`).
+fn is_pre_v1(version: Option<&str>) -> bool {
+    version.is_some_and(|v| v.trim().starts_with("0."))
 }
 
 /// The interface of a remote the gateway calls: its URL and binding.
@@ -61,7 +70,10 @@ pub struct Endpoint {
 
 impl std::fmt::Display for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({})", self.url, self.binding.name())
+        match self.binding {
+            Binding::JsonRpcV03 => write!(f, "{} (JSONRPC, A2A v0.3)", self.url),
+            b => write!(f, "{} ({})", self.url, b.name()),
+        }
     }
 }
 
@@ -79,11 +91,15 @@ pub struct RemoteCard {
 }
 
 impl RemoteCard {
-    /// Reads a served card. The first `supportedInterfaces` entry whose
-    /// binding is `JSONRPC` wins (as the official clients choose), else the
-    /// first `HTTP+JSON` one (an agent that serves only REST); a v0.3
-    /// card's top-level `url` is the fallback (its default binding is
-    /// JSON-RPC).
+    /// Reads a served card. The first v1.0 `supportedInterfaces` entry
+    /// whose binding is `JSONRPC` wins (as the official clients choose),
+    /// else the first `HTTP+JSON` one (an agent that serves only REST).
+    /// An agent with no v1.0 interface is spoken to in v0.3 when its card
+    /// says so: a `JSONRPC` entry of `protocolVersion` 0.x, or a v0.3
+    /// card's top-level `url` (its `preferredTransport` JSON-RPC, or a
+    /// JSON-RPC entry of its `additionalInterfaces`) with `protocolVersion`
+    /// 0.x. A top-level `url` without a version is taken as v1.0 JSON-RPC,
+    /// as before versions were read.
     pub fn parse(raw: Value) -> Result<RemoteCard, CardError> {
         if !raw.is_object() {
             return Err(CardError::NotAnObject);
@@ -103,6 +119,8 @@ impl RemoteCard {
                 .filter(|i| {
                     str_field(i, "protocolBinding", "protocol_binding")
                         .is_some_and(|x| x.eq_ignore_ascii_case(b.name()))
+                        && is_pre_v1(str_field(i, "protocolVersion", "protocol_version"))
+                            == (b == Binding::JsonRpcV03)
                 })
                 .find_map(|i| i.get("url").and_then(Value::as_str))
                 .filter(|u| !u.is_empty())
@@ -113,15 +131,8 @@ impl RemoteCard {
         };
         let endpoint = of_binding(Binding::JsonRpc)
             .or_else(|| of_binding(Binding::HttpJson))
-            .or_else(|| {
-                raw.get("url")
-                    .and_then(Value::as_str)
-                    .filter(|u| !u.is_empty())
-                    .map(|u| Endpoint {
-                        url: u.to_owned(),
-                        binding: Binding::JsonRpc,
-                    })
-            })
+            .or_else(|| of_binding(Binding::JsonRpcV03))
+            .or_else(|| v03_url(&raw))
             .ok_or(CardError::NoJsonRpc)?;
         let streaming = raw
             .get("capabilities")
@@ -172,6 +183,36 @@ impl RemoteCard {
             kind: None,
         }
     }
+}
+
+/// The JSON-RPC endpoint of a card's top-level fields (v0.3's): `url`
+/// when `preferredTransport` is JSON-RPC (its default), else the first
+/// JSON-RPC entry of `additionalInterfaces`. v0.3 when the card's
+/// `protocolVersion` says 0.x.
+fn v03_url(raw: &Value) -> Option<Endpoint> {
+    let binding = if is_pre_v1(str_field(raw, "protocolVersion", "protocol_version")) {
+        Binding::JsonRpcV03
+    } else {
+        Binding::JsonRpc
+    };
+    let jsonrpc = |t: Option<&str>| t.is_none_or(|t| t.eq_ignore_ascii_case("JSONRPC"));
+    let url = if jsonrpc(str_field(raw, "preferredTransport", "preferred_transport")) {
+        raw.get("url").and_then(Value::as_str)
+    } else {
+        field(raw, "additionalInterfaces", "additional_interfaces")
+            .and_then(Value::as_array)?
+            .iter()
+            .filter(|i| {
+                i.get("transport")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| t.eq_ignore_ascii_case("JSONRPC"))
+            })
+            .find_map(|i| i.get("url").and_then(Value::as_str))
+    };
+    url.filter(|u| !u.is_empty()).map(|u| Endpoint {
+        url: u.to_owned(),
+        binding,
+    })
 }
 
 fn skill(v: &Value) -> Option<AgentSkill> {
@@ -318,6 +359,66 @@ mod tests {
                 json!({"name": "x", "supportedInterfaces": [{"url": "u", "protocolBinding": "GRPC"}]})
             ),
             Err(CardError::NoJsonRpc)
+        );
+    }
+
+    /// The card a2a-sdk 0.3's server serves (its fields as it writes them).
+    fn v03_card() -> Value {
+        json!({
+            "name": "py-v03", "description": "d", "version": "1.0.0",
+            "protocolVersion": "0.3.0", "url": "http://h/rpc", "preferredTransport": "JSONRPC",
+            "capabilities": {"streaming": true}, "defaultInputModes": ["text/plain"],
+            "defaultOutputModes": ["text/plain"], "skills": []
+        })
+    }
+
+    #[test]
+    fn a_v03_card_is_spoken_to_in_v03() {
+        let c = RemoteCard::parse(v03_card()).unwrap();
+        assert_eq!(
+            c.endpoint,
+            Endpoint {
+                url: "http://h/rpc".into(),
+                binding: Binding::JsonRpcV03
+            }
+        );
+        assert_eq!(c.endpoint.to_string(), "http://h/rpc (JSONRPC, A2A v0.3)");
+        // Its JSON-RPC interface among others when it prefers another.
+        let mut card = v03_card();
+        card["preferredTransport"] = json!("GRPC");
+        card["additionalInterfaces"] = json!([
+            {"url": "http://h/grpc", "transport": "GRPC"},
+            {"url": "http://h/jsonrpc", "transport": "JSONRPC"}
+        ]);
+        let c = RemoteCard::parse(card.clone()).unwrap();
+        assert_eq!(
+            (c.endpoint.url.as_str(), c.endpoint.binding),
+            ("http://h/jsonrpc", Binding::JsonRpcV03)
+        );
+        card["additionalInterfaces"] = json!([{"url": "http://h/grpc", "transport": "GRPC"}]);
+        assert_eq!(RemoteCard::parse(card), Err(CardError::NoJsonRpc));
+        // A card serving both (as the gateway's own does, and the official
+        // SDKs' compat layers): v1.0 wins, whatever the order and the
+        // top-level v0.3 fields.
+        let mut both = v03_card();
+        both["supportedInterfaces"] = json!([
+            {"url": "http://h/v03", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+            {"url": "http://h/v1", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ]);
+        let c = RemoteCard::parse(both.clone()).unwrap();
+        assert_eq!(
+            (c.endpoint.url.as_str(), c.endpoint.binding),
+            ("http://h/v1", Binding::JsonRpc)
+        );
+        // A v0.3 entry alone is v0.3.
+        both["supportedInterfaces"]
+            .as_array_mut()
+            .unwrap()
+            .truncate(1);
+        let c = RemoteCard::parse(both).unwrap();
+        assert_eq!(
+            (c.endpoint.url.as_str(), c.endpoint.binding),
+            ("http://h/v03", Binding::JsonRpcV03)
         );
     }
 

@@ -13,6 +13,7 @@ use super::card::{
 };
 use super::rest;
 use super::sse::{SseDecoder, SseError};
+use crate::compat::v03::{self, remote as v03_remote};
 use crate::limits::{REMOTE_STREAM_DRAIN, REMOTE_STREAM_DRAIN_BYTES};
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::StatusCode;
@@ -27,6 +28,9 @@ pub const MAX_BODY_BYTES: usize = 32 << 20;
 
 /// The A2A protocol version the gateway speaks to remotes.
 pub const A2A_VERSION: &str = "1.0";
+
+/// The `A2A-Version` of a call to a remote whose card speaks v0.3.
+const A2A_VERSION_V03: &str = "0.3";
 
 /// What went wrong talking to a remote agent.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +78,11 @@ pub enum RemoteError {
     /// The event stream could not be decoded.
     #[error(transparent)]
     Sse(#[from] SseError),
+    /// A call the remote's protocol version cannot carry (nothing was
+    /// sent): an operation v0.3 has no use for here, or a request v0.3's
+    /// shapes cannot hold.
+    #[error("not expressible in A2A v0.3: {0}")]
+    NotInV03(String),
 }
 
 impl RemoteError {
@@ -106,7 +115,9 @@ impl RemoteError {
     /// under way.)
     pub fn nothing_was_done(&self) -> bool {
         match self {
-            RemoteError::Connect(_) | RemoteError::ForeignOrigin { .. } => true,
+            RemoteError::Connect(_)
+            | RemoteError::ForeignOrigin { .. }
+            | RemoteError::NotInV03(_) => true,
             RemoteError::Status(s) => matches!(s, 404 | 405 | 410 | 421 | 502 | 503),
             _ => false,
         }
@@ -374,6 +385,10 @@ impl RemoteRpc {
             Binding::JsonRpc => unwrap_response(v),
             // The answer is the result itself.
             Binding::HttpJson => Ok(v),
+            Binding::JsonRpcV03 => {
+                let m = v03_method(method)?;
+                v03_remote::result_in(m, &unwrap_response(v)?).map_err(v03_bad)
+            }
         }
     }
 
@@ -395,6 +410,17 @@ impl RemoteRpc {
                     endpoint.url.clone(),
                 )
             }
+            Binding::JsonRpcV03 => {
+                // The v1.0 request the bridge wrote, in v0.3's name and shape.
+                let m = v03_method(method)?;
+                let params = v03_remote::params_out(m, &params)
+                    .map_err(|e| RemoteError::NotInV03(format!("{method}: {e}")))?;
+                let (_, body) = self.envelope(m.name(), params);
+                (
+                    self.http.post(&endpoint.url).json(&body),
+                    endpoint.url.clone(),
+                )
+            }
             Binding::HttpJson => {
                 let r = rest::request(&endpoint.url, method, params)?;
                 let mut req = self.http.request(r.verb, &r.url);
@@ -406,7 +432,11 @@ impl RemoteRpc {
         };
         self.check_target(&url)?;
         // (`json` set the Content-Type of a body; a GET has none.)
-        let mut req = req.headers(self.headers(&url, accept));
+        let mut headers = self.headers(&url, accept);
+        if endpoint.binding == Binding::JsonRpcV03 {
+            headers.insert("A2A-Version", HeaderValue::from_static(A2A_VERSION_V03));
+        }
+        let mut req = req.headers(headers);
         if let Some(t) = timeout {
             req = req.timeout(t);
         }
@@ -416,7 +446,7 @@ impl RemoteRpc {
         }
         let status = resp.status().as_u16();
         Err(match endpoint.binding {
-            Binding::JsonRpc => RemoteError::Status(status),
+            Binding::JsonRpc | Binding::JsonRpcV03 => RemoteError::Status(status),
             // The binding's errors are statuses with a body naming them.
             Binding::HttpJson => match read_bounded(resp, MAX_ERROR_BYTES).await {
                 Ok(body) => rest::error(status, &body),
@@ -439,6 +469,7 @@ impl RemoteRpc {
             .send(endpoint, method, params, "text/event-stream", None)
             .await?;
         let bare = endpoint.binding == Binding::HttpJson;
+        let v03 = endpoint.binding == Binding::JsonRpcV03;
         let is_sse = resp
             .headers()
             .get(CONTENT_TYPE)
@@ -449,6 +480,7 @@ impl RemoteRpc {
             let v: Value = serde_json::from_slice(&bytes)
                 .map_err(|e| RemoteError::BadResponse(format!("not JSON: {e}")))?;
             let one = if bare { v } else { unwrap_response(v)? };
+            let one = if v03 { event_from_v03(&one)? } else { one };
             return Ok(EventStream {
                 resp: None,
                 decoder: SseDecoder::new(MAX_BODY_BYTES),
@@ -456,6 +488,7 @@ impl RemoteRpc {
                 failed: None,
                 idle: self.opts.stream_idle,
                 bare,
+                v03,
             });
         }
         Ok(EventStream {
@@ -465,8 +498,26 @@ impl RemoteRpc {
             failed: None,
             idle: self.opts.stream_idle,
             bare,
+            v03,
         })
     }
+}
+
+/// The v0.3 method of a v1.0 one the bridge calls (refused, before
+/// anything is sent, when v0.3 has none it is used for).
+fn v03_method(v1_name: &str) -> Result<v03::Method, RemoteError> {
+    v03_remote::method_of(v1_name)
+        .ok_or_else(|| RemoteError::NotInV03(format!("{v1_name} is not called on a v0.3 remote")))
+}
+
+/// A v0.3 answer that is not what v0.3 promises.
+fn v03_bad(e: crate::mapping::GatewayError) -> RemoteError {
+    RemoteError::BadResponse(format!("v0.3 answer: {e}"))
+}
+
+/// One v0.3 stream event as the v1.0 `StreamResponse` the bridge reads.
+fn event_from_v03(ev: &Value) -> Result<Value, RemoteError> {
+    v03_remote::event_in(ev).map_err(v03_bad)
 }
 
 /// The largest error body read from an HTTP+JSON remote (an AIP-193
@@ -535,6 +586,8 @@ pub struct EventStream {
     /// HTTP+JSON: each event is the `StreamResponse` itself (or an
     /// `{"error": ...}` object), not a JSON-RPC response.
     bare: bool,
+    /// A v0.3 remote: each result is a v0.3 event, read as v1.0's.
+    v03: bool,
 }
 
 impl EventStream {
@@ -611,6 +664,7 @@ impl EventStream {
                     }
                 };
                 let event = match (self.bare, v.get("error")) {
+                    (false, _) if self.v03 => unwrap_response(v).and_then(|r| event_from_v03(&r)),
                     (false, _) => unwrap_response(v),
                     (true, Some(err)) => Err(rest::error_object(500, err)),
                     (true, None) => Ok(v),
