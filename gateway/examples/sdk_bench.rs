@@ -21,8 +21,8 @@
 //! `--seq` calls one at a time (its p50), then `--calls` calls from
 //! `--concurrency` callers (calls/s, and the CPU per call of the row's
 //! server processes from `/proc/PID/stat`, their waited-for children
-//! included: `reply`'s `cat`s). The figures are the medians over blocks,
-//! and the ratios ours/theirs per binding.
+//! included: `reply`'s `cat`s), in total and per process. The figures are
+//! the medians over blocks, and the ratios ours/theirs per binding.
 //!
 //! ```text
 //! cargo build --release -p a2a-cli -p a2a-gateway --example sdk_bench --example tck_agent
@@ -32,6 +32,8 @@
 //! `--python PATH` (default: the SDK stage's venv, gateway/sdk-tests/.venv),
 //! `--exec CMD` (the README agent's command, default `cat`), `--no-lean`.
 
+// The shared bench helpers; this example uses some of them.
+#[allow(dead_code)]
 mod bench;
 
 use bench::{cpu_of, exe_dir, pct};
@@ -51,7 +53,8 @@ struct Row {
     /// The agent to send to on our gateway is `tck`: its messages need the
     /// id prefix that makes it complete the task (the TCK's behaviour).
     tck: bool,
-    pids: Vec<u32>,
+    /// Each with its name, for the split of the CPU per call.
+    pids: Vec<(&'static str, u32)>,
 }
 
 /// Per block of one row: sequential p50 (µs), calls/s, CPU per call (µs).
@@ -60,6 +63,8 @@ struct Figures {
     p50: Vec<f64>,
     rate: Vec<f64>,
     cpu: Vec<f64>,
+    /// Per process of the row, CPU per call (µs), per block.
+    split: Vec<Vec<f64>>,
 }
 
 struct Opts {
@@ -123,8 +128,8 @@ fn main() {
         .spawn()
         .expect("a2a-broker reply starts");
     let reply = Guard(reply);
-    let mut ours_pids = vec![broker.pid(), reply.0.id()];
-    let mut lean_pids = vec![broker.pid()];
+    let mut ours_pids = vec![("broker", broker.pid()), ("reply", reply.0.id())];
+    let mut lean_pids = vec![("broker", broker.pid())];
     let mut children = vec![reply];
     if o.lean {
         let mut lean = Command::new(bin.join("examples/tck_agent"))
@@ -139,7 +144,7 @@ fn main() {
         let out = lean.stdout.take().expect("stdout");
         BufReader::new(out).read_line(&mut line).expect("tck_agent");
         assert_eq!(line.trim(), "READY", "tck_agent did not start");
-        lean_pids.push(lean.id());
+        lean_pids.push(("tck_agent", lean.id()));
         children.push(Guard(lean));
     }
 
@@ -160,8 +165,8 @@ fn main() {
         &[],
         false,
     );
-    ours_pids.push(gateway.id());
-    lean_pids.push(gateway.id());
+    ours_pids.push(("gateway", gateway.id()));
+    lean_pids.push(("gateway", gateway.id()));
     children.push(Guard(gateway));
 
     let (sdk, sdk_origin) = spawn_sdk(&o.python);
@@ -176,7 +181,7 @@ fn main() {
             format!("{sdk_origin}/a2a/jsonrpc"),
             false,
             false,
-            &[sdk_pid],
+            &[("uvicorn", sdk_pid)],
         ),
         row(
             "ours rest",
@@ -190,7 +195,7 @@ fn main() {
             format!("{sdk_origin}/a2a/rest/message:send"),
             true,
             false,
-            &[sdk_pid],
+            &[("uvicorn", sdk_pid)],
         ),
     ];
     if o.lean {
@@ -232,7 +237,7 @@ fn main() {
         }
         for i in order {
             let r = &rows[i];
-            let (p50, rate, cpu) = rt.block_on(async {
+            let (p50, rate, split) = rt.block_on(async {
                 let mut lat = Vec::with_capacity(o.seq);
                 for _ in 0..o.seq {
                     let t = Instant::now();
@@ -240,17 +245,25 @@ fn main() {
                     lat.push(t.elapsed());
                 }
                 lat.sort();
-                let cpu0: Duration = r.pids.iter().map(|&p| cpu_of(p)).sum();
+                let cpu0: Vec<Duration> = r.pids.iter().map(|&(_, p)| cpu_of(p)).collect();
                 let t = Instant::now();
                 concurrent(&http, r, o.calls, o.concurrency).await;
                 let wall = t.elapsed();
-                let cpu1: Duration = r.pids.iter().map(|&p| cpu_of(p)).sum();
+                let split: Vec<f64> = r
+                    .pids
+                    .iter()
+                    .zip(&cpu0)
+                    .map(|(&(_, p), &c0)| {
+                        cpu_of(p).saturating_sub(c0).as_secs_f64() * 1e6 / o.calls as f64
+                    })
+                    .collect();
                 (
                     pct(&lat, 0.5),
                     o.calls as f64 / wall.as_secs_f64(),
-                    (cpu1 - cpu0).as_secs_f64() * 1e6 / o.calls as f64,
+                    split,
                 )
             });
+            let cpu: f64 = split.iter().sum();
             eprintln!(
                 "block {b} {:<15} p50 {p50:>7.0} us  {rate:>6.0} calls/s  cpu {cpu:>6.0} us/call",
                 r.name
@@ -258,6 +271,7 @@ fn main() {
             figs[i].p50.push(p50);
             figs[i].rate.push(rate);
             figs[i].cpu.push(cpu);
+            figs[i].split.push(split);
         }
     }
     report(&rows, &figs);
@@ -265,7 +279,7 @@ fn main() {
     drop(broker);
 }
 
-fn row(name: &str, url: String, rest: bool, tck: bool, pids: &[u32]) -> Row {
+fn row(name: &str, url: String, rest: bool, tck: bool, pids: &[(&'static str, u32)]) -> Row {
     Row {
         name: name.into(),
         url,
@@ -287,8 +301,21 @@ fn report(rows: &[Row], figs: &[Figures]) {
         .iter()
         .map(|f| (med(&f.p50), med(&f.rate), med(&f.cpu)))
         .collect();
-    for (r, (p50, rate, cpu)) in rows.iter().zip(&m) {
-        println!("{:<15} {p50:>11.0} {rate:>9.0} {cpu:>13.0}", r.name);
+    for ((r, f), (p50, rate, cpu)) in rows.iter().zip(figs).zip(&m) {
+        let split: Vec<String> = r
+            .pids
+            .iter()
+            .enumerate()
+            .map(|(k, (name, _))| {
+                let per: Vec<f64> = f.split.iter().map(|b| b[k]).collect();
+                format!("{name} {:.0}", med(&per))
+            })
+            .collect();
+        println!(
+            "{:<15} {p50:>11.0} {rate:>9.0} {cpu:>13.0}   ({})",
+            r.name,
+            split.join(", ")
+        );
     }
     for (mine, theirs) in [
         ("ours jsonrpc", "theirs jsonrpc"),
