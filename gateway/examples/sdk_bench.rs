@@ -213,8 +213,11 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
+    // Idle connections are dropped before uvicorn's keep-alive of 5 s closes
+    // them, so a block never races a server's close on a reused connection.
     let http = reqwest::Client::builder()
         .tcp_nodelay(true)
+        .pool_idle_timeout(Duration::from_secs(2))
         .build()
         .expect("http client");
     println!(
