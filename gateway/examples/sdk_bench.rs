@@ -175,7 +175,13 @@ fn main() {
 
     let gw = format!("http://{addr}");
     let mut rows = vec![
-        row("ours jsonrpc", format!("{gw}/agents/echo"), false, false, &ours_pids),
+        row(
+            "ours jsonrpc",
+            format!("{gw}/agents/echo"),
+            false,
+            false,
+            &ours_pids,
+        ),
         row(
             "theirs jsonrpc",
             format!("{sdk_origin}/a2a/jsonrpc"),
@@ -199,7 +205,13 @@ fn main() {
         ),
     ];
     if o.lean {
-        rows.push(row("lean jsonrpc", format!("{gw}/agents/tck"), false, true, &lean_pids));
+        rows.push(row(
+            "lean jsonrpc",
+            format!("{gw}/agents/tck"),
+            false,
+            true,
+            &lean_pids,
+        ));
         rows.push(row(
             "lean rest",
             format!("{gw}/agents/tck/message:send"),
@@ -260,11 +272,7 @@ fn main() {
                         cpu_of(p).saturating_sub(c0).as_secs_f64() * 1e6 / o.calls as f64
                     })
                     .collect();
-                (
-                    pct(&lat, 0.5),
-                    o.calls as f64 / wall.as_secs_f64(),
-                    split,
-                )
+                (pct(&lat, 0.5), o.calls as f64 / wall.as_secs_f64(), split)
             });
             let cpu: f64 = split.iter().sum();
             eprintln!(
@@ -352,7 +360,8 @@ async fn call(http: &reqwest::Client, r: &Row) {
     } else {
         format!("bench-{n}")
     };
-    let params = json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]}});
+    let params =
+        json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]}});
     let body = if r.rest {
         params
     } else {
@@ -431,7 +440,11 @@ async fn ready(http: &reqwest::Client, r: &Row) {
     loop {
         let ok = match send(http, r, &probe).await {
             Ok(v) => {
-                let t = if r.rest { &v["task"] } else { &v["result"]["task"] };
+                let t = if r.rest {
+                    &v["task"]
+                } else {
+                    &v["result"]["task"]
+                };
                 t["status"]["state"] == "TASK_STATE_COMPLETED"
             }
             Err(_) => false,
@@ -466,7 +479,9 @@ fn spawn_sdk(python: &Path) -> (Child, String) {
         });
     let mut line = String::new();
     let out = child.stdout.take().expect("stdout");
-    BufReader::new(out).read_line(&mut line).expect("bench_server");
+    BufReader::new(out)
+        .read_line(&mut line)
+        .expect("bench_server");
     let origin = line
         .trim()
         .strip_prefix("READY ")
@@ -489,4 +504,3 @@ impl Drop for Guard {
 #[allow(dead_code)]
 #[path = "../src/tck/harness.rs"]
 mod tck;
-

@@ -50,9 +50,7 @@ mod bench;
 mod tck;
 
 use a2a_client::{message_to, Agent, Client, Delivery, State};
-use bench::{
-    blocking, cpu_of, exe_dir, pct, post, print_rates, serve_front, SENDS_PER_REQUESTER,
-};
+use bench::{blocking, cpu_of, exe_dir, pct, post, print_rates, serve_front, SENDS_PER_REQUESTER};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
