@@ -90,6 +90,7 @@ pub async fn serve_front(listener: tokio::net::TcpListener, app: axum::Router) {
 /// children it has waited for: `reply --exec`'s commands), from
 /// `/proc/PID/stat` (clock ticks of 10 ms: the benches' slices are long
 /// enough for the figure per call to hold). Zero once the process is gone.
+#[allow(dead_code)] // federation_bench reads no CPU times
 pub fn cpu_of(pid: u32) -> Duration {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return Duration::ZERO;
