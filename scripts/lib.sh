@@ -6,12 +6,11 @@
 run() { echo "+ $*" >&2; "$@"; }
 die() { echo "$NAME: $*" >&2; exit 1; }
 
-# install_deps WHO MODULE: a venv at $HERE/.venv from PyPI
-# (python/requirements.txt, pinned by python/constraints.txt) and the npm
-# packages of $HERE/js (`npm ci`), each again only when its pins changed
-# (or js/node_modules/MODULE is missing). WHO names what needs Python >=
-# 3.10, for the message. Sets PY (the system Python) and VENV.
-install_deps() {
+# install_venv WHO: a venv at $HERE/.venv from PyPI
+# (python/requirements.txt, pinned by python/constraints.txt), made again
+# only when its pins changed. WHO names what needs Python >= 3.10, for the
+# message. Sets PY (the system Python) and VENV.
+install_venv() {
   PY="$(command -v python3.11 || command -v python3)" || die "python3 is required"
   "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' || die "$1 needs Python >= 3.10 ($PY)"
   VENV="$HERE/.venv"
@@ -22,6 +21,13 @@ install_deps() {
       -r "$HERE/python/requirements.txt" -c "$HERE/python/constraints.txt" || die "pip install failed"
     cp "$HERE/python/constraints.txt" "$stamp"
   fi
+}
+
+# install_deps WHO MODULE: install_venv WHO, and the npm packages of
+# $HERE/js (`npm ci`), again only when its pins changed (or
+# js/node_modules/MODULE is missing).
+install_deps() {
+  install_venv "$1"
   if [ ! -d "$HERE/js/node_modules/$2" ] ||
     ! cmp -s "$HERE/js/package-lock.json" "$HERE/js/node_modules/.package-lock.json.stamp"; then
     (cd "$HERE/js" && run npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed"

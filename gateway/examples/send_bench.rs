@@ -50,7 +50,7 @@ mod bench;
 mod tck;
 
 use a2a_client::{message_to, Agent, Client, Delivery, State};
-use bench::{blocking, exe_dir, pct, post, print_rates, serve_front, SENDS_PER_REQUESTER};
+use bench::{blocking, cpu_of, exe_dir, pct, post, print_rates, serve_front, SENDS_PER_REQUESTER};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -287,26 +287,6 @@ fn report_latency(rounds: usize, modes: &[Mode], lat: &[Vec<Duration>; 5]) {
             modes[0].name()
         );
     }
-}
-
-/// A process's CPU time so far (user + system, all its threads), from
-/// `/proc/PID/stat` (clock ticks of 10 ms: phase 2's slices are long
-/// enough for the figure per call to hold).
-fn cpu_of(pid: u32) -> Duration {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return Duration::ZERO;
-    };
-    // Fields after the command name (which may hold spaces): state is
-    // field 3, utime 14, stime 15.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| {
-        f.get(i - 3)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    // CLK_TCK is 100 on Linux's every ABI this runs on.
-    Duration::from_millis((ticks(14) + ticks(15)) * 10)
 }
 
 /// The CPU of the HTTP front (the gateway, or the raw proxy), the broker

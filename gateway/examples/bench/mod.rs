@@ -85,3 +85,25 @@ pub async fn serve_front(listener: tokio::net::TcpListener, app: axum::Router) {
     });
     axum::serve(listener, app).await.expect("serve");
 }
+
+/// A process's CPU time so far (user + system, all its threads, and its
+/// children it has waited for: `reply --exec`'s commands), from
+/// `/proc/PID/stat` (clock ticks of 10 ms: the benches' slices are long
+/// enough for the figure per call to hold). Zero once the process is gone.
+#[allow(dead_code)] // federation_bench reads no CPU times
+pub fn cpu_of(pid: u32) -> Duration {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return Duration::ZERO;
+    };
+    // Fields after the command name (which may hold spaces): state is
+    // field 3, utime 14, stime 15, cutime 16, cstime 17.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        f.get(i - 3)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // CLK_TCK is 100 on Linux's every ABI this runs on.
+    Duration::from_millis((ticks(14) + ticks(15) + ticks(16) + ticks(17)) * 10)
+}
