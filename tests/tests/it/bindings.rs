@@ -7,7 +7,6 @@
 //! added to the table without its bindings, or a binding renamed without
 //! its row, fails here with the row and the file named.
 
-
 /// One row's bindings, as the table writes them (`_`: none).
 #[derive(Debug)]
 struct Row {

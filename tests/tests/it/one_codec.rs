@@ -17,7 +17,6 @@
 //! in [`ALLOWED`] with that reason, and each listed file must still hold
 //! a mark (a stale entry fails too, so the list stays true).
 
-
 /// Where splitting and decoding our protocol's frames belongs.
 const HOMES: &[&str] = &["client/src/wire/", "broker/src/transport/", "proto/src/"];
 
