@@ -85,14 +85,7 @@ impl Codec for Binary {
             )));
         }
         let bytes = out.len() - start - 4;
-        if bytes > MAX_FRAME_BYTES {
-            out.truncate(start);
-            return Err(ClientError::FrameTooLarge {
-                bytes,
-                max: MAX_FRAME_BYTES,
-            });
-        }
-        Ok(())
+        within_bound(out, start, bytes)
     }
 
     fn split(
@@ -173,14 +166,7 @@ impl Codec for Ndjson {
         out.extend_from_slice(b"}\n");
         // The bound is the line's, without its `\n` (as the broker counts).
         let bytes = out.len() - start - 1;
-        if bytes > MAX_FRAME_BYTES {
-            out.truncate(start);
-            return Err(ClientError::FrameTooLarge {
-                bytes,
-                max: MAX_FRAME_BYTES,
-            });
-        }
-        Ok(())
+        within_bound(out, start, bytes)
     }
 
     fn split(
@@ -290,14 +276,7 @@ impl Ndjson {
         }
         out.extend_from_slice(b"}\n");
         let bytes = out.len() - start - 1;
-        if bytes > MAX_FRAME_BYTES {
-            out.truncate(start);
-            return Err(ClientError::FrameTooLarge {
-                bytes,
-                max: MAX_FRAME_BYTES,
-            });
-        }
-        Ok(())
+        within_bound(out, start, bytes)
     }
 }
 
@@ -314,4 +293,17 @@ fn push_u64(out: &mut Vec<u8>, mut n: u64) {
         }
     }
     out.extend_from_slice(&digits[i..]);
+}
+
+/// Keeps a request of `bytes` (as the broker counts them) that `out` holds
+/// from `start`, or takes it back out and refuses it past the frame bound.
+fn within_bound(out: &mut Vec<u8>, start: usize, bytes: usize) -> Result<(), ClientError> {
+    if bytes > MAX_FRAME_BYTES {
+        out.truncate(start);
+        return Err(ClientError::FrameTooLarge {
+            bytes,
+            max: MAX_FRAME_BYTES,
+        });
+    }
+    Ok(())
 }

@@ -129,23 +129,25 @@ fn copy(from: &Map<String, Value>, to: &mut Map<String, Value>, names: &[&str]) 
     }
 }
 
+/// The task id a request's params name as `id` (both directions).
+pub(crate) fn task_id(p: &Map<String, Value>) -> Result<Value, E> {
+    match p.get("id") {
+        Some(Value::String(s)) => Ok(Value::String(s.clone())),
+        _ => Err(bad("id (the task id) must be a string")),
+    }
+}
+
 /// The v1.0 params of a v0.3 request.
 pub fn params_in(m: Method, params: &Value) -> Result<Value, E> {
     if m == Method::ExtendedCard && params.is_null() {
         return Ok(json!({}));
     }
     let p = object(params, "params")?;
-    let task_id = || -> Result<Value, E> {
-        match p.get("id") {
-            Some(Value::String(s)) => Ok(Value::String(s.clone())),
-            _ => Err(bad("id (the task id) must be a string")),
-        }
-    };
     Ok(match m {
         Method::Send | Method::Stream => send_in(p)?,
         Method::Get => {
             let mut out = Map::new();
-            out.insert("id".into(), task_id()?);
+            out.insert("id".into(), task_id(p)?);
             if let Some(h) = history_length(p)? {
                 out.insert("historyLength".into(), json!(h));
             }
@@ -153,11 +155,11 @@ pub fn params_in(m: Method, params: &Value) -> Result<Value, E> {
         }
         Method::Cancel => {
             let mut out = Map::new();
-            out.insert("id".into(), task_id()?);
+            out.insert("id".into(), task_id(p)?);
             copy(p, &mut out, &["metadata"]);
             Value::Object(out)
         }
-        Method::Resubscribe => json!({"id": task_id()?}),
+        Method::Resubscribe => json!({"id": task_id(p)?}),
         Method::PushSet => {
             let Some(Value::String(tid)) = p.get("taskId") else {
                 return Err(bad("taskId must be a string"));
@@ -180,7 +182,7 @@ pub fn params_in(m: Method, params: &Value) -> Result<Value, E> {
             Value::Object(out)
         }
         Method::PushGet | Method::PushDelete => {
-            let tid = task_id()?;
+            let tid = task_id(p)?;
             let cid = match p.get("pushNotificationConfigId") {
                 Some(Value::String(s)) => Value::String(s.clone()),
                 None | Some(Value::Null) if m == Method::PushGet => tid.clone(),
@@ -188,7 +190,7 @@ pub fn params_in(m: Method, params: &Value) -> Result<Value, E> {
             };
             json!({"taskId": tid, "id": cid})
         }
-        Method::PushList => json!({"taskId": task_id()?}),
+        Method::PushList => json!({"taskId": task_id(p)?}),
         Method::ExtendedCard => json!({}),
     })
 }

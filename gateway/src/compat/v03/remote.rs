@@ -9,7 +9,7 @@
 //! [`super::message_in`], [`super::part_in`]), so one mapping serves
 //! both.
 
-use super::{bad, copy, get, message_in, message_out, object, part_in, put, Method, E};
+use super::{bad, copy, get, message_in, message_out, object, part_in, put, task_id, Method, E};
 use crate::v1;
 use serde_json::{json, Map, Value};
 
@@ -31,25 +31,21 @@ pub fn method_of(v1_name: &str) -> Option<Method> {
 /// The v0.3 params of a v1.0 request of `m`.
 pub fn params_out(m: Method, params: &Value) -> Result<Value, E> {
     let p = object(params, "params")?;
-    let task_id = || match p.get("id") {
-        Some(Value::String(s)) => Ok(Value::String(s.clone())),
-        _ => Err(bad("id (the task id) must be a string")),
-    };
     Ok(match m {
         Method::Send | Method::Stream => send_out(p)?,
         Method::Get => {
             let mut out = Map::new();
-            out.insert("id".into(), task_id()?);
+            out.insert("id".into(), task_id(p)?);
             copy(p, &mut out, &["historyLength"]);
             Value::Object(out)
         }
         Method::Cancel => {
             let mut out = Map::new();
-            out.insert("id".into(), task_id()?);
+            out.insert("id".into(), task_id(p)?);
             copy(p, &mut out, &["metadata"]);
             Value::Object(out)
         }
-        Method::Resubscribe => json!({"id": task_id()?}),
+        Method::Resubscribe => json!({"id": task_id(p)?}),
         other => {
             return Err(bad(format!(
                 "{} is not called on a v0.3 remote",
